@@ -1,0 +1,61 @@
+# gpu-finops — every target that needs the virtualenv depends on `setup`, so a fresh clone needs nothing else.
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON     ?= python3
+VENV       := .venv
+NODE_DIR   := .node
+TOOLS_DIR  := .tools
+# Slow-to-fetch things are cached outside the clone, so CI on a warm machine reuses them.
+CACHE_DIR  ?= $(HOME)/.cache/gpu-finops
+NODE_MAJOR := 22
+CHECKOV_VERSION := 3.3.30
+TARGET     ?= local
+
+export PIP_CACHE_DIR     ?= $(CACHE_DIR)/pip
+export npm_config_cache  ?= $(CACHE_DIR)/npm
+# A jsii-supported Node.js (22.x, project-local) comes first on PATH for everything that synthesizes.
+export PATH := $(CURDIR)/$(NODE_DIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
+export TARGET
+
+SETUP_STAMP := $(VENV)/.setup-done
+NODE_BIN    := $(NODE_DIR)/node_modules/.bin/node
+CHECKOV     := $(TOOLS_DIR)/checkov/bin/checkov
+
+.PHONY: help setup test lint synth bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+$(NODE_BIN):
+	@mkdir -p $(NODE_DIR)
+	@echo "installing Node.js $(NODE_MAJOR).x into $(NODE_DIR)/ (jsii no longer supports the system Node 20)"
+	@npm install --prefix $(NODE_DIR) --no-audit --no-fund --loglevel=error node@$(NODE_MAJOR) >/dev/null
+	@test "$$($(NODE_BIN) --version | cut -d. -f1)" = "v$(NODE_MAJOR)" || { echo "expected Node $(NODE_MAJOR).x in $(NODE_DIR), got $$($(NODE_BIN) --version)"; exit 1; }
+
+$(CHECKOV):
+	@echo "installing checkov $(CHECKOV_VERSION) into its own tool venv ($(TOOLS_DIR)/checkov)"
+	@$(PYTHON) -m venv $(TOOLS_DIR)/checkov
+	@$(TOOLS_DIR)/checkov/bin/pip install -q "checkov==$(CHECKOV_VERSION)"
+
+$(SETUP_STAMP): pyproject.toml Makefile
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	@echo "installing gpu-finops and its test tools into $(VENV)/"
+	@$(VENV)/bin/pip install -q -e '.[test]'
+	@command -v prometheus >/dev/null || { echo "installing Debian's prometheus"; \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; \
+	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; fi; }
+	@touch $@
+
+setup: $(SETUP_STAMP) $(NODE_BIN) $(CHECKOV) ## create .venv, install the project, Node.js 22, checkov, prometheus
+
+test: setup ## run the offline test suite (the CI command)
+	$(VENV)/bin/pytest --target=$(TARGET)
+
+lint: setup ## ruff over the whole tree
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+clean: ## remove build outputs (keeps .venv and .node)
+	rm -rf cdktf.out reports .pytest_cache

@@ -1,0 +1,1 @@
+"""Cost collection, rates, the cost store, the reaper and cost reports."""

@@ -1,0 +1,46 @@
+"""Options shared by the finops subcommands."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+DEFAULT_STORE = os.environ.get("GPU_FINOPS_STORE", "gpu-finops-cost.sqlite")
+
+
+def add_store_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--store",
+        default=DEFAULT_STORE,
+        help="cost table: a SQLite path (sqlite:PATH) or dynamodb:TABLE (default: $GPU_FINOPS_STORE "
+        f"or {DEFAULT_STORE})",
+    )
+
+
+def add_nodes_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--nodes",
+        default="kube",
+        help="where GPU nodes come from: 'kube' (in-cluster or $KUBECONFIG) or file:PATH "
+        "(a `kubectl get nodes -o json` file)",
+    )
+    parser.add_argument("--kubeconfig", default=None, help="kubeconfig for --nodes kube")
+
+
+def node_source(args: argparse.Namespace):
+    from harness.nodes import FileNodeSource, KubeNodeSource
+
+    if args.nodes.startswith("file:"):
+        return FileNodeSource(args.nodes.removeprefix("file:"))
+    if args.nodes == "kube":
+        return KubeNodeSource.from_kubeconfig(args.kubeconfig)
+    raise SystemExit(f"--nodes must be 'kube' or file:PATH, got {args.nodes!r}")
+
+
+def console():
+    """A rich console that does not squash tables to 80 columns when output is captured (CI, pipes)."""
+    import sys
+
+    from rich.console import Console
+
+    return Console() if sys.stdout.isatty() else Console(width=180, soft_wrap=True)

@@ -1,0 +1,60 @@
+"""`gpu-finops reap`: rank nodes by idle dollars per hour; with --apply, delete the NodeClaims of the worst."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime, timedelta
+
+from rich.table import Table
+
+from finops.cli_common import add_nodes_argument, add_store_argument, node_source
+from finops.cli_common import console as wide_console
+from finops.reaper import ReapPolicy, rank, reap
+from finops.store import open_store
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_store_argument(parser)
+    add_nodes_argument(parser)
+    parser.add_argument("--nodepool", default="gpu-spot", help="only nodes of this NodePool are ever touched")
+    parser.add_argument("--window", type=float, default=60, help="minutes of records to rank by (default 60)")
+    parser.add_argument(
+        "--min-age", type=float, default=30, help="minutes a node must have lived (default 30)"
+    )
+    parser.add_argument(
+        "--idle-threshold", type=float, default=0.9, help="idle share counting as idle (default 0.9)"
+    )
+    parser.add_argument(
+        "--consecutive", type=int, default=10, help="idle intervals in a row required (default 10)"
+    )
+    parser.add_argument("--apply", action="store_true", help="delete NodeClaims (default: dry run)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.karpenter import KarpenterClient
+
+    policy = ReapPolicy(
+        nodepool=args.nodepool,
+        window=timedelta(minutes=args.window),
+        min_age=timedelta(minutes=args.min_age),
+        idle_threshold=args.idle_threshold,
+        consecutive=args.consecutive,
+    )
+    now = datetime.now(UTC)
+    candidates = rank(node_source(args).gpu_nodes(), open_store(args.store).records(), policy, now)
+    reap(candidates, KarpenterClient.from_kubeconfig(args.kubeconfig), apply=args.apply)
+    t = Table(title=f"GPU nodes by idle $/h ({'APPLY' if args.apply else 'dry run'})")
+    for col in ("node", "nodepool", "idle $/h", "cost $/h", "idle streak", "eligible", "action / why not"):
+        t.add_column(col)
+    for c in candidates:
+        t.add_row(
+            c.node.name,
+            c.node.nodepool or "—",
+            "—" if c.idle_usd_per_hour is None else f"{c.idle_usd_per_hour:.3f}",
+            "—" if c.cost_usd_per_hour is None else f"{c.cost_usd_per_hour:.3f}",
+            str(c.consecutive_idle),
+            "yes" if c.eligible else "no",
+            c.action if c.eligible else "; ".join(c.reasons),
+        )
+    wide_console().print(t)
+    return 0

@@ -1,0 +1,294 @@
+"""The GPU cost collector: of what each GPU node cost in an interval, how much bought no computation.
+
+Every cycle: list GPU nodes from Kubernetes; run one range-aware PromQL query per DCGM metric for all
+GPUs at once (a constant number of queries, whatever the fleet size), joined to nodes by the exporter's
+`Hostname` label; price the observed instance-seconds; write one record per node per interval.
+Missing data is kept as a gap (None) with a status saying why, never a made-up 0 or 1.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from statistics import fmean
+from typing import Protocol
+
+from finops import dcgm
+from finops.metrics import CollectorMetrics
+from finops.pricing import IntervalCost, RateBook
+from finops.rates import RateUnavailable
+from finops.records import (
+    STATUS_MISSING_SM_ACTIVE,
+    STATUS_NO_GPU_SERIES,
+    STATUS_NO_RATE,
+    STATUS_OK,
+    STATUS_PARTIAL,
+    STATUS_STARTING,
+    CostRecord,
+)
+from finops.store import CostStore
+from harness.nodes import NodeFacts
+from harness.prometheus import PrometheusClient
+
+log = logging.getLogger(__name__)
+
+DEFAULT_INTERVAL = 60  # seconds
+DEFAULT_GRACE = 300  # seconds a new node may show no GPU series before that is an error
+CONFIG_ERRORS = frozenset({STATUS_MISSING_SM_ACTIVE, STATUS_NO_GPU_SERIES, STATUS_NO_RATE})
+
+
+class NodeSource(Protocol):
+    def gpu_nodes(self) -> list[NodeFacts]: ...
+
+
+# hostname -> metric -> gpu id -> mean value over the interval
+GpuReadings = dict[str, dict[str, dict[str, float]]]
+
+
+def gpu_readings(
+    prom: PrometheusClient, end: datetime, window_seconds: int, metrics: Sequence[str] = dcgm.COLLECTED
+) -> GpuReadings:
+    """One query per metric for every GPU: the mean over (end - window, end], by Hostname and GPU."""
+    out: GpuReadings = {}
+    by = f"{dcgm.HOSTNAME_LABEL}, gpu, UUID"
+    for metric in metrics:
+        for sample in prom.query(f"avg by ({by}) (avg_over_time({metric}[{window_seconds}s]))", at=end):
+            host = sample.labels.get(dcgm.HOSTNAME_LABEL)
+            if not host:
+                continue
+            gpu = sample.labels.get("UUID") or sample.labels.get("gpu") or "?"
+            out.setdefault(host, {}).setdefault(metric, {})[gpu] = sample.value
+    return out
+
+
+def align(t: datetime, interval: int) -> datetime:
+    """Floor t to the interval grid (so restarts produce the same keys and never double count)."""
+    epoch = int(t.timestamp()) // interval * interval
+    return datetime.fromtimestamp(epoch, tz=UTC)
+
+
+def iso(t: datetime) -> str:
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _mean(values: dict[str, float] | None) -> float | None:
+    return fmean(values.values()) if values else None
+
+
+def make_record(
+    node: NodeFacts,
+    start: datetime,
+    end: datetime,
+    observed: tuple[datetime, datetime],
+    priced: IntervalCost | None,
+    rate_error: str | None,
+    readings: dict[str, dict[str, float]] | None,
+    *,
+    grace_seconds: float,
+) -> CostRecord:
+    """Build one record. Pure: every input is passed in."""
+    obs_start, obs_end = observed
+    seconds = max(0.0, (obs_end - obs_start).total_seconds())
+    readings = readings or {}
+    util, sm = readings.get(dcgm.GPU_UTIL), readings.get(dcgm.SM_ACTIVE)
+    age = (end - node.created).total_seconds()
+    message = priced.message if priced else None
+
+    if priced is None:
+        status, message = STATUS_NO_RATE, rate_error
+    elif sm and len(sm) >= node.gpu_count:
+        status = STATUS_OK
+    elif sm:
+        status = STATUS_PARTIAL
+        message = (
+            f"{len(sm)} of {node.gpu_count} GPUs on {node.name} report {dcgm.SM_ACTIVE}; "
+            "idle cost left empty rather than guessed"
+        )
+    elif util:
+        status = STATUS_MISSING_SM_ACTIVE
+        message = (
+            f"{dcgm.GPU_UTIL} has series for {node.name} but {dcgm.SM_ACTIVE} has none: the "
+            "dcgm-exporter metrics CSV does not export it (it ships commented out). Deploy the project's "
+            "CSV (infra/metrics_csv.py) and lint yours with `gpu-finops check-metrics-csv FILE`"
+        )
+    elif age < grace_seconds:
+        status = STATUS_STARTING
+        message = f"node {node.name} is {age:.0f}s old, within the {grace_seconds:.0f}s grace period; no GPU series yet"
+    else:
+        status = STATUS_NO_GPU_SERIES
+        message = (
+            f"no DCGM series with {dcgm.HOSTNAME_LABEL}={node.name} for {age:.0f}s: is dcgm-exporter "
+            "running on that node, and is Prometheus scraping it?"
+        )
+
+    sm_active = _mean(sm) if status == STATUS_OK else None
+    cost = priced.cost if priced else None
+    idle = cost * (1 - sm_active) if (cost is not None and sm_active is not None) else None
+    hours = seconds / 3600
+    return CostRecord(
+        ChargePeriodStart=iso(start),
+        ChargePeriodEnd=iso(end),
+        ResourceId=node.instance_id or node.name,
+        ResourceName=node.name,
+        ResourceType="GPU node",
+        RegionId=node.region,
+        AvailabilityZone=node.zone,
+        PricingCategory="Dynamic" if node.capacity_type == "spot" else "Standard",
+        PricingUnit="Hours",
+        PricingQuantity=hours,
+        ListUnitPrice=priced.list_unit_price if priced else None,
+        EffectiveCost=cost,
+        x_InstanceType=node.instance_type,
+        x_CapacityType=node.capacity_type,
+        x_NodePool=node.nodepool,
+        x_GpuCount=node.gpu_count,
+        x_InstanceSeconds=seconds,
+        x_EffectiveUnitPrice=(cost / hours) if (cost is not None and hours > 0) else None,
+        x_RateSource=priced.source if priced else None,
+        x_RateStale=bool(priced and priced.stale),
+        x_GpuUtilPercent=_mean(util),
+        x_SmActive=sm_active,
+        x_SmOccupancy=_mean(readings.get(dcgm.SM_OCCUPANCY)),
+        x_PowerWatts=_mean(readings.get(dcgm.POWER_USAGE)),
+        x_SmClockMHz=_mean(readings.get(dcgm.SM_CLOCK)),
+        x_GpusReporting=len(sm or util or {}),
+        x_IdleCost=idle,
+        x_Status=status,
+        x_Message=message,
+    )
+
+
+@dataclass
+class CycleResult:
+    start: datetime
+    end: datetime
+    records: list[CostRecord]
+    queries: int
+    seconds: float
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        return not self.problems
+
+
+class Collector:
+    """Collects one record per GPU node per interval into a cost store."""
+
+    def __init__(
+        self,
+        nodes: NodeSource,
+        prom: PrometheusClient,
+        rates: RateBook,
+        store: CostStore,
+        *,
+        interval: int = DEFAULT_INTERVAL,
+        grace_seconds: float = DEFAULT_GRACE,
+        metrics: CollectorMetrics | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ):
+        self.nodes, self.prom, self.rates, self.store = nodes, prom, rates, store
+        self.interval, self.grace_seconds = interval, grace_seconds
+        self.metrics = metrics or CollectorMetrics()
+        self.clock = clock
+        # name -> (facts, when last listed): a node gone since the last cycle is still charged for the
+        # part of the interval it was observed in.
+        self._seen: dict[str, tuple[NodeFacts, datetime]] = {}
+
+    def last_complete_interval(self) -> tuple[datetime, datetime]:
+        end = align(self.clock(), self.interval)
+        return end - timedelta(seconds=self.interval), end
+
+    def cycle(self, start: datetime | None = None, end: datetime | None = None) -> CycleResult:
+        """Collect one interval (default: the last complete one) and write its records."""
+        began = time.perf_counter()
+        if start is None or end is None:
+            start, end = self.last_complete_interval()
+        listed_at = self.clock()
+        listed = {n.name: n for n in self.nodes.gpu_nodes()}
+        gone = {name: seen for name, seen in self._seen.items() if name not in listed}
+        queries_before = self.prom.queries
+        readings = gpu_readings(self.prom, end, int((end - start).total_seconds()))
+        queries = self.prom.queries - queries_before
+
+        records: list[CostRecord] = []
+        for node in listed.values():
+            obs_end = min(end, node.deleted) if node.deleted and node.deleted > start else end
+            records.append(self._record(node, start, end, (max(start, node.created), obs_end), readings))
+        for node, last_seen in gone.values():
+            # Observed until it was last listed (or its deletion time, if later); never past the interval.
+            until = min(end, max(last_seen, node.deleted or last_seen))
+            if until > start:
+                records.append(self._record(node, start, end, (max(start, node.created), until), readings))
+        records = [r for r in records if r.x_InstanceSeconds > 0]
+
+        self._seen = {name: (node, listed_at) for name, node in listed.items()}
+        problems = [
+            f"{r.ResourceName}: {r.x_Status}: {r.x_Message}" for r in records if r.x_Status in CONFIG_ERRORS
+        ]
+        settled = [n for n in listed.values() if (end - n.created).total_seconds() >= self.grace_seconds]
+        if settled and not any(n.name in readings for n in settled):
+            problems.append(
+                f"no samples: Prometheus returned no DCGM series for any of the {len(settled)} GPU "
+                f"node(s) past their grace period, in [{iso(start)}, {iso(end)})"
+            )
+        for problem in problems:
+            log.error("%s", problem)
+        if not listed:
+            log.info("no GPU nodes in [%s, %s): nothing to record", iso(start), iso(end))
+        self.store.upsert(records)
+        elapsed = time.perf_counter() - began
+        result = CycleResult(start, end, records, queries, elapsed, problems)
+        self.metrics.observe_cycle(result)
+        log.info(
+            "cycle [%s, %s): %d record(s), %d queries, %.2fs, %s",
+            iso(start),
+            iso(end),
+            len(records),
+            queries,
+            elapsed,
+            "healthy" if result.healthy else f"{len(problems)} problem(s)",
+        )
+        return result
+
+    def _record(
+        self,
+        node: NodeFacts,
+        start: datetime,
+        end: datetime,
+        observed: tuple[datetime, datetime],
+        readings: GpuReadings,
+    ) -> CostRecord:
+        priced: IntervalCost | None = None
+        error = None
+        try:
+            priced = self.rates.interval_cost(node, *observed)
+        except RateUnavailable as exc:
+            error = str(exc)
+        return make_record(
+            node,
+            start,
+            end,
+            observed,
+            priced,
+            error,
+            readings.get(node.name),
+            grace_seconds=self.grace_seconds,
+        )
+
+    def run_forever(self, stop: Callable[[], bool] = lambda: False, scrape_lag: float = 5.0) -> None:
+        """Collect each interval once it is complete (plus a scrape lag), until `stop()` is true."""
+        while not stop():
+            _, end = self.last_complete_interval()
+            next_end = end + timedelta(seconds=self.interval)
+            wake = (next_end - self.clock()).total_seconds() + scrape_lag
+            if wake > 0:
+                time.sleep(wake)
+            try:
+                self.cycle()
+            except Exception:  # the daemon reports and keeps going; health shows the failure
+                log.exception("collector cycle failed")
+                self.metrics.cycle_failed()

@@ -1,0 +1,71 @@
+"""One cost record per GPU node per interval, with FinOps FOCUS column names where one fits.
+
+FOCUS columns: ChargePeriodStart/End, ResourceId, ResourceName, ResourceType, RegionId,
+AvailabilityZone, PricingCategory, PricingUnit, PricingQuantity, ListUnitPrice, EffectiveCost.
+Everything else is ours, prefixed `x_`. GPU_UTIL (percent, as DCGM reports it) and SM_ACTIVE (a ratio)
+are both stored on every record so the gap between them is in the data. Missing measurements stay None
+(null), never 0 or 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+# Why a record has no idle cost (x_Status); "ok" means every measurement is present.
+STATUS_OK = "ok"
+STATUS_STARTING = "starting"  # node younger than the grace period and no GPU series yet
+STATUS_MISSING_SM_ACTIVE = "missing-sm-active"  # GPU_UTIL series exist, SM_ACTIVE do not: CSV misconfigured
+STATUS_NO_GPU_SERIES = "no-gpu-series"  # node past its grace period and no DCGM series at all
+STATUS_PARTIAL = "partial-gpu-series"  # fewer GPUs report SM_ACTIVE than the node has
+STATUS_NO_RATE = "no-rate"  # no price could be found
+
+RATE_ON_DEMAND = "on-demand"
+RATE_SPOT = "spot"
+RATE_FALLBACK = "fallback"  # spot history unavailable: on-demand list price used instead
+RATE_CATALOG = "catalog"  # a fixed price list (the local rehearsal target's instance types)
+
+
+@dataclass
+class CostRecord:
+    ChargePeriodStart: str  # ISO 8601 UTC, the interval's start
+    ChargePeriodEnd: str
+    ResourceId: str  # EC2 instance id, or the node name where there is none
+    ResourceName: str  # the Kubernetes node name
+    ResourceType: str  # "GPU node"
+    RegionId: str | None
+    AvailabilityZone: str | None
+    PricingCategory: str | None  # FOCUS: "Standard" (on-demand) or "Dynamic" (spot)
+    PricingUnit: str  # "Hours"
+    PricingQuantity: float  # observed instance-hours inside the interval
+    ListUnitPrice: float | None  # on-demand $/h
+    EffectiveCost: float | None  # what the interval cost, $ (None only with x_Status no-rate)
+    x_InstanceType: str | None
+    x_CapacityType: str | None
+    x_NodePool: str | None
+    x_GpuCount: int
+    x_InstanceSeconds: float
+    x_EffectiveUnitPrice: float | None  # average $/h over the interval
+    x_RateSource: str | None
+    x_RateStale: bool
+    x_GpuUtilPercent: float | None  # DCGM_FI_DEV_GPU_UTIL, 0..100, mean over GPUs and interval
+    x_SmActive: float | None  # DCGM_FI_PROF_SM_ACTIVE, ratio 0..1
+    x_SmOccupancy: float | None
+    x_PowerWatts: float | None
+    x_SmClockMHz: float | None
+    x_GpusReporting: int
+    x_IdleCost: float | None  # EffectiveCost x (1 - SM_ACTIVE)
+    x_Status: str
+    x_Message: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CostRecord:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(CostRecord))
+KEY = ("ResourceId", "ChargePeriodStart")

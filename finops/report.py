@@ -1,0 +1,140 @@
+"""Cost reports: a per-node table (rich) and a PNG chart of GPU_UTIL vs SM_ACTIVE and idle dollars."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from statistics import fmean
+
+from rich.table import Table
+
+from finops.records import STATUS_OK, CostRecord
+from finops.store import group_by_node
+
+
+@dataclass(frozen=True)
+class NodeSummary:
+    node: str
+    instance_type: str | None
+    capacity_type: str | None
+    intervals: int
+    hours: float
+    cost: float
+    idle_cost: float | None  # over measured intervals only
+    measured_cost: float  # cost of the intervals whose idle share is known
+    gpu_util_percent: float | None
+    sm_active: float | None
+    problems: dict[str, int]  # status -> count, for every non-ok interval
+
+    @property
+    def idle_share(self) -> float | None:
+        return (
+            self.idle_cost / self.measured_cost if self.idle_cost is not None and self.measured_cost else None
+        )
+
+
+def summarize(records: Sequence[CostRecord]) -> list[NodeSummary]:
+    out = []
+    for name, rows in sorted(group_by_node(records).items()):
+        ok = [r for r in rows if r.x_Status == STATUS_OK and r.x_IdleCost is not None]
+        problems: dict[str, int] = {}
+        for r in rows:
+            if r.x_Status != STATUS_OK:
+                problems[r.x_Status] = problems.get(r.x_Status, 0) + 1
+        utils = [r.x_GpuUtilPercent for r in rows if r.x_GpuUtilPercent is not None]
+        sms = [r.x_SmActive for r in ok if r.x_SmActive is not None]
+        out.append(
+            NodeSummary(
+                node=name,
+                instance_type=rows[-1].x_InstanceType,
+                capacity_type=rows[-1].x_CapacityType,
+                intervals=len(rows),
+                hours=sum(r.PricingQuantity for r in rows),
+                cost=sum(r.EffectiveCost or 0 for r in rows),
+                idle_cost=sum(r.x_IdleCost for r in ok) if ok else None,  # type: ignore[misc]
+                measured_cost=sum(r.EffectiveCost or 0 for r in ok),
+                gpu_util_percent=fmean(utils) if utils else None,
+                sm_active=fmean(sms) if sms else None,
+                problems=problems,
+            )
+        )
+    return out
+
+
+def _fmt(value: float | None, spec: str, missing: str = "—") -> str:
+    return missing if value is None else format(value, spec)
+
+
+def table(summaries: Sequence[NodeSummary]) -> Table:
+    t = Table(title="GPU cost per node", show_lines=False)
+    for col in (
+        "node",
+        "type",
+        "capacity",
+        "intervals",
+        "hours",
+        "cost $",
+        "idle $",
+        "idle share",
+        "GPU_UTIL %",
+        "SM_ACTIVE %",
+        "gaps",
+    ):
+        t.add_column(col, justify="right" if col not in ("node", "type", "capacity", "gaps") else "left")
+    for s in summaries:
+        gaps = ", ".join(f"{k}×{v}" for k, v in sorted(s.problems.items())) or ""
+        t.add_row(
+            s.node,
+            s.instance_type or "?",
+            s.capacity_type or "?",
+            str(s.intervals),
+            f"{s.hours:.3f}",
+            f"{s.cost:.6f}",
+            _fmt(s.idle_cost, ".6f"),
+            _fmt(s.idle_share and s.idle_share * 100, ".1f"),
+            _fmt(s.gpu_util_percent, ".1f"),
+            _fmt(s.sm_active and s.sm_active * 100, ".1f"),
+            gaps,
+        )
+    return t
+
+
+def chart(records: Sequence[CostRecord], path: Path) -> Path:
+    """GPU_UTIL vs SM_ACTIVE over time per node (top) and idle dollars per interval (bottom)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if not records:
+        raise ValueError("no cost records to chart: run `gpu-finops collect` first, or widen --since/--until")
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 7), sharex=True)
+    for name, rows in sorted(group_by_node(records).items()):
+        t = [datetime.fromisoformat(r.ChargePeriodStart.replace("Z", "+00:00")) for r in rows]
+        util = [r.x_GpuUtilPercent for r in rows]
+        sm = [r.x_SmActive * 100 if r.x_SmActive is not None else None for r in rows]
+        line = top.plot(
+            t, [u if u is not None else float("nan") for u in util], "-", label=f"{name} GPU_UTIL"
+        )[0]
+        top.plot(
+            t,
+            [s if s is not None else float("nan") for s in sm],
+            "--",
+            color=line.get_color(),
+            label=f"{name} SM_ACTIVE",
+        )
+        bottom.bar(t, [r.x_IdleCost or 0 for r in rows], width=0.0005, label=name, alpha=0.7)
+    top.set_ylabel("percent")
+    top.set_ylim(0, 105)
+    top.set_title("GPU_UTIL (kernel resident) vs SM_ACTIVE (warps active): the gap is idle silicon")
+    top.legend(fontsize="small", ncol=2)
+    bottom.set_ylabel("idle $ per interval")
+    bottom.set_title("Money that bought no computation: cost x (1 - SM_ACTIVE)")
+    fig.autofmt_xdate()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -1,0 +1,1 @@
+"""gpu-finops: the single command-line entry point over infra, teardown, finops and the local target."""

@@ -1,0 +1,64 @@
+"""`gpu-finops`: one entry point, one subcommand per job.
+
+Each subcommand lives with the package that owns it and registers itself through `add_parser`; the
+modules are imported lazily, only when their subcommand runs, so `--help` stays fast and a missing
+optional piece (say, jsii for synthesis) never breaks the commands that do not need it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+# subcommand -> (module that implements it, one-line help). Order is the order shown in --help.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "check-metrics-csv": (
+        "infra.metrics_csv_cli",
+        "validate a dcgm-exporter metrics CSV with the exporter's rules",
+    ),
+    "collect": ("finops.cli_collect", "run the GPU cost collector (once, or every interval)"),
+    "cost": ("finops.cli_cost", "cost reports from the cost table: per-node table and a PNG chart"),
+    "reap": ("finops.cli_reap", "rank GPU nodes by idle dollars per hour; with --apply, reclaim them"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpu-finops",
+        description="Is our GPU money doing work, and does our scheduling stack do what we claim?",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (_module, help_text) in SUBCOMMANDS.items():
+        # A placeholder parser keeps --help complete without importing every module.
+        sub.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    top = build_parser()
+    # Find the subcommand without parsing its own options, then let its module build the real parser.
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command not in SUBCOMMANDS:
+        top.parse_args(argv)  # prints help or the usage error and exits
+        return 2
+    module_name, help_text = SUBCOMMANDS[command]
+    module = importlib.import_module(module_name)
+    parser = argparse.ArgumentParser(prog=f"gpu-finops {command}", description=help_text)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    module.add_arguments(parser)
+    index = argv.index(command)
+    args = parser.parse_args(argv[:index] + argv[index + 1 :])
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    return int(module.run(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

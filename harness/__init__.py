@@ -1,0 +1,1 @@
+"""I/O that observes: Kubernetes, AWS and Prometheus readers returning plain dataclasses; waits."""

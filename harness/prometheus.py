@@ -1,0 +1,114 @@
+"""A small Prometheus HTTP API reader: instant queries in, plain samples out, with bounded retries."""
+
+from __future__ import annotations
+
+import json
+import logging
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
+
+from harness import timeouts
+
+log = logging.getLogger(__name__)
+
+
+class PrometheusUnavailable(RuntimeError):
+    """Prometheus did not answer within the retry budget."""
+
+
+class PrometheusQueryError(RuntimeError):
+    """Prometheus answered, but rejected the query (a bad expression, a server-side error)."""
+
+
+class _Transient(Exception):
+    """A failure worth retrying: connection refused, timeout, 5xx."""
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One series of an instant-vector result."""
+
+    labels: dict[str, str]
+    value: float
+
+
+class PrometheusClient:
+    """Instant queries against one Prometheus. Counts the queries it makes (for benchmarks and tests)."""
+
+    def __init__(
+        self, url: str, *, timeout: float = timeouts.PROM_QUERY, retry_for: float = timeouts.PROM_RETRY
+    ):
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self.retry_for = retry_for
+        self.queries = 0
+
+    def _get(self, path: str, params: dict[str, str] | None = None) -> dict[str, Any]:
+        query = ("?" + urllib.parse.urlencode(params)) if params else ""
+        request = urllib.request.Request(self.url + path + query, headers={"Accept": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            body = exc.read().decode(errors="replace")
+            if exc.code >= 500:
+                raise _Transient(f"HTTP {exc.code}: {body[:300]}") from exc
+            raise PrometheusQueryError(
+                f"Prometheus at {self.url} rejected {path}{query}: HTTP {exc.code}: {body[:500]}"
+            ) from exc
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
+            raise _Transient(str(getattr(exc, "reason", exc))) from exc
+
+    def _get_with_retries(self, path: str, params: dict[str, str] | None = None) -> dict[str, Any]:
+        retrying = Retrying(
+            stop=stop_after_delay(self.retry_for),
+            wait=wait_exponential(multiplier=0.2, max=3),
+            retry=retry_if_exception_type(_Transient),
+            reraise=True,
+        )
+        try:
+            return retrying(self._get, path, params)
+        except _Transient as exc:
+            raise PrometheusUnavailable(
+                f"Prometheus at {self.url} did not answer {path} for {self.retry_for:g}s (last error: {exc}); "
+                "check that it is running and that the Prometheus URL is right"
+            ) from exc
+
+    def ready(self) -> bool:
+        """True when Prometheus answers its readiness endpoint."""
+        try:
+            request = urllib.request.Request(self.url + "/-/ready")
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return response.status == 200
+        except (urllib.error.URLError, TimeoutError, ConnectionError):
+            return False
+
+    def query(self, promql: str, at: datetime | float | None = None) -> list[Sample]:
+        """Evaluate an instant query; returns one Sample per series. NaN values are dropped, not zeroed."""
+        params = {"query": promql}
+        if at is not None:
+            params["time"] = f"{at.timestamp() if isinstance(at, datetime) else at:.3f}"
+        self.queries += 1
+        body = self._get_with_retries("/api/v1/query", params)
+        if body.get("status") != "success":
+            raise PrometheusQueryError(
+                f"query {promql!r} failed: {body.get('errorType')}: {body.get('error')}"
+            )
+        data = body["data"]
+        if data["resultType"] != "vector":
+            raise PrometheusQueryError(
+                f"query {promql!r} returned {data['resultType']}, expected an instant vector"
+            )
+        samples = []
+        for series in data["result"]:
+            value = float(series["value"][1])
+            if value != value:  # NaN: no data in the window; missing, not a number
+                continue
+            samples.append(Sample(labels=dict(series["metric"]), value=value))
+        return samples

@@ -1,0 +1,25 @@
+"""Every timeout the harness uses, named by what it waits for. Seconds."""
+
+from __future__ import annotations
+
+# Prometheus
+PROM_QUERY = 30.0  # one HTTP query
+PROM_RETRY = 20.0  # how long a query is retried before Prometheus counts as down
+PROM_READY = 60.0  # a freshly started Prometheus answering /-/ready
+PROM_FIRST_SAMPLES = 60.0  # a scrape target's series visible in Prometheus
+
+# Kubernetes (acts)
+NODECLAIM_LAUNCHED = 300.0
+NODE_READY = 600.0
+POD_RUNNING = 600.0
+POD_SUCCEEDED = 900.0
+ADMISSION = 120.0
+QUEUED_STEADY = 20.0  # how long "the rest stay queued" must keep holding
+PREEMPTION = 180.0
+INTERRUPTION_CORDON = 300.0
+REPLACEMENT_NODE = 900.0
+COST_RECORDS = 300.0
+
+# AWS teardown
+AWS_DELETE = 900.0  # one resource from delete call to gone (NAT gateways take minutes)
+AWS_THROTTLE = 120.0

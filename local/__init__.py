@@ -1,0 +1,1 @@
+"""The local rehearsal target: supervised processes, Prometheus, and the GPU simulator exporter."""

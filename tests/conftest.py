@@ -1,0 +1,55 @@
+"""Shared fixtures: a moto server for AWS calls, a real Prometheus scraping a DCGM simulator."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import boto3
+import pytest
+
+from local.prometheus import free_port
+
+
+@pytest.fixture(scope="session")
+def moto_endpoint() -> Iterator[str]:
+    """A moto server on a free loopback port; boto3 reaches it through AWS_ENDPOINT_URL."""
+    from moto.server import ThreadedMotoServer
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    yield f"http://127.0.0.1:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def aws_env(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Point every boto3 client at the moto server with throwaway credentials; reset its state."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    import urllib.request
+
+    urllib.request.urlopen(urllib.request.Request(f"{moto_endpoint}/moto-api/reset", method="POST")).read()
+    return moto_endpoint
+
+
+@pytest.fixture
+def boto_session(aws_env: str) -> boto3.Session:
+    return boto3.Session(region_name="us-east-1")
+
+
+@pytest.fixture
+def reports_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "reports"
+    path.mkdir()
+    return path
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"gpu-finops tests; TARGET={config.getoption('--target')}; cwd={os.getcwd()}"

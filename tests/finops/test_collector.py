@@ -1,0 +1,185 @@
+"""The collector against a real Prometheus scraping DCGM-shaped series."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from finops import dcgm
+from finops.collector import Collector, align
+from finops.metrics import CollectorMetrics
+from finops.pricing import CatalogRates
+from finops.records import (
+    STATUS_MISSING_SM_ACTIVE,
+    STATUS_NO_GPU_SERIES,
+    STATUS_NO_RATE,
+    STATUS_OK,
+    STATUS_STARTING,
+)
+from finops.store import SqliteCostStore
+from harness import timeouts
+from harness.prometheus import PrometheusClient, PrometheusUnavailable
+from harness.waits import eventually
+from tests.finops.conftest import FakeNodes, gpu, node
+
+RATES = CatalogRates(
+    {("g6e.xlarge", "on-demand"): 1.861, ("g6e.xlarge", "spot"): 0.95, ("g6e.12xlarge", "on-demand"): 10.493}
+)
+
+
+def wait_for_series(prom: PrometheusClient, host: str, metric: str = dcgm.GPU_UTIL) -> None:
+    eventually(
+        lambda: prom.query(f'{metric}{{Hostname="{host}"}}'),
+        lambda s: len(s) > 0,
+        timeout=timeouts.PROM_FIRST_SAMPLES,
+        interval=0.5,
+        what=f"{metric} for {host} in Prometheus",
+    )
+
+
+def last_minute() -> tuple[datetime, datetime]:
+    end = datetime.now(UTC)
+    return end - timedelta(seconds=60), end
+
+
+def collector(nodes, prom_url, store=None, **kw) -> Collector:
+    return Collector(
+        FakeNodes(nodes),
+        PrometheusClient(prom_url),
+        kw.pop("rates", RATES),
+        store or SqliteCostStore(":memory:"),
+        **kw,
+    )
+
+
+def test_reference_figures_gpu_util_100_sm_active_4582(sim, prometheus):
+    sim.set_gpus([gpu("ref-node", 0, util=100.0, sm=0.4582)])
+    c = collector([node("ref-node")], prometheus.url)
+    wait_for_series(c.prom, "ref-node", dcgm.SM_ACTIVE)
+    result = c.cycle(*last_minute())
+    (record,) = result.records
+    assert record.x_Status == STATUS_OK, record.x_Message
+    assert record.x_GpuUtilPercent == pytest.approx(100.0)
+    assert record.x_SmActive == pytest.approx(0.4582)
+    assert round(record.EffectiveCost, 6) == 0.031017
+    assert round(record.x_IdleCost, 6) == 0.016805
+    assert record.x_InstanceSeconds == pytest.approx(60)
+    assert record.x_RateSource == "catalog"
+    assert result.healthy
+
+
+def test_constant_number_of_queries_whatever_the_fleet_size(sim, prometheus):
+    hosts = [f"fleet-{i}" for i in range(40)]
+    sim.set_gpus([gpu(h, g) for h in hosts for g in range(8)])
+    c = collector([node(h, instance_type="g6e.12xlarge", gpus=8) for h in hosts], prometheus.url)
+    wait_for_series(c.prom, "fleet-39", dcgm.SM_ACTIVE)
+    result = c.cycle(*last_minute())
+    assert result.queries == len(dcgm.COLLECTED)
+    assert len(result.records) == 40
+    assert all(r.x_GpusReporting == 8 and r.x_Status == STATUS_OK for r in result.records)
+
+
+def test_missing_sm_active_is_a_configuration_error_kept_as_a_gap(sim, prometheus):
+    sim.set_gpus([gpu("nosm-node", 0, sm=None)])
+    metrics = CollectorMetrics()
+    c = collector([node("nosm-node")], prometheus.url, metrics=metrics)
+    wait_for_series(c.prom, "nosm-node")
+    result = c.cycle(*last_minute())
+    (record,) = result.records
+    assert record.x_Status == STATUS_MISSING_SM_ACTIVE
+    assert record.x_SmActive is None and record.x_IdleCost is None  # a gap, not 0 or 1
+    assert record.x_GpuUtilPercent == pytest.approx(100.0)
+    assert record.EffectiveCost > 0
+    assert "metrics CSV" in record.x_Message
+    assert not result.healthy
+    assert metrics.healthy._value.get() == 0
+    assert metrics.missing_metric.labels(dcgm.SM_ACTIVE, "nosm-node")._value.get() == 1
+
+
+def test_young_node_without_series_is_starting_not_an_error(sim, prometheus):
+    sim.set_gpus([])
+    c = collector([node("young", age=timedelta(seconds=90))], prometheus.url, grace_seconds=300)
+    result = c.cycle(*last_minute())
+    (record,) = result.records
+    assert record.x_Status == STATUS_STARTING
+    assert record.x_SmActive is None and record.x_IdleCost is None
+    assert result.healthy
+
+
+def test_old_node_without_any_series_is_an_error_naming_the_exporter(sim, prometheus, caplog):
+    sim.set_gpus([])
+    c = collector([node("silent", age=timedelta(hours=2))], prometheus.url)
+    result = c.cycle(*last_minute())
+    (record,) = result.records
+    assert record.x_Status == STATUS_NO_GPU_SERIES
+    assert "dcgm-exporter" in record.x_Message
+    assert not result.healthy
+    assert any("no samples" in m for m in caplog.messages)
+
+
+def test_no_price_is_a_gap_with_a_reason(sim, prometheus):
+    sim.set_gpus([gpu("odd-type", 0)])
+    c = collector([node("odd-type", instance_type="x9.huge")], prometheus.url)
+    wait_for_series(c.prom, "odd-type")
+    (record,) = c.cycle(*last_minute()).records
+    assert record.x_Status == STATUS_NO_RATE
+    assert record.EffectiveCost is None and record.x_IdleCost is None
+    assert "x9.huge" in record.x_Message
+
+
+def test_prometheus_down_retries_then_says_so():
+    from local.prometheus import free_port
+
+    prom = PrometheusClient(f"http://127.0.0.1:{free_port()}", retry_for=1.5)
+    c = Collector(FakeNodes([node("n")]), prom, RATES, SqliteCostStore(":memory:"))
+    with pytest.raises(PrometheusUnavailable, match="did not answer .* for 1.5s"):
+        c.cycle(*last_minute())
+
+
+def test_node_deleted_mid_interval_is_charged_for_what_was_observed(sim, prometheus):
+    sim.set_gpus([gpu("leaver", 0)])
+    now = [datetime.now(UTC)]
+    nodes = FakeNodes([node("leaver", now=now[0])])
+    c = Collector(
+        nodes, PrometheusClient(prometheus.url), RATES, SqliteCostStore(":memory:"), clock=lambda: now[0]
+    )
+    wait_for_series(c.prom, "leaver")
+    first_end = now[0]
+    c.cycle(first_end - timedelta(seconds=60), first_end)
+    # The node disappears; it was last listed at first_end + 0, and had a deletion time 20 s later.
+    nodes.nodes = []
+    c._seen["leaver"] = (node("leaver", now=now[0], deleted=first_end + timedelta(seconds=20)), first_end)
+    now[0] = first_end + timedelta(seconds=60)
+    (record,) = c.cycle(first_end, now[0]).records
+    assert record.x_InstanceSeconds == pytest.approx(20)
+    assert record.EffectiveCost == pytest.approx(1.861 * 20 / 3600)
+
+
+def test_node_created_mid_interval_is_charged_from_its_creation(sim, prometheus):
+    sim.set_gpus([gpu("arriver", 0)])
+    start, end = last_minute()
+    arrived = node("arriver", age=timedelta(seconds=15), now=end)
+    c = collector([arrived], prometheus.url)
+    wait_for_series(c.prom, "arriver")
+    (record,) = c.cycle(start, end).records
+    assert record.x_InstanceSeconds == pytest.approx(15)
+
+
+def test_restart_mid_run_never_double_counts(sim, prometheus, tmp_path):
+    sim.set_gpus([gpu("steady", 0)])
+    path = tmp_path / "cost.sqlite"
+    end = align(datetime.now(UTC), 60)
+    start = end - timedelta(seconds=60)
+    first = collector([node("steady")], prometheus.url, SqliteCostStore(path))
+    wait_for_series(first.prom, "steady")
+    first.cycle(start, end)
+    # A new process (restart) collects the same interval again, then the next one.
+    second = collector([node("steady")], prometheus.url, SqliteCostStore(path))
+    second.cycle(start, end)
+    second.cycle(end, end + timedelta(seconds=60))
+    rows = SqliteCostStore(path).records()
+    assert [(r.ResourceName, r.ChargePeriodStart) for r in rows] == [
+        ("steady", start.strftime("%Y-%m-%dT%H:%M:%SZ")),
+        ("steady", end.strftime("%Y-%m-%dT%H:%M:%SZ")),
+    ]

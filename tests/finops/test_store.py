@@ -1,0 +1,54 @@
+"""Both cost stores upsert by (ResourceId, ChargePeriodStart) and read back what they wrote."""
+
+from __future__ import annotations
+
+import pytest
+
+from finops.records import CostRecord
+from finops.store import DynamoCostStore, SqliteCostStore
+from tests.finops.test_reaper import records
+
+
+def _dynamo(boto_session):
+    ddb = boto_session.resource("dynamodb")
+    ddb.create_table(
+        TableName="gpu-finops-cost",
+        KeySchema=[
+            {"AttributeName": "ResourceId", "KeyType": "HASH"},
+            {"AttributeName": "ChargePeriodStart", "KeyType": "RANGE"},
+        ],
+        AttributeDefinitions=[
+            {"AttributeName": "ResourceId", "AttributeType": "S"},
+            {"AttributeName": "ChargePeriodStart", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    return DynamoCostStore("gpu-finops-cost", ddb)
+
+
+@pytest.fixture(params=["sqlite", "dynamodb"])
+def store(request, tmp_path):
+    if request.param == "sqlite":
+        return SqliteCostStore(tmp_path / "c.sqlite")
+    return _dynamo(request.getfixturevalue("boto_session"))
+
+
+def test_upsert_round_trip_keeps_nulls_and_never_duplicates(store):
+    rows = records("n1", [0.5, None, 0.25])
+    store.upsert(rows)
+    store.upsert(rows[:2])  # a restart writes the same intervals again
+    back = store.records()
+    assert len(back) == 3
+    assert [r.x_SmActive for r in back] == [0.5, None, 0.25]
+    assert back[1].x_IdleCost is None and back[1].x_Status == "missing-sm-active"
+    assert back[0] == rows[0]
+    assert isinstance(back[0], CostRecord)
+
+
+def test_range_filter(store):
+    rows = records("n1", [0.5, 0.4, 0.3])
+    store.upsert(rows)
+    assert [r.ChargePeriodStart for r in store.records(since=rows[1].ChargePeriodStart)] == [
+        rows[1].ChargePeriodStart,
+        rows[2].ChargePeriodStart,
+    ]

@@ -1,0 +1,43 @@
+"""The one console script: --help lists every subcommand, and each subcommand's module imports."""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from gpu_finops.cli import SUBCOMMANDS, main
+
+
+def test_help_lists_every_subcommand(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    for name in SUBCOMMANDS:
+        assert name in out
+
+
+def test_installed_console_script_runs():
+    exe = shutil.which("gpu-finops") or str(sys.prefix + "/bin/gpu-finops")
+    out = subprocess.run([exe, "--help"], capture_output=True, text=True, check=True).stdout
+    assert "check-metrics-csv" in out and "collect" in out
+
+
+@pytest.mark.parametrize("name", sorted(SUBCOMMANDS))
+def test_each_subcommand_has_help(name, capsys):
+    module = importlib.import_module(SUBCOMMANDS[name][0])
+    assert callable(module.add_arguments) and callable(module.run)
+    with pytest.raises(SystemExit) as exit_info:
+        main([name, "--help"])
+    assert exit_info.value.code == 0
+    assert f"gpu-finops {name}" in capsys.readouterr().out
+
+
+def test_unknown_subcommand_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["frobnicate"])
+    assert exit_info.value.code == 2
