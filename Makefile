@@ -59,3 +59,16 @@ lint: setup ## ruff over the whole tree
 
 clean: ## remove build outputs (keeps .venv and .node)
 	rm -rf cdktf.out reports .pytest_cache
+
+# --- teardown (AWS; boto3 honours AWS_ENDPOINT_URL) ------------------------------------------------------
+TEARDOWN_ARGS ?=
+
+.PHONY: teardown-plan verify resume
+teardown-plan: setup ## show what teardown would delete (dry run)
+	$(VENV)/bin/gpu-finops teardown plan $(TEARDOWN_ARGS)
+
+verify: setup ## verify the account holds nothing of ours (exit 1 with a table if it does)
+	$(VENV)/bin/gpu-finops teardown verify $(TEARDOWN_ARGS)
+
+resume: setup ## finish a teardown that died partway, from the journal and the account itself
+	$(VENV)/bin/gpu-finops teardown resume $(TEARDOWN_ARGS)

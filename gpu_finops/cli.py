@@ -22,6 +22,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "collect": ("finops.cli_collect", "run the GPU cost collector (once, or every interval)"),
     "cost": ("finops.cli_cost", "cost reports from the cost table: per-node table and a PNG chart"),
     "reap": ("finops.cli_reap", "rank GPU nodes by idle dollars per hour; with --apply, reclaim them"),
+    "teardown": ("teardown.cli", "plan, destroy, verify-empty and resume the account teardown"),
 }
 
 

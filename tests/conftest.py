@@ -15,7 +15,11 @@ from local.prometheus import free_port
 @pytest.fixture(scope="session")
 def moto_endpoint() -> Iterator[str]:
     """A moto server on a free loopback port; boto3 reaches it through AWS_ENDPOINT_URL."""
+    import logging
+
     from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
     port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)

@@ -1,0 +1,1 @@
+"""Ordered destroy, verify-empty inventory and journal-based resume for everything the demo made."""

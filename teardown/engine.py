@@ -1,0 +1,194 @@
+"""Plan, destroy, verify and resume over the registry.
+
+- plan: list every registered type (concurrently, paginated), keep what is ours.
+- destroy: delete in dependency order, retrying throttling and dependency violations with tenacity,
+  re-listing after each deletion until the resource is gone. A guard refuses anything not in the plan.
+- verify: list every type again (never a cache); empty means done.
+- resume: a new plan from the account itself (no Terraform state, no cluster needed), run like destroy,
+  with the journal telling what an earlier run already did.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from botocore.exceptions import ClientError
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
+
+from harness import timeouts
+from harness.waits import eventually
+from teardown.journal import Journal
+from teardown.model import Context, Resource
+from teardown.registry import REGISTRY, deletion_order, load
+
+log = logging.getLogger(__name__)
+
+RETRYABLE = {
+    "Throttling",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+    "TooManyRequestsException",
+    "DependencyViolation",
+    "ResourceInUse",
+    "ResourceInUseException",
+    "DeleteConflict",
+    "InvalidParameterValue",
+    "IncorrectState",
+    "ConcurrentModification",
+    "ServiceUnavailable",
+}
+
+
+class AccountNotAllowed(RuntimeError):
+    pass
+
+
+class GuardViolation(RuntimeError):
+    """An attempt to delete something the plan did not show."""
+
+
+def _retryable(exc: BaseException) -> bool:
+    return isinstance(exc, ClientError) and exc.response["Error"]["Code"] in RETRYABLE
+
+
+def check_account(ctx: Context) -> str:
+    account = ctx.account()
+    allowed = ctx.config.allowed_accounts
+    if not allowed:
+        raise AccountNotAllowed(
+            "no account allowlist configured: refusing to touch any account. Set "
+            "--allow-account ACCOUNT (or GPU_FINOPS_ALLOWED_ACCOUNTS) to the sandbox's id"
+        )
+    if account not in allowed:
+        raise AccountNotAllowed(
+            f"account {account} is not on the allowlist {list(allowed)}: refusing. Check "
+            "your AWS credentials point at the sandbox account"
+        )
+    return account
+
+
+def inventory(ctx: Context, types: Iterable[str] | None = None, workers: int = 8) -> list[Resource]:
+    """Every owned resource of the given types, listed concurrently. Never cached."""
+    load()
+    names = list(types) if types is not None else list(REGISTRY)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        results = list(pool.map(lambda n: REGISTRY[n].list(ctx), names))
+    order = {name: i for i, name in enumerate(deletion_order(names))}
+    found = [r for batch in results for r in batch]
+    return sorted(found, key=lambda r: (order[r.type], r.id))
+
+
+@dataclass
+class Outcome:
+    deleted: list[Resource] = field(default_factory=list)
+    failed: list[tuple[Resource, str]] = field(default_factory=list)
+    skipped: list[Resource] = field(default_factory=list)  # already gone when reached
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+def _still_there(ctx: Context, r: Resource) -> Resource | None:
+    return next((x for x in REGISTRY[r.type].list(ctx) if x.id == r.id), None)
+
+
+def delete_one(
+    ctx: Context,
+    r: Resource,
+    *,
+    retry_for: float = timeouts.AWS_THROTTLE,
+    wait_for: float | None = None,
+    poll: float = 2.0,
+) -> None:
+    """Delete, retrying throttling and dependency violations, then re-list until it is gone."""
+    rtype = REGISTRY[r.type]
+    Retrying(
+        stop=stop_after_delay(retry_for),
+        wait=wait_exponential(multiplier=0.5, max=10),
+        retry=retry_if_exception(_retryable),
+        reraise=True,
+    )(rtype.delete, ctx, r)
+    timeout = wait_for if wait_for is not None else (rtype.wait_gone or timeouts.AWS_DELETE)
+    eventually(
+        lambda: _still_there(ctx, r),
+        lambda left: left is None,
+        timeout=timeout,
+        interval=poll,
+        what=f"{r.key} gone after its delete call",
+    )
+
+
+def destroy(
+    ctx: Context,
+    plan: list[Resource],
+    journal: Journal,
+    *,
+    progress: Callable[[Resource, str], None] | None = None,
+    retry_for: float = timeouts.AWS_THROTTLE,
+    wait_for: float | None = None,
+    poll: float = 2.0,
+    phase: str = "destroy",
+) -> Outcome:
+    """Delete the plan in dependency order. The guard: nothing outside the plan is ever deleted."""
+    load()
+    allowed = {r.key for r in plan}
+    journal.write(f"{phase}-start", planned=len(plan))
+    outcome = Outcome()
+    failed_types: set[str] = set()
+    order = deletion_order({r.type for r in plan})
+    for type_name in order:
+        blockers = set(REGISTRY[type_name].depends_on) & failed_types
+        for r in [r for r in plan if r.type == type_name]:
+            if r.key not in allowed:
+                raise GuardViolation(f"refusing to delete {r.key}: not in the plan that was shown")
+            if blockers:
+                msg = f"not attempted: {sorted(blockers)} it depends on failed to delete"
+                outcome.failed.append((r, msg))
+                journal.write("failed", key=r.key, error=msg)
+                failed_types.add(type_name)
+                continue
+            current = _still_there(ctx, r)
+            if current is None:
+                outcome.skipped.append(r)
+                journal.write("deleted", key=r.key, note="already gone")
+                continue
+            journal.write("deleting", key=r.key)
+            if progress:
+                progress(r, "deleting")
+            try:
+                delete_one(ctx, current, retry_for=retry_for, wait_for=wait_for, poll=poll)
+            except Exception as exc:  # keep going with what does not depend on it; report at the end
+                msg = f"{type(exc).__name__}: {exc}"
+                outcome.failed.append((r, msg))
+                failed_types.add(type_name)
+                journal.write("failed", key=r.key, error=msg)
+                log.error("could not delete %s: %s", r.key, msg)
+                continue
+            outcome.deleted.append(r)
+            journal.write("deleted", key=r.key)
+            if progress:
+                progress(r, "deleted")
+    journal.write(f"{phase}-end", deleted=len(outcome.deleted), failed=len(outcome.failed))
+    return outcome
+
+
+def guard_plan(shown: list[Resource], about_to_delete: list[Resource]) -> None:
+    """Refuse when a destroy would delete more than the plan it showed."""
+    extra = {r.key for r in about_to_delete} - {r.key for r in shown}
+    if extra:
+        raise GuardViolation(
+            f"refusing: {len(extra)} resource(s) not in the plan shown: {sorted(extra)[:10]}"
+        )
+
+
+def why_left(r: Resource) -> str:
+    hint = REGISTRY[r.type].why_left if r.type in REGISTRY else ""
+    if r.type == "network_interface" and str(r.details.get("description", "")).startswith("aws-K8S-"):
+        hint = "a VPC-CNI ENI left 'available' after its node died; delete it, then its subnet and group"
+    if r.type == "nat_gateway" and r.state == "deleting":
+        hint = "still deleting (takes minutes): run verify again shortly"
+    return hint or "—"

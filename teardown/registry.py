@@ -1,0 +1,54 @@
+"""The registry: one small registration per AWS resource type, and the order derived from it.
+
+Each registration says how to list the type in every non-terminal state (only what is ours), how to
+delete one, and `depends_on`: the types whose resources must be gone before this type can be deleted
+(as in libnuke). The deletion order is a topological sort of that graph, never a hand-kept list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from graphlib import TopologicalSorter
+
+from teardown.model import Context, Resource
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    name: str
+    list: Callable[[Context], list[Resource]]
+    delete: Callable[[Context, Resource], None]
+    depends_on: tuple[str, ...] = ()
+    why_left: str = ""  # the usual reason one is still there, for verify's table
+    wait_gone: float | None = None  # seconds deletion may take, when it is slow (NAT gateways, clusters)
+
+
+REGISTRY: dict[str, ResourceType] = {}
+
+
+def register(rtype: ResourceType) -> ResourceType:
+    if rtype.name in REGISTRY:
+        raise ValueError(f"resource type {rtype.name} registered twice")
+    REGISTRY[rtype.name] = rtype
+    return rtype
+
+
+def deletion_order(types: Iterable[str] | None = None) -> list[str]:
+    """Types in an order where every type comes after all types it depends on (its blockers)."""
+    selected = set(types) if types is not None else set(REGISTRY)
+    graph = {}
+    for name in selected:
+        missing = [d for d in REGISTRY[name].depends_on if d not in REGISTRY]
+        if missing:
+            raise ValueError(f"{name} depends on unregistered type(s) {missing}")
+        graph[name] = {d for d in REGISTRY[name].depends_on if d in selected}
+    # static_order raises CycleError naming the cycle if the graph has one.
+    return list(TopologicalSorter(graph).static_order())
+
+
+def load() -> dict[str, ResourceType]:
+    """Import every registration module (idempotent) and return the registry."""
+    from teardown import types_ec2, types_eks, types_iam, types_misc  # noqa: F401
+
+    return REGISTRY

@@ -1,0 +1,182 @@
+"""IAM registrations: instance profiles, roles (with their policies), customer-managed policies, and the
+EC2 spot service-linked role (only when our own record says we created it)."""
+
+from __future__ import annotations
+
+from botocore.exceptions import ClientError
+
+from teardown.model import Context, Resource, tags_of
+from teardown.registry import ResourceType, register
+
+SPOT_SLR = "AWSServiceRoleForEC2Spot"
+
+
+def spot_slr_record_name(cluster: str) -> str:
+    """The SSM parameter `make up` writes when (and only when) it created the spot service-linked role."""
+    return f"/gpu-finops/{cluster}/spot-slr-created"
+
+
+def _not_found(exc: ClientError) -> bool:
+    return exc.response["Error"]["Code"] in ("NoSuchEntity", "NoSuchEntityException", "ParameterNotFound")
+
+
+def list_instance_profiles(ctx: Context) -> list[Resource]:
+    out = []
+    for page in ctx.client("iam").get_paginator("list_instance_profiles").paginate():
+        for ip in page["InstanceProfiles"]:
+            name = ip["InstanceProfileName"]
+            rule = ctx.config.owns_tags(tags_of(ip.get("Tags"))) or (
+                "name" if ctx.config.owns_name(name) else None
+            )
+            if rule:
+                out.append(
+                    Resource(
+                        "iam_instance_profile",
+                        name,
+                        "present",
+                        name,
+                        rule,
+                        {"roles": [r["RoleName"] for r in ip.get("Roles", [])]},
+                    )
+                )
+    return out
+
+
+def delete_instance_profile(ctx: Context, r: Resource) -> None:
+    iam = ctx.client("iam")
+    try:
+        for role in iam.get_instance_profile(InstanceProfileName=r.id)["InstanceProfile"].get("Roles", []):
+            iam.remove_role_from_instance_profile(InstanceProfileName=r.id, RoleName=role["RoleName"])
+        iam.delete_instance_profile(InstanceProfileName=r.id)
+    except ClientError as exc:
+        if not _not_found(exc):
+            raise
+
+
+register(
+    ResourceType(
+        "iam_instance_profile",
+        list_instance_profiles,
+        delete_instance_profile,
+        depends_on=("ec2_instance",),
+        why_left="Karpenter creates instance profiles per EC2NodeClass; they block node-role deletion",
+    )
+)
+
+
+def list_roles(ctx: Context) -> list[Resource]:
+    out = []
+    iam = ctx.client("iam")
+    for page in iam.get_paginator("list_roles").paginate():
+        for role in page["Roles"]:
+            name = role["RoleName"]
+            if role.get("Path", "/").startswith("/aws-service-role/"):
+                continue  # service-linked roles: see spot_slr
+            rule = "name" if ctx.config.owns_name(name) else None
+            if rule is None:
+                tags = tags_of(iam.list_role_tags(RoleName=name).get("Tags"))
+                rule = ctx.config.owns_tags(tags)
+            if rule:
+                out.append(Resource("iam_role", name, "present", name, rule))
+    return out
+
+
+def delete_role(ctx: Context, r: Resource) -> None:
+    iam = ctx.client("iam")
+    try:
+        for page in iam.get_paginator("list_attached_role_policies").paginate(RoleName=r.id):
+            for p in page["AttachedPolicies"]:
+                iam.detach_role_policy(RoleName=r.id, PolicyArn=p["PolicyArn"])
+        for page in iam.get_paginator("list_role_policies").paginate(RoleName=r.id):
+            for name in page["PolicyNames"]:
+                iam.delete_role_policy(RoleName=r.id, PolicyName=name)
+        for page in iam.get_paginator("list_instance_profiles_for_role").paginate(RoleName=r.id):
+            for ip in page["InstanceProfiles"]:
+                iam.remove_role_from_instance_profile(
+                    InstanceProfileName=ip["InstanceProfileName"], RoleName=r.id
+                )
+        iam.delete_role(RoleName=r.id)
+    except ClientError as exc:
+        if not _not_found(exc):
+            raise
+
+
+register(
+    ResourceType(
+        "iam_role",
+        list_roles,
+        delete_role,
+        depends_on=("iam_instance_profile", "eks_cluster", "eks_nodegroup", "fis_template"),
+        why_left="an instance profile still holds it (Karpenter's, not in Terraform state)",
+    )
+)
+
+
+def list_policies(ctx: Context) -> list[Resource]:
+    out = []
+    for page in ctx.client("iam").get_paginator("list_policies").paginate(Scope="Local"):
+        for p in page["Policies"]:
+            if ctx.config.owns_name(p["PolicyName"]):
+                out.append(Resource("iam_policy", p["Arn"], "present", p["PolicyName"], "name"))
+    return out
+
+
+def delete_policy(ctx: Context, r: Resource) -> None:
+    iam = ctx.client("iam")
+    try:
+        for version in iam.list_policy_versions(PolicyArn=r.id)["Versions"]:
+            if not version["IsDefaultVersion"]:
+                iam.delete_policy_version(PolicyArn=r.id, VersionId=version["VersionId"])
+        iam.delete_policy(PolicyArn=r.id)
+    except ClientError as exc:
+        if not _not_found(exc):
+            raise
+
+
+register(ResourceType("iam_policy", list_policies, delete_policy, depends_on=("iam_role",)))
+
+
+def list_spot_slr(ctx: Context) -> list[Resource]:
+    """The spot SLR is account-wide: listed as ours only when our record says we created it."""
+    try:
+        value = ctx.client("ssm").get_parameter(Name=spot_slr_record_name(ctx.config.cluster_name))[
+            "Parameter"
+        ]
+    except ClientError as exc:
+        if _not_found(exc):
+            return []
+        raise
+    if value["Value"] != "true":
+        return []
+    try:
+        ctx.client("iam").get_role(RoleName=SPOT_SLR)
+    except ClientError as exc:
+        if _not_found(exc):
+            return [Resource("spot_slr", SPOT_SLR, "record-only", SPOT_SLR, "record")]
+        raise
+    return [Resource("spot_slr", SPOT_SLR, "present", SPOT_SLR, "record")]
+
+
+def delete_spot_slr(ctx: Context, r: Resource) -> None:
+    if r.state == "present":
+        try:
+            ctx.client("iam").delete_service_linked_role(RoleName=SPOT_SLR)
+        except ClientError as exc:
+            if not _not_found(exc):
+                raise
+    try:
+        ctx.client("ssm").delete_parameter(Name=spot_slr_record_name(ctx.config.cluster_name))
+    except ClientError as exc:
+        if not _not_found(exc):
+            raise
+
+
+register(
+    ResourceType(
+        "spot_slr",
+        list_spot_slr,
+        delete_spot_slr,
+        depends_on=("ec2_instance",),
+        why_left="we created it, and AWS refuses while spot instances remain",
+    )
+)

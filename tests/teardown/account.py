@@ -1,0 +1,302 @@
+"""Build a demo-shaped account in moto: ours (tagged as the stacks, Karpenter and the VPC CNI tag) and
+foreign resources that teardown must never touch."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import boto3
+
+CLUSTER = "gpu-finops"
+OURS = [{"Key": "gpu-finops.io/project", "Value": "gpu-finops"}, {"Key": "Name", "Value": "gpu-finops"}]
+TRUST = json.dumps(
+    {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        ],
+    }
+)
+
+
+def spec(rtype: str, tags=OURS) -> list[dict]:
+    return [{"ResourceType": rtype, "Tags": tags}]
+
+
+@dataclass
+class Account:
+    ours: dict[str, list[str]] = field(default_factory=dict)
+    foreign: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, bucket: dict[str, list[str]], rtype: str, rid: str) -> str:
+        bucket.setdefault(rtype, []).append(rid)
+        return rid
+
+
+def build(session: boto3.Session, *, instances: int = 2) -> Account:
+    acct = Account()
+    ec2, iam = session.client("ec2"), session.client("iam")
+    ours, foreign = acct.ours, acct.foreign
+
+    vpc = acct.add(
+        ours, "vpc", ec2.create_vpc(CidrBlock="10.42.0.0/16", TagSpecifications=spec("vpc"))["Vpc"]["VpcId"]
+    )
+    subnets = [
+        acct.add(
+            ours,
+            "subnet",
+            ec2.create_subnet(
+                VpcId=vpc,
+                CidrBlock=f"10.42.{i}.0/24",
+                AvailabilityZone=f"us-east-1{'ab'[i]}",
+                TagSpecifications=spec("subnet"),
+            )["Subnet"]["SubnetId"],
+        )
+        for i in range(2)
+    ]
+    igw = acct.add(
+        ours,
+        "internet_gateway",
+        ec2.create_internet_gateway(TagSpecifications=spec("internet-gateway"))["InternetGateway"][
+            "InternetGatewayId"
+        ],
+    )
+    ec2.attach_internet_gateway(InternetGatewayId=igw, VpcId=vpc)
+    eip = acct.add(
+        ours, "eip", ec2.allocate_address(Domain="vpc", TagSpecifications=spec("elastic-ip"))["AllocationId"]
+    )
+    nat = acct.add(
+        ours,
+        "nat_gateway",
+        ec2.create_nat_gateway(SubnetId=subnets[0], AllocationId=eip, TagSpecifications=spec("natgateway"))[
+            "NatGateway"
+        ]["NatGatewayId"],
+    )
+    rt = acct.add(
+        ours,
+        "route_table",
+        ec2.create_route_table(VpcId=vpc, TagSpecifications=spec("route-table"))["RouteTable"][
+            "RouteTableId"
+        ],
+    )
+    ec2.create_route(RouteTableId=rt, DestinationCidrBlock="0.0.0.0/0", NatGatewayId=nat)
+    ec2.associate_route_table(RouteTableId=rt, SubnetId=subnets[1])
+    sg = acct.add(
+        ours,
+        "security_group",
+        ec2.create_security_group(
+            GroupName="gpu-finops-nodes",
+            Description="nodes",
+            VpcId=vpc,
+            TagSpecifications=spec("security-group"),
+        )["GroupId"],
+    )
+
+    # Instances as Karpenter launches them: tagged by cluster and NodePool, not by our stacks.
+    karpenter_tags = [
+        {"Key": f"kubernetes.io/cluster/{CLUSTER}", "Value": "owned"},
+        {"Key": "karpenter.sh/nodepool", "Value": "gpu-spot"},
+        {"Key": "eks:eks-cluster-name", "Value": CLUSTER},
+    ]
+    for i in range(instances):
+        inst = ec2.run_instances(
+            ImageId="ami-12c6146b",
+            MinCount=1,
+            MaxCount=1,
+            InstanceType="g6e.xlarge",
+            SubnetId=subnets[1],
+            SecurityGroupIds=[sg],
+            TagSpecifications=spec("instance", karpenter_tags),
+        )["Instances"][0]
+        acct.add(ours, "ec2_instance", inst["InstanceId"])
+    # A VPC-CNI ENI left 'available' after its node died.
+    eni = ec2.create_network_interface(
+        SubnetId=subnets[1],
+        Groups=[sg],
+        Description="aws-K8S-i-0123456789abcdef0",
+        TagSpecifications=spec(
+            "network-interface", [{"Key": "cluster.k8s.amazonaws.com/name", "Value": CLUSTER}]
+        ),
+    )
+    acct.add(ours, "network_interface", eni["NetworkInterface"]["NetworkInterfaceId"])
+    lt = ec2.create_launch_template(
+        LaunchTemplateName=f"karpenter.k8s.aws/{CLUSTER}/gpu",
+        LaunchTemplateData={},
+        TagSpecifications=spec("launch-template", [{"Key": "karpenter.k8s.aws/cluster", "Value": CLUSTER}]),
+    )
+    acct.add(ours, "launch_template", lt["LaunchTemplate"]["LaunchTemplateId"])
+
+    role = acct.add(
+        ours,
+        "iam_role",
+        iam.create_role(RoleName=f"{CLUSTER}-karpenter-node", AssumeRolePolicyDocument=TRUST)["Role"][
+            "RoleName"
+        ],
+    )
+    policy = iam.create_policy(
+        PolicyName=f"{CLUSTER}-karpenter-controller",
+        PolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [{"Effect": "Allow", "Action": "ec2:Describe*", "Resource": "*"}],
+            }
+        ),
+    )["Policy"]["Arn"]
+    acct.add(ours, "iam_policy", policy)
+    iam.attach_role_policy(RoleName=role, PolicyArn=policy)
+    iam.put_role_policy(
+        RoleName=role,
+        PolicyName="inline",
+        PolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [{"Effect": "Allow", "Action": "s3:List*", "Resource": "*"}],
+            }
+        ),
+    )
+    profile = acct.add(
+        ours,
+        "iam_instance_profile",
+        iam.create_instance_profile(InstanceProfileName=f"{CLUSTER}_1234567890")["InstanceProfile"][
+            "InstanceProfileName"
+        ],
+    )
+    iam.add_role_to_instance_profile(InstanceProfileName=profile, RoleName=role)
+
+    sqs = session.client("sqs")
+    queue = acct.add(
+        ours,
+        "sqs_queue",
+        sqs.create_queue(QueueName=f"{CLUSTER}-interruption", tags={"gpu-finops.io/project": "gpu-finops"})[
+            "QueueUrl"
+        ],
+    )
+    events = session.client("events")
+    rule_arn = events.put_rule(
+        Name=f"{CLUSTER}-spot-interruption",
+        EventPattern=json.dumps(
+            {"source": ["aws.ec2"], "detail-type": ["EC2 Spot Instance Interruption Warning"]}
+        ),
+        Tags=OURS[:1],
+    )["RuleArn"]
+    events.put_targets(
+        Rule=f"{CLUSTER}-spot-interruption",
+        Targets=[
+            {
+                "Id": "q",
+                "Arn": queue.replace("http://", "arn:aws:sqs:us-east-1:123456789012:").rsplit("/", 1)[0],
+            }
+        ],
+    )
+    acct.add(ours, "eventbridge_rule", f"{CLUSTER}-spot-interruption")
+    assert rule_arn
+    fis = session.client("fis")
+    template = fis.create_experiment_template(
+        clientToken="t1",
+        description="spot interruption",
+        roleArn=f"arn:aws:iam::123456789012:role/{role}",
+        stopConditions=[{"source": "none"}],
+        targets={
+            "spot": {
+                "resourceType": "aws:ec2:spot-instance",
+                "selectionMode": "ALL",
+                "resourceTags": {"karpenter.sh/nodepool": "gpu-spot"},
+            }
+        },
+        actions={
+            "interrupt": {
+                "actionId": "aws:ec2:send-spot-instance-interruptions",
+                "parameters": {"durationBeforeInterruption": "PT2M"},
+                "targets": {"SpotInstances": "spot"},
+            }
+        },
+        tags={"gpu-finops.io/project": "gpu-finops"},
+    )["experimentTemplate"]["id"]
+    acct.add(ours, "fis_template", template)
+    logs = session.client("logs")
+    logs.create_log_group(logGroupName=f"/aws/eks/{CLUSTER}/cluster")
+    acct.add(ours, "log_group", f"/aws/eks/{CLUSTER}/cluster")
+    ddb = session.client("dynamodb")
+    ddb.create_table(
+        TableName=f"{CLUSTER}-cost",
+        BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": "ResourceId", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "ResourceId", "AttributeType": "S"}],
+        Tags=OURS[:1],
+    )
+    acct.add(ours, "dynamodb_table", f"{CLUSTER}-cost")
+    eks = session.client("eks")
+    role_arn = iam.get_role(RoleName=role)["Role"]["Arn"]
+    eks.create_cluster(
+        name=CLUSTER,
+        roleArn=role_arn,
+        resourcesVpcConfig={"subnetIds": subnets},
+        tags={"gpu-finops.io/project": "gpu-finops"},
+    )
+    eks.create_nodegroup(
+        clusterName=CLUSTER,
+        nodegroupName="system",
+        nodeRole=role_arn,
+        subnets=subnets,
+        tags={"gpu-finops.io/project": "gpu-finops"},
+    )
+    acct.add(ours, "eks_cluster", CLUSTER)
+    acct.add(ours, "eks_nodegroup", f"{CLUSTER}:system")
+
+    # Foreign: same account, no project tags, other names. Teardown must leave every one of them.
+    fvpc = acct.add(foreign, "vpc", ec2.create_vpc(CidrBlock="10.99.0.0/16")["Vpc"]["VpcId"])
+    fsub = acct.add(
+        foreign, "subnet", ec2.create_subnet(VpcId=fvpc, CidrBlock="10.99.1.0/24")["Subnet"]["SubnetId"]
+    )
+    acct.add(
+        foreign,
+        "ec2_instance",
+        ec2.run_instances(
+            ImageId="ami-12c6146b",
+            MinCount=1,
+            MaxCount=1,
+            SubnetId=fsub,
+            TagSpecifications=spec("instance", [{"Key": "team", "Value": "other"}]),
+        )["Instances"][0]["InstanceId"],
+    )
+    acct.add(foreign, "sqs_queue", sqs.create_queue(QueueName="other-team-queue")["QueueUrl"])
+    acct.add(
+        foreign,
+        "iam_role",
+        iam.create_role(RoleName="other-team-role", AssumeRolePolicyDocument=TRUST)["Role"]["RoleName"],
+    )
+    logs.create_log_group(logGroupName="/aws/eks/other/cluster")
+    acct.add(foreign, "log_group", "/aws/eks/other/cluster")
+    eks.create_cluster(
+        name="other",
+        roleArn=role_arn.replace(role, "other-team-role"),
+        resourcesVpcConfig={"subnetIds": [fsub]},
+    )
+    acct.add(foreign, "eks_cluster", "other")
+    return acct
+
+
+def foreign_still_there(session: boto3.Session, acct: Account) -> dict[str, list[str]]:
+    """Which foreign resources are missing (should be empty)."""
+    ec2 = session.client("ec2")
+    missing: dict[str, list[str]] = {}
+    live = {
+        "vpc": {v["VpcId"] for v in ec2.describe_vpcs()["Vpcs"]},
+        "subnet": {s["SubnetId"] for s in ec2.describe_subnets()["Subnets"]},
+        "ec2_instance": {
+            i["InstanceId"]
+            for r in ec2.describe_instances()["Reservations"]
+            for i in r["Instances"]
+            if i["State"]["Name"] != "terminated"
+        },
+        "sqs_queue": set(session.client("sqs").list_queues().get("QueueUrls", [])),
+        "iam_role": {r["RoleName"] for r in session.client("iam").list_roles()["Roles"]},
+        "log_group": {g["logGroupName"] for g in session.client("logs").describe_log_groups()["logGroups"]},
+        "eks_cluster": set(session.client("eks").list_clusters()["clusters"]),
+    }
+    for rtype, ids in acct.foreign.items():
+        gone = [i for i in ids if i not in live[rtype]]
+        if gone:
+            missing[rtype] = gone
+    return missing
