@@ -99,7 +99,7 @@ def build(session: boto3.Session, *, instances: int = 2) -> Account:
         {"Key": "karpenter.sh/nodepool", "Value": "gpu-spot"},
         {"Key": "eks:eks-cluster-name", "Value": CLUSTER},
     ]
-    for i in range(instances):
+    for _ in range(instances):
         inst = ec2.run_instances(
             ImageId="ami-12c6146b",
             MinCount=1,

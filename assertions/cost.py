@@ -1,0 +1,79 @@
+"""Act 6: every cost record of the GPU node holds GPU_UTIL and SM_ACTIVE, a real cost and the idle share."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from assertions.decide import decide
+from assertions.verdict import Verdict
+
+CLAIM = (
+    "the collector wrote consecutive records for the GPU node with GPU_UTIL, SM_ACTIVE, cost and idle share"
+)
+TOLERANCE = 1e-6  # dollars
+
+
+@dataclass(frozen=True)
+class CostObs:
+    node: str
+    records: Sequence[Mapping[str, Any]]  # cost records (FOCUS + x_ columns) for this node, any order
+    expected_unit_price: float  # $/h the node should be charged at
+    collector_log: Sequence[str] = ()
+    min_records: int = 2
+
+
+def check_cost(o: CostObs) -> Verdict:
+    f: list[str] = []
+    recs = sorted(o.records, key=lambda r: r["ChargePeriodStart"])
+    if len(recs) < o.min_records:
+        quoted = next(
+            (line for line in reversed(o.collector_log) if "no samples" in line or "ERROR" in line), None
+        )
+        f.append(
+            f"{len(recs)} record(s) for {o.node}, expected at least {o.min_records} consecutive"
+            + (f"; the collector said: {quoted!r}" if quoted else "; the collector log has no explanation")
+        )
+    for a, b in zip(recs, recs[1:], strict=False):
+        if a["ChargePeriodEnd"] != b["ChargePeriodStart"]:
+            f.append(f"records not consecutive: {a['ChargePeriodEnd']} then {b['ChargePeriodStart']}")
+    for r in recs:
+        at = r["ChargePeriodStart"]
+        util, sm, cost, idle = (
+            r.get("x_GpuUtilPercent"),
+            r.get("x_SmActive"),
+            r.get("EffectiveCost"),
+            r.get("x_IdleCost"),
+        )
+        if util is None:
+            f.append(f"{at}: GPU_UTIL missing")
+        if sm is None:
+            f.append(f"{at}: SM_ACTIVE missing (status {r.get('x_Status')}: {r.get('x_Message')})")
+        elif not 0 <= sm <= 1:
+            f.append(f"{at}: SM_ACTIVE={sm} is not a ratio in [0, 1] (a percentage stored as a ratio?)")
+        if not cost or cost <= 0:
+            f.append(f"{at}: interval cost {cost}, expected > 0")
+            continue
+        expected = o.expected_unit_price * r.get("x_InstanceSeconds", 0) / 3600
+        if abs(cost - expected) > TOLERANCE:
+            f.append(
+                f"{at}: cost {cost:.6f} != rate {o.expected_unit_price}/h x {r.get('x_InstanceSeconds')}s = "
+                f"{expected:.6f}"
+            )
+        if sm is not None and 0 <= sm <= 1:
+            if idle is None or abs(idle - cost * (1 - sm)) > TOLERANCE:
+                f.append(f"{at}: idle cost {idle} != cost x (1 - SM_ACTIVE) = {cost * (1 - sm):.6f}")
+    total = sum(r.get("EffectiveCost") or 0 for r in recs)
+    idle_total = sum(r.get("x_IdleCost") or 0 for r in recs)
+    return decide(
+        CLAIM,
+        f">= {o.min_records} consecutive records, each with GPU_UTIL and SM_ACTIVE (ratio), cost = "
+        f"${o.expected_unit_price}/h x seconds > 0, idle = cost x (1 - SM_ACTIVE)",
+        f,
+        f"{len(recs)} records, ${total:.6f} of which ${idle_total:.6f} idle",
+        node=o.node,
+        records=len(recs),
+        cost=total,
+        idle=idle_total,
+    )

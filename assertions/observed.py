@@ -1,0 +1,88 @@
+"""Plain observed state the checkers decide from. The harness fills these; tests build them by hand."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class Interval:
+    start: datetime
+    end: datetime | None = None  # None: still running when observed
+
+    def overlaps(self, other: Interval, now: datetime) -> bool:
+        a_end, b_end = self.end or now, other.end or now
+        return self.start < b_end and other.start < a_end
+
+
+@dataclass(frozen=True)
+class NodeObs:
+    name: str
+    created: datetime
+    labels: dict[str, str] = field(default_factory=dict)
+    allocatable_gpu: int = 0
+    capacity_gpu: int = 0
+    ready_at: datetime | None = None
+    nodeclaim: str | None = None  # the NodeClaim whose status.nodeName is this node
+    nodeclaim_nodepool: str | None = None
+    nodeclaim_launched_at: datetime | None = None
+    taints: tuple[str, ...] = ()  # "key:effect"
+
+
+@dataclass(frozen=True)
+class PodObs:
+    name: str
+    node: str | None
+    phase: str  # Pending | Running | Succeeded | Failed | Unknown
+    running: Interval | None = None
+    exit_code: int | None = None
+    reason: str | None = None  # terminated reason, or status.reason (Evicted)
+    output: str | None = None  # the workload's log, when the act reads it
+    gpu_uuid: str | None = None  # NVIDIA_VISIBLE_DEVICES / nvidia-smi -L as the pod reported it
+    evicted: bool = False  # an Evicted event or a DisruptionTarget condition was observed
+
+
+@dataclass(frozen=True)
+class Condition:
+    type: str
+    status: str  # "True" | "False" | "Unknown"
+    reason: str = ""
+    message: str = ""
+    last_transition: datetime | None = None
+
+
+@dataclass(frozen=True)
+class WorkloadSnapshot:
+    """One observation of a Kueue Workload."""
+
+    at: datetime
+    conditions: dict[str, Condition]
+    has_admission: bool  # status.admission present
+    job_suspended: bool | None = None  # the owning Job's spec.suspend
+
+    def is_(self, ctype: str, reason: str | None = None) -> bool:
+        c = self.conditions.get(ctype)
+        return c is not None and c.status == "True" and (reason is None or c.reason == reason)
+
+
+@dataclass(frozen=True)
+class WorkloadObs:
+    name: str
+    tenant: str  # the ClusterQueue (one per tenant)
+    priority_class: str | None = None
+    snapshots: tuple[WorkloadSnapshot, ...] = ()
+    pods: tuple[PodObs, ...] = ()
+
+    @property
+    def last(self) -> WorkloadSnapshot | None:
+        return self.snapshots[-1] if self.snapshots else None
+
+
+@dataclass(frozen=True)
+class EventObs:
+    reason: str
+    kind: str
+    name: str
+    at: datetime
+    message: str = ""
