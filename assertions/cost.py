@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from assertions.decide import decide
@@ -35,7 +36,7 @@ def check_cost(o: CostObs) -> Verdict:
             f"{len(recs)} record(s) for {o.node}, expected at least {o.min_records} consecutive"
             + (f"; the collector said: {quoted!r}" if quoted else "; the collector log has no explanation")
         )
-    for a, b in zip(recs, recs[1:], strict=False):
+    for a, b in pairwise(recs):
         if a["ChargePeriodEnd"] != b["ChargePeriodStart"]:
             f.append(f"records not consecutive: {a['ChargePeriodEnd']} then {b['ChargePeriodStart']}")
     for r in recs:
@@ -61,9 +62,8 @@ def check_cost(o: CostObs) -> Verdict:
                 f"{at}: cost {cost:.6f} != rate {o.expected_unit_price}/h x {r.get('x_InstanceSeconds')}s = "
                 f"{expected:.6f}"
             )
-        if sm is not None and 0 <= sm <= 1:
-            if idle is None or abs(idle - cost * (1 - sm)) > TOLERANCE:
-                f.append(f"{at}: idle cost {idle} != cost x (1 - SM_ACTIVE) = {cost * (1 - sm):.6f}")
+        if sm is not None and 0 <= sm <= 1 and (idle is None or abs(idle - cost * (1 - sm)) > TOLERANCE):
+            f.append(f"{at}: idle cost {idle} != cost x (1 - SM_ACTIVE) = {cost * (1 - sm):.6f}")
     total = sum(r.get("EffectiveCost") or 0 for r in recs)
     idle_total = sum(r.get("x_IdleCost") or 0 for r in recs)
     return decide(
