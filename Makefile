@@ -23,7 +23,7 @@ SETUP_STAMP := $(VENV)/.setup-done
 NODE_BIN    := $(NODE_DIR)/node_modules/.bin/node
 CHECKOV     := $(TOOLS_DIR)/checkov/bin/checkov
 
-.PHONY: help setup test lint synth bench clean
+.PHONY: help setup test lint synth up destroy bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -56,6 +56,19 @@ test: setup ## run the offline test suite (the CI command)
 lint: setup ## ruff over the whole tree
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+synth: setup ## write the Terraform JSON of the network, cluster and addons stacks to cdktf.out/
+	$(VENV)/bin/gpu-finops infra synth
+
+up: setup ## preflight, then apply network -> cluster -> addons against the sandbox account
+	$(VENV)/bin/gpu-finops infra up
+
+destroy: setup ## NodePools first, then addons -> cluster -> network, then verify the account is empty
+	$(VENV)/bin/gpu-finops infra destroy
+	$(VENV)/bin/gpu-finops teardown destroy $(TEARDOWN_ARGS)
+
+bench: setup ## benchmarks (figures and ratios, never pass/fail): synth, collector, teardown verify
+	$(VENV)/bin/python -m benchmarks
 
 clean: ## remove build outputs (keeps .venv and .node)
 	rm -rf cdktf.out reports .pytest_cache

@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "infra.metrics_csv_cli",
         "validate a dcgm-exporter metrics CSV with the exporter's rules",
     ),
+    "infra": ("infra.cli", "synthesize the stacks; preflight, up and destroy against AWS"),
     "collect": ("finops.cli_collect", "run the GPU cost collector (once, or every interval)"),
     "cost": ("finops.cli_cost", "cost reports from the cost table: per-node table and a PNG chart"),
     "reap": ("finops.cli_reap", "rank GPU nodes by idle dollars per hour; with --apply, reclaim them"),

@@ -160,7 +160,7 @@ def list_spot_slr(ctx: Context) -> list[Resource]:
 def delete_spot_slr(ctx: Context, r: Resource) -> None:
     if r.state == "present":
         try:
-            ctx.client("iam").delete_service_linked_role(RoleName=SPOT_SLR)
+            ctx.client("iam").delete_service_linked_role(RoleName=r.id)
         except ClientError as exc:
             if not _not_found(exc):
                 raise

@@ -1,0 +1,165 @@
+"""Stack 3, addons: Helm releases on the cluster, with providers configured from the cluster stack's
+outputs. Nothing here needs the Kubernetes API at plan time: custom resources (NodePool, EC2NodeClass,
+Kueue queues, priority classes) ship in a local Helm chart that synthesis writes next to the stacks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from cdktn import Fn, TerraformStack
+from cdktn_provider_helm.provider import HelmProvider
+from cdktn_provider_helm.release import Release
+from cdktn_provider_kubernetes.namespace import Namespace
+from cdktn_provider_kubernetes.provider import KubernetesProvider
+from constructs import Construct
+
+from infra import objects
+from infra.cluster import ClusterStack
+from infra.config import Config
+from infra.jsii_structs import camel
+from infra.metrics_csv import PROJECT_METRICS, MetricRow
+from infra.network import local_state
+
+CHART_NAME = "gpu-finops-crs"
+MONITORING_NS = "gpu-monitoring"
+CHART_REPOS = {
+    "karpenter": "oci://public.ecr.aws/karpenter",
+    "kueue": "oci://registry.k8s.io/kueue/charts",  # released charts only, never a staging registry
+    "nvidia-device-plugin": "https://nvidia.github.io/k8s-device-plugin",
+    "dcgm-exporter": "https://nvidia.github.io/dcgm-exporter/helm-charts",
+    "prometheus": "https://prometheus-community.github.io/helm-charts",
+}
+
+
+def write_chart(c: Config, outdir: Path, metrics: tuple[MetricRow, ...] = PROJECT_METRICS) -> Path:
+    """Write the local chart with our custom resources; returns its folder."""
+    node_role = f"{c.cluster_name}-karpenter-node"
+    groups: dict[str, list[dict[str, Any]]] = {
+        "karpenter.yaml": [objects.ec2nodeclass(c, node_role), objects.nodepool(c)],
+        "kueue.yaml": objects.kueue_objects(c),
+        "dcgm.yaml": [objects.dcgm_metrics_configmap(MONITORING_NS, metrics)],
+        "collector.yaml": objects.collector_objects(
+            c, "{{ .Values.collector.image }}", "{{ .Values.collector.table }}", MONITORING_NS
+        ),
+    }
+    chart = outdir / "charts" / CHART_NAME
+    (chart / "templates").mkdir(parents=True, exist_ok=True)
+    (chart / "Chart.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v2",
+                "name": CHART_NAME,
+                "version": "0.1.0",
+                "type": "application",
+                "description": "gpu-finops custom resources: NodePool, EC2NodeClass, Kueue queues, collector",
+            }
+        )
+    )
+    (chart / "values.yaml").write_text(yaml.safe_dump({"collector": {"image": "", "table": ""}}))
+    for filename, docs in groups.items():
+        (chart / "templates" / filename).write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    return chart
+
+
+class AddonsStack(TerraformStack):
+    def __init__(self, scope: Construct, c: Config, cluster: ClusterStack, chart_path: str):
+        super().__init__(scope, "addons")
+        local_state(self, c, "addons")
+        eks = cluster.cluster
+        ca = Fn.base64decode(eks.certificate_authority.get(0).data)
+        token_args = ["eks", "get-token", "--cluster-name", eks.name, "--region", c.region]
+        exec_cfg = {
+            "api_version": "client.authentication.k8s.io/v1beta1",
+            "command": "aws",
+            "args": token_args,
+        }
+        HelmProvider(
+            self, "helm", kubernetes={"host": eks.endpoint, "cluster_ca_certificate": ca, "exec": exec_cfg}
+        )
+        KubernetesProvider(
+            self, "kubernetes", host=eks.endpoint, cluster_ca_certificate=ca, exec=camel([exec_cfg])
+        )
+        v = c.versions
+        monitoring = Namespace(self, "monitoring-ns", metadata={"name": MONITORING_NS})
+
+        def release(
+            rid: str, chart: str, version: str, namespace: str, values: dict[str, Any], **kw: Any
+        ) -> Release:
+            return Release(
+                self,
+                rid,
+                name=rid,
+                chart=chart,
+                repository=CHART_REPOS.get(rid),
+                version=version,
+                namespace=namespace,
+                values=[yaml.safe_dump(values)],
+                wait=True,
+                atomic=True,
+                timeout=900,
+                **kw,
+            )
+
+        self.karpenter = release(
+            "karpenter",
+            "karpenter",
+            v.karpenter_chart,
+            "kube-system",
+            objects.karpenter_values(
+                c, f"{c.cluster_name}-interruption", f"{c.cluster_name}-karpenter-controller"
+            ),
+            set=camel(
+                [
+                    {"name": "settings.interruptionQueue", "value": cluster.queue.name},
+                    {"name": "settings.clusterEndpoint", "value": eks.endpoint},
+                ]
+            ),
+        )
+        self.kueue = release("kueue", "kueue", v.kueue_chart, "kueue-system", {}, create_namespace=True)
+        self.device_plugin = release(
+            "nvidia-device-plugin",
+            "nvidia-device-plugin",
+            v.device_plugin_chart,
+            "nvidia-device-plugin",
+            objects.device_plugin_values(c),
+            create_namespace=True,
+        )
+        self.prometheus = release(
+            "prometheus",
+            "prometheus",
+            v.prometheus_chart,
+            MONITORING_NS,
+            objects.prometheus_values(),
+            depends_on=[monitoring],
+        )
+        self.crs = Release(
+            self,
+            "gpu-finops-crs",
+            name=CHART_NAME,
+            chart=chart_path,
+            namespace=MONITORING_NS,
+            wait=True,
+            atomic=True,
+            timeout=600,
+            set=camel(
+                [
+                    {
+                        "name": "collector.image",
+                        "value": f"{cluster.ecr.repository_url}:{v.collector_image_tag}",
+                    },
+                    {"name": "collector.table", "value": cluster.table.name},
+                ]
+            ),
+            depends_on=[self.karpenter, self.kueue, monitoring],
+        )
+        # dcgm-exporter mounts the ConfigMap the CR chart ships, so it comes after it.
+        self.dcgm = release(
+            "dcgm-exporter",
+            "dcgm-exporter",
+            v.dcgm_exporter_chart,
+            MONITORING_NS,
+            objects.dcgm_exporter_values(c),
+            depends_on=[self.crs, self.device_plugin],
+        )

@@ -1,0 +1,44 @@
+"""`gpu-finops infra {synth,preflight,up,destroy}`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from infra.config import ConfigError, load_config
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", choices=["synth", "preflight", "up", "destroy"])
+    parser.add_argument("--config", default=None, help="config YAML (default infra/config.yaml)")
+    parser.add_argument("--outdir", type=Path, default=Path("cdktf.out"))
+    parser.epilog = (
+        "exit 0 done; 1 a Terraform step failed; 2 preflight or configuration refused (nothing applied)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(f"invalid configuration: {exc}")
+        return 2
+    if args.action == "synth":
+        from infra.app import STACKS, synth
+
+        out = synth(config, args.outdir)
+        for stack in STACKS:
+            print(f"synthesized {out / 'stacks' / stack / 'cdk.tf.json'}")
+        return 0
+    import boto3
+
+    from infra.deploy import DeployError, destroy, up
+    from infra.preflight import Preflight, report
+
+    if args.action == "preflight":
+        return 0 if report(Preflight(config, boto3.Session(region_name=config.region)).run()) else 2
+    try:
+        return up(config, args.outdir) if args.action == "up" else destroy(config, args.outdir)
+    except DeployError as exc:
+        print(f"failed: {exc}")
+        return 1

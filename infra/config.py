@@ -1,0 +1,178 @@
+"""One typed, frozen configuration for all three stacks, loaded from YAML and validated key by key.
+
+Every error names the bad key, what was expected and what was found. Defaults suit a sandbox account.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEFAULT_FILE = Path(__file__).with_name("config.yaml")
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot work. Names the key."""
+
+    def __init__(self, key: str, problem: str):
+        self.key = key
+        super().__init__(f"config key '{key}': {problem}")
+
+
+@dataclass(frozen=True)
+class Tenant:
+    name: str
+    gpu_quota: int  # nvidia.com/gpu nominal quota of the tenant's ClusterQueue (no borrowing)
+
+
+@dataclass(frozen=True)
+class Versions:
+    """Every pinned version, in one place (docs/infra.md says why each)."""
+
+    kubernetes: str = "1.34"
+    karpenter_chart: str = "1.14.3"
+    kueue_chart: str = "0.19.2"
+    device_plugin_chart: str = "0.18.0"
+    dcgm_exporter_chart: str = "4.1.3"
+    dcgm_exporter_image: str = "4.2.3-4.1.3-ubuntu22.04"  # before 4.8.3 renamed Hostname -> hostname
+    prometheus_chart: str = "27.20.0"
+    collector_image_tag: str = "0.1.0"
+
+
+@dataclass(frozen=True)
+class Config:
+    region: str = "us-east-1"
+    allowed_accounts: tuple[str, ...] = ()
+    cluster_name: str = "gpu-finops"
+    project: str = "gpu-finops"
+    vpc_cidr: str = "10.42.0.0/16"
+    availability_zones: tuple[str, ...] = ("us-east-1a", "us-east-1b")
+    tenants: tuple[Tenant, ...] = (Tenant("team-a", 1), Tenant("team-b", 1))
+    gpu_instance_types: tuple[str, ...] = ("g6e.xlarge",)
+    gpu_node_vcpu: int = 4  # every allowed type has exactly this many vCPUs (pinned in the NodePool)
+    gpus_per_node: int = 1  # and exactly this many physical GPUs
+    gvt_spot_vcpu_quota: int = 8  # "All G and VT Spot Instance Requests" (L-3819A6DF) in this account
+    timeslicing_replicas: int = 4
+    system_instance_type: str = "m7i.large"
+    system_node_count: int = 2
+    nodepool_name: str = "gpu-spot"
+    admin_principal_arns: tuple[str, ...] = ()
+    collector_interval_seconds: int = 60
+    log_retention_days: int = 365
+    api_public_cidrs: tuple[str, ...] = (
+        "0.0.0.0/0",
+    )  # who may reach the EKS API endpoint (IAM still applies)
+    state_dir: str = ".state"  # Terraform local state, one file per stack, outside cdktf.out
+    versions: Versions = field(default_factory=Versions)
+
+    # --- derived ------------------------------------------------------------------------------------
+    @property
+    def max_gpu_nodes(self) -> int:
+        """How many GPU nodes the spot vCPU quota lets Karpenter run at once."""
+        return self.gvt_spot_vcpu_quota // self.gpu_node_vcpu
+
+    @property
+    def nodepool_limits(self) -> dict[str, str]:
+        """NodePool limits derived from the quota, so Karpenter never asks for more than EC2 grants."""
+        return {
+            "cpu": str(self.max_gpu_nodes * self.gpu_node_vcpu),
+            "nvidia.com/gpu": str(self.max_gpu_nodes * self.gpus_per_node),
+        }
+
+    @property
+    def tags(self) -> dict[str, str]:
+        return {"gpu-finops.io/project": self.project, "gpu-finops.io/cluster": self.cluster_name}
+
+    def validate(self) -> Config:
+        if not re.fullmatch(r"[a-z]{2}(-gov)?-[a-z]+-\d", self.region):
+            raise ConfigError("region", f"{self.region!r} is not an AWS region name like us-east-1")
+        for account in self.allowed_accounts:
+            if not re.fullmatch(r"\d{12}", account):
+                raise ConfigError("allowed_accounts", f"{account!r} is not a 12-digit account id")
+        if not re.fullmatch(r"[a-z][a-z0-9-]{1,38}", self.cluster_name):
+            raise ConfigError(
+                "cluster_name", f"{self.cluster_name!r}: lowercase letters, digits and '-', 2-39 chars"
+            )
+        if len(self.availability_zones) < 2:
+            raise ConfigError(
+                "availability_zones", f"EKS needs at least 2, got {list(self.availability_zones)}"
+            )
+        for az in self.availability_zones:
+            if not az.startswith(self.region) or len(az) != len(self.region) + 1:
+                raise ConfigError("availability_zones", f"{az!r} is not a zone of region {self.region}")
+        if not self.tenants:
+            raise ConfigError("tenants", "at least one tenant is needed")
+        if len({t.name for t in self.tenants}) != len(self.tenants):
+            raise ConfigError("tenants", f"duplicate tenant names in {[t.name for t in self.tenants]}")
+        for t in self.tenants:
+            if not re.fullmatch(r"[a-z][a-z0-9-]{0,40}", t.name):
+                raise ConfigError("tenants.name", f"{t.name!r} is not a valid Kubernetes name")
+            if t.gpu_quota < 1:
+                raise ConfigError(
+                    "tenants.gpu_quota", f"tenant {t.name}: quota must be >= 1, got {t.gpu_quota}"
+                )
+        if not self.gpu_instance_types:
+            raise ConfigError("gpu_instance_types", "at least one GPU instance type is needed")
+        if self.gvt_spot_vcpu_quota < self.gpu_node_vcpu:
+            raise ConfigError(
+                "gvt_spot_vcpu_quota",
+                f"{self.gvt_spot_vcpu_quota} vCPUs cannot run one "
+                f"{self.gpu_node_vcpu}-vCPU GPU node; new accounts start at 0: request an increase",
+            )
+        gpus = self.max_gpu_nodes * self.gpus_per_node
+        admitted = sum(t.gpu_quota for t in self.tenants)
+        if admitted > gpus:
+            raise ConfigError(
+                "tenants",
+                f"Kueue would admit {admitted} GPUs in total but the spot vCPU quota "
+                f"({self.gvt_spot_vcpu_quota}) runs only {self.max_gpu_nodes} node(s) = {gpus} GPUs; "
+                "lower the quotas or raise gvt_spot_vcpu_quota",
+            )
+        if self.timeslicing_replicas < 1:
+            raise ConfigError("timeslicing_replicas", f"must be >= 1, got {self.timeslicing_replicas}")
+        return self
+
+
+def _coerce(key: str, hint: Any, value: Any) -> Any:
+    origin = typing.get_origin(hint)
+    if dataclasses.is_dataclass(hint):
+        return _build(hint, value, prefix=f"{key}.")
+    if origin is tuple:
+        (inner, _) = (
+            typing.get_args(hint) if len(typing.get_args(hint)) == 2 else (typing.get_args(hint)[0], ...)
+        )
+        if not isinstance(value, list):
+            raise ConfigError(key, f"expected a list, found {type(value).__name__} {value!r}")
+        return tuple(_coerce(key, inner, v) for v in value)
+    if origin in (typing.Union, types.UnionType):
+        return value
+    if hint is int and (not isinstance(value, int) or isinstance(value, bool)):
+        raise ConfigError(key, f"expected an integer, found {value!r}")
+    if hint is str and not isinstance(value, str):
+        raise ConfigError(key, f"expected a string, found {value!r}")
+    return value
+
+
+def _build(cls: type, data: Any, prefix: str = "") -> Any:
+    if not isinstance(data, dict):
+        raise ConfigError(prefix.rstrip(".") or "<root>", f"expected a mapping, found {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in dataclasses.fields(cls)}
+    for key in data:
+        if key not in known:
+            raise ConfigError(f"{prefix}{key}", f"not a known key; known: {sorted(known)}")
+    return cls(**{k: _coerce(f"{prefix}{k}", hints[k], v) for k, v in data.items()})
+
+
+def load_config(path: str | Path | None = None) -> Config:
+    """Load and validate a config file (default: infra/config.yaml); a missing file means all defaults."""
+    path = Path(path) if path else DEFAULT_FILE
+    data = yaml.safe_load(path.read_text()) if path.exists() else {}
+    return _build(Config, data or {}).validate()

@@ -1,0 +1,95 @@
+"""`make up` and `make destroy`: Terraform over the synthesized stacks, in dependency order.
+
+up: synth, preflight (stop before any apply when something is missing), then network, cluster, addons.
+destroy: the CR chart first (NodePools gone, so Karpenter drains and terminates its own nodes), wait for
+Karpenter's instances to go, then addons, cluster, network in reverse, then teardown's verify."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import boto3
+
+from harness.waits import eventually
+from infra.addons import CHART_NAME
+from infra.app import STACKS, synth
+from infra.config import Config
+from infra.preflight import Preflight, report
+
+KARPENTER_DRAIN = 900.0
+
+
+class DeployError(RuntimeError):
+    pass
+
+
+def terraform_bin() -> str:
+    for tool in ("terraform", "tofu"):
+        if path := shutil.which(tool):
+            return path
+    raise DeployError("neither terraform nor tofu is on PATH")
+
+
+def tf(stack_dir: Path, *args: str) -> None:
+    cmd = [terraform_bin(), f"-chdir={stack_dir}", *args]
+    print("+", " ".join(cmd), flush=True)
+    if subprocess.run(cmd).returncode != 0:
+        raise DeployError(
+            f"{' '.join(cmd)} failed; fix the cause and rerun (state is in the stack's backend)"
+        )
+
+
+def up(c: Config, outdir: Path = Path("cdktf.out")) -> int:
+    session = boto3.Session(region_name=c.region)
+    print("preflight:")
+    if not report(Preflight(c, session).run(create_spot_role=True)):
+        print("preflight failed: nothing was applied")
+        return 2
+    synth(c, outdir)
+    for stack in STACKS:
+        d = outdir / "stacks" / stack
+        tf(d, "init", "-input=false")
+        tf(d, "apply", "-input=false", "-auto-approve")
+    return 0
+
+
+def karpenter_instances(session: boto3.Session, c: Config) -> list[str]:
+    ec2 = session.client("ec2")
+    pages = ec2.get_paginator("describe_instances").paginate(
+        Filters=[
+            {"Name": f"tag:kubernetes.io/cluster/{c.cluster_name}", "Values": ["owned"]},
+            {"Name": "tag-key", "Values": ["karpenter.sh/nodepool"]},
+            {
+                "Name": "instance-state-name",
+                "Values": ["pending", "running", "stopping", "stopped", "shutting-down"],
+            },
+        ]
+    )
+    return [i["InstanceId"] for p in pages for r in p["Reservations"] for i in r["Instances"]]
+
+
+def destroy(c: Config, outdir: Path = Path("cdktf.out")) -> int:
+    session = boto3.Session(region_name=c.region)
+    cred, account = Preflight(c, session).credentials()
+    allowed = Preflight(c, session).account(account)
+    if not (cred.ok and allowed.ok):
+        report([cred, allowed])
+        return 2
+    synth(c, outdir)  # the same config, so every variable `up` used is there
+    addons = outdir / "stacks" / "addons"
+    tf(addons, "init", "-input=false")
+    tf(addons, "destroy", "-input=false", "-auto-approve", f"-target=helm_release.{CHART_NAME}")
+    eventually(
+        lambda: karpenter_instances(session, c),
+        lambda ids: not ids,
+        timeout=KARPENTER_DRAIN,
+        interval=15,
+        what="Karpenter to terminate its nodes after the NodePool was deleted",
+    )
+    for stack in reversed(STACKS):
+        d = outdir / "stacks" / stack
+        tf(d, "init", "-input=false")
+        tf(d, "destroy", "-input=false", "-auto-approve")
+    return 0

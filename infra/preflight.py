@@ -1,0 +1,129 @@
+"""Checks before any apply: credentials, the account allowlist, terraform or tofu, the G/VT spot vCPU
+quota against the NodePool limit, and the EC2 spot service-linked role. Every check runs and reports;
+`make up` stops before applying anything if one failed."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
+from infra.config import Config
+from teardown.types_iam import SPOT_SLR, spot_slr_record_name
+
+GVT_SPOT_QUOTA_CODE = "L-3819A6DF"  # EC2: All G and VT Spot Instance Requests (vCPUs)
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+@dataclass
+class Preflight:
+    config: Config
+    session: boto3.Session
+    which: Callable[[str], str | None] = shutil.which
+
+    def credentials(self) -> tuple[Check, str | None]:
+        try:
+            ident = self.session.client("sts").get_caller_identity()
+        except (NoCredentialsError, ClientError, BotoCoreError) as exc:
+            return Check(
+                "credentials",
+                False,
+                f"no usable AWS credentials ({type(exc).__name__}: {exc}); "
+                "set AWS_PROFILE or keys for the sandbox account, or assume its role",
+            ), None
+        return Check("credentials", True, f"{ident['Arn']}"), ident["Account"]
+
+    def account(self, account: str | None) -> Check:
+        allowed = self.config.allowed_accounts
+        if account is None:
+            return Check("account allowlist", False, "unknown account (no credentials)")
+        if not allowed:
+            return Check(
+                "account allowlist",
+                False,
+                "allowed_accounts is empty in infra/config.yaml: add the "
+                f"sandbox account id ({account} is the one your credentials reach) to apply anything",
+            )
+        if account not in allowed:
+            return Check(
+                "account allowlist", False, f"account {account} is not in allowed_accounts {list(allowed)}"
+            )
+        return Check("account allowlist", True, account)
+
+    def terraform(self) -> Check:
+        for tool in ("terraform", "tofu"):
+            path = self.which(tool)
+            if path:
+                return Check("terraform", True, path)
+        return Check("terraform", False, "neither terraform nor tofu is on PATH; install one (>= 1.6)")
+
+    def quota(self) -> Check:
+        need = int(self.config.nodepool_limits["cpu"])
+        try:
+            quota = self.session.client("service-quotas", region_name=self.config.region).get_service_quota(
+                ServiceCode="ec2", QuotaCode=GVT_SPOT_QUOTA_CODE
+            )["Quota"]["Value"]
+        except (ClientError, BotoCoreError) as exc:
+            return Check("G/VT spot vCPU quota", False, f"could not read quota {GVT_SPOT_QUOTA_CODE}: {exc}")
+        if quota < need:
+            return Check(
+                "G/VT spot vCPU quota",
+                False,
+                f"{GVT_SPOT_QUOTA_CODE} is {quota:g} vCPUs, the NodePool "
+                f"limit needs {need}: request an increase (new accounts start at 0)",
+            )
+        return Check("G/VT spot vCPU quota", True, f"{quota:g} >= NodePool limit {need}")
+
+    def spot_role(self, *, create: bool) -> Check:
+        iam, ssm = self.session.client("iam"), self.session.client("ssm", region_name=self.config.region)
+        try:
+            iam.get_role(RoleName=SPOT_SLR)
+            return Check("spot service-linked role", True, f"{SPOT_SLR} exists (not ours: never deleted)")
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "NoSuchEntity":
+                return Check("spot service-linked role", False, f"cannot read {SPOT_SLR}: {exc}")
+        if not create:
+            return Check(
+                "spot service-linked role",
+                False,
+                f"{SPOT_SLR} is missing; `make up` creates it (without "
+                "it spot launches fail and a NodePool that allows on-demand silently falls back)",
+            )
+        try:
+            iam.create_service_linked_role(AWSServiceName="spot.amazonaws.com")
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "InvalidInput" or "already exists" in str(exc):
+                return Check("spot service-linked role", True, f"{SPOT_SLR} appeared meanwhile (not ours)")
+            return Check("spot service-linked role", False, f"could not create {SPOT_SLR}: {exc}")
+        ssm.put_parameter(
+            Name=spot_slr_record_name(self.config.cluster_name),
+            Value="true",
+            Type="String",
+            Tags=[{"Key": k, "Value": v} for k, v in self.config.tags.items()],
+        )
+        return Check("spot service-linked role", True, f"created {SPOT_SLR}; recorded as ours for teardown")
+
+    def run(self, *, create_spot_role: bool = False) -> list[Check]:
+        cred, account = self.credentials()
+        checks = [cred, self.account(account), self.terraform()]
+        if cred.ok:
+            checks.append(self.quota())
+        if cred.ok and checks[1].ok:
+            checks.append(self.spot_role(create=create_spot_role and all(c.ok for c in checks)))
+        return checks
+
+
+def report(checks: list[Check], echo: Callable[[str], Any] = print) -> bool:
+    for c in checks:
+        echo(f"  [{'ok' if c.ok else 'MISSING'}] {c.name}: {c.detail}")
+    return all(c.ok for c in checks)

@@ -1,0 +1,44 @@
+"""Synthesize once per test module, with the project's Node.js 22 first on PATH (as `make` sets it)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+NODE_BIN = ROOT / ".node" / "node_modules" / ".bin"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def supported_node():
+    if NODE_BIN.is_dir() and str(NODE_BIN) not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = f"{NODE_BIN}{os.pathsep}{os.environ['PATH']}"
+
+
+class Synth:
+    def __init__(self, outdir: Path):
+        self.outdir = outdir
+
+    def stack(self, name: str) -> dict:
+        return json.loads((self.outdir / "stacks" / name / "cdk.tf.json").read_text())
+
+    def chart_docs(self, filename: str) -> list[dict]:
+        path = self.outdir / "charts" / "gpu-finops-crs" / "templates" / filename
+        return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+    def manifest(self) -> dict:
+        return json.loads((self.outdir / "manifest.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def synthesized(tmp_path_factory, supported_node) -> Synth:
+    from infra.app import synth
+    from infra.config import load_config
+
+    out = tmp_path_factory.mktemp("cdktf.out")
+    synth(load_config(), out)
+    return Synth(out)

@@ -1,0 +1,206 @@
+"""The synthesized Terraform JSON, asserted as data: order, pins, quota-derived limits, SLR, FIS, CSV,
+IMDSv2, encryption."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from finops import dcgm
+from infra.config import Versions, load_config
+from infra.metrics_csv import exported_fields
+
+C = load_config()
+
+
+def resources(stack: dict, rtype: str) -> dict:
+    return stack.get("resource", {}).get(rtype, {})
+
+
+def test_three_stacks_in_dependency_order(synthesized):
+    stacks = synthesized.manifest()["stacks"]
+    assert set(stacks) == {"network", "cluster", "addons"}
+    assert stacks["cluster"]["dependencies"] == ["network"]
+    assert stacks["addons"]["dependencies"] == ["cluster"]
+
+
+def test_network_has_nat_egress_for_every_private_subnet(synthesized):
+    net = synthesized.stack("network")
+    subnets = resources(net, "aws_subnet")
+    private = {k for k, v in subnets.items() if k.startswith("private-")}
+    assert len(private) >= 2 and len({subnets[k]["availability_zone"] for k in private}) >= 2
+    routes = resources(net, "aws_route")
+    nat_routes = [r for k, r in routes.items() if k.startswith("private-default")]
+    assert len(nat_routes) == len(private)
+    assert all(
+        r["nat_gateway_id"] == "${aws_nat_gateway.nat.id}" and r["destination_cidr_block"] == "0.0.0.0/0"
+        for r in nat_routes
+    )
+    nat = resources(net, "aws_nat_gateway")["nat"]
+    assert nat["allocation_id"] == "${aws_eip.nat-eip.id}"
+    for k in private:
+        tags = subnets[k]["tags"]
+        assert (
+            tags["karpenter.sh/discovery"] == C.cluster_name
+            and tags["kubernetes.io/role/internal-elb"] == "1"
+        )
+
+
+def test_everything_that_launches_nodes_waits_for_the_nat_routes(synthesized):
+    cluster = synthesized.stack("cluster")
+    egress = resources(cluster, "terraform_data")["egress"]["input"]["nat_routes"]
+    assert any("aws_routeprivate-default" in ref for ref in egress)
+    assert any("aws_route_table_associationprivate-rta" in ref for ref in egress)
+    assert "terraform_data.egress" in resources(cluster, "aws_eks_cluster")["eks"]["depends_on"]
+    assert "terraform_data.egress" in resources(cluster, "aws_eks_node_group")["system"]["depends_on"]
+
+
+def test_addons_read_cluster_outputs_and_need_no_api_at_plan_time(synthesized):
+    addons = synthesized.stack("addons")
+    helm = addons["provider"]["helm"][0]["kubernetes"]
+    assert "terraform_remote_state.cross-stack-reference-input-cluster" in helm["host"]
+    assert "kubernetes_manifest" not in addons.get("resource", {})
+    assert not any(k.startswith("kubectl") for k in addons.get("resource", {}))
+    crs = resources(addons, "helm_release")["gpu-finops-crs"]
+    assert {"helm_release.karpenter", "helm_release.kueue"} <= set(crs["depends_on"])
+    karpenter = resources(addons, "helm_release")["karpenter"]
+    queue = next(s for s in karpenter["set"] if s["name"] == "settings.interruptionQueue")
+    assert "cross-stack-reference-input-cluster" in queue["value"]
+
+
+def test_versions_are_pinned_and_kueue_comes_from_the_release_registry(synthesized):
+    releases = resources(synthesized.stack("addons"), "helm_release")
+    v = Versions()
+    expected = {
+        "karpenter": v.karpenter_chart,
+        "kueue": v.kueue_chart,
+        "nvidia-device-plugin": v.device_plugin_chart,
+        "dcgm-exporter": v.dcgm_exporter_chart,
+        "prometheus": v.prometheus_chart,
+    }
+    assert {k: releases[k]["version"] for k in expected} == expected
+    assert releases["kueue"]["repository"] == "oci://registry.k8s.io/kueue/charts"
+    assert "staging" not in json.dumps(releases)
+    assert resources(synthesized.stack("cluster"), "aws_eks_cluster")["eks"]["version"] == v.kubernetes
+
+
+def test_nodepool_is_spot_only_pinned_and_limited_by_the_quota(synthesized):
+    docs = {d["kind"]: d for d in synthesized.chart_docs("karpenter.yaml")}
+    spec = docs["NodePool"]["spec"]
+    reqs = {r["key"]: r for r in spec["template"]["spec"]["requirements"]}
+    assert reqs["karpenter.sh/capacity-type"]["values"] == ["spot"]
+    assert reqs["node.kubernetes.io/instance-type"]["values"] == list(C.gpu_instance_types)
+    assert reqs["karpenter.k8s.aws/instance-cpu"]["values"] == [str(C.gpu_node_vcpu)]
+    assert reqs["karpenter.k8s.aws/instance-gpu-count"]["values"] == [str(C.gpus_per_node)]
+    assert spec["limits"] == {
+        "cpu": str(C.gvt_spot_vcpu_quota // C.gpu_node_vcpu * C.gpu_node_vcpu),
+        "nvidia.com/gpu": str(C.gvt_spot_vcpu_quota // C.gpu_node_vcpu * C.gpus_per_node),
+    }
+    # Kueue never admits more GPUs than the NodePool can launch.
+    kueue = synthesized.chart_docs("kueue.yaml")
+    quotas = [
+        q["nominalQuota"]
+        for cq in kueue
+        if cq["kind"] == "ClusterQueue"
+        for g in cq["spec"]["resourceGroups"]
+        for f in g["flavors"]
+        for q in f["resources"]
+    ]
+    assert sum(quotas) <= int(spec["limits"]["nvidia.com/gpu"])
+
+
+def test_kueue_queues_one_per_tenant_in_one_cohort_v1beta2(synthesized):
+    docs = synthesized.chart_docs("kueue.yaml")
+    cqs = [d for d in docs if d["kind"] == "ClusterQueue"]
+    assert {d["metadata"]["name"] for d in cqs} == {t.name for t in C.tenants}
+    assert all(d["apiVersion"] == "kueue.x-k8s.io/v1beta2" and d["spec"]["cohortName"] == "gpu" for d in cqs)
+    assert all("cohort" not in d["spec"] for d in cqs)
+    assert all(d["spec"]["preemption"]["withinClusterQueue"] == "LowerPriority" for d in cqs)
+    assert {d["metadata"]["name"] for d in docs if d["kind"] == "WorkloadPriorityClass"} == {"low", "high"}
+    assert {
+        (d["metadata"]["namespace"], d["spec"]["clusterQueue"]) for d in docs if d["kind"] == "LocalQueue"
+    } == {(t.name, t.name) for t in C.tenants}
+
+
+def test_spot_slr_is_only_read_never_managed(synthesized):
+    for name in ("network", "cluster", "addons"):
+        assert "aws_iam_service_linked_role" not in synthesized.stack(name).get("resource", {})
+    assert (
+        synthesized.stack("cluster")["data"]["aws_iam_role"]["spot-slr"]["name"] == "AWSServiceRoleForEC2Spot"
+    )
+
+
+def test_fis_targets_only_our_tagged_spot_instances(synthesized):
+    cluster = synthesized.stack("cluster")
+    (tpl,) = resources(cluster, "aws_fis_experiment_template").values()
+    (target,) = tpl["target"]
+    assert target["resource_type"] == "aws:ec2:spot-instance"
+    assert {t["key"]: t["value"] for t in target["resource_tag"]} == {
+        "karpenter.sh/nodepool": C.nodepool_name,
+        "gpu-finops.io/project": C.project,
+    }
+    assert tpl["action"][0]["action_id"] == "aws:ec2:send-spot-instance-interruptions"
+    assert tpl["action"][0]["parameter"] == [{"key": "durationBeforeInterruption", "value": "PT2M"}]
+    policy = json.loads(resources(cluster, "aws_iam_role_policy")["fis-policy"]["policy"])
+    interrupt = next(s for s in policy["Statement"] if s["Action"] == "ec2:SendSpotInstanceInterruptions")
+    assert interrupt["Condition"]["StringEquals"]["aws:ResourceTag/karpenter.sh/nodepool"] == C.nodepool_name
+    trust = json.loads(resources(cluster, "aws_iam_role")["fis-role"]["assume_role_policy"])
+    assert trust["Statement"][0]["Principal"]["Service"] == "fis.amazonaws.com"
+
+
+def test_interruption_queue_and_rules(synthesized):
+    cluster = synthesized.stack("cluster")
+    q = resources(cluster, "aws_sqs_queue")["interruption-queue"]
+    assert q["message_retention_seconds"] == 300 and q["sqs_managed_sse_enabled"] is True
+    rules = resources(cluster, "aws_cloudwatch_event_rule")
+    assert len(rules) == 4
+    patterns = json.dumps(rules)
+    for detail in (
+        "EC2 Spot Instance Interruption Warning",
+        "EC2 Instance Rebalance Recommendation",
+        "EC2 Instance State-change Notification",
+        "AWS Health Event",
+    ):
+        assert detail in patterns
+    targets = resources(cluster, "aws_cloudwatch_event_target")
+    assert all(t["arn"] == "${aws_sqs_queue.interruption-queue.arn}" for t in targets.values())
+
+
+def test_csv_shipped_to_the_exporter_exports_sm_active(synthesized):
+    (cm,) = synthesized.chart_docs("dcgm.yaml")
+    fields = exported_fields(cm["data"]["gpu-finops.csv"])
+    assert dcgm.SM_ACTIVE in fields and set(dcgm.COLLECTED) <= fields
+    values = json.dumps(resources(synthesized.stack("addons"), "helm_release")["dcgm-exporter"]["values"])
+    assert "gpu-finops.csv" in values
+
+
+def test_imdsv2_required_on_every_node(synthesized):
+    lt = resources(synthesized.stack("cluster"), "aws_launch_template")["system-lt"]
+    assert lt["metadata_options"]["http_tokens"] == "required"
+    node_class = next(d for d in synthesized.chart_docs("karpenter.yaml") if d["kind"] == "EC2NodeClass")
+    assert node_class["spec"]["metadataOptions"]["httpTokens"] == "required"
+
+
+def test_encryption_everywhere(synthesized):
+    cluster = synthesized.stack("cluster")
+    eks = resources(cluster, "aws_eks_cluster")["eks"]
+    assert eks["encryption_config"]["resources"] == ["secrets"]
+    assert eks["encryption_config"]["provider"]["key_arn"] == "${aws_kms_key.kms.arn}"
+    assert resources(cluster, "aws_kms_key")["kms"]["enable_key_rotation"] is True
+    assert resources(cluster, "aws_dynamodb_table")["cost-table"]["server_side_encryption"]["enabled"] is True
+    node_class = next(d for d in synthesized.chart_docs("karpenter.yaml") if d["kind"] == "EC2NodeClass")
+    assert all(b["ebs"]["encrypted"] for b in node_class["spec"]["blockDeviceMappings"])
+
+
+def test_cost_table_keys_match_the_collector(synthesized):
+    from finops.records import KEY
+
+    table = resources(synthesized.stack("cluster"), "aws_dynamodb_table")["cost-table"]
+    assert (table["hash_key"], table["range_key"]) == KEY
+
+
+@pytest.mark.parametrize("stack", ["network", "cluster", "addons"])
+def test_every_stack_has_state_outside_the_synth_folder(synthesized, stack):
+    backend = synthesized.stack(stack)["terraform"]["backend"]["local"]["path"]
+    assert backend.endswith(f"terraform.{stack}.tfstate") and "cdktf.out" not in backend
