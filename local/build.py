@@ -1,0 +1,152 @@
+"""Build the local target's binaries from Go modules, pinned, cached outside the clone, reused when present.
+
+- kube-apiserver, kube-controller-manager, kube-scheduler: `go install k8s.io/kubernetes/cmd/...@v` fails
+  (its go.mod requires every staging module at v0.0.0 through replace directives), so a small wrapper
+  module of ours requires k8s.io/kubernetes and replaces each staging module with its published v0.X.Y,
+  read from the published go.mod. Version ldflags make /version report a real semver (Kueue refuses
+  `v0.0.0-master`).
+- etcd: a three-line main of ours calling etcdmain.Main (go install of etcd fails on replace directives).
+- kwok, Kueue, Karpenter's kwok provider: plain `go install module@version`; the provider's binary is
+  also called kwok, so it is renamed karpenter-kwok.
+One binary at a time (linking takes GBs of memory; this machine has 2 cores).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from local import versions
+
+CACHE = Path(os.environ.get("GPU_FINOPS_CACHE", Path.home() / ".cache" / "gpu-finops")) / "local"
+KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+
+
+class BuildError(RuntimeError):
+    pass
+
+
+def go_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(CGO_ENABLED="0", GOFLAGS="-mod=mod", GOTOOLCHAIN="local")
+    return env
+
+
+def run(cmd: list[str], cwd: Path, log: Path) -> None:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a") as f:
+        f.write(f"\n$ {' '.join(cmd)}  (in {cwd})\n")
+        f.flush()
+        result = subprocess.run(cmd, cwd=cwd, env=go_env(), stdout=f, stderr=subprocess.STDOUT)
+    if result.returncode != 0:
+        tail = log.read_text()[-3000:]
+        raise BuildError(f"{' '.join(cmd)} failed (exit {result.returncode}); log {log}:\n{tail}")
+
+
+def bin_dir() -> Path:
+    return CACHE / "bin" / f"k8s-{versions.KUBERNETES}_etcd-{versions.ETCD}_kwok-{versions.KWOK}_kueue-{versions.KUEUE}_karpenter-{versions.KARPENTER}"
+
+
+def module_info(module_at_version: str, cwd: Path) -> dict:
+    out = subprocess.run(["go", "mod", "download", "-json", module_at_version], cwd=cwd, env=go_env(),
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise BuildError(f"go mod download {module_at_version} failed: {out.stdout[-1000:]}{out.stderr[-1000:]}")
+    return json.loads(out.stdout)
+
+
+def staging_replaces(kubernetes_gomod: str, version: str) -> dict[str, str]:
+    """k8s.io/x => ./staging/src/k8s.io/x  becomes  k8s.io/x => k8s.io/x v0.MINOR.PATCH."""
+    published = "v0." + version.removeprefix("v1.")
+    mods = re.findall(r"^\s*(k8s\.io/[\w.-]+)\s*=>\s*\./staging/src/", kubernetes_gomod, flags=re.M)
+    if not mods:
+        raise BuildError("found no staging replace directives in k8s.io/kubernetes go.mod: the layout changed")
+    return {m: published for m in sorted(set(mods))}
+
+
+def ldflags(version: str) -> str:
+    major, minor = version.removeprefix("v").split(".")[:2]
+    date = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(0))
+    flags = []
+    for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        flags += [f"-X {pkg}.gitVersion={version}", f"-X {pkg}.gitMajor={major}", f"-X {pkg}.gitMinor={minor}",
+                  f"-X {pkg}.gitTreeState=clean", f"-X {pkg}.buildDate={date}",
+                  f"-X {pkg}.gitCommit=0000000000000000000000000000000000000000"]
+    return " ".join(["-s -w", *flags])
+
+
+@dataclass
+class Builder:
+    out: Path
+    work: Path
+    log: Path
+
+    def have(self, name: str) -> bool:
+        return (self.out / name).is_file() and os.access(self.out / name, os.X_OK)
+
+    def kube(self) -> None:
+        need = [c for c in KUBE_COMMANDS if not self.have(c)]
+        if not need:
+            return
+        mod = self.work / "kube"
+        mod.mkdir(parents=True, exist_ok=True)
+        info = module_info(f"k8s.io/kubernetes@{versions.KUBERNETES}", mod)
+        replaces = staging_replaces(Path(info["GoMod"]).read_text(), versions.KUBERNETES)
+        lines = ["module gpu-finops.local/kube", "", "go 1.25", "",
+                 f"require k8s.io/kubernetes {versions.KUBERNETES}", ""]
+        lines += [f"replace {m} => {m} {v}" for m, v in replaces.items()]
+        (mod / "go.mod").write_text("\n".join(lines) + "\n")
+        for name in need:
+            run(["go", "build", "-trimpath", "-ldflags", ldflags(versions.KUBERNETES), "-o", str(self.out / name),
+                 f"k8s.io/kubernetes/cmd/{name}"], mod, self.log)
+
+    def etcd(self) -> None:
+        if self.have("etcd"):
+            return
+        mod = self.work / "etcd"
+        mod.mkdir(parents=True, exist_ok=True)
+        (mod / "go.mod").write_text(f"module gpu-finops.local/etcd\n\ngo 1.26\n\nrequire go.etcd.io/etcd/server/v3 {versions.ETCD}\n")
+        (mod / "main.go").write_text('package main\n\nimport (\n\t"os"\n\n\t"go.etcd.io/etcd/server/v3/etcdmain"\n)\n\n'
+                                     "func main() { etcdmain.Main(os.Args) }\n")
+        run(["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(self.out / "etcd"), "."], mod, self.log)
+
+    def install(self, name: str, package: str, version: str, binary: str | None = None) -> None:
+        if self.have(name):
+            return
+        gobin = self.work / f"gobin-{name}"
+        gobin.mkdir(parents=True, exist_ok=True)
+        env_run = ["env", f"GOBIN={gobin}", "go", "install", "-trimpath", "-ldflags", "-s -w", f"{package}@{version}"]
+        run(env_run, self.work, self.log)
+        shutil.move(str(gobin / (binary or package.rsplit("/", 1)[-1])), self.out / name)
+
+    def all(self) -> Path:
+        self.out.mkdir(parents=True, exist_ok=True)
+        steps = [("etcd", self.etcd), ("kube", self.kube),
+                 ("kwok", lambda: self.install("kwok", "sigs.k8s.io/kwok/cmd/kwok", versions.KWOK)),
+                 ("kueue", lambda: self.install("kueue", "sigs.k8s.io/kueue/cmd/kueue", versions.KUEUE)),
+                 ("karpenter-kwok", lambda: self.install("karpenter-kwok", "sigs.k8s.io/karpenter/kwok",
+                                                         versions.KARPENTER, binary="kwok"))]
+        for name, step in steps:
+            began = time.monotonic()
+            step()
+            print(f"  {name}: ready ({time.monotonic() - began:.0f}s)", flush=True)
+        return self.out
+
+
+def build_all() -> Path:
+    return Builder(bin_dir(), CACHE / "work", CACHE / "build.log").all()
+
+
+if __name__ == "__main__":
+    try:
+        print(build_all())
+    except BuildError as exc:
+        print(exc, file=sys.stderr)
+        sys.exit(1)
