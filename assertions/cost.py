@@ -50,7 +50,9 @@ def check_cost(o: CostObs) -> Verdict:
         if util is None:
             f.append(f"{at}: GPU_UTIL missing")
         if sm is None:
-            f.append(f"{at}: SM_ACTIVE missing (status {r.get('x_Status')}: {r.get('x_Message')})")
+            f.append(
+                f"{at}: SM_ACTIVE missing (the collector said: {r.get('x_Status')}: {r.get('x_Message')})"
+            )
         elif not 0 <= sm <= 1:
             f.append(f"{at}: SM_ACTIVE={sm} is not a ratio in [0, 1] (a percentage stored as a ratio?)")
         if not cost or cost <= 0:

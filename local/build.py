@@ -51,14 +51,25 @@ def run(cmd: list[str], cwd: Path, log: Path) -> None:
 
 
 def bin_dir() -> Path:
-    return CACHE / "bin" / f"k8s-{versions.KUBERNETES}_etcd-{versions.ETCD}_kwok-{versions.KWOK}_kueue-{versions.KUEUE}_karpenter-{versions.KARPENTER}"
+    return (
+        CACHE
+        / "bin"
+        / f"k8s-{versions.KUBERNETES}_etcd-{versions.ETCD}_kwok-{versions.KWOK}_kueue-{versions.KUEUE}_karpenter-{versions.KARPENTER}"
+    )
 
 
 def module_info(module_at_version: str, cwd: Path) -> dict:
-    out = subprocess.run(["go", "mod", "download", "-json", module_at_version], cwd=cwd, env=go_env(),
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        ["go", "mod", "download", "-json", module_at_version],
+        cwd=cwd,
+        env=go_env(),
+        capture_output=True,
+        text=True,
+    )
     if out.returncode != 0:
-        raise BuildError(f"go mod download {module_at_version} failed: {out.stdout[-1000:]}{out.stderr[-1000:]}")
+        raise BuildError(
+            f"go mod download {module_at_version} failed: {out.stdout[-1000:]}{out.stderr[-1000:]}"
+        )
     return json.loads(out.stdout)
 
 
@@ -67,7 +78,9 @@ def staging_replaces(kubernetes_gomod: str, version: str) -> dict[str, str]:
     published = "v0." + version.removeprefix("v1.")
     mods = re.findall(r"^\s*(k8s\.io/[\w.-]+)\s*=>\s*\./staging/src/", kubernetes_gomod, flags=re.M)
     if not mods:
-        raise BuildError("found no staging replace directives in k8s.io/kubernetes go.mod: the layout changed")
+        raise BuildError(
+            "found no staging replace directives in k8s.io/kubernetes go.mod: the layout changed"
+        )
     return {m: published for m in sorted(set(mods))}
 
 
@@ -76,9 +89,14 @@ def ldflags(version: str) -> str:
     date = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(0))
     flags = []
     for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
-        flags += [f"-X {pkg}.gitVersion={version}", f"-X {pkg}.gitMajor={major}", f"-X {pkg}.gitMinor={minor}",
-                  f"-X {pkg}.gitTreeState=clean", f"-X {pkg}.buildDate={date}",
-                  f"-X {pkg}.gitCommit=0000000000000000000000000000000000000000"]
+        flags += [
+            f"-X {pkg}.gitVersion={version}",
+            f"-X {pkg}.gitMajor={major}",
+            f"-X {pkg}.gitMinor={minor}",
+            f"-X {pkg}.gitTreeState=clean",
+            f"-X {pkg}.buildDate={date}",
+            f"-X {pkg}.gitCommit=0000000000000000000000000000000000000000",
+        ]
     return " ".join(["-s -w", *flags])
 
 
@@ -99,40 +117,82 @@ class Builder:
         mod.mkdir(parents=True, exist_ok=True)
         info = module_info(f"k8s.io/kubernetes@{versions.KUBERNETES}", mod)
         replaces = staging_replaces(Path(info["GoMod"]).read_text(), versions.KUBERNETES)
-        lines = ["module gpu-finops.local/kube", "", "go 1.25", "",
-                 f"require k8s.io/kubernetes {versions.KUBERNETES}", ""]
+        lines = [
+            "module gpu-finops.local/kube",
+            "",
+            "go 1.25",
+            "",
+            f"require k8s.io/kubernetes {versions.KUBERNETES}",
+            "",
+        ]
         lines += [f"replace {m} => {m} {v}" for m, v in replaces.items()]
         (mod / "go.mod").write_text("\n".join(lines) + "\n")
         for name in need:
-            run(["go", "build", "-trimpath", "-ldflags", ldflags(versions.KUBERNETES), "-o", str(self.out / name),
-                 f"k8s.io/kubernetes/cmd/{name}"], mod, self.log)
+            run(
+                [
+                    "go",
+                    "build",
+                    "-trimpath",
+                    "-ldflags",
+                    ldflags(versions.KUBERNETES),
+                    "-o",
+                    str(self.out / name),
+                    f"k8s.io/kubernetes/cmd/{name}",
+                ],
+                mod,
+                self.log,
+            )
 
     def etcd(self) -> None:
         if self.have("etcd"):
             return
         mod = self.work / "etcd"
         mod.mkdir(parents=True, exist_ok=True)
-        (mod / "go.mod").write_text(f"module gpu-finops.local/etcd\n\ngo 1.26\n\nrequire go.etcd.io/etcd/server/v3 {versions.ETCD}\n")
-        (mod / "main.go").write_text('package main\n\nimport (\n\t"os"\n\n\t"go.etcd.io/etcd/server/v3/etcdmain"\n)\n\n'
-                                     "func main() { etcdmain.Main(os.Args) }\n")
-        run(["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(self.out / "etcd"), "."], mod, self.log)
+        (mod / "go.mod").write_text(
+            f"module gpu-finops.local/etcd\n\ngo 1.26\n\nrequire go.etcd.io/etcd/server/v3 {versions.ETCD}\n"
+        )
+        (mod / "main.go").write_text(
+            'package main\n\nimport (\n\t"os"\n\n\t"go.etcd.io/etcd/server/v3/etcdmain"\n)\n\n'
+            "func main() { etcdmain.Main(os.Args) }\n"
+        )
+        run(
+            ["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(self.out / "etcd"), "."],
+            mod,
+            self.log,
+        )
 
     def install(self, name: str, package: str, version: str, binary: str | None = None) -> None:
         if self.have(name):
             return
         gobin = self.work / f"gobin-{name}"
         gobin.mkdir(parents=True, exist_ok=True)
-        env_run = ["env", f"GOBIN={gobin}", "go", "install", "-trimpath", "-ldflags", "-s -w", f"{package}@{version}"]
+        env_run = [
+            "env",
+            f"GOBIN={gobin}",
+            "go",
+            "install",
+            "-trimpath",
+            "-ldflags",
+            "-s -w",
+            f"{package}@{version}",
+        ]
         run(env_run, self.work, self.log)
         shutil.move(str(gobin / (binary or package.rsplit("/", 1)[-1])), self.out / name)
 
     def all(self) -> Path:
         self.out.mkdir(parents=True, exist_ok=True)
-        steps = [("etcd", self.etcd), ("kube", self.kube),
-                 ("kwok", lambda: self.install("kwok", "sigs.k8s.io/kwok/cmd/kwok", versions.KWOK)),
-                 ("kueue", lambda: self.install("kueue", "sigs.k8s.io/kueue/cmd/kueue", versions.KUEUE)),
-                 ("karpenter-kwok", lambda: self.install("karpenter-kwok", "sigs.k8s.io/karpenter/kwok",
-                                                         versions.KARPENTER, binary="kwok"))]
+        steps = [
+            ("etcd", self.etcd),
+            ("kube", self.kube),
+            ("kwok", lambda: self.install("kwok", "sigs.k8s.io/kwok/cmd/kwok", versions.KWOK)),
+            ("kueue", lambda: self.install("kueue", "sigs.k8s.io/kueue/cmd/kueue", versions.KUEUE)),
+            (
+                "karpenter-kwok",
+                lambda: self.install(
+                    "karpenter-kwok", "sigs.k8s.io/karpenter/kwok", versions.KARPENTER, binary="kwok"
+                ),
+            ),
+        ]
         for name, step in steps:
             began = time.monotonic()
             step()

@@ -1,0 +1,68 @@
+"""Act 1 — cold start: from zero GPU nodes, Karpenter brings a spot GPU node and the GPU job succeeds on it."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+
+from acts.jobs import gpu_job
+from assertions.cold_start import ColdStartObs, check_cold_start
+from assertions.verdict import require
+from harness import timeouts
+from harness.observe import gpu_node_names, job_pods, node_obs
+from harness.waits import eventually
+
+pytestmark = pytest.mark.timeout(timeouts.POD_SUCCEEDED + timeouts.NODE_READY)
+
+
+def test_cold_start(kube, act_target, tenant_namespaces, config, report):
+    tenant = config.tenants[0].name
+    ns = tenant_namespaces[tenant]
+    run = uuid.uuid4().hex[:6]
+
+    with report.phase("precondition: no GPU nodes"):
+        # Nodes left by an earlier act are consolidated away by Karpenter (WhenEmpty); wait that out.
+        at_start = eventually(
+            lambda: gpu_node_names(kube),
+            lambda names: not names,
+            timeout=timeouts.NODE_READY,
+            what="zero GPU nodes before the act",
+        )
+    began = datetime.now(UTC)
+    with report.phase("submit and wait for success"):
+        kube.batch.create_namespaced_job(ns, gpu_job(act_target, f"cold-{run}", ns, tenant, run, seconds=20))
+        pods = eventually(
+            lambda: job_pods(kube, ns, f"cold-{run}"),
+            lambda ps: any(p.phase in ("Succeeded", "Failed") for p in ps),
+            timeout=timeouts.POD_SUCCEEDED,
+            interval=2,
+            what=f"job cold-{run} finished",
+        )
+    pod = next(p for p in pods if p.phase in ("Succeeded", "Failed"))
+    output = None
+    if act_target.success_marker and pod.phase == "Succeeded":
+        output = kube.core.read_namespaced_pod_log(pod.name, ns)
+    pod = pod.__class__(**{**pod.__dict__, "output": output})
+    node = node_obs(kube, pod.node) if pod.node else None
+    if node:
+        report.lifecycles.append((f"node {node.name}", node.created.timestamp(), None))
+    if pod.running:
+        report.lifecycles.append(
+            (
+                f"pod {pod.name}",
+                pod.running.start.timestamp(),
+                pod.running.end.timestamp() if pod.running.end else None,
+            )
+        )
+    marker = act_target.success_marker
+    obs = ColdStartObs(
+        act_started=began,
+        gpu_nodes_at_start=tuple(at_start),
+        nodepool=config.nodepool_name,
+        node=node,
+        pod=pod,
+        success_marker=marker,
+    )
+    require(report.record(check_cold_start(obs)))

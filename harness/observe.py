@@ -1,0 +1,134 @@
+"""Observers: read Kubernetes objects into the plain dataclasses the claim checkers take."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from assertions.observed import Condition, EventObs, Interval, NodeObs, PodObs, WorkloadSnapshot
+from harness.kube import Kube
+from harness.nodes import GPU_RESOURCE
+
+KUEUE = ("kueue.x-k8s.io", "v1beta2")
+
+
+def _ts(value: Any) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+
+
+def gpu_node_names(kube: Kube) -> list[str]:
+    return [
+        n.metadata.name
+        for n in kube.core.list_node().items
+        if int(str((n.status.capacity or {}).get(GPU_RESOURCE, "0"))) > 0
+    ]
+
+
+def nodeclaims(kube: Kube) -> list[dict[str, Any]]:
+    return kube.custom.list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims").get("items", [])
+
+
+def node_obs(kube: Kube, name: str) -> NodeObs:
+    n = kube.core.read_node(name)
+    claim = next((c for c in nodeclaims(kube) if (c.get("status") or {}).get("nodeName") == name), None)
+    conds = {c.type: c for c in (n.status.conditions or [])}
+    ready = conds.get("Ready")
+    launched = None
+    if claim:
+        launched = next(
+            (
+                _ts(c.get("lastTransitionTime"))
+                for c in claim.get("status", {}).get("conditions", [])
+                if c["type"] == "Launched" and c["status"] == "True"
+            ),
+            None,
+        )
+    return NodeObs(
+        name=name,
+        created=n.metadata.creation_timestamp,
+        labels=dict(n.metadata.labels or {}),
+        allocatable_gpu=int(str((n.status.allocatable or {}).get(GPU_RESOURCE, "0"))),
+        capacity_gpu=int(str((n.status.capacity or {}).get(GPU_RESOURCE, "0"))),
+        ready_at=ready.last_transition_time if ready is not None and ready.status == "True" else None,
+        nodeclaim=claim["metadata"]["name"] if claim else None,
+        nodeclaim_nodepool=(claim["metadata"].get("labels") or {}).get("karpenter.sh/nodepool")
+        if claim
+        else None,
+        nodeclaim_launched_at=launched,
+        taints=tuple(f"{t.key}:{t.effect}" for t in (n.spec.taints or [])),
+    )
+
+
+def pod_obs(p: Any, output: str | None = None) -> PodObs:
+    statuses = (p.status.container_statuses or []) if p.status else []
+    start = end = None
+    exit_code = reason = None
+    for s in statuses:
+        if s.state.running is not None:
+            start = s.state.running.started_at
+        elif s.state.terminated is not None:
+            t = s.state.terminated
+            start, end, exit_code, reason = t.started_at, t.finished_at, t.exit_code, t.reason
+    disrupted = any(c.type == "DisruptionTarget" and c.status == "True" for c in (p.status.conditions or []))
+    evicted = disrupted or (p.status.reason == "Evicted")
+    return PodObs(
+        name=p.metadata.name,
+        node=p.spec.node_name,
+        phase=p.status.phase,
+        running=Interval(start, end) if start else None,
+        exit_code=exit_code,
+        reason=reason or p.status.reason,
+        output=output,
+        evicted=evicted,
+    )
+
+
+def job_pods(kube: Kube, namespace: str, job: str) -> list[PodObs]:
+    pods = kube.core.list_namespaced_pod(
+        namespace, label_selector=f"batch.kubernetes.io/job-name={job}"
+    ).items
+    return [pod_obs(p) for p in pods]
+
+
+def workloads(kube: Kube, namespace: str) -> list[dict[str, Any]]:
+    return kube.custom.list_namespaced_custom_object(*KUEUE, namespace, "workloads").get("items", [])
+
+
+def job_of(workload: dict[str, Any]) -> str | None:
+    owner = next((o for o in workload["metadata"].get("ownerReferences", []) if o["kind"] == "Job"), None)
+    return owner["name"] if owner else None
+
+
+def snapshot(workload: dict[str, Any], at: datetime, job_suspended: bool | None) -> WorkloadSnapshot:
+    status = workload.get("status") or {}
+    conds = {
+        c["type"]: Condition(
+            c["type"],
+            c["status"],
+            c.get("reason", ""),
+            c.get("message", ""),
+            _ts(c.get("lastTransitionTime")),
+        )
+        for c in status.get("conditions", [])
+    }
+    return WorkloadSnapshot(
+        at=at, conditions=conds, has_admission=bool(status.get("admission")), job_suspended=job_suspended
+    )
+
+
+def events_for(kube: Kube, namespace: str | None, names: set[str]) -> list[EventObs]:
+    items = (
+        kube.events.list_namespaced_event(namespace).items
+        if namespace
+        else kube.events.list_event_for_all_namespaces().items
+    )
+    out = []
+    for e in items:
+        regarding = e.regarding
+        if regarding is None or regarding.name not in names:
+            continue
+        at = e.event_time or e.deprecated_last_timestamp or e.metadata.creation_timestamp
+        out.append(EventObs(e.reason or "", regarding.kind or "", regarding.name, at, e.note or ""))
+    return out

@@ -1,0 +1,152 @@
+"""Certificates for the local control plane, made with `cryptography`: one CA, the apiserver's serving
+cert, an admin client cert (group system:masters), the service-account key pair and Kueue's webhook
+serving cert. All for 127.0.0.1; written once per run directory."""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+VALID = dt.timedelta(days=30)
+
+
+def _key() -> rsa.RSAPrivateKey:
+    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+def _write_key(key: rsa.RSAPrivateKey, path: Path) -> None:
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.TraditionalOpenSSL,
+            serialization.NoEncryption(),
+        )
+    )
+    path.chmod(0o600)
+
+
+def _write_cert(cert: x509.Certificate, path: Path) -> None:
+    path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+
+
+def _name(cn: str, org: str | None = None) -> x509.Name:
+    attrs = [x509.NameAttribute(NameOID.COMMON_NAME, cn)]
+    if org:
+        attrs.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, org))
+    return x509.Name(attrs)
+
+
+class Pki:
+    """The run's PKI in one folder. `ensure()` makes whatever is missing."""
+
+    def __init__(self, folder: Path):
+        self.dir = folder
+        self.ca_crt, self.ca_key = folder / "ca.crt", folder / "ca.key"
+        self.sa_key, self.sa_pub = folder / "sa.key", folder / "sa.pub"
+
+    def pair(self, name: str) -> tuple[Path, Path]:
+        return self.dir / f"{name}.crt", self.dir / f"{name}.key"
+
+    def ensure(self) -> Pki:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        if not self.ca_crt.exists():
+            key = _key()
+            now = dt.datetime.now(dt.UTC)
+            ca = (
+                x509.CertificateBuilder()
+                .subject_name(_name("gpu-finops-local-ca"))
+                .issuer_name(_name("gpu-finops-local-ca"))
+                .public_key(key.public_key())
+                .serial_number(x509.random_serial_number())
+                .not_valid_before(now - dt.timedelta(minutes=5))
+                .not_valid_after(now + VALID)
+                .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                .add_extension(
+                    x509.KeyUsage(
+                        digital_signature=True,
+                        key_cert_sign=True,
+                        crl_sign=True,
+                        content_commitment=False,
+                        key_encipherment=False,
+                        data_encipherment=False,
+                        key_agreement=False,
+                        encipher_only=False,
+                        decipher_only=False,
+                    ),
+                    critical=True,
+                )
+                .sign(key, hashes.SHA256())
+            )
+            _write_key(key, self.ca_key)
+            _write_cert(ca, self.ca_crt)
+        if not self.sa_key.exists():
+            key = _key()
+            _write_key(key, self.sa_key)
+            self.sa_pub.write_bytes(
+                key.public_key().public_bytes(
+                    serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+                )
+            )
+        self.issue(
+            "apiserver",
+            "kube-apiserver",
+            server=True,
+            dns=[
+                "localhost",
+                "kubernetes",
+                "kubernetes.default",
+                "kubernetes.default.svc",
+                "kubernetes.default.svc.cluster.local",
+            ],
+            ips=["127.0.0.1", "10.96.0.1"],
+        )
+        self.issue("admin", "gpu-finops-admin", org="system:masters", client=True)
+        self.issue("webhook", "gpu-finops-local-webhooks", server=True, dns=["localhost"], ips=["127.0.0.1"])
+        return self
+
+    def issue(
+        self,
+        name: str,
+        cn: str,
+        *,
+        org: str | None = None,
+        server: bool = False,
+        client: bool = False,
+        dns: list[str] | None = None,
+        ips: list[str] | None = None,
+    ) -> tuple[Path, Path]:
+        crt_path, key_path = self.pair(name)
+        if crt_path.exists() and key_path.exists():
+            return crt_path, key_path
+        ca_key = serialization.load_pem_private_key(self.ca_key.read_bytes(), password=None)
+        ca = x509.load_pem_x509_certificate(self.ca_crt.read_bytes())
+        key = _key()
+        now = dt.datetime.now(dt.UTC)
+        usages = ([ExtendedKeyUsageOID.SERVER_AUTH] if server else []) + (
+            [ExtendedKeyUsageOID.CLIENT_AUTH] if client else []
+        )
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(_name(cn, org))
+            .issuer_name(ca.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + VALID)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
+        )
+        sans: list[x509.GeneralName] = [x509.DNSName(d) for d in dns or []]
+        sans += [x509.IPAddress(ipaddress.ip_address(i)) for i in ips or []]
+        if sans:
+            builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        cert = builder.sign(ca_key, hashes.SHA256())  # type: ignore[arg-type]
+        _write_key(key, key_path)
+        _write_cert(cert, crt_path)
+        return crt_path, key_path
