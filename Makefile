@@ -23,7 +23,7 @@ SETUP_STAMP := $(VENV)/.setup-done
 NODE_BIN    := $(NODE_DIR)/node_modules/.bin/node
 CHECKOV     := $(TOOLS_DIR)/checkov/bin/checkov
 
-.PHONY: help setup test lint synth up destroy bench clean
+.PHONY: help setup test lint synth up destroy bench clean local-up local-down acts demo
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -69,6 +69,21 @@ destroy: setup ## NodePools first, then addons -> cluster -> network, then verif
 
 bench: setup ## benchmarks (figures and ratios, never pass/fail): synth, collector, teardown verify
 	$(VENV)/bin/python -m benchmarks
+
+local-up: setup ## build (cached) and start the local rehearsal cluster
+	$(VENV)/bin/gpu-finops local up
+
+local-down: setup ## stop every process the local target started
+	$(VENV)/bin/gpu-finops local down
+
+acts: setup ## run the six acts against TARGET (aws|local); reports in reports/
+	@mkdir -p reports
+	$(VENV)/bin/pytest acts --target=$(TARGET) -p no:cacheprovider -rs --tb=short --junitxml=reports/acts.junit.xml
+
+demo: setup ## the main job on the local target: up, all acts, the act report, down
+	$(VENV)/bin/gpu-finops local up
+	$(MAKE) acts TARGET=local || { $(VENV)/bin/gpu-finops local down; exit 1; }
+	$(VENV)/bin/gpu-finops local down
 
 clean: ## remove build outputs (keeps .venv and .node)
 	rm -rf cdktf.out reports .pytest_cache

@@ -4,6 +4,7 @@ the report (rich table, JSON, PNG timeline; JUnit comes from pytest's --junitxml
 from __future__ import annotations
 
 import json
+import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ from assertions.verdict import Verdict
 from harness.kube import Kube
 from infra.config import load_config
 
-REPORT_DIR = Path("reports")
+REPORT_DIR = Path(os.environ.get("GPU_FINOPS_REPORT_DIR", "reports"))
 
 
 @dataclass

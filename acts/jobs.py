@@ -28,7 +28,8 @@ def gpu_job(
         # kwok's pod-complete stage: the pod stays Running this long, then Succeeds.
         pod_annotations = {
             "pod-complete.stage.kwok.x-k8s.io/delay": f"{seconds}s",
-            "pod-complete.stage.kwok.x-k8s.io/jitter-delay": "0s",
+            # kwok uses the jitter when it is <= the delay, so equal values give exactly the delay
+            "pod-complete.stage.kwok.x-k8s.io/jitter-delay": f"{seconds}s",
         }
     if sm_active is not None:
         pod_annotations["gpu-finops.io/sm-active"] = str(sm_active)  # what the GPU simulator reports

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
-from assertions.observed import PodObs, WorkloadObs, WorkloadSnapshot
+from assertions.observed import Interval, PodObs, WorkloadObs, WorkloadSnapshot
 from harness.kube import Kube
 from harness.observe import job_of, job_pods, snapshot, workloads
+
+
+def merge(before: PodObs | None, now: PodObs) -> PodObs:
+    """Keep the earliest Running start seen: a terminated status may restate startedAt (kwok does)."""
+    if before is None or before.running is None or now.running is None:
+        return now if now.running is not None or before is None else replace(now, running=before.running)
+    start = min(before.running.start, now.running.start)
+    return replace(now, running=Interval(start, now.running.end))
 
 
 class WorkloadRecorder:
@@ -36,7 +45,7 @@ class WorkloadRecorder:
                 if job_name:
                     seen = self.pods.setdefault(name, {})
                     for p in job_pods(self.kube, ns, job_name):
-                        seen[p.name] = p
+                        seen[p.name] = merge(seen.get(p.name), p)
         return self.workloads()
 
     def workloads(self) -> list[WorkloadObs]:

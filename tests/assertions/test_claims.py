@@ -216,21 +216,53 @@ ADMIT = AdmissionObs(
         ),
         ("only eleven observed", replace(ADMIT, workloads=ADMIT.workloads[:11]), "observed 11 workloads"),
         (
+            "jobs finishing and handing quota on",
+            replace(
+                ADMIT,
+                workloads=(
+                    replace(
+                        ADMIT.workloads[0],
+                        snapshots=(
+                            WorkloadSnapshot(
+                                t(50),
+                                {
+                                    "QuotaReserved": cond("QuotaReserved", "True"),
+                                    "Admitted": cond("Admitted", "True"),
+                                    "Finished": cond("Finished", "True", "Succeeded"),
+                                },
+                                True,
+                                False,
+                            ),
+                        ),
+                    ),
+                    *ADMIT.workloads[1:],
+                ),
+            ),
+            "Finished during the observation",
+        ),
+        (
             "nothing observed (an event filter matching nothing)",
             replace(ADMIT, workloads=()),
             "observed 0 workloads",
         ),
         (
-            "pending without QuotaReserved=False",
+            "pending with an unknown quota state",
             replace(
                 ADMIT,
                 workloads=(
                     *ADMIT.workloads[:2],
-                    replace(ADMIT.workloads[2], snapshots=(WorkloadSnapshot(t(5), {}, False, True),)),
+                    replace(
+                        ADMIT.workloads[2],
+                        snapshots=(
+                            WorkloadSnapshot(
+                                t(5), {"QuotaReserved": cond("QuotaReserved", "Unknown")}, False, True
+                            ),
+                        ),
+                    ),
                     *ADMIT.workloads[3:],
                 ),
             ),
-            "QuotaReserved is absent",
+            "QuotaReserved is Unknown",
         ),
     ],
 )
@@ -240,6 +272,18 @@ def test_admission_adjacent_cases_fail(case, obs, why):
 
 def test_admission_holds():
     check(check_admission(ADMIT), True)
+
+
+def test_admission_holds_while_queued_workloads_have_no_quota_condition_yet():
+    # Kueue marks QuotaReserved=False only on the workload it tried; the rest wait without the condition.
+    queued = replace(
+        ADMIT,
+        workloads=(
+            *ADMIT.workloads[:2],
+            *(replace(w, snapshots=(WorkloadSnapshot(t(5), {}, False, True),)) for w in ADMIT.workloads[2:]),
+        ),
+    )
+    check(check_admission(queued), True)
 
 
 # --- act 3: preemption -----------------------------------------------------------------------------------
