@@ -17,6 +17,7 @@ import pytest
 
 from acts.targets import Target, target, unavailable_reason
 from assertions.verdict import Verdict
+from harness import timeouts
 from harness.kube import Kube
 from infra.config import load_config
 
@@ -109,8 +110,26 @@ def tenant_namespaces(kube: Kube, config) -> Iterator[dict[str, str]]:
         )
     kube.apply(objs)
     yield names
-    for ns in names.values():  # Jobs and their Workloads go with the namespace
-        kube.core.delete_namespace(ns, propagation_policy="Foreground", _request_timeout=30)
+    cleanup_namespaces(kube, list(names.values()))
+
+
+def cleanup_namespaces(kube: Kube, namespaces: list[str]) -> None:
+    """Delete the act's Jobs first and wait for Kueue to let go of their Workloads (so quota is released
+    through Kueue's normal path), then the namespaces."""
+    from harness.observe import workloads
+    from harness.waits import eventually
+
+    for ns in namespaces:
+        kube.batch.delete_collection_namespaced_job(ns, propagation_policy="Background")
+    eventually(
+        lambda: [w["metadata"]["name"] for ns in namespaces for w in workloads(kube, ns)],
+        lambda left: not left,
+        timeout=timeouts.ADMISSION,
+        interval=1,
+        what=f"the act's Workloads gone from {namespaces}",
+    )
+    for ns in namespaces:
+        kube.core.delete_namespace(ns, propagation_policy="Background", _request_timeout=30)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -40,16 +40,13 @@ def run_acts(tmp_path: Path, *select: str, env: dict[str, str] | None = None) ->
         sys.executable,
         "-m",
         "pytest",
-        "acts",
+        *(select or ("acts",)),
         "--target=local",
         "-p",
         "no:cacheprovider",
         "-rs",
         "--tb=short",
         f"--junitxml={reports / 'acts.junit.xml'}",
-        "-o",
-        f"cache_dir={tmp_path}/.cache",
-        *select,
     ]
     result = subprocess.run(
         cmd,

@@ -1,0 +1,1 @@
+"""`make bench`: figures and ratios, never pass/fail."""

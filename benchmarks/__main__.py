@@ -1,0 +1,177 @@
+"""Benchmarks: synthesis time, one collector cycle at fleet scale against real Prometheus, teardown verify
+over a large account. Prints figures; asserts nothing (a noisy machine's absolute time is not a test)."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+import tracemalloc
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+
+def bench_synth(runs: int) -> None:
+    from infra.app import synth
+    from infra.config import load_config
+
+    times = []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as d:
+            t = time.perf_counter()
+            synth(load_config(), Path(d))
+            times.append(time.perf_counter() - t)
+    print(
+        f"synth, all three stacks: median {statistics.median(times):.2f}s over {runs} runs "
+        f"(min {min(times):.2f}s, max {max(times):.2f}s)"
+    )
+
+
+def bench_collector(gpu_counts: list[int]) -> None:
+    from finops import dcgm
+    from finops.collector import Collector
+    from finops.pricing import CatalogRates
+    from finops.store import SqliteCostStore
+    from harness.nodes import NodeFacts
+    from harness.prometheus import PrometheusClient
+    from harness.waits import eventually
+    from infra.metrics_csv import PROJECT_METRICS
+    from local.dcgm_sim import DcgmSimulator, SimGpu
+    from local.prometheus import PrometheusServer
+
+    class Nodes:
+        def __init__(self, nodes):
+            self.nodes = nodes
+
+        def gpu_nodes(self):
+            return self.nodes
+
+    for gpus in gpu_counts:
+        n_nodes = gpus // 8
+        sim = DcgmSimulator(r.field for r in PROJECT_METRICS)
+        sim.set_gpus(
+            [
+                SimGpu(
+                    f"node-{n:05d}",
+                    g,
+                    f"GPU-{n:05d}-{g}",
+                    values={
+                        dcgm.GPU_UTIL: 100.0,
+                        dcgm.SM_ACTIVE: 0.45,
+                        dcgm.SM_OCCUPANCY: 0.3,
+                        dcgm.POWER_USAGE: 300.0,
+                        dcgm.SM_CLOCK: 1980.0,
+                    },
+                )
+                for n in range(n_nodes)
+                for g in range(8)
+            ]
+        )
+        server = sim.serve()
+        now = datetime.now(UTC)
+        nodes = [
+            NodeFacts(
+                f"node-{n:05d}",
+                "p5.48xlarge",
+                "on-demand",
+                "us-east-1a",
+                "gpu-spot",
+                f"i-{n:017x}",
+                8,
+                now - timedelta(hours=1),
+            )
+            for n in range(n_nodes)
+        ]
+        with (
+            tempfile.TemporaryDirectory() as d,
+            PrometheusServer(Path(d), [f"127.0.0.1:{server.server_port}"], scrape_interval="2s") as prom,
+        ):
+            client = PrometheusClient(prom.url)
+            eventually(
+                lambda: client.query(f"count({dcgm.SM_ACTIVE})"),
+                lambda s: s and s[0].value >= gpus,
+                timeout=120,
+                interval=1,
+                what=f"{gpus} GPUs scraped",
+            )
+            c = Collector(
+                Nodes(nodes),
+                client,
+                CatalogRates({("p5.48xlarge", "on-demand"): 55.04}),
+                SqliteCostStore(Path(d) / "c.sqlite"),
+                interval=60,
+            )
+            end = datetime.now(UTC)
+            tracemalloc.start()
+            t = time.perf_counter()
+            result = c.cycle(end - timedelta(seconds=60), end)
+            wall = time.perf_counter() - t
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            # Prometheus' own time for the same queries, measured by the same client without the rest.
+            t = time.perf_counter()
+            for metric in dcgm.COLLECTED:
+                client.query(f"avg by (Hostname, gpu, UUID) (avg_over_time({metric}[60s]))", at=end)
+            prom_time = time.perf_counter() - t
+        server.shutdown()
+        print(
+            f"collector cycle, {gpus:>6} GPUs ({n_nodes} nodes of 8): {wall:.2f}s wall, {result.queries} queries, "
+            f"peak {peak / 2**20:.1f} MiB, {len(result.records)} records; Prometheus alone {prom_time:.2f}s; "
+            f"ratio {wall / prom_time:.2f}"
+        )
+
+
+def bench_verify(resources: int) -> None:
+    import os
+    import urllib.request
+
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    from local.prometheus import free_port
+    from teardown.engine import inventory
+    from teardown.model import Context, TeardownConfig
+
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    os.environ.update(
+        AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}",
+        AWS_ACCESS_KEY_ID="x",
+        AWS_SECRET_ACCESS_KEY="x",
+        AWS_DEFAULT_REGION="us-east-1",
+    )
+    urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{port}/moto-api/reset", method="POST"))
+    session = boto3.Session(region_name="us-east-1")
+    ec2 = session.client("ec2")
+    tag = [
+        {"ResourceType": "security-group", "Tags": [{"Key": "gpu-finops.io/project", "Value": "gpu-finops"}]}
+    ]
+    vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
+    for i in range(resources):
+        ec2.create_security_group(GroupName=f"sg-{i}", Description="x", VpcId=vpc, TagSpecifications=tag)
+    ctx = Context(TeardownConfig(region="us-east-1", allowed_accounts=("123456789012",)), session)
+    t = time.perf_counter()
+    found = inventory(ctx)
+    wall = time.perf_counter() - t
+    server.stop()
+    print(
+        f"teardown verify over {resources} owned resources (+ every other type empty): {wall:.2f}s, "
+        f"{ctx.api_calls} API calls, {len(found)} found"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--synth-runs", type=int, default=3)
+    parser.add_argument("--gpus", type=int, nargs="*", default=[1000, 10000])
+    parser.add_argument("--verify-resources", type=int, default=2000)
+    args = parser.parse_args()
+    bench_synth(args.synth_runs)
+    bench_collector(args.gpus)
+    bench_verify(args.verify_resources)
+
+
+if __name__ == "__main__":
+    main()
