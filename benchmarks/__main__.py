@@ -89,8 +89,8 @@ def bench_collector(gpu_counts: list[int]) -> None:
         ):
             client = PrometheusClient(prom.url)
             eventually(
-                lambda: client.query(f"count({dcgm.SM_ACTIVE})"),
-                lambda s: s and s[0].value >= gpus,
+                lambda c=client: c.query(f"count({dcgm.SM_ACTIVE})"),
+                lambda s, n=gpus: bool(s) and s[0].value >= n,
                 timeout=120,
                 interval=1,
                 what=f"{gpus} GPUs scraped",
