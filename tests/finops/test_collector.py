@@ -183,3 +183,20 @@ def test_restart_mid_run_never_double_counts(sim, prometheus, tmp_path):
         ("steady", start.strftime("%Y-%m-%dT%H:%M:%SZ")),
         ("steady", end.strftime("%Y-%m-%dT%H:%M:%SZ")),
     ]
+
+
+def test_dockerfile_runs_the_collector_with_only_what_it_imports():
+    """No Docker engine here: check the image's entry point imports nothing the image does not install."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "Dockerfile").read_text()
+    assert 'ENTRYPOINT ["gpu-finops"]' in text and '"collect"' in text and "USER 10001" in text
+    probe = (
+        "import sys, gpu_finops.cli as c, importlib; importlib.import_module(c.SUBCOMMANDS['collect'][0]); "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('cdktn', 'cdktn_provider_aws', 'jsii', 'matplotlib')]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
