@@ -125,6 +125,7 @@ def bench_collector(gpu_counts: list[int]) -> None:
 
 
 def bench_verify(resources: int) -> None:
+    import logging
     import os
     import urllib.request
 
@@ -135,6 +136,7 @@ def bench_verify(resources: int) -> None:
     from teardown.engine import inventory
     from teardown.model import Context, TeardownConfig
 
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
     port = free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()

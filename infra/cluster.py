@@ -50,7 +50,24 @@ INTERRUPTION_EVENTS = {
 }
 
 
+NODE_POLICIES = (
+    "AmazonEKSWorkerNodePolicy",
+    "AmazonEKS_CNI_Policy",
+    "AmazonEC2ContainerRegistryReadOnly",
+    "AmazonSSMManagedInstanceCore",
+)
+
+
 class ClusterStack(TerraformStack):
+    def node_role_with_policies(self, prefix: str, name: str) -> IamRole:
+        """An EC2 node role with the managed policies every EKS node needs."""
+        role = IamRole(
+            self, f"{prefix}-role", name=f"{name}-{prefix}", assume_role_policy=pol.trust("ec2.amazonaws.com")
+        )
+        for i, p in enumerate(NODE_POLICIES):
+            IamRolePolicyAttachment(self, f"{prefix}-policy-{i}", role=role.name, policy_arn=MANAGED + p)
+        return role
+
     def __init__(self, scope: Construct, c: Config, net: NetworkStack):
         super().__init__(scope, "cluster")
         aws_provider(self, c)
@@ -141,23 +158,7 @@ class ClusterStack(TerraformStack):
         )
 
         # System node group: IMDSv2 required through its launch template.
-        system_role = IamRole(
-            self,
-            "system-node-role",
-            name=f"{name}-system-node",
-            assume_role_policy=pol.trust("ec2.amazonaws.com"),
-        )
-        for i, p in enumerate(
-            (
-                "AmazonEKSWorkerNodePolicy",
-                "AmazonEKS_CNI_Policy",
-                "AmazonEC2ContainerRegistryReadOnly",
-                "AmazonSSMManagedInstanceCore",
-            )
-        ):
-            IamRolePolicyAttachment(
-                self, f"system-node-policy-{i}", role=system_role.name, policy_arn=MANAGED + p
-            )
+        system_role = self.node_role_with_policies("system-node", name)
         system_lt = LaunchTemplate(
             self,
             "system-lt",
@@ -204,23 +205,7 @@ class ClusterStack(TerraformStack):
             )
 
         # Karpenter: node role + instance profile, tag-scoped controller role via pod identity.
-        self.node_role = IamRole(
-            self,
-            "karpenter-node-role",
-            name=f"{name}-karpenter-node",
-            assume_role_policy=pol.trust("ec2.amazonaws.com"),
-        )
-        for i, p in enumerate(
-            (
-                "AmazonEKSWorkerNodePolicy",
-                "AmazonEKS_CNI_Policy",
-                "AmazonEC2ContainerRegistryReadOnly",
-                "AmazonSSMManagedInstanceCore",
-            )
-        ):
-            IamRolePolicyAttachment(
-                self, f"karpenter-node-policy-{i}", role=self.node_role.name, policy_arn=MANAGED + p
-            )
+        self.node_role = self.node_role_with_policies("karpenter-node", name)
         IamInstanceProfile(
             self, "karpenter-node-profile", name=f"{name}-karpenter-node", role=self.node_role.name
         )
