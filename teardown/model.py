@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import ClientError
 
 PROJECT_TAG = "gpu-finops.io/project"
 
@@ -114,3 +116,27 @@ class Context:
 
     def account(self) -> str:
         return self.client("sts").get_caller_identity()["Account"]
+
+
+def is_gone(exc: ClientError) -> bool:
+    """Does this error say the resource does not exist (any service's way of saying it)?"""
+    code = exc.response["Error"]["Code"]
+    return (
+        "NotFound" in code
+        or "NonExistent" in code
+        or code in ("NoSuchEntity", "NoSuchEntityException", "InvalidInstanceID.Malformed")
+    )
+
+
+def gone_ok(delete: Callable[[Context, Resource], None]) -> Callable[[Context, Resource], None]:
+    """Deleting something already gone is success: resume re-runs deletions an earlier run finished."""
+
+    @functools.wraps(delete)
+    def wrapper(ctx: Context, r: Resource) -> None:
+        try:
+            delete(ctx, r)
+        except ClientError as exc:
+            if not is_gone(exc):
+                raise
+
+    return wrapper

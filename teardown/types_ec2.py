@@ -6,9 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from teardown.model import Context, Resource, tags_of
+from teardown.model import Context, Resource, gone_ok, tags_of
 from teardown.registry import ResourceType, register
 
 
@@ -30,25 +28,6 @@ def _owned(
     if rule is None:
         return None
     return Resource(rtype, rid, state, tag_map.get("Name"), rule, details)
-
-
-def _gone_ok(fn):
-    """Deleting something already gone is success (resume re-runs deletions)."""
-
-    def wrapper(ctx: Context, r: Resource) -> None:
-        try:
-            fn(ctx, r)
-        except ClientError as exc:
-            code = exc.response["Error"]["Code"]
-            if (
-                code.endswith(".NotFound")
-                or code.endswith("NotFound")
-                or code == "InvalidInstanceID.Malformed"
-            ):
-                return
-            raise
-
-    return wrapper
 
 
 # --- instances ---------------------------------------------------------------------------------------
@@ -74,7 +53,7 @@ def list_instances(ctx: Context) -> list[Resource]:
     return out
 
 
-@_gone_ok
+@gone_ok
 def delete_instance(ctx: Context, r: Resource) -> None:
     if r.state != "shutting-down":
         ctx.client("ec2").terminate_instances(InstanceIds=[r.id])
@@ -105,7 +84,7 @@ def list_launch_templates(ctx: Context) -> list[Resource]:
     return out
 
 
-@_gone_ok
+@gone_ok
 def delete_launch_template(ctx: Context, r: Resource) -> None:
     ctx.client("ec2").delete_launch_template(LaunchTemplateId=r.id)
 
@@ -141,7 +120,7 @@ def list_enis(ctx: Context) -> list[Resource]:
     return out
 
 
-@_gone_ok
+@gone_ok
 def delete_eni(ctx: Context, r: Resource) -> None:
     ec2 = ctx.client("ec2")
     if r.details.get("attachment") and r.state == "in-use":
@@ -176,7 +155,7 @@ def list_nat_gateways(ctx: Context) -> list[Resource]:
     return out
 
 
-@_gone_ok
+@gone_ok
 def delete_nat_gateway(ctx: Context, r: Resource) -> None:
     if r.state != "deleting":  # already on its way: wait it out
         ctx.client("ec2").delete_nat_gateway(NatGatewayId=r.id)
@@ -211,7 +190,7 @@ def list_eips(ctx: Context) -> list[Resource]:
     return out
 
 
-@_gone_ok
+@gone_ok
 def delete_eip(ctx: Context, r: Resource) -> None:
     ctx.client("ec2").release_address(AllocationId=r.id)
 
@@ -245,7 +224,7 @@ def list_igws(ctx: Context) -> list[Resource]:
     return out
 
 
-@_gone_ok
+@gone_ok
 def delete_igw(ctx: Context, r: Resource) -> None:
     ec2 = ctx.client("ec2")
     for vpc in r.details.get("vpcs", []):
@@ -281,7 +260,7 @@ def list_route_tables(ctx: Context) -> list[Resource]:
     return out
 
 
-@_gone_ok
+@gone_ok
 def delete_route_table(ctx: Context, r: Resource) -> None:
     ec2 = ctx.client("ec2")
     for assoc in r.details.get("associations", []):
@@ -302,7 +281,7 @@ def list_subnets(ctx: Context) -> list[Resource]:
     return out
 
 
-@_gone_ok
+@gone_ok
 def delete_subnet(ctx: Context, r: Resource) -> None:
     ctx.client("ec2").delete_subnet(SubnetId=r.id)
 
@@ -337,7 +316,7 @@ def list_security_groups(ctx: Context) -> list[Resource]:
     return out
 
 
-@_gone_ok
+@gone_ok
 def delete_security_group(ctx: Context, r: Resource) -> None:
     ctx.client("ec2").delete_security_group(GroupId=r.id)
 
@@ -365,7 +344,7 @@ def list_vpcs(ctx: Context) -> list[Resource]:
     return out
 
 
-@_gone_ok
+@gone_ok
 def delete_vpc(ctx: Context, r: Resource) -> None:
     ctx.client("ec2").delete_vpc(VpcId=r.id)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from botocore.exceptions import ClientError
 
-from teardown.model import Context, Resource
+from teardown.model import Context, Resource, gone_ok
 from teardown.registry import ResourceType, register
 
 
@@ -35,14 +35,11 @@ def list_clusters(ctx: Context) -> list[Resource]:
     return out
 
 
+@gone_ok
 def delete_cluster(ctx: Context, r: Resource) -> None:
     if r.state == "DELETING":
         return
-    try:
-        ctx.client("eks").delete_cluster(name=r.id)
-    except ClientError as exc:
-        if exc.response["Error"]["Code"] != "ResourceNotFoundException":
-            raise
+    ctx.client("eks").delete_cluster(name=r.id)
 
 
 register(
@@ -74,15 +71,12 @@ def list_nodegroups(ctx: Context) -> list[Resource]:
     return out
 
 
+@gone_ok
 def delete_nodegroup(ctx: Context, r: Resource) -> None:
     if r.state == "DELETING":
         return
     cluster, ng = r.id.split(":", 1)
-    try:
-        ctx.client("eks").delete_nodegroup(clusterName=cluster, nodegroupName=ng)
-    except ClientError as exc:
-        if exc.response["Error"]["Code"] != "ResourceNotFoundException":
-            raise
+    ctx.client("eks").delete_nodegroup(clusterName=cluster, nodegroupName=ng)
 
 
 register(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from botocore.exceptions import ClientError
 
-from teardown.model import Context, Resource, tags_of
+from teardown.model import Context, Resource, gone_ok, is_gone, tags_of
 from teardown.registry import ResourceType, register
 
 SPOT_SLR = "AWSServiceRoleForEC2Spot"
@@ -14,10 +14,6 @@ SPOT_SLR = "AWSServiceRoleForEC2Spot"
 def spot_slr_record_name(cluster: str) -> str:
     """The SSM parameter `make up` writes when (and only when) it created the spot service-linked role."""
     return f"/gpu-finops/{cluster}/spot-slr-created"
-
-
-def _not_found(exc: ClientError) -> bool:
-    return exc.response["Error"]["Code"] in ("NoSuchEntity", "NoSuchEntityException", "ParameterNotFound")
 
 
 def list_instance_profiles(ctx: Context) -> list[Resource]:
@@ -42,15 +38,12 @@ def list_instance_profiles(ctx: Context) -> list[Resource]:
     return out
 
 
+@gone_ok
 def delete_instance_profile(ctx: Context, r: Resource) -> None:
     iam = ctx.client("iam")
-    try:
-        for role in iam.get_instance_profile(InstanceProfileName=r.id)["InstanceProfile"].get("Roles", []):
-            iam.remove_role_from_instance_profile(InstanceProfileName=r.id, RoleName=role["RoleName"])
-        iam.delete_instance_profile(InstanceProfileName=r.id)
-    except ClientError as exc:
-        if not _not_found(exc):
-            raise
+    for role in iam.get_instance_profile(InstanceProfileName=r.id)["InstanceProfile"].get("Roles", []):
+        iam.remove_role_from_instance_profile(InstanceProfileName=r.id, RoleName=role["RoleName"])
+    iam.delete_instance_profile(InstanceProfileName=r.id)
 
 
 register(
@@ -81,24 +74,21 @@ def list_roles(ctx: Context) -> list[Resource]:
     return out
 
 
+@gone_ok
 def delete_role(ctx: Context, r: Resource) -> None:
     iam = ctx.client("iam")
-    try:
-        for page in iam.get_paginator("list_attached_role_policies").paginate(RoleName=r.id):
-            for p in page["AttachedPolicies"]:
-                iam.detach_role_policy(RoleName=r.id, PolicyArn=p["PolicyArn"])
-        for page in iam.get_paginator("list_role_policies").paginate(RoleName=r.id):
-            for name in page["PolicyNames"]:
-                iam.delete_role_policy(RoleName=r.id, PolicyName=name)
-        for page in iam.get_paginator("list_instance_profiles_for_role").paginate(RoleName=r.id):
-            for ip in page["InstanceProfiles"]:
-                iam.remove_role_from_instance_profile(
-                    InstanceProfileName=ip["InstanceProfileName"], RoleName=r.id
-                )
-        iam.delete_role(RoleName=r.id)
-    except ClientError as exc:
-        if not _not_found(exc):
-            raise
+    for page in iam.get_paginator("list_attached_role_policies").paginate(RoleName=r.id):
+        for p in page["AttachedPolicies"]:
+            iam.detach_role_policy(RoleName=r.id, PolicyArn=p["PolicyArn"])
+    for page in iam.get_paginator("list_role_policies").paginate(RoleName=r.id):
+        for name in page["PolicyNames"]:
+            iam.delete_role_policy(RoleName=r.id, PolicyName=name)
+    for page in iam.get_paginator("list_instance_profiles_for_role").paginate(RoleName=r.id):
+        for ip in page["InstanceProfiles"]:
+            iam.remove_role_from_instance_profile(
+                InstanceProfileName=ip["InstanceProfileName"], RoleName=r.id
+            )
+    iam.delete_role(RoleName=r.id)
 
 
 register(
@@ -121,16 +111,13 @@ def list_policies(ctx: Context) -> list[Resource]:
     return out
 
 
+@gone_ok
 def delete_policy(ctx: Context, r: Resource) -> None:
     iam = ctx.client("iam")
-    try:
-        for version in iam.list_policy_versions(PolicyArn=r.id)["Versions"]:
-            if not version["IsDefaultVersion"]:
-                iam.delete_policy_version(PolicyArn=r.id, VersionId=version["VersionId"])
-        iam.delete_policy(PolicyArn=r.id)
-    except ClientError as exc:
-        if not _not_found(exc):
-            raise
+    for version in iam.list_policy_versions(PolicyArn=r.id)["Versions"]:
+        if not version["IsDefaultVersion"]:
+            iam.delete_policy_version(PolicyArn=r.id, VersionId=version["VersionId"])
+    iam.delete_policy(PolicyArn=r.id)
 
 
 register(ResourceType("iam_policy", list_policies, delete_policy, depends_on=("iam_role",)))
@@ -143,7 +130,7 @@ def list_spot_slr(ctx: Context) -> list[Resource]:
             "Parameter"
         ]
     except ClientError as exc:
-        if _not_found(exc):
+        if is_gone(exc):
             return []
         raise
     if value["Value"] != "true":
@@ -151,24 +138,21 @@ def list_spot_slr(ctx: Context) -> list[Resource]:
     try:
         ctx.client("iam").get_role(RoleName=SPOT_SLR)
     except ClientError as exc:
-        if _not_found(exc):
+        if is_gone(exc):
             return [Resource("spot_slr", SPOT_SLR, "record-only", SPOT_SLR, "record")]
         raise
     return [Resource("spot_slr", SPOT_SLR, "present", SPOT_SLR, "record")]
 
 
+@gone_ok
 def delete_spot_slr(ctx: Context, r: Resource) -> None:
     if r.state == "present":
         try:
             ctx.client("iam").delete_service_linked_role(RoleName=r.id)
         except ClientError as exc:
-            if not _not_found(exc):
+            if not is_gone(exc):
                 raise
-    try:
-        ctx.client("ssm").delete_parameter(Name=spot_slr_record_name(ctx.config.cluster_name))
-    except ClientError as exc:
-        if not _not_found(exc):
-            raise
+    ctx.client("ssm").delete_parameter(Name=spot_slr_record_name(ctx.config.cluster_name))
 
 
 register(

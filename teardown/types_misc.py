@@ -4,13 +4,8 @@ from __future__ import annotations
 
 from botocore.exceptions import ClientError
 
-from teardown.model import Context, Resource
+from teardown.model import Context, Resource, gone_ok, is_gone
 from teardown.registry import ResourceType, register
-
-
-def _missing(exc: ClientError) -> bool:
-    code = exc.response["Error"]["Code"]
-    return "NotFound" in code or "NonExistent" in code or code == "ResourceNotFoundException"
 
 
 def list_queues(ctx: Context) -> list[Resource]:
@@ -21,7 +16,7 @@ def list_queues(ctx: Context) -> list[Resource]:
             try:
                 tags = sqs.list_queue_tags(QueueUrl=url).get("Tags", {})
             except ClientError as exc:
-                if _missing(exc):
+                if is_gone(exc):
                     continue
                 raise
             rule = ctx.config.owns_tags(tags)
@@ -30,12 +25,9 @@ def list_queues(ctx: Context) -> list[Resource]:
     return out
 
 
+@gone_ok
 def delete_queue(ctx: Context, r: Resource) -> None:
-    try:
-        ctx.client("sqs").delete_queue(QueueUrl=r.id)
-    except ClientError as exc:
-        if not _missing(exc):
-            raise
+    ctx.client("sqs").delete_queue(QueueUrl=r.id)
 
 
 register(ResourceType("sqs_queue", list_queues, delete_queue, depends_on=("eventbridge_rule",)))
@@ -65,16 +57,13 @@ def list_rules(ctx: Context) -> list[Resource]:
     return out
 
 
+@gone_ok
 def delete_rule(ctx: Context, r: Resource) -> None:
     events = ctx.client("events")
-    try:
-        targets = [t["Id"] for t in events.list_targets_by_rule(Rule=r.id).get("Targets", [])]
-        if targets:
-            events.remove_targets(Rule=r.id, Ids=targets, Force=True)
-        events.delete_rule(Name=r.id, Force=True)
-    except ClientError as exc:
-        if not _missing(exc):
-            raise
+    targets = [t["Id"] for t in events.list_targets_by_rule(Rule=r.id).get("Targets", [])]
+    if targets:
+        events.remove_targets(Rule=r.id, Ids=targets, Force=True)
+    events.delete_rule(Name=r.id, Force=True)
 
 
 register(ResourceType("eventbridge_rule", list_rules, delete_rule))
@@ -96,12 +85,9 @@ def list_fis_templates(ctx: Context) -> list[Resource]:
     return out
 
 
+@gone_ok
 def delete_fis_template(ctx: Context, r: Resource) -> None:
-    try:
-        ctx.client("fis").delete_experiment_template(id=r.id)
-    except ClientError as exc:
-        if not _missing(exc):
-            raise
+    ctx.client("fis").delete_experiment_template(id=r.id)
 
 
 register(ResourceType("fis_template", list_fis_templates, delete_fis_template))
@@ -116,12 +102,9 @@ def list_log_groups(ctx: Context) -> list[Resource]:
     return out
 
 
+@gone_ok
 def delete_log_group(ctx: Context, r: Resource) -> None:
-    try:
-        ctx.client("logs").delete_log_group(logGroupName=r.id)
-    except ClientError as exc:
-        if not _missing(exc):
-            raise
+    ctx.client("logs").delete_log_group(logGroupName=r.id)
 
 
 register(
@@ -147,7 +130,7 @@ def list_tables(ctx: Context) -> list[Resource]:
                     for t in ddb.list_tags_of_resource(ResourceArn=desc["TableArn"]).get("Tags", [])
                 }
             except ClientError as exc:
-                if _missing(exc):
+                if is_gone(exc):
                     continue
                 raise
             rule = ctx.config.owns_tags(tags)
@@ -156,14 +139,11 @@ def list_tables(ctx: Context) -> list[Resource]:
     return out
 
 
+@gone_ok
 def delete_table(ctx: Context, r: Resource) -> None:
     if r.state == "DELETING":
         return
-    try:
-        ctx.client("dynamodb").delete_table(TableName=r.id)
-    except ClientError as exc:
-        if not _missing(exc):
-            raise
+    ctx.client("dynamodb").delete_table(TableName=r.id)
 
 
 register(ResourceType("dynamodb_table", list_tables, delete_table))
