@@ -11,6 +11,7 @@ TOOLS_DIR  := .tools
 CACHE_DIR  ?= $(HOME)/.cache/gpu-finops
 NODE_MAJOR := 22
 CHECKOV_VERSION := 3.3.30
+ACTIONLINT_VERSION := 1.7.12
 TARGET     ?= local
 
 export PIP_CACHE_DIR     ?= $(CACHE_DIR)/pip
@@ -22,6 +23,8 @@ export TARGET
 SETUP_STAMP := $(VENV)/.setup-done
 NODE_BIN    := $(NODE_DIR)/node_modules/.bin/node
 CHECKOV     := $(TOOLS_DIR)/checkov/bin/checkov
+# actionlint comes from the Go module proxy, built once into the cache outside the clone.
+ACTIONLINT  := $(CACHE_DIR)/tools/actionlint-v$(ACTIONLINT_VERSION)/actionlint
 
 .PHONY: help setup test lint synth up destroy bench clean local-up local-down acts demo
 
@@ -39,23 +42,34 @@ $(CHECKOV):
 	@$(PYTHON) -m venv $(TOOLS_DIR)/checkov
 	@$(TOOLS_DIR)/checkov/bin/pip install -q "checkov==$(CHECKOV_VERSION)"
 
+$(ACTIONLINT):
+	@command -v go >/dev/null || { echo "actionlint is built from the Go module proxy: install Go (>= 1.24) first"; exit 1; }
+	@echo "building actionlint v$(ACTIONLINT_VERSION) from the Go module proxy into $(dir $@)"
+	@GOBIN=$(abspath $(dir $@)) GOFLAGS=-mod=mod go install github.com/rhysd/actionlint/cmd/actionlint@v$(ACTIONLINT_VERSION)
+
 $(SETUP_STAMP): pyproject.toml Makefile
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	@echo "installing gpu-finops and its test tools into $(VENV)/"
 	@$(VENV)/bin/pip install -q -e '.[test]'
-	@command -v prometheus >/dev/null || { echo "installing Debian's prometheus"; \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; \
-	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; fi; }
+	@missing=""; for tool in prometheus shellcheck; do command -v $$tool >/dev/null || missing="$$missing $$tool"; done; \
+	if [ -n "$$missing" ]; then echo "installing from Debian:$$missing"; \
+	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 	@touch $@
 
-setup: $(SETUP_STAMP) $(NODE_BIN) $(CHECKOV) ## create .venv, install the project, Node.js 22, checkov, prometheus
+setup: $(SETUP_STAMP) $(NODE_BIN) $(CHECKOV) ## create .venv, install the project, Node.js 22, checkov, prometheus, shellcheck
 
-test: setup ## run the offline test suite (the CI command)
+print-actionlint: # where the actionlint binary lives (tests/ci runs it)
+	@echo $(ACTIONLINT)
+
+test: setup $(ACTIONLINT) ## run the offline test suite (the CI command)
 	$(VENV)/bin/pytest --target=$(TARGET)
 
-lint: setup ## ruff over the whole tree
+lint: setup $(ACTIONLINT) ## ruff over the tree; actionlint (with shellcheck when installed) over the workflows
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	@command -v shellcheck >/dev/null || echo "note: shellcheck is not installed, so actionlint skips the run: scripts (apt-get install shellcheck)"
+	$(ACTIONLINT) -no-color
 
 synth: setup ## write the Terraform JSON of the network, cluster and addons stacks to cdktf.out/
 	$(VENV)/bin/gpu-finops infra synth

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=os.environ.get("TARGET") or "local",
         help="where live and local tests run: aws (a deployed sandbox stack) or local (the rehearsal "
         "cluster). Default: $TARGET, else local.",
+    )
+    parser.addoption(
+        "--require-all-acts",
+        action="store_true",
+        default=os.environ.get("GPU_FINOPS_REQUIRE_ALL_ACTS", "") not in ("", "0"),
+        help="an act that skips fails instead (the nightly sets it: a skipped act proves nothing). "
+        "Default: $GPU_FINOPS_REQUIRE_ALL_ACTS",
     )
 
 
@@ -42,3 +50,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def target(pytestconfig: pytest.Config) -> str:
     """The selected target: 'aws' or 'local'."""
     return pytestconfig.getoption("--target")
+
+
+ACTS_DIR = Path(__file__).resolve().parent / "acts"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """With --require-all-acts, an act's skip becomes a failure that quotes the skip reason."""
+    outcome = yield
+    report = outcome.get_result()
+    if not (report.skipped and item.config.getoption("--require-all-acts")):
+        return
+    if ACTS_DIR not in Path(str(item.path)).resolve().parents:
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    report.outcome = "failed"
+    report.longrepr = (
+        f"--require-all-acts: {item.nodeid} was skipped, and a run that skips an act proves nothing about "
+        f"its claim. Skip reason: {reason}"
+    )

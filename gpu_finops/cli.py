@@ -25,6 +25,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "reap": ("finops.cli_reap", "rank GPU nodes by idle dollars per hour; with --apply, reclaim them"),
     "local": ("local.cli", "the local rehearsal cluster: up, down, status"),
     "teardown": ("teardown.cli", "plan, destroy, verify-empty and resume the account teardown"),
+    "guard": ("infra.guard_cli", "the nightly run's cost ceiling, budget refusal and deadline"),
 }
 
 

@@ -14,7 +14,8 @@ from infra.config import Config, load_config
 from infra.metrics_csv import PROJECT_METRICS, MetricRow
 from infra.network import NetworkStack
 
-STACKS = ("network", "cluster", "addons")
+STACKS = ("network", "cluster", "addons")  # the order `make up` applies; destroy reverses it
+BOOTSTRAP_STACKS = ("ci-role",)  # applied once per account by an administrator, outside up/destroy
 
 
 def build(
@@ -28,6 +29,10 @@ def build(
     cluster.add_dependency(network)
     addons = AddonsStack(app, c, cluster, chart_path=str(Path("..") / ".." / chart.relative_to(outdir)))
     addons.add_dependency(cluster)
+    if c.github_repository:  # applied once by an administrator, never by up/destroy (docs/runbook.md)
+        from infra.ci_role import ci_role_stack
+
+        ci_role_stack(app, c)
     return app
 
 

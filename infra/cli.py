@@ -29,6 +29,14 @@ def run(args: argparse.Namespace) -> int:
         out = synth(config, args.outdir)
         for stack in STACKS:
             print(f"synthesized {out / 'stacks' / stack / 'cdk.tf.json'}")
+        if config.github_repository:
+            print(
+                f"synthesized {out / 'stacks' / 'ci-role' / 'cdk.tf.json'} (apply once, as an administrator)"
+            )
+        else:
+            print(
+                "ci-role stack not synthesized: set github_repository in infra/config.yaml (docs/runbook.md)"
+            )
         return 0
     import boto3
 

@@ -6,6 +6,7 @@ Every error names the bad key, what was expected and what was found. Defaults su
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import types
 import typing
@@ -16,6 +17,7 @@ from typing import Any
 import yaml
 
 DEFAULT_FILE = Path(__file__).with_name("config.yaml")
+CONFIG_ENV = "GPU_FINOPS_CONFIG"  # a config file used instead of the default (the nightly writes one)
 
 
 class ConfigError(ValueError):
@@ -69,6 +71,11 @@ class Config:
     api_public_cidrs: tuple[str, ...] = (
         "0.0.0.0/0",
     )  # who may reach the EKS API endpoint (IAM still applies)
+    # The nightly workflow's role (infra/ci_role.py): owner/name of the repository whose jobs in this GitHub
+    # environment may assume it. Empty: the ci-role stack is not synthesized.
+    github_repository: str = ""
+    ci_environment: str = "sandbox"
+    ci_create_oidc_provider: bool = True  # False when the account already has GitHub's OIDC provider
     state_dir: str = ".state"  # Terraform local state, one file per stack, outside cdktf.out
     versions: Versions = field(default_factory=Versions)
 
@@ -135,6 +142,10 @@ class Config:
                 f"({self.gvt_spot_vcpu_quota}) runs only {self.max_gpu_nodes} node(s) = {gpus} GPUs; "
                 "lower the quotas or raise gvt_spot_vcpu_quota",
             )
+        if self.github_repository and not re.fullmatch(r"[\w.-]+/[\w.-]+", self.github_repository):
+            raise ConfigError("github_repository", f"{self.github_repository!r} is not owner/name")
+        if not re.fullmatch(r"[\w.-]{1,255}", self.ci_environment):
+            raise ConfigError("ci_environment", f"{self.ci_environment!r} is not a GitHub environment name")
         if self.timeslicing_replicas < 1:
             raise ConfigError("timeslicing_replicas", f"must be >= 1, got {self.timeslicing_replicas}")
         return self
@@ -155,6 +166,8 @@ def _coerce(key: str, hint: Any, value: Any) -> Any:
         return value
     if hint is int and (not isinstance(value, int) or isinstance(value, bool)):
         raise ConfigError(key, f"expected an integer, found {value!r}")
+    if hint is bool and not isinstance(value, bool):
+        raise ConfigError(key, f"expected true or false, found {value!r}")
     if hint is str and not isinstance(value, str):
         raise ConfigError(key, f"expected a string, found {value!r}")
     return value
@@ -172,7 +185,12 @@ def _build(cls: type, data: Any, prefix: str = "") -> Any:
 
 
 def load_config(path: str | Path | None = None) -> Config:
-    """Load and validate a config file (default: infra/config.yaml); a missing file means all defaults."""
-    path = Path(path) if path else DEFAULT_FILE
+    """Load and validate a config file (default: $GPU_FINOPS_CONFIG, else infra/config.yaml); a missing
+    default file means all defaults, a missing named file is an error."""
+    source = "the config argument" if path else CONFIG_ENV
+    named = path or os.environ.get(CONFIG_ENV)
+    path = Path(named) if named else DEFAULT_FILE
+    if named and not path.exists():
+        raise ConfigError("<file>", f"{path} (named by {source}) does not exist")
     data = yaml.safe_load(path.read_text()) if path.exists() else {}
     return _build(Config, data or {}).validate()

@@ -52,7 +52,28 @@ def up(c: Config, outdir: Path = Path("cdktf.out")) -> int:
         d = outdir / "stacks" / stack
         tf(d, "init", "-input=false")
         tf(d, "apply", "-input=false", "-auto-approve")
+    path = write_kubeconfig(c)
+    print(f"kubeconfig for the acts: {path} (TARGET=aws reads it)")
     return 0
+
+
+def kubeconfig_path(c: Config) -> Path:
+    return Path(c.state_dir) / "kubeconfig"
+
+
+def write_kubeconfig(c: Config, run=subprocess.run) -> Path:
+    """The acts' kubeconfig; tokens come from `aws eks get-token`, as the cluster creator's access entry."""
+    path = kubeconfig_path(c)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cmd = ["aws", "eks", "update-kubeconfig", "--name", c.cluster_name, "--region", c.region]
+    cmd += ["--kubeconfig", str(path), "--alias", c.cluster_name]
+    print("+", " ".join(cmd), flush=True)
+    if run(cmd).returncode != 0:
+        raise DeployError(
+            f"{' '.join(cmd)} failed: the stacks are applied but the acts have no kubeconfig; "
+            "rerun that command once `aws eks describe-cluster` works"
+        )
+    return path
 
 
 def karpenter_instances(session: boto3.Session, c: Config) -> list[str]:

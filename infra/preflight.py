@@ -1,5 +1,5 @@
 """Checks before any apply: credentials, the account allowlist, terraform or tofu, the G/VT spot vCPU
-quota against the NodePool limit, and the EC2 spot service-linked role. Every check runs and reports;
+quota against the NodePool limit, the AWS CLI (kubeconfig tokens) and the EC2 spot service-linked role. Every check runs and reports;
 `make up` stops before applying anything if one failed."""
 
 from __future__ import annotations
@@ -67,6 +67,18 @@ class Preflight:
                 return Check("terraform", True, path)
         return Check("terraform", False, "neither terraform nor tofu is on PATH; install one (>= 1.6)")
 
+    def aws_cli(self) -> Check:
+        """The kubeconfig `make up` writes authenticates through `aws eks get-token`."""
+        path = self.which("aws")
+        if path:
+            return Check("aws CLI", True, path)
+        return Check(
+            "aws CLI",
+            False,
+            "aws (AWS CLI v2) is not on PATH: the kubeconfig the acts use gets its tokens from "
+            "`aws eks get-token`; install it",
+        )
+
     def quota(self) -> Check:
         need = int(self.config.nodepool_limits["cpu"])
         try:
@@ -115,7 +127,7 @@ class Preflight:
 
     def run(self, *, create_spot_role: bool = False) -> list[Check]:
         cred, account = self.credentials()
-        checks = [cred, self.account(account), self.terraform()]
+        checks = [cred, self.account(account), self.terraform(), self.aws_cli()]
         if cred.ok:
             checks.append(self.quota())
         if cred.ok and checks[1].ok:

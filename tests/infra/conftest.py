@@ -42,3 +42,23 @@ def synthesized(tmp_path_factory, supported_node) -> Synth:
     out = tmp_path_factory.mktemp("cdktf.out")
     synth(load_config(), out)
     return Synth(out)
+
+
+CI_CONFIG = {
+    "allowed_accounts": ["123456789012"],
+    "github_repository": "acme/gpu-finops",
+    "admin_principal_arns": ["arn:aws:iam::123456789012:role/platform-admin"],
+}
+
+
+@pytest.fixture(scope="module")
+def synthesized_with_ci(tmp_path_factory, supported_node) -> Synth:
+    """Every optional part on: the ci-role stack and admin access entries."""
+    from infra.app import synth
+    from infra.config import load_config
+
+    out = tmp_path_factory.mktemp("cdktf.out")
+    path = out / "config.yaml"
+    path.write_text(yaml.safe_dump(CI_CONFIG))
+    synth(load_config(path), out)
+    return Synth(out)

@@ -40,8 +40,9 @@ def test_every_checkov_skip_has_a_reason():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("stack", ["network", "cluster", "addons"])
-def test_checkov_finds_nothing_failed(synthesized, stack):
+@pytest.mark.parametrize("stack", ["network", "cluster", "addons", "ci-role"])
+def test_checkov_finds_nothing_failed(request, stack):
+    synthesized = request.getfixturevalue("synthesized_with_ci" if stack == "ci-role" else "synthesized")
     if not CHECKOV.exists():
         pytest.fail(f"checkov not installed at {CHECKOV}: run `make setup`")
     result = subprocess.run(

@@ -1,0 +1,240 @@
+"""The nightly run's cost guard: what one run can cost at most, printed before `make up`, and a deadline
+after which `up` and the acts are stopped so that teardown (which the workflow runs on every path) gets
+its reserved time.
+
+The estimate is a ceiling, not a forecast: every GPU node the spot vCPU quota allows, at the on-demand
+price (EC2 never charges more than on-demand for spot), for the whole wall time, plus the system nodes,
+the EKS control plane, the NAT gateway and its address, and the FIS actions of act 5. Prices for
+instances come from the rates module (Pricing API); the fixed service prices below are the published
+us-east-1 list prices and are named with their source so they can be checked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from infra.config import Config
+
+# Published list prices (us-east-1, checked 2026-11): https://aws.amazon.com/eks/pricing/,
+# https://aws.amazon.com/vpc/pricing/ (NAT gateway hour, public IPv4 address hour), https://aws.amazon.com/fis/pricing/
+EKS_CONTROL_PLANE_USD_H = 0.10
+NAT_GATEWAY_USD_H = 0.045
+PUBLIC_IPV4_USD_H = 0.005
+FIS_ACTION_MINUTE_USD = 0.10
+FIS_ACTION_MINUTES_PER_RUN = (
+    5  # act 5 runs one send-spot-instance-interruptions action, bounded by its timeout
+)
+NAT_GATEWAYS = 1  # infra/network.py: one NAT gateway with one Elastic IP
+
+# Offline prices for `--rates catalog` (no credentials): the local catalog's GPU types and the system type.
+OFFLINE_ON_DEMAND_USD_H = {"g6e.xlarge": 1.861, "g6e.12xlarge": 10.493, "m7i.large": 0.1008}
+
+DEFAULT_MAX_HOURS = 3.0
+DEFAULT_TEARDOWN_RESERVE_MINUTES = 45  # destroy + resume + verify get at least this much of the wall time
+EXIT_OVER_BUDGET = 3
+EXIT_DEADLINE = 124  # what timeout(1) returns, so CI logs read the same
+
+
+class GuardError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class LineItem:
+    what: str
+    quantity: float  # units of `unit` per run
+    unit: str
+    usd_per_unit: float
+
+    @property
+    def usd(self) -> float:
+        return self.quantity * self.usd_per_unit
+
+
+@dataclass(frozen=True)
+class Estimate:
+    items: tuple[LineItem, ...]
+    max_hours: float
+    budget_usd: float | None
+
+    @property
+    def usd(self) -> float:
+        return sum(i.usd for i in self.items)
+
+    @property
+    def usd_per_hour(self) -> float:
+        return sum(i.usd for i in self.items if i.unit.endswith("-hours")) / self.max_hours
+
+    @property
+    def within_budget(self) -> bool:
+        return self.budget_usd is None or self.usd <= self.budget_usd
+
+    def to_dict(self) -> dict:
+        return {
+            "max_hours": self.max_hours,
+            "budget_usd": self.budget_usd,
+            "ceiling_usd": round(self.usd, 2),
+            "items": [
+                {
+                    "what": i.what,
+                    "quantity": i.quantity,
+                    "unit": i.unit,
+                    "usd_per_unit": i.usd_per_unit,
+                    "usd": round(i.usd, 4),
+                }
+                for i in self.items
+            ],
+        }
+
+
+def estimate(
+    c: Config, on_demand_usd_h: Callable[[str], float], *, max_hours: float, budget_usd: float | None = None
+) -> Estimate:
+    """The most one run can cost over `max_hours` of wall time. Raises GuardError when a price is missing."""
+    if max_hours <= 0:
+        raise GuardError(f"max wall time must be positive hours, got {max_hours}")
+
+    def price(instance_type: str) -> float:
+        try:
+            usd = on_demand_usd_h(instance_type)
+        except Exception as exc:
+            raise GuardError(
+                f"no on-demand price for {instance_type} in {c.region}: {exc}; the cost guard will not "
+                "start a run it cannot bound (check pricing:GetProducts access, or use --rates catalog)"
+            ) from exc
+        if not usd > 0:
+            raise GuardError(f"on-demand price for {instance_type} is {usd!r}; expected a positive $/h")
+        return usd
+
+    gpu_type = max(c.gpu_instance_types, key=price)
+    items = (
+        LineItem(
+            f"GPU nodes: {c.max_gpu_nodes} x {gpu_type} (quota-bounded, priced on-demand as the spot ceiling)",
+            c.max_gpu_nodes * max_hours,
+            "node-hours",
+            price(gpu_type),
+        ),
+        LineItem(
+            f"system nodes: {c.system_node_count} x {c.system_instance_type}",
+            c.system_node_count * max_hours,
+            "node-hours",
+            price(c.system_instance_type),
+        ),
+        LineItem("EKS control plane", max_hours, "cluster-hours", EKS_CONTROL_PLANE_USD_H),
+        LineItem("NAT gateway", NAT_GATEWAYS * max_hours, "gateway-hours", NAT_GATEWAY_USD_H),
+        LineItem("public IPv4 (NAT EIP)", NAT_GATEWAYS * max_hours, "address-hours", PUBLIC_IPV4_USD_H),
+        LineItem(
+            "FIS spot interruption (act 5)",
+            FIS_ACTION_MINUTES_PER_RUN,
+            "action-minutes",
+            FIS_ACTION_MINUTE_USD,
+        ),
+    )
+    return Estimate(items, max_hours, budget_usd)
+
+
+NOT_COUNTED = (
+    "not counted: NAT data processing and transfer (per GB), CloudWatch log ingestion, DynamoDB requests, "
+    "KMS requests; small next to the node-hours for one run"
+)
+
+
+def render(e: Estimate) -> str:
+    lines = [f"cost guard: ceiling for one run of at most {e.max_hours:g} h wall time"]
+    for i in e.items:
+        lines.append(
+            f"  {i.what:<86} {i.quantity:>7.2f} {i.unit:<15} x ${i.usd_per_unit:<7.4f} = ${i.usd:>8.2f}"
+        )
+    lines.append(f"  {'total ceiling':<86} {'':>31} = ${e.usd:>8.2f}  (${e.usd_per_hour:.2f}/h)")
+    lines.append(f"  {NOT_COUNTED}")
+    if e.budget_usd is not None:
+        verdict = "within" if e.within_budget else "OVER"
+        lines.append(f"  budget ${e.budget_usd:.2f}: {verdict} budget")
+    return "\n".join(lines)
+
+
+# --- the deadline ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Deadline:
+    """Epoch seconds after which nothing but teardown may run."""
+
+    at: float
+    started: float
+    max_hours: float
+    teardown_reserve_minutes: float
+
+    @classmethod
+    def start(cls, max_hours: float, teardown_reserve_minutes: float, now: float | None = None) -> Deadline:
+        now = time.time() if now is None else now
+        if teardown_reserve_minutes * 60 >= max_hours * 3600:
+            raise GuardError(
+                f"a teardown reserve of {teardown_reserve_minutes:g} min leaves nothing of a "
+                f"{max_hours:g} h run for up and the acts; raise --max-hours or lower the reserve"
+            )
+        return cls(
+            now + max_hours * 3600 - teardown_reserve_minutes * 60, now, max_hours, teardown_reserve_minutes
+        )
+
+    def write(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.__dict__))
+
+    @classmethod
+    def read(cls, path: Path) -> Deadline:
+        try:
+            return cls(**json.loads(path.read_text()))
+        except FileNotFoundError:
+            raise GuardError(
+                f"no deadline file at {path}: run `gpu-finops guard estimate --deadline-file {path}` first"
+            ) from None
+        except (ValueError, TypeError) as exc:
+            raise GuardError(f"deadline file {path} is not one `guard estimate` wrote: {exc}") from exc
+
+
+def run_until(
+    deadline: Deadline,
+    argv: Sequence[str],
+    *,
+    clock: Callable[[], float] = time.time,
+    grace_seconds: float = 30.0,
+    echo: Callable[[str], object] = print,
+) -> int:
+    """Run argv in its own process group; at the deadline SIGTERM the group, SIGKILL after the grace.
+
+    Returns the command's exit code, or EXIT_DEADLINE when the guard stopped it."""
+    left = deadline.at - clock()
+    if left <= 0:
+        echo(
+            f"cost guard: the deadline passed {-left:.0f}s ago; not starting {' '.join(argv)} "
+            "(teardown runs next)"
+        )
+        return EXIT_DEADLINE
+    proc = subprocess.Popen(list(argv), start_new_session=True)
+    try:
+        return proc.wait(timeout=left)
+    except subprocess.TimeoutExpired:
+        echo(
+            f"cost guard: {' '.join(argv)} still running at the deadline "
+            f"({deadline.max_hours:g} h run, {deadline.teardown_reserve_minutes:g} min kept for teardown); "
+            "stopping it so teardown can run"
+        )
+        _signal_group(proc, signal.SIGTERM)
+        try:
+            proc.wait(timeout=grace_seconds)
+        except subprocess.TimeoutExpired:
+            _signal_group(proc, signal.SIGKILL)
+            proc.wait()
+        return EXIT_DEADLINE
+
+
+def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # the group already ended
+        os.killpg(proc.pid, sig)

@@ -1,0 +1,142 @@
+"""`gpu-finops guard estimate` (print the ceiling, refuse over budget, start the deadline) and
+`gpu-finops guard run -- CMD` (run CMD, stopping it at the deadline so teardown keeps its time)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from infra.config import ConfigError, load_config
+from infra.guard import (
+    DEFAULT_MAX_HOURS,
+    DEFAULT_TEARDOWN_RESERVE_MINUTES,
+    EXIT_OVER_BUDGET,
+    OFFLINE_ON_DEMAND_USD_H,
+    Deadline,
+    GuardError,
+    estimate,
+    render,
+    run_until,
+)
+
+DEFAULT_DEADLINE_FILE = Path("reports/guard-deadline.json")
+EPILOG = (
+    "exit codes: 0 within budget (estimate) or the command's own code (run); 2 guard error (no price, "
+    f"no deadline file); {EXIT_OVER_BUDGET} the ceiling is over --budget-usd (nothing started); "
+    "124 the command was stopped at the deadline"
+)
+
+
+def _env_float(name: str, default: float | None) -> float | None:
+    raw = os.environ.get(name)
+    return float(raw) if raw else default
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = EPILOG
+    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    est = sub.add_parser("estimate", help="print the cost ceiling of one run; refuse when over budget")
+    est.add_argument("--config", default=None, help="config YAML (default infra/config.yaml)")
+    est.add_argument(
+        "--max-hours",
+        type=float,
+        default=_env_float("GPU_FINOPS_MAX_HOURS", DEFAULT_MAX_HOURS),
+        help="wall time of the whole run, teardown included (default $GPU_FINOPS_MAX_HOURS or %(default)s)",
+    )
+    est.add_argument(
+        "--budget-usd",
+        type=float,
+        default=_env_float("GPU_FINOPS_BUDGET_USD", None),
+        help="refuse to start when the ceiling is above this (default $GPU_FINOPS_BUDGET_USD; none: print only)",
+    )
+    est.add_argument(
+        "--teardown-reserve-minutes",
+        type=float,
+        default=DEFAULT_TEARDOWN_RESERVE_MINUTES,
+        help="the end of the wall time kept for destroy, resume and verify (default %(default)s)",
+    )
+    est.add_argument(
+        "--job-timeout-minutes",
+        type=float,
+        default=_env_float("GPU_FINOPS_JOB_TIMEOUT_MINUTES", None),
+        help="the CI job's own timeout; a longer --max-hours is refused (default $GPU_FINOPS_JOB_TIMEOUT_MINUTES)",
+    )
+    est.add_argument(
+        "--rates",
+        choices=["aws", "catalog"],
+        default="aws",
+        help="aws: the Pricing API (needs credentials); catalog: the built-in offline list prices",
+    )
+    est.add_argument(
+        "--deadline-file", type=Path, default=None, help="start the run's clock: write the deadline here"
+    )
+    est.add_argument("--json", type=Path, default=None, help="also write the estimate as JSON")
+    run = sub.add_parser("run", help="run a command; stop it at the deadline so teardown keeps its time")
+    run.add_argument("--deadline-file", type=Path, default=DEFAULT_DEADLINE_FILE)
+    run.add_argument(
+        "--grace-seconds", type=float, default=30.0, help="SIGTERM to SIGKILL (default %(default)s)"
+    )
+    run.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
+
+
+def _price_source(kind: str, region: str):
+    if kind == "catalog":
+
+        def offline(instance_type: str) -> float:
+            if instance_type not in OFFLINE_ON_DEMAND_USD_H:
+                raise GuardError(f"not in the offline list {sorted(OFFLINE_ON_DEMAND_USD_H)}")
+            return OFFLINE_ON_DEMAND_USD_H[instance_type]
+
+        return offline
+    import boto3
+
+    from finops.rates import PRICING_REGION, OnDemandPrices
+
+    prices = OnDemandPrices(boto3.client("pricing", region_name=PRICING_REGION))
+    return lambda instance_type: prices.get(instance_type, region).usd_per_hour
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        if args.action == "run":
+            command = args.command[1:] if args.command[:1] == ["--"] else args.command
+            if not command:
+                print("guard run: nothing to run; usage: gpu-finops guard run -- make up")
+                return 2
+            return run_until(Deadline.read(args.deadline_file), command, grace_seconds=args.grace_seconds)
+        if args.job_timeout_minutes is not None and args.max_hours * 60 > args.job_timeout_minutes:
+            raise GuardError(
+                f"--max-hours {args.max_hours:g} is longer than the job's timeout of "
+                f"{args.job_timeout_minutes:g} min: the runner would kill teardown; lower it"
+            )
+        config = load_config(args.config)
+        e = estimate(
+            config,
+            _price_source(args.rates, config.region),
+            max_hours=args.max_hours,
+            budget_usd=args.budget_usd,
+        )
+        print(render(e), flush=True)
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps(e.to_dict(), indent=2))
+        if not e.within_budget:
+            print(
+                f"cost guard: refusing to start: the ceiling ${e.usd:.2f} is over the budget "
+                f"${e.budget_usd:.2f}; lower --max-hours (at ${e.usd_per_hour:.2f}/h), lower "
+                "gvt_spot_vcpu_quota in infra/config.yaml, or raise the budget"
+            )
+            return EXIT_OVER_BUDGET
+        if args.deadline_file:
+            d = Deadline.start(args.max_hours, args.teardown_reserve_minutes)
+            d.write(args.deadline_file)
+            print(
+                f"cost guard: up and acts must finish within {(d.at - d.started) / 60:.0f} min "
+                f"(deadline in {args.deadline_file}); the last {d.teardown_reserve_minutes:g} min are teardown's"
+            )
+        return 0
+    except (GuardError, ConfigError) as exc:
+        print(f"cost guard: {exc}")
+        return 2

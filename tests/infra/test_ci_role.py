@@ -1,0 +1,219 @@
+"""The nightly role: its trust admits only our repository's environment through GitHub OIDC, its policies
+cover every call up, the acts and teardown make (recorded, not listed by hand), stay scoped and under
+IAM's size limit, and teardown can never claim the role it runs as."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import boto3
+import botocore.client
+import pytest
+import yaml
+from botocore.stub import Stubber
+
+from infra.ci_role import (
+    CI_TAG,
+    HARNESS_ACTIONS,
+    MANAGED_POLICY_MAX_CHARS,
+    MAX_SESSION_SECONDS,
+    TERRAFORM_ACTIONS,
+    allows,
+    deploy_policies,
+    minified_size,
+    role_name,
+    trust_policy,
+)
+from infra.config import Config, ConfigError, load_config
+from tests.infra.conftest import CI_CONFIG
+
+ACCOUNT = "123456789012"
+CONFIG = Config(allowed_accounts=(ACCOUNT,), github_repository="acme/gpu-finops")
+POLICIES = deploy_policies(CONFIG, ACCOUNT)
+READ_ONLY_PREFIXES = ("Describe", "List", "Get")
+
+
+def types_in(stack: dict) -> set[str]:
+    return set(stack.get("resource", {})) | {f"data.{t}" for t in stack.get("data", {})}
+
+
+def test_every_synthesized_type_has_its_actions_mapped(synthesized_with_ci):
+    found = set().union(*(types_in(synthesized_with_ci.stack(s)) for s in ("network", "cluster", "addons")))
+    assert "aws_eks_access_policy_association" in found  # the optional parts are on in this synthesis
+    unmapped = sorted(found - set(TERRAFORM_ACTIONS))
+    assert not unmapped, f"add these Terraform types to infra/ci_role.TERRAFORM_ACTIONS: {unmapped}"
+
+
+def test_every_mapped_and_harness_action_is_allowed():
+    wanted = {a for acts in TERRAFORM_ACTIONS.values() for a in acts} | set(HARNESS_ACTIONS)
+    missing = sorted(a for a in wanted if not allows(POLICIES.values(), a))
+    assert not missing, f"the deploy policies do not allow {missing}"
+
+
+def test_allows_is_not_a_rubber_stamp():
+    assert not allows(POLICIES.values(), "iam:CreateUser")
+    assert not allows(POLICIES.values(), "ec2:CreateVpcPeeringConnection")
+    assert not allows(POLICIES.values(), "s3:PutObject")
+    denying = [{"Statement": [{"Effect": "Deny", "Action": "ec2:*", "Resource": "*"}]}]
+    assert not allows([*POLICIES.values(), *denying], "ec2:CreateVpc")
+
+
+def test_no_wildcard_actions_and_every_star_resource_is_conditioned_or_read_only():
+    for name, doc in POLICIES.items():
+        for s in doc["Statement"]:
+            assert "NotAction" not in s and "NotResource" not in s, (name, s["Sid"])
+            actions = [s["Action"]] if isinstance(s["Action"], str) else s["Action"]
+            assert all("*" not in a for a in actions), (name, s["Sid"], actions)
+            resources = [s["Resource"]] if isinstance(s["Resource"], str) else s["Resource"]
+            if "*" in resources and "Condition" not in s:
+                unscoped = [a for a in actions if not a.split(":")[1].startswith(READ_ONLY_PREFIXES)]
+                assert not unscoped, f"{name}/{s['Sid']}: writes on every resource: {unscoped}"
+
+
+def test_each_managed_policy_fits_iams_size_limit():
+    for name, doc in POLICIES.items():
+        assert minified_size(doc) <= MANAGED_POLICY_MAX_CHARS, f"{name}: {minified_size(doc)} chars"
+
+
+def test_instances_can_only_be_launched_as_the_configured_types():
+    (launch,) = [s for s in POLICIES[f"nightly-{CONFIG.cluster_name}-network"]["Statement"]
+                 if s["Sid"] == "LaunchOnlyTheConfiguredInstanceTypes"]  # fmt: skip
+    assert launch["Condition"]["StringEquals"]["ec2:InstanceType"] == ["g6e.xlarge", "m7i.large"]
+
+
+def test_trust_admits_only_this_repository_and_environment_through_oidc():
+    t = trust_policy(CONFIG, ACCOUNT)
+    (s,) = t["Statement"]
+    assert s["Action"] == "sts:AssumeRoleWithWebIdentity"
+    assert s["Principal"] == {
+        "Federated": f"arn:aws:iam::{ACCOUNT}:oidc-provider/token.actions.githubusercontent.com"
+    }
+    assert s["Condition"] == {
+        "StringEquals": {
+            "token.actions.githubusercontent.com:aud": "sts.amazonaws.com",
+            "token.actions.githubusercontent.com:sub": "repo:acme/gpu-finops:environment:sandbox",
+        }
+    }  # StringEquals, never StringLike with a '*': any branch or fork would match that
+
+
+def test_trust_without_a_repository_is_an_error_naming_the_key(tmp_path):
+    with pytest.raises(ValueError, match="github_repository"):
+        trust_policy(Config(), ACCOUNT)
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"github_repository": "not a repo"}))
+    with pytest.raises(ConfigError, match="github_repository"):
+        load_config(path)
+
+
+def test_the_synthesized_ci_stack(synthesized_with_ci):
+    stack = synthesized_with_ci.stack("ci-role")
+    assert stack["provider"]["aws"][0]["default_tags"] == [{"tags": CI_TAG}]  # never the project tag
+    (role,) = stack["resource"]["aws_iam_role"].values()
+    assert role["name"] == role_name(Config()) == "nightly-gpu-finops"
+    assert role["max_session_duration"] == MAX_SESSION_SECONDS
+    trust = json.loads(role["assume_role_policy"])
+    assert (
+        trust["Statement"][0]["Principal"]["Federated"]
+        == "${aws_iam_openid_connect_provider.github-oidc.arn}"
+    )
+    policies = stack["resource"]["aws_iam_policy"]
+    assert set(policies) == set(deploy_policies(load_config_from(CI_CONFIG), ACCOUNT))
+    assert len(stack["resource"]["aws_iam_role_policy_attachment"]) == len(policies)
+    for p in policies.values():
+        assert "${data.aws_caller_identity.me.account_id}" in p["policy"]
+
+
+def load_config_from(data: dict) -> Config:
+    from infra.config import _build
+
+    return _build(Config, data).validate()
+
+
+# --- recorded calls --------------------------------------------------------------------------------------
+@pytest.fixture
+def recorded(monkeypatch) -> set[str]:
+    """Every API call made while the fixture is active, as IAM actions (signing name : operation)."""
+    calls: set[str] = set()
+    original = botocore.client.BaseClient._make_api_call
+
+    def record(self, operation_name, api_params):
+        calls.add(f"{self.meta.service_model.signing_name}:{operation_name}")
+        return original(self, operation_name, api_params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", record)
+    return calls
+
+
+def test_every_call_teardown_preflight_and_the_guard_make_is_allowed(
+    boto_session, recorded, tmp_path, capsys
+):
+    from gpu_finops.cli import main
+    from infra.preflight import Preflight
+    from tests.finops.aws_shapes import price_list_item
+    from tests.teardown.account import build
+
+    build(boto_session)
+    recorded.clear()  # what the test itself did to build the account is not the harness's doing
+    c = Config(allowed_accounts=(ACCOUNT,), gvt_spot_vcpu_quota=8)
+    quotas = boto_session.client("service-quotas")
+    with Stubber(quotas) as stub:  # moto has no default for this quota
+        stub.add_response("get_service_quota", {"Quota": {"Value": 8.0, "QuotaCode": "L-3819A6DF"}})
+        session = boto3.Session(region_name="us-east-1")
+        session.client = lambda name, **kw: (
+            quotas if name == "service-quotas" else boto_session.client(name, **kw)
+        )
+        Preflight(c, session, which=lambda _: "/usr/bin/x").run(create_spot_role=True)
+    pricing = boto3.client("pricing", region_name="us-east-1")
+    with Stubber(pricing) as stub:
+        stub.add_response(
+            "get_products", {"PriceList": [price_list_item("g6e.xlarge", "us-east-1", "1.861")]}
+        )
+        stub.add_response(
+            "get_products", {"PriceList": [price_list_item("m7i.large", "us-east-1", "0.1008")]}
+        )
+        from finops.rates import OnDemandPrices
+        from infra.guard import estimate
+
+        prices = OnDemandPrices(pricing)
+        estimate(c, lambda t: prices.get(t, "us-east-1").usd_per_hour, max_hours=1)
+    for action in ("plan", "destroy", "verify"):
+        code = main(["teardown", action, "--allow-account", ACCOUNT, "--wait", "5",
+                     "--journal", str(tmp_path / "j.jsonl"), "--report", str(tmp_path / f"{action}.json")])  # fmt: skip
+        assert code == 0, capsys.readouterr().out
+    recorded.discard("sts:GetCallerIdentity")  # needs no permission
+    assert len(recorded) > 30, sorted(recorded)
+    missing = sorted(a for a in recorded if not allows(POLICIES.values(), a))
+    assert not missing, f"calls the nightly role could not make: {missing}"
+
+
+def test_teardown_never_claims_the_ci_role(boto_session):
+    from teardown.engine import inventory
+    from teardown.model import Context, TeardownConfig
+
+    iam = boto_session.client("iam")
+    tags = [{"Key": k, "Value": v} for k, v in CI_TAG.items()]
+    trust = json.dumps(trust_policy(CONFIG, ACCOUNT))
+    iam.create_role(RoleName=role_name(CONFIG), AssumeRolePolicyDocument=trust, Tags=tags)
+    for name, doc in POLICIES.items():
+        iam.create_policy(PolicyName=name, PolicyDocument=json.dumps(doc), Tags=tags)
+    claimed = {
+        r.name
+        for r in inventory(Context(TeardownConfig("us-east-1", allowed_accounts=(ACCOUNT,)), boto_session))
+    }
+    assert not claimed & {role_name(CONFIG), *POLICIES}, claimed
+    # the adjacent case: named the way the stacks name their roles, teardown would delete it
+    iam.create_role(RoleName="gpu-finops-nightly", AssumeRolePolicyDocument=trust, Tags=tags)
+    claimed = {
+        r.name
+        for r in inventory(Context(TeardownConfig("us-east-1", allowed_accounts=(ACCOUNT,)), boto_session))
+    }
+    assert "gpu-finops-nightly" in claimed
+
+
+def test_the_runbook_and_workflow_name_the_same_role_variables():
+    root = Path(__file__).resolve().parents[2]
+    wf = (root / ".github" / "workflows" / "nightly.yml").read_text()
+    runbook = (root / "docs" / "runbook.md").read_text()
+    for var in ("GPU_FINOPS_ROLE_ARN", "GPU_FINOPS_ACCOUNT_ID", "AWS_REGION"):
+        assert f"vars.{var}" in wf and var in runbook, var

@@ -1,0 +1,199 @@
+"""The cost guard: the ceiling's arithmetic and price sources, budget refusal, and the deadline that
+stops up and the acts (their whole process group) so teardown keeps its time."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from gpu_finops.cli import main
+from infra.config import Config
+from infra.guard import EXIT_DEADLINE, Deadline, GuardError, estimate, run_until
+from tests.finops.aws_shapes import price_list_item
+
+OFFLINE = {"g6e.xlarge": 1.861, "g6e.12xlarge": 10.493, "m7i.large": 0.1008}
+
+
+def test_ceiling_counts_every_quota_node_at_on_demand_plus_fixed_services():
+    c = Config(gvt_spot_vcpu_quota=8)  # 2 GPU nodes of 4 vCPUs
+    e = estimate(c, OFFLINE.__getitem__, max_hours=3)
+    by_unit = {i.what.split(":")[0]: i for i in e.items}
+    assert by_unit["GPU nodes"].quantity == 6 and by_unit["GPU nodes"].usd_per_unit == 1.861
+    assert by_unit["system nodes"].quantity == 6 and by_unit["system nodes"].usd_per_unit == 0.1008
+    expected = 6 * 1.861 + 6 * 0.1008 + 3 * 0.10 + 3 * 0.045 + 3 * 0.005 + 5 * 0.10
+    assert e.usd == pytest.approx(expected) and round(e.usd, 2) == 12.72
+    assert (
+        e.within_budget and not estimate(c, OFFLINE.__getitem__, max_hours=3, budget_usd=12.0).within_budget
+    )
+
+
+def test_the_most_expensive_allowed_gpu_type_sets_the_ceiling():
+    c = Config(gpu_instance_types=("g6e.xlarge", "g6e.12xlarge"), gvt_spot_vcpu_quota=8)
+    e = estimate(c, OFFLINE.__getitem__, max_hours=1)
+    assert "g6e.12xlarge" in e.items[0].what and e.items[0].usd_per_unit == 10.493
+
+
+def pricing_stub(responses: list[dict | Exception]) -> tuple[object, Stubber]:
+    client = boto3.client(
+        "pricing", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    stub = Stubber(client)
+    for r in responses:
+        if isinstance(r, Exception):
+            stub.add_client_error("get_products", "ThrottlingException", "Rate exceeded")
+        else:
+            stub.add_response("get_products", r)
+    return client, stub
+
+
+def test_prices_come_from_the_pricing_api_when_asked(monkeypatch):
+    from finops.rates import OnDemandPrices
+
+    client, stub = pricing_stub(
+        [
+            {
+                "PriceList": [price_list_item("g6e.xlarge", "us-east-1", "1.8610000000")],
+                "FormatVersion": "aws_v1",
+            },
+            {
+                "PriceList": [price_list_item("m7i.large", "us-east-1", "0.1008000000")],
+                "FormatVersion": "aws_v1",
+            },
+        ]
+    )
+    prices = OnDemandPrices(client)
+    with stub:
+        e = estimate(Config(), lambda t: prices.get(t, "us-east-1").usd_per_hour, max_hours=2)
+    assert e.items[0].usd_per_unit == pytest.approx(1.861) and e.items[1].usd_per_unit == pytest.approx(
+        0.1008
+    )
+    assert prices.api_calls == 2
+
+
+def test_a_missing_price_refuses_to_bound_the_run():
+    from finops.rates import OnDemandPrices
+
+    client, stub = pricing_stub([RuntimeError()])
+    prices = OnDemandPrices(client)
+    with (
+        stub,
+        pytest.raises(GuardError, match=r"no on-demand price for g6e.xlarge in us-east-1.*will not start"),
+    ):
+        estimate(Config(), lambda t: prices.get(t, "us-east-1").usd_per_hour, max_hours=2)
+
+
+def test_zero_price_is_an_error_not_a_free_run():
+    with pytest.raises(GuardError, match="expected a positive"):
+        estimate(Config(), lambda t: 0.0, max_hours=1)
+
+
+def guard(*argv: str) -> list[str]:
+    return ["guard", *argv]
+
+
+def test_over_budget_is_refused_before_anything_starts(tmp_path, capsys):
+    deadline = tmp_path / "deadline.json"
+    code = main(
+        guard("estimate", "--rates", "catalog", "--budget-usd", "5", "--deadline-file", str(deadline))
+    )
+    out = capsys.readouterr().out
+    assert code == 3, out
+    assert "refusing to start: the ceiling $12.72 is over the budget $5.00" in out
+    assert not deadline.exists()
+
+
+def test_within_budget_prints_the_ceiling_and_starts_the_clock(tmp_path, capsys):
+    deadline, report = tmp_path / "deadline.json", tmp_path / "estimate.json"
+    before = time.time()
+    code = main(
+        guard(
+            "estimate", "--rates", "catalog", "--budget-usd", "25", "--max-hours", "3",
+            "--deadline-file", str(deadline), "--json", str(report),
+        )
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "total ceiling" in out and "$   12.72" in out and "within budget" in out
+    d = Deadline.read(deadline)
+    assert before + 3 * 3600 - 45 * 60 <= d.at <= time.time() + 3 * 3600 - 45 * 60
+    assert json.loads(report.read_text())["ceiling_usd"] == 12.72
+
+
+def test_a_run_longer_than_the_job_timeout_is_refused(capsys):
+    code = main(guard("estimate", "--rates", "catalog", "--max-hours", "4", "--job-timeout-minutes", "210"))
+    assert code == 2
+    assert "longer than the job's timeout of 210 min" in capsys.readouterr().out
+
+
+def test_teardown_reserve_larger_than_the_run_is_refused():
+    with pytest.raises(GuardError, match="leaves nothing"):
+        Deadline.start(0.5, 45)
+
+
+def test_run_returns_the_commands_own_exit_code(tmp_path):
+    d = Deadline.start(1, 1)
+    assert run_until(d, [sys.executable, "-c", "raise SystemExit(7)"]) == 7
+    assert run_until(d, ["true"]) == 0
+
+
+def test_run_stops_the_whole_process_group_at_the_deadline(tmp_path):
+    """make spawns terraform which spawns providers: the guard must stop the grandchildren too."""
+    pidfile = tmp_path / "grandchild.pid"
+    script = f"sleep 60 & echo $! > {pidfile}; wait"
+    d = Deadline(at=time.time() + 1.5, started=time.time(), max_hours=1, teardown_reserve_minutes=1)
+    said: list[str] = []
+    t0 = time.monotonic()
+    code = run_until(d, ["bash", "-c", script], grace_seconds=2, echo=said.append)
+    assert code == EXIT_DEADLINE and time.monotonic() - t0 < 10
+    assert "still running at the deadline" in said[0] and "so teardown can run" in said[0]
+    grandchild = int(pidfile.read_text())
+    time.sleep(0.2)
+    assert (
+        not Path(f"/proc/{grandchild}").exists()
+        or "Z" in Path(f"/proc/{grandchild}/stat").read_text().split()[2]
+    )
+
+
+def test_a_command_ignoring_sigterm_is_killed_after_the_grace(tmp_path):
+    d = Deadline(at=time.time() + 1, started=time.time(), max_hours=1, teardown_reserve_minutes=1)
+    t0 = time.monotonic()
+    code = run_until(
+        d, ["bash", "-c", "trap '' TERM; sleep 60 & wait; sleep 60"], grace_seconds=0.5, echo=lambda s: None
+    )
+    assert code == EXIT_DEADLINE and time.monotonic() - t0 < 10
+
+
+def test_past_the_deadline_nothing_starts(tmp_path):
+    marker = tmp_path / "started"
+    d = Deadline(at=time.time() - 5, started=time.time() - 100, max_hours=1, teardown_reserve_minutes=1)
+    said: list[str] = []
+    assert run_until(d, ["touch", str(marker)], echo=said.append) == EXIT_DEADLINE
+    assert not marker.exists() and "not starting" in said[0]
+
+
+def test_run_without_a_deadline_file_says_how_to_make_one(tmp_path, capsys):
+    code = main(guard("run", "--deadline-file", str(tmp_path / "none.json"), "--", "true"))
+    assert code == 2
+    assert "run `gpu-finops guard estimate --deadline-file" in capsys.readouterr().out
+
+
+def test_guard_run_cli_end_to_end(tmp_path):
+    """Through the real entry point, as the workflow calls it."""
+    deadline = tmp_path / "deadline.json"
+    Deadline(at=time.time() + 1, started=time.time(), max_hours=1, teardown_reserve_minutes=1).write(deadline)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    result = subprocess.run(
+        [sys.executable, "-m", "gpu_finops.cli", "guard", "run", "--deadline-file", str(deadline),
+         "--grace-seconds", "1", "--", "sleep", "30"],
+        capture_output=True, text=True, timeout=30, env=env,
+    )  # fmt: skip
+    assert result.returncode == EXIT_DEADLINE, result.stdout + result.stderr
+    assert "stopping it so teardown can run" in result.stdout
