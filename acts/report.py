@@ -4,6 +4,7 @@ and a PNG timeline of the run (act phases, node and pod lifecycles)."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -43,25 +44,56 @@ def write_reports(reports: list[Any], folder: Path, target: str, finished: datet
     timeline(reports, folder / "acts-timeline.png")
 
 
-def timeline(reports: list[Any], path: Path) -> Path | None:
-    rows = [(r.act, name, s, e, "phase") for r in reports for name, s, e in r.phases]
-    rows += [(r.act, name, s, e, "object") for r in reports for name, s, e in r.lifecycles]
+@dataclass(frozen=True)
+class Bar:
+    act: str
+    label: str
+    start: float  # seconds since the first act began
+    length: float
+    kind: str  # phase | object
+    end_observed: bool
+
+
+def timeline_bars(reports: list[Any]) -> list[Bar]:
+    """The timeline's bars. A lifecycle whose end was never observed stops at its act's last phase end
+    (the last moment the act was watching) and says so, rather than running on to the end of the run."""
+    rows = [(r, name, s, e, "phase") for r in reports for name, s, e in r.phases]
+    rows += [(r, name, s, e, "object") for r in reports for name, s, e in r.lifecycles]
     if not rows:
+        return []
+    t0 = min(s for _r, _n, s, _e, _k in rows)
+    bars = []
+    for r, name, s, e, kind in rows:
+        watched_until = max((pe for _pn, _ps, pe in r.phases), default=s)
+        end = e if e is not None else max(watched_until, s)
+        label = name if e is not None else f"{name} (end not observed; watched until here)"
+        bars.append(Bar(r.act.removeprefix("test_"), label, s - t0, end - s, kind, e is not None))
+    return bars
+
+
+def timeline(reports: list[Any], path: Path) -> Path | None:
+    bars = timeline_bars(reports)
+    if not bars:
         return None
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    t0 = min(s for *_, s, _e, _k in rows)
-    fig, ax = plt.subplots(figsize=(12, 0.4 * len(rows) + 1.5))
-    for i, (act, name, s, e, kind) in enumerate(rows):
-        end = e if e is not None else max((x[3] or x[2]) for x in rows)
-        ax.barh(i, end - s, left=s - t0, color="tab:blue" if kind == "phase" else "tab:orange")
-        ax.text(s - t0, i, f" {act.removeprefix('test_')}: {name}", va="center", fontsize=7)
+    fig, ax = plt.subplots(figsize=(12, 0.4 * len(bars) + 1.5))
+    for i, b in enumerate(bars):
+        ax.barh(
+            i,
+            b.length,
+            left=b.start,
+            color="tab:blue" if b.kind == "phase" else "tab:orange",
+            alpha=1.0 if b.end_observed else 0.35,
+            hatch=None if b.end_observed else "//",
+        )
+        ax.text(b.start, i, f" {b.act}: {b.label}", va="center", fontsize=7)
     ax.set_yticks([])
     ax.set_xlabel("seconds since the first act began")
-    ax.set_title("act phases (blue) and node/pod lifecycles (orange)")
+    ax.set_title("act phases (blue) and node/pod lifecycles (orange; hatched: end not observed)")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -20,9 +20,17 @@ TOLERANCE = 1e-6  # dollars
 class CostObs:
     node: str
     records: Sequence[Mapping[str, Any]]  # cost records (FOCUS + x_ columns) for this node, any order
-    expected_unit_price: float  # $/h the node should be charged at
+    # $/h the node should be charged at: one price, or per interval (ChargePeriodStart -> average $/h over
+    # the node's part of it; spot prices are a step function, so each interval has its own)
+    expected_unit_price: float | Mapping[str, float]
     collector_log: Sequence[str] = ()
     min_records: int = 2
+    expected_rate_source: str | None = None  # x_RateSource every record must carry (spot, on-demand, catalog)
+
+    def unit_price(self, start: str) -> float | None:
+        if isinstance(self.expected_unit_price, Mapping):
+            return self.expected_unit_price.get(start)
+        return self.expected_unit_price
 
 
 def check_cost(o: CostObs) -> Verdict:
@@ -58,12 +66,20 @@ def check_cost(o: CostObs) -> Verdict:
         if not cost or cost <= 0:
             f.append(f"{at}: interval cost {cost}, expected > 0")
             continue
-        expected = o.expected_unit_price * r.get("x_InstanceSeconds", 0) / 3600
-        if abs(cost - expected) > TOLERANCE:
+        if o.expected_rate_source and r.get("x_RateSource") != o.expected_rate_source:
             f.append(
-                f"{at}: cost {cost:.6f} != rate {o.expected_unit_price}/h x {r.get('x_InstanceSeconds')}s = "
-                f"{expected:.6f}"
+                f"{at}: charged from rate source {r.get('x_RateSource')!r}, expected {o.expected_rate_source!r}"
+                f" ({r.get('x_Message') or 'no message'})"
             )
+        unit = o.unit_price(at)
+        if unit is None:
+            f.append(f"{at}: no expected price for this interval to check the cost against")
+        else:
+            expected = unit * r.get("x_InstanceSeconds", 0) / 3600
+            if abs(cost - expected) > TOLERANCE:
+                f.append(
+                    f"{at}: cost {cost:.6f} != rate {unit:.6f}/h x {r.get('x_InstanceSeconds')}s = {expected:.6f}"
+                )
         if sm is not None and 0 <= sm <= 1 and (idle is None or abs(idle - cost * (1 - sm)) > TOLERANCE):
             f.append(f"{at}: idle cost {idle} != cost x (1 - SM_ACTIVE) = {cost * (1 - sm):.6f}")
     total = sum(r.get("EffectiveCost") or 0 for r in recs)
@@ -71,7 +87,8 @@ def check_cost(o: CostObs) -> Verdict:
     return decide(
         CLAIM,
         f">= {o.min_records} consecutive records, each with GPU_UTIL and SM_ACTIVE (ratio), cost = "
-        f"${o.expected_unit_price}/h x seconds > 0, idle = cost x (1 - SM_ACTIVE)",
+        f"{_price_words(o.expected_unit_price)} x seconds > 0, idle = cost x (1 - SM_ACTIVE)"
+        + (f", rate source {o.expected_rate_source}" if o.expected_rate_source else ""),
         f,
         f"{len(recs)} records, ${total:.6f} of which ${idle_total:.6f} idle",
         node=o.node,
@@ -79,3 +96,9 @@ def check_cost(o: CostObs) -> Verdict:
         cost=total,
         idle=idle_total,
     )
+
+
+def _price_words(p: float | Mapping[str, float]) -> str:
+    if isinstance(p, Mapping):
+        return f"the interval's spot price ({len(p)} intervals priced)"
+    return f"${p}/h"

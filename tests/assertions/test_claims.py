@@ -569,6 +569,7 @@ def record(
 
 
 COST = CostObs("gpu-a", [record(0), record(1), record(2)], expected_unit_price=1.861)
+SPOT_CURVE = {f"2026-11-30T12:0{i}:00Z": 1.861 for i in range(3)}  # per-interval prices, as on AWS
 
 
 @pytest.mark.parametrize(
@@ -594,6 +595,25 @@ COST = CostObs("gpu-a", [record(0), record(1), record(2)], expected_unit_price=1
         ),
         ("not consecutive", replace(COST, records=[record(0), record(2)]), "not consecutive"),
         (
+            "one interval priced off the spot curve",
+            replace(COST, expected_unit_price=SPOT_CURVE | {"2026-11-30T12:01:00Z": 1.70}),
+            "2026-11-30T12:01:00Z: cost 0.031017 != rate 1.700000/h",
+        ),
+        (
+            "an interval with no expected price",
+            replace(COST, expected_unit_price={"2026-11-30T12:00:00Z": 1.861}),
+            "no expected price for this interval",
+        ),
+        (
+            "a spot node charged at the on-demand fallback",
+            replace(
+                COST,
+                records=[{**record(i), "x_RateSource": "fallback"} for i in range(3)],
+                expected_rate_source="spot",
+            ),
+            "charged from rate source 'fallback', expected 'spot'",
+        ),
+        (
             "collector reported no samples",
             replace(
                 COST,
@@ -614,4 +634,9 @@ def test_cost_adjacent_cases_fail(case, obs, why):
 def test_cost_holds_with_the_reference_figures():
     v = check_cost(COST)
     check(v, True)
+    spot = [{**record(i), "x_RateSource": "spot"} for i in range(3)]
+    check(
+        check_cost(replace(COST, records=spot, expected_unit_price=SPOT_CURVE, expected_rate_source="spot")),
+        True,
+    )
     assert round(record(0)["EffectiveCost"], 6) == 0.031017 and round(record(0)["x_IdleCost"], 6) == 0.016805

@@ -1,0 +1,25 @@
+"""The act timeline draws what was observed: an unobserved end stops where the act stopped watching."""
+
+from __future__ import annotations
+
+from acts.conftest import ActReport
+from acts.report import timeline, timeline_bars
+
+
+def test_open_lifecycles_stop_where_their_act_stopped_watching(tmp_path):
+    a = ActReport(
+        "test_01_cold_start", phases=[("submit", 100.0, 130.0)], lifecycles=[("node n1", 105.0, None)]
+    )
+    b = ActReport("test_02_quota", phases=[("admit", 500.0, 900.0)], lifecycles=[("pod p", 510.0, 600.0)])
+    bars = {(x.act, x.label.split(" (")[0]): x for x in timeline_bars([a, b])}
+    node = bars[("01_cold_start", "node n1")]
+    assert not node.end_observed and node.start == 5.0 and node.length == 25.0  # not to 900, the run's end
+    assert "end not observed" in node.label
+    pod = bars[("02_quota", "pod p")]
+    assert pod.end_observed and pod.length == 90.0
+    assert timeline([a, b], tmp_path / "t.png").stat().st_size > 1000
+
+
+def test_no_observations_draw_nothing(tmp_path):
+    assert timeline([ActReport("test_x")], tmp_path / "t.png") is None
+    assert not (tmp_path / "t.png").exists()
