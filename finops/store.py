@@ -71,7 +71,7 @@ class SqliteCostStore:
             f"ON CONFLICT ({', '.join(KEY)}) DO UPDATE SET {updates}"
         )
         with self.db:
-            self.db.executemany(sql, [tuple(r.to_dict()[c] for c in COLUMNS) for r in records])
+            self.db.executemany(sql, [r.row() for r in records])
         return len(records)
 
     def records(self, since: str | None = None, until: str | None = None) -> list[CostRecord]:

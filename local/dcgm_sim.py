@@ -34,15 +34,32 @@ class DcgmSimulator:
         self.exported = frozenset(exported_fields)
         self._gpus: list[SimGpu] = []
         self._lock = threading.Lock()
+        self._exposition: bytes | None = None  # rendered once per set_gpus, served to every scrape
         self.scrapes = 0
+        self.renders = 0
 
     def set_gpus(self, gpus: Iterable[SimGpu]) -> None:
+        """Replace the GPUs (and their values). The exposition is rendered again on the next scrape."""
         with self._lock:
             self._gpus = list(gpus)
+            self._exposition = None
+
+    def exposition(self) -> bytes:
+        """The scrape body. Rendering 10,000 GPUs takes Python a good part of a second on a small machine,
+        and a scrape that waits for it competes with Prometheus for the CPU; so it is rendered once per
+        change and the bytes are reused (SimGpu values must be changed through set_gpus)."""
+        with self._lock:
+            if self._exposition is None:
+                self._exposition = self._render(self._gpus).encode()
+                self.renders += 1
+            return self._exposition
 
     def render(self) -> str:
         with self._lock:
             gpus = list(self._gpus)
+        return self._render(gpus)
+
+    def _render(self, gpus: list[SimGpu]) -> str:
         lines: list[str] = []
         metrics = sorted({m for g in gpus for m in g.values} & self.exported)
         for metric in metrics:
@@ -74,7 +91,7 @@ class DcgmSimulator:
                     self.send_error(404)
                     return
                 sim.scrapes += 1
-                body = sim.render().encode()
+                body = sim.exposition()
                 self.send_response(200)
                 self.send_header("Content-Type", "text/plain; version=0.0.4")
                 self.send_header("Content-Length", str(len(body)))
