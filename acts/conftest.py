@@ -140,7 +140,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
     if r is None:
         r = ActReport(act=item.name)
         REPORTS.append(r)
-    if rep.when == "setup" and rep.skipped:
+    if rep.when == "setup" and rep.failed:  # a fixture error, or a skip --require-all-acts turned into one
+        r.outcome, r.message = "failed", str(rep.longrepr)[-4000:]
+    elif rep.when == "setup" and rep.skipped:
         r.outcome, r.message = (
             "skipped",
             str(rep.longrepr[-1]) if isinstance(rep.longrepr, tuple) else str(rep.longrepr),

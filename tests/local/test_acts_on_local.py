@@ -123,3 +123,89 @@ def test_act_2_fails_when_quota_is_two_per_tenant(local_cluster, tmp_path):
     assert code != 0, out[-4000:]
     (act,) = acts.values()
     assert act["outcome"] == "failed" and "admitted" in act["message"], act["message"][-3000:]
+
+
+def test_reaper_apply_deletes_only_the_eligible_nodeclaim_and_karpenter_removes_its_node(
+    local_cluster, tmp_path, capsys
+):
+    """`gpu-finops reap --apply` against real Karpenter: of two idle GPU nodes of our NodePool, the one
+    annotated do-not-disrupt keeps its NodeClaim; the other's NodeClaim is deleted and Karpenter drains
+    and removes its node."""
+    import uuid
+    from datetime import UTC, datetime, timedelta
+
+    from acts.conftest import cleanup_namespaces
+    from acts.jobs import gpu_job
+    from acts.targets import local_target
+    from finops.collector import align, make_record
+    from finops.pricing import IntervalCost
+    from finops.records import RATE_CATALOG
+    from finops.store import SqliteCostStore
+    from gpu_finops.cli import main
+    from harness.karpenter import KarpenterClient
+    from harness.nodes import ANNOTATION_DO_NOT_DISRUPT, KubeNodeSource
+    from harness.observe import job_pods
+    from harness.waits import eventually
+
+    kube, config, target = local_cluster.kube(), local_cluster.config, local_target()
+    run = uuid.uuid4().hex[:6]
+    namespaces = {t.name: f"reap-{run}-{t.name}" for t in config.tenants}
+    kube.apply(
+        [o for tenant, ns in namespaces.items() for o in (
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+             "metadata": {"name": tenant, "namespace": ns}, "spec": {"clusterQueue": tenant}},
+        )]
+    )  # fmt: skip
+    kept = None
+    try:
+        for tenant, ns in namespaces.items():  # quota 1 GPU per tenant: one node each
+            kube.batch.create_namespaced_job(ns, gpu_job(target, f"idle-{run}", ns, tenant, run, seconds=900))
+        pods = eventually(
+            lambda: [p for ns in namespaces.values() for p in job_pods(kube, ns, f"idle-{run}")],
+            lambda ps: len(ps) == 2 and all(p.running and p.node for p in ps),
+            timeout=300,
+            interval=2,
+            what="two GPU pods Running on Karpenter nodes",
+        )
+        reaped, kept = sorted(p.node for p in pods)
+        assert reaped != kept
+        kube.core.patch_node(kept, {"metadata": {"annotations": {ANNOTATION_DO_NOT_DISRUPT: "true"}}})
+        claims = {c.node_name: c.name for c in KarpenterClient(kube.custom).nodeclaims()}
+        assert reaped in claims and kept in claims, claims
+
+        # Three consecutive measured intervals at SM_ACTIVE 0.02 (98 % idle) for both nodes.
+        store = SqliteCostStore(tmp_path / "cost.sqlite")
+        nodes = {n.name: n for n in KubeNodeSource(kube.core).gpu_nodes()}
+        end = align(datetime.now(UTC), 10)
+        readings = {"DCGM_FI_DEV_GPU_UTIL": {"g0": 100.0}, "DCGM_FI_PROF_SM_ACTIVE": {"g0": 0.02}}
+        records = []
+        for name in (reaped, kept):
+            for i in range(3):
+                s, e = end - timedelta(seconds=10 * (3 - i)), end - timedelta(seconds=10 * (2 - i))
+                priced = IntervalCost(0.95 * 10 / 3600, 1.861, RATE_CATALOG)
+                records.append(
+                    make_record(nodes[name], s, e, (s, e), priced, None, readings, grace_seconds=0)
+                )
+        store.upsert(records)
+
+        argv = ["reap", "--store", f"sqlite:{tmp_path / 'cost.sqlite'}", "--kubeconfig", str(local_cluster.kubeconfig),
+                "--nodepool", config.nodepool_name, "--min-age", "0", "--window", "5", "--consecutive", "3", "--apply"]  # fmt: skip
+        assert main(argv) == 0
+        out = capsys.readouterr().out
+        assert f"deleted NodeClaim {claims[reaped]}" in out, out
+        assert "annotated karpenter.sh/do-not-disrupt" in out, out
+
+        eventually(
+            lambda: {n.metadata.name for n in kube.core.list_node().items},
+            lambda names: reaped not in names and kept in names,
+            timeout=300,
+            interval=2,
+            what=f"Karpenter to drain and remove {reaped} while {kept} stays",
+        )
+        left = {c.node_name: c for c in KarpenterClient(kube.custom).nodeclaims()}
+        assert kept in left and not left[kept].deleting, left
+    finally:
+        if kept:
+            kube.core.patch_node(kept, {"metadata": {"annotations": {ANNOTATION_DO_NOT_DISRUPT: None}}})
+        cleanup_namespaces(kube, list(namespaces.values()))
