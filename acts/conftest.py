@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from acts.targets import Target, target, unavailable_reason
+from acts.targets import Target, broken_stack, target, unavailable_reason
 from assertions.verdict import Verdict
 from harness import timeouts
 from harness.kube import Kube
@@ -71,6 +71,9 @@ def kube(act_target: Target) -> Kube:
     reason = unavailable_reason(act_target)
     if reason:
         pytest.skip(reason)
+    broken = broken_stack(act_target)
+    if broken:
+        pytest.fail(broken, pytrace=False)
     return Kube.from_kubeconfig(act_target.kubeconfig)
 
 

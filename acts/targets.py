@@ -58,10 +58,36 @@ def unavailable_reason(t: Target) -> str | None:
             else "`make up` (it writes .state/kubeconfig) or KUBECONFIG"
         )
         return f"no kubeconfig for TARGET={t.name} at {t.kubeconfig}: run {hint}"
-    try:
-        from harness.kube import Kube
+    if t.name == "local":
+        try:
+            from harness.kube import Kube
 
-        Kube.from_kubeconfig(t.kubeconfig).core.list_namespace(limit=1, _request_timeout=5)
+            Kube.from_kubeconfig(t.kubeconfig).core.list_namespace(limit=1, _request_timeout=5)
+        except Exception as exc:
+            return f"the {t.name} cluster does not answer ({type(exc).__name__}); is it up?"
+    return None
+
+
+def broken_stack(t: Target) -> str | None:
+    """On AWS, credentials and a kubeconfig mean a stack was deployed: a cluster that does not answer then
+    is a broken stack (a failure with evidence), not an absent one (a skip)."""
+    if t.name != "aws":
+        return None
+    import yaml
+
+    from harness.kube import Kube
+
+    try:
+        kcfg = yaml.safe_load(Path(t.kubeconfig).read_text()) or {}
+        server = next((c["cluster"]["server"] for c in kcfg.get("clusters", [])), "<no server in kubeconfig>")
+    except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
+        return f"the kubeconfig {t.kubeconfig} cannot be read ({exc}); rerun `make up`, which writes it"
+    try:
+        Kube.from_kubeconfig(t.kubeconfig).core.list_namespace(limit=1, _request_timeout=10)
     except Exception as exc:
-        return f"the {t.name} cluster does not answer ({type(exc).__name__}); is it up?"
+        return (
+            f"the deployed stack is broken: the kubeconfig {t.kubeconfig} points at {server}, which does not "
+            f"answer ({type(exc).__name__}: {str(exc).splitlines()[0][:300]}). Check `aws eks describe-cluster`, "
+            "rerun `make up`, or `make destroy`"
+        )
     return None
