@@ -34,7 +34,9 @@ def check_cold_start(o: ColdStartObs) -> Verdict:
     if n is None:
         f.append("no GPU node was observed for the job")
     else:
-        if n.created < o.act_started:
+        # Kubernetes timestamps have whole seconds: a node created in the act's first second reads as
+        # created up to a second "before" it; one created in an earlier second really is older.
+        if n.created < o.act_started.replace(microsecond=0):
             f.append(
                 f"node {n.name} was created {n.created.isoformat()}, before the act began "
                 f"{o.act_started.isoformat()}: not launched for this job"

@@ -77,6 +77,13 @@ COLD = ColdStartObs(T0, (), "gpu-spot", SPOT_NODE, GOOD_POD, "Test PASSED")
             "before the act",
         ),
         (
+            "node created the second before the act",
+            replace(
+                COLD, act_started=T0 + timedelta(milliseconds=65), node=replace(SPOT_NODE, created=t(-1))
+            ),
+            "before the act",
+        ),
+        (
             "on-demand where spot was claimed",
             replace(COLD, node=replace(SPOT_NODE, labels={"karpenter.sh/capacity-type": "on-demand"})),
             "not spot",
@@ -640,3 +647,9 @@ def test_cost_holds_with_the_reference_figures():
         True,
     )
     assert round(record(0)["EffectiveCost"], 6) == 0.031017 and round(record(0)["x_IdleCost"], 6) == 0.016805
+
+
+def test_cold_start_node_created_in_the_acts_first_second_is_new():
+    """Kubernetes writes creationTimestamp in whole seconds: 12:00:00 for a node made at 12:00:00.4."""
+    obs = replace(COLD, act_started=T0 + timedelta(milliseconds=65), node=replace(SPOT_NODE, created=T0))
+    check(check_cold_start(obs), True)
