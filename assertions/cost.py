@@ -38,7 +38,8 @@ def check_cost(o: CostObs) -> Verdict:
     recs = sorted(o.records, key=lambda r: r["ChargePeriodStart"])
     if len(recs) < o.min_records:
         quoted = next(
-            (line for line in reversed(o.collector_log) if "no samples" in line or "ERROR" in line), None
+            (line for line in reversed(o.collector_log) if "no samples" in line or "ERROR" in line),
+            o.collector_log[-1] if o.collector_log else None,  # else its last word, rather than nothing
         )
         f.append(
             f"{len(recs)} record(s) for {o.node}, expected at least {o.min_records} consecutive"

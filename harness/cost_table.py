@@ -38,9 +38,14 @@ def expected_unit_prices(
 
 
 def collector_log(core: Any, namespace: str, *, tail: int = 200) -> list[str]:
-    """The collector pods' last log lines; an empty list says there was no pod to read."""
+    """The collector pods' last log lines, or one line saying why there are none to read."""
+    pods = core.list_namespaced_pod(namespace, label_selector=COLLECTOR_SELECTOR).items
+    if not pods:
+        return [
+            f"no collector pod ({COLLECTOR_SELECTOR}) in namespace {namespace}: is the addons stack applied?"
+        ]
     lines: list[str] = []
-    for pod in core.list_namespaced_pod(namespace, label_selector=COLLECTOR_SELECTOR).items:
+    for pod in pods:
         text = core.read_namespaced_pod_log(pod.metadata.name, namespace, tail_lines=tail)
         lines += [f"{pod.metadata.name}: {line}" for line in text.splitlines()]
-    return lines
+    return lines or [f"the collector pod(s) {[p.metadata.name for p in pods]} have logged nothing"]

@@ -294,6 +294,18 @@ HARNESS_ACTIONS: tuple[str, ...] = (
 )
 
 
+# Regional list and catalog calls that take no resource ARN: allowed on "*" in the region, in one statement.
+UNSCOPED_LISTS = (
+    "eks:ListClusters",
+    "eks:DescribeAddonVersions",
+    "sqs:ListQueues",
+    "events:ListRules",
+    "dynamodb:ListTables",
+    "logs:DescribeLogGroups",
+    "fis:ListExperimentTemplates",
+)
+
+
 def _arn(c: Config, account: str, service: str, resource: str, *, region: bool = True) -> str:
     return f"arn:aws:{service}:{c.region if region else ''}:{account}:{resource}"
 
@@ -306,7 +318,11 @@ def deploy_policies(c: Config, account: str) -> dict[str, dict[str, Any]]:
     all_actions = sorted({a for acts in TERRAFORM_ACTIONS.values() for a in acts} | set(HARNESS_ACTIONS))
 
     def by_prefix(prefix: str, *, exclude: Iterable[str] = ()) -> list[str]:
-        return [a for a in all_actions if a.startswith(prefix) and a not in set(exclude)]
+        skip = set(exclude) | set(UNSCOPED_LISTS)
+        return [a for a in all_actions if a.startswith(prefix) and a not in skip]
+
+    def ours(sid: str, prefix: str, resource: str | list[str]) -> dict[str, Any]:
+        return {"Sid": sid, "Effect": "Allow", "Action": by_prefix(prefix), "Resource": resource}
 
     ec2_scoped = {"ec2:RunInstances", "ec2:TerminateInstances", "ec2:DescribeSpotPriceHistory"}
     network = {
@@ -357,7 +373,6 @@ def deploy_policies(c: Config, account: str) -> dict[str, dict[str, Any]]:
             },
         ],
     }
-    iam_names = [f"role/{name}-*"]
     iam = {
         "Version": "2012-10-17",
         "Statement": [
@@ -379,7 +394,7 @@ def deploy_policies(c: Config, account: str) -> dict[str, dict[str, Any]]:
                 "Resource": [
                     f"arn:aws:iam::{account}:{r}"
                     for r in (
-                        *iam_names,
+                        f"role/{name}-*",
                         f"instance-profile/{name}-*",
                         f"instance-profile/{name}_*",  # Karpenter's per-EC2NodeClass profiles
                         f"policy/{name}-*",
@@ -445,55 +460,13 @@ def deploy_policies(c: Config, account: str) -> dict[str, dict[str, Any]]:
     services = {
         "Version": "2012-10-17",
         "Statement": [
-            {
-                "Sid": "OurCluster",
-                "Effect": "Allow",
-                "Action": by_prefix("eks:", exclude=("eks:ListClusters", "eks:DescribeAddonVersions")),
-                "Resource": eks_resources,
-            },
-            {
-                "Sid": "EksListsThatTakeNoResource",
-                "Effect": "Allow",
-                "Action": ["eks:ListClusters", "eks:DescribeAddonVersions"],
-                "Resource": "*",
-                "Condition": in_region,
-            },
-            {
-                "Sid": "OurQueue",
-                "Effect": "Allow",
-                "Action": by_prefix("sqs:", exclude=("sqs:ListQueues",)),
-                "Resource": _arn(c, account, "sqs", f"{name}-*"),
-            },
-            {
-                "Sid": "OurEventRules",
-                "Effect": "Allow",
-                "Action": by_prefix("events:", exclude=("events:ListRules",)),
-                "Resource": _arn(c, account, "events", f"rule/{name}-*"),
-            },
-            {
-                "Sid": "OurCostTable",
-                "Effect": "Allow",
-                "Action": by_prefix("dynamodb:", exclude=("dynamodb:ListTables",)),
-                "Resource": _arn(c, account, "dynamodb", f"table/{name}-cost"),
-            },
-            {
-                "Sid": "OurLogGroup",
-                "Effect": "Allow",
-                "Action": by_prefix("logs:", exclude=("logs:DescribeLogGroups",)),
-                "Resource": _arn(c, account, "logs", f"log-group:/aws/eks/{name}/*"),
-            },
-            {
-                "Sid": "OurCollectorRepository",
-                "Effect": "Allow",
-                "Action": by_prefix("ecr:"),
-                "Resource": _arn(c, account, "ecr", f"repository/{name}/*"),
-            },
-            {
-                "Sid": "OurSpotRoleRecord",
-                "Effect": "Allow",
-                "Action": by_prefix("ssm:"),
-                "Resource": _arn(c, account, "ssm", f"parameter/gpu-finops/{name}/*"),
-            },
+            ours("OurCluster", "eks:", eks_resources),
+            ours("OurQueue", "sqs:", _arn(c, account, "sqs", f"{name}-*")),
+            ours("OurEventRules", "events:", _arn(c, account, "events", f"rule/{name}-*")),
+            ours("OurCostTable", "dynamodb:", _arn(c, account, "dynamodb", f"table/{name}-cost")),
+            ours("OurLogGroup", "logs:", _arn(c, account, "logs", f"log-group:/aws/eks/{name}/*")),
+            ours("OurCollectorRepository", "ecr:", _arn(c, account, "ecr", f"repository/{name}/*")),
+            ours("OurSpotRoleRecord", "ssm:", _arn(c, account, "ssm", f"parameter/gpu-finops/{name}/*")),
             {
                 "Sid": "KmsKeysInOurRegion",
                 "Effect": "Allow",
@@ -501,26 +474,19 @@ def deploy_policies(c: Config, account: str) -> dict[str, dict[str, Any]]:
                 "Resource": "*",
                 "Condition": in_region,
             },
-            {
-                "Sid": "FisTemplatesAndExperimentsInOurRegion",
-                "Effect": "Allow",
-                "Action": by_prefix("fis:"),
-                "Resource": [
+            ours(
+                "FisTemplatesAndExperimentsInOurRegion",
+                "fis:",
+                [
                     _arn(c, account, "fis", "experiment-template/*"),
                     _arn(c, account, "fis", "experiment/*"),
                     _arn(c, "", "fis", "action/*"),
                 ],
-            },
+            ),
             {
                 "Sid": "ListsThatTakeNoResource",
                 "Effect": "Allow",
-                "Action": [
-                    "sqs:ListQueues",
-                    "events:ListRules",
-                    "dynamodb:ListTables",
-                    "logs:DescribeLogGroups",
-                    "fis:ListExperimentTemplates",
-                ],
+                "Action": list(UNSCOPED_LISTS),
                 "Resource": "*",
                 "Condition": in_region,
             },

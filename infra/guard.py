@@ -34,8 +34,8 @@ FIS_ACTION_MINUTES_PER_RUN = (
 )
 NAT_GATEWAYS = 1  # infra/network.py: one NAT gateway with one Elastic IP
 
-# Offline prices for `--rates catalog` (no credentials): the local catalog's GPU types and the system type.
-OFFLINE_ON_DEMAND_USD_H = {"g6e.xlarge": 1.861, "g6e.12xlarge": 10.493, "m7i.large": 0.1008}
+# The system node type's on-demand price for `--rates catalog` (GPU types come from local/catalog.py).
+SYSTEM_ON_DEMAND_USD_H = {"m7i.large": 0.1008}
 
 DEFAULT_MAX_HOURS = 3.0
 DEFAULT_TEARDOWN_RESERVE_MINUTES = 45  # destroy + resume + verify get at least this much of the wall time

@@ -13,7 +13,7 @@ from infra.guard import (
     DEFAULT_MAX_HOURS,
     DEFAULT_TEARDOWN_RESERVE_MINUTES,
     EXIT_OVER_BUDGET,
-    OFFLINE_ON_DEMAND_USD_H,
+    SYSTEM_ON_DEMAND_USD_H,
     Deadline,
     GuardError,
     estimate,
@@ -83,11 +83,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _price_source(kind: str, region: str):
     if kind == "catalog":
+        from local.catalog import prices
+
+        listed = {t: usd for (t, capacity), usd in prices().items() if capacity == "on-demand"}
+        listed.update(SYSTEM_ON_DEMAND_USD_H)
 
         def offline(instance_type: str) -> float:
-            if instance_type not in OFFLINE_ON_DEMAND_USD_H:
-                raise GuardError(f"not in the offline list {sorted(OFFLINE_ON_DEMAND_USD_H)}")
-            return OFFLINE_ON_DEMAND_USD_H[instance_type]
+            if instance_type not in listed:
+                raise GuardError(f"not in the offline list {sorted(listed)}")
+            return listed[instance_type]
 
         return offline
     import boto3

@@ -98,6 +98,17 @@ def test_no_records_for_the_node_quotes_the_collector(boto_session):
     assert not v.holds and "no samples from Prometheus" in v.observed
 
 
+def test_no_collector_pod_is_said_and_quoted():
+    from types import SimpleNamespace
+
+    from harness.cost_table import collector_log
+
+    core = SimpleNamespace(list_namespaced_pod=lambda ns, label_selector: SimpleNamespace(items=[]))
+    log = collector_log(core, "gpu-monitoring")
+    v = check_cost(CostObs(NODE.name, [], 1.0, collector_log=log, min_records=3))
+    assert not v.holds and "no collector pod (app.kubernetes.io/name=gpu-finops-collector)" in v.observed
+
+
 def test_expected_prices_cover_only_the_nodes_part_of_an_interval():
     records = [{"ChargePeriodStart": iso(T0), "ChargePeriodEnd": iso(T0 + timedelta(minutes=1))}]
     created = T0 + timedelta(seconds=80)  # after the interval: no part of it, no price

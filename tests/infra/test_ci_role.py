@@ -26,7 +26,6 @@ from infra.ci_role import (
     trust_policy,
 )
 from infra.config import Config, ConfigError, load_config
-from tests.infra.conftest import CI_CONFIG
 
 ACCOUNT = "123456789012"
 CONFIG = Config(allowed_accounts=(ACCOUNT,), github_repository="acme/gpu-finops")
@@ -118,16 +117,12 @@ def test_the_synthesized_ci_stack(synthesized_with_ci):
         == "${aws_iam_openid_connect_provider.github-oidc.arn}"
     )
     policies = stack["resource"]["aws_iam_policy"]
-    assert set(policies) == set(deploy_policies(load_config_from(CI_CONFIG), ACCOUNT))
+    assert set(policies) == set(
+        deploy_policies(load_config(synthesized_with_ci.outdir / "config.yaml"), ACCOUNT)
+    )
     assert len(stack["resource"]["aws_iam_role_policy_attachment"]) == len(policies)
     for p in policies.values():
         assert "${data.aws_caller_identity.me.account_id}" in p["policy"]
-
-
-def load_config_from(data: dict) -> Config:
-    from infra.config import _build
-
-    return _build(Config, data).validate()
 
 
 # --- recorded calls --------------------------------------------------------------------------------------

@@ -106,3 +106,19 @@ def test_spot_role_that_existed_before_is_never_ours(boto_session, moto_slr_name
         boto_session,
     )
     assert REGISTRY["spot_slr"].list(ctx) == []
+
+
+def test_up_writes_the_acts_kubeconfig_and_a_failure_says_what_to_rerun(tmp_path):
+    from types import SimpleNamespace
+
+    from infra.config import Config
+    from infra.deploy import DeployError, write_kubeconfig
+
+    c = Config(state_dir=str(tmp_path / ".state"))
+    ran: list[list[str]] = []
+    path = write_kubeconfig(c, run=lambda cmd: ran.append(cmd) or SimpleNamespace(returncode=0))
+    assert path == tmp_path / ".state" / "kubeconfig"
+    assert ran == [["aws", "eks", "update-kubeconfig", "--name", "gpu-finops", "--region", "us-east-1",
+                    "--kubeconfig", str(path), "--alias", "gpu-finops"]]  # fmt: skip
+    with pytest.raises(DeployError, match="the acts have no kubeconfig; rerun that command"):
+        write_kubeconfig(c, run=lambda cmd: SimpleNamespace(returncode=255))
