@@ -94,9 +94,9 @@ acts: setup ## run the six acts against TARGET (aws|local); reports in reports/
 	@mkdir -p reports
 	$(VENV)/bin/pytest acts --target=$(TARGET) -p no:cacheprovider -rs --tb=short --junitxml=reports/acts.junit.xml
 
-demo: setup ## the main job on the local target: up, all acts, the act report, down
+demo: setup ## the main job on the local target: up, all acts (a skipped act fails the demo), the report, down
 	$(VENV)/bin/gpu-finops local up
-	$(MAKE) acts TARGET=local || { $(VENV)/bin/gpu-finops local down; exit 1; }
+	$(MAKE) acts TARGET=local GPU_FINOPS_REQUIRE_ALL_ACTS=1 || { $(VENV)/bin/gpu-finops local down; exit 1; }
 	$(VENV)/bin/gpu-finops local down
 
 clean: ## remove build outputs (keeps .venv and .node)

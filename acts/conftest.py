@@ -34,6 +34,7 @@ class ActReport:
     lifecycles: list[tuple[str, float, float | None]] = field(default_factory=list)  # nodes/pods
     outcome: str = "not run"
     message: str = ""
+    evidence: str | None = None  # the folder a failing act's evidence was written to
 
     def phase(self, name: str) -> _Phase:
         return _Phase(self, name)
@@ -156,6 +157,24 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Itera
             r.message = str(rep.longrepr[-1]) if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
         elif rep.failed:
             r.message = str(rep.longrepr)[-4000:]
+            r.evidence = _evidence(item)
+
+
+def _evidence(item: pytest.Item) -> str | None:
+    """A failing act leaves the cluster's state and the controllers' log tails in reports/<act>/."""
+    kube = item.funcargs.get("kube") if hasattr(item, "funcargs") else None
+    if kube is None:
+        return None
+    from acts.evidence import collect
+    from acts.targets import ROOT
+
+    namespaces = list((item.funcargs.get("tenant_namespaces") or {}).values())
+    target = item.funcargs.get("act_target")
+    logs = ROOT / ".local" / "logs" if target is not None and target.name == "local" else None
+    try:
+        return str(collect(kube, namespaces, REPORT_DIR / item.name, logs))
+    except Exception as exc:  # never let evidence hide the act's own failure
+        return f"evidence could not be written: {type(exc).__name__}: {exc}"
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -19,7 +19,13 @@ def gpu_job(
     seconds: int = 30,
     priority: str | None = None,
     sm_active: float | None = None,
+    resource: str = "nvidia.com/gpu",
+    survives_eviction: bool = False,
 ) -> dict[str, Any]:
+    """A one-GPU Job through the tenant's LocalQueue. `resource`: a whole card (nvidia.com/gpu) or a
+    time-sliced replica (nvidia.com/gpu.shared). `survives_eviction`: a pod evicted by a drain (condition
+    DisruptionTarget) is not counted as a failure and the Job makes a new pod, as a workload that must live
+    through a spot interruption would be written."""
     labels = {"kueue.x-k8s.io/queue-name": queue, RUN_LABEL: run_id}
     if priority:
         labels["kueue.x-k8s.io/priority-class"] = priority
@@ -36,10 +42,20 @@ def gpu_job(
     container: dict[str, Any] = {
         "name": "gpu",
         "image": t.gpu_image,
-        "resources": {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}},
+        "resources": {"limits": {resource: "1"}, "requests": {resource: "1"}},
     }
-    if not t.simulated and t.gpu_command is None and seconds:
-        container["command"] = ["/bin/sh", "-c", f"/cuda-samples/vectorAdd && sleep {seconds}"]
+    if not t.simulated and seconds:
+        # the device plugin puts the card's UUID in NVIDIA_VISIBLE_DEVICES; printed, the act can read it
+        container["command"] = [
+            "/bin/sh",
+            "-c",
+            f'echo "visible devices: $NVIDIA_VISIBLE_DEVICES" && /cuda-samples/vectorAdd && sleep {seconds}',
+        ]
+    spec_extra: dict[str, Any] = {}
+    if survives_eviction:
+        spec_extra["podFailurePolicy"] = {
+            "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
+        }
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -47,6 +63,7 @@ def gpu_job(
         "spec": {
             "suspend": True,  # Kueue unsuspends on admission (also where its mutating webhook is absent)
             "backoffLimit": 0,
+            **spec_extra,
             "template": {
                 "metadata": {"labels": {RUN_LABEL: run_id}, "annotations": pod_annotations},
                 "spec": {

@@ -26,6 +26,7 @@ def write_reports(reports: list[Any], folder: Path, target: str, finished: datet
                 "verdict": r.verdict,
                 "timings": r.timings,
                 "message": r.message,
+                "evidence": getattr(r, "evidence", None),
                 "phases": r.phases,
                 "lifecycles": r.lifecycles,
             }

@@ -1,12 +1,17 @@
-"""What differs between the targets the acts run on."""
+"""What differs between the targets the acts run on: where the cluster is, what a GPU workload runs, how a
+spot interruption is delivered, and how a pod's GPU devices are read."""
 
 from __future__ import annotations
 
+import json
 import os
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+LOCAL_DESCRIPTION = ROOT / ".local" / "target.json"  # written by `gpu-finops local up`
 
 
 @dataclass(frozen=True)
@@ -14,15 +19,12 @@ class Target:
     name: str
     kubeconfig: str | None
     gpu_image: str
-    gpu_command: list[str] | None
     success_marker: str | None  # None: the target cannot show workload output (kwok pods have no logs)
     simulated: bool  # pods are run by kwok stages: run time comes from an annotation
 
 
 def local_target() -> Target:
-    return Target(
-        "local", str(ROOT / ".local" / "kubeconfig"), "registry.k8s.io/pause:3.10", None, None, True
-    )
+    return Target("local", str(ROOT / ".local" / "kubeconfig"), "registry.k8s.io/pause:3.10", None, True)
 
 
 def aws_target() -> Target:
@@ -31,10 +33,55 @@ def aws_target() -> Target:
         "aws",
         os.environ.get("KUBECONFIG") or str(ROOT / ".state" / "kubeconfig"),
         "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0",
-        None,
         "Test PASSED",
         False,
     )
+
+
+def local_description() -> dict[str, Any]:
+    """The local target's endpoints (AWS endpoint, interruption queue, pod-resources API), from `local up`."""
+    if not LOCAL_DESCRIPTION.exists():
+        raise FileNotFoundError(f"{LOCAL_DESCRIPTION} is missing: run `make local-up`")
+    return json.loads(LOCAL_DESCRIPTION.read_text())
+
+
+def interrupter(t: Target, config: Any) -> Any:
+    """How this target delivers a spot interruption warning to Karpenter's queue."""
+    import boto3
+
+    from harness.interruption import FisInterrupter, SqsInterrupter
+
+    if t.name == "local":
+        d = local_description()
+        sqs = boto3.client(
+            "sqs",
+            endpoint_url=d["aws_endpoint"],
+            region_name=d["region"],
+            aws_access_key_id="local",
+            aws_secret_access_key="local",
+            aws_session_token="local",
+        )
+        return SqsInterrupter(sqs, d["interruption_queue"], d["region"])
+    account = boto3.client("sts", region_name=config.region).get_caller_identity()["Account"]
+    return FisInterrupter(
+        boto3.client("fis", region_name=config.region), config.project, config.region, account
+    )
+
+
+def pod_devices(t: Target, kube: Any, namespace: str, pod: str, node: str) -> tuple[str, ...]:
+    """The GPU device ids a pod's containers were given. Local: the simulated kubelet's pod-resources API
+    (GPU-uuid or GPU-uuid::replica). AWS: the UUID the workload printed from `nvidia-smi -L` (the replica
+    index is not visible inside the container)."""
+    if t.name == "local":
+        url = f"{local_description()['pod_resources_url']}/v1/nodes/{node}/pod-resources"
+        with urllib.request.urlopen(url, timeout=10) as r:
+            body = json.loads(r.read())
+        for entry in body.get("podResources", []):
+            if entry["namespace"] == namespace and entry["name"] == pod:
+                return tuple(d for c in entry["containers"] for dev in c["devices"] for d in dev["deviceIds"])
+        return ()
+    log = kube.core.read_namespaced_pod_log(pod, namespace)
+    return tuple(dict.fromkeys(w for w in log.replace(",", " ").split() if w.startswith("GPU-")))
 
 
 def target(name: str) -> Target:
@@ -58,20 +105,23 @@ def unavailable_reason(t: Target) -> str | None:
             else "`make up` (it writes .state/kubeconfig) or KUBECONFIG"
         )
         return f"no kubeconfig for TARGET={t.name} at {t.kubeconfig}: run {hint}"
+    return None
+
+
+def broken_stack(t: Target) -> str | None:
+    """Credentials (AWS) and a kubeconfig mean a cluster was brought up: one that does not answer then is
+    broken (a failure naming the server and the error), not absent (a skip)."""
     if t.name == "local":
         try:
             from harness.kube import Kube
 
             Kube.from_kubeconfig(t.kubeconfig).core.list_namespace(limit=1, _request_timeout=5)
         except Exception as exc:
-            return f"the {t.name} cluster does not answer ({type(exc).__name__}); is it up?"
-    return None
-
-
-def broken_stack(t: Target) -> str | None:
-    """On AWS, credentials and a kubeconfig mean a stack was deployed: a cluster that does not answer then
-    is a broken stack (a failure with evidence), not an absent one (a skip)."""
-    if t.name != "aws":
+            return (
+                f"the local target's API server (kubeconfig {t.kubeconfig}) does not answer "
+                f"({type(exc).__name__}: {str(exc).splitlines()[0][:200]}): `make local-up` again, or "
+                "`make local-down` to clear a half-started one"
+            )
         return None
     import yaml
 

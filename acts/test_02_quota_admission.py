@@ -9,6 +9,7 @@ import pytest
 
 from acts.jobs import gpu_job
 from acts.recorder import WorkloadRecorder
+from acts.targets import pod_devices
 from assertions.admission import AdmissionObs, check_admission
 from assertions.verdict import require
 from harness import timeouts
@@ -23,7 +24,9 @@ def test_two_of_twelve_admitted_one_per_tenant_running_at_once(
 ):
     run = uuid.uuid4().hex[:6]
     tenants = [t.name for t in config.tenants]
-    rec = WorkloadRecorder(kube, tenant_namespaces)
+    rec = WorkloadRecorder(
+        kube, tenant_namespaces, devices=lambda ns, pod, node: pod_devices(act_target, kube, ns, pod, node)
+    )
 
     with report.phase("submit twelve jobs"):
         for i in range(JOBS):
@@ -36,11 +39,12 @@ def test_two_of_twelve_admitted_one_per_tenant_running_at_once(
         eventually(
             rec.observe,
             lambda ws: (
-                len(ws) == JOBS and sum(1 for w in ws if any(p.running for p in w.pods)) >= len(tenants)
+                len(ws) == JOBS
+                and sum(1 for w in ws if any(p.running and p.devices for p in w.pods)) >= len(tenants)
             ),
             timeout=timeouts.NODE_READY + timeouts.ADMISSION,
             interval=2,
-            what=f"{JOBS} workloads, {len(tenants)} of them with a Running pod",
+            what=f"{JOBS} workloads, {len(tenants)} of them with a Running pod and its GPU device",
         )
     with report.phase("the rest stay queued"):
         # Observed again and again: a claim about a moment is checked over a window.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from datetime import UTC, datetime
 
@@ -12,7 +13,7 @@ from acts.recorder import WorkloadRecorder
 from assertions.preemption import PreemptionObs, check_preemption
 from assertions.verdict import require
 from harness import timeouts
-from harness.waits import eventually
+from harness.waits import WaitTimeout, eventually
 
 pytestmark = pytest.mark.timeout(timeouts.NODE_READY + timeouts.PREEMPTION + 300)
 
@@ -49,8 +50,18 @@ def test_high_priority_preempts_low_which_is_requeued(kube, act_target, tenant_n
             )
             return requeued and h is not None and any(p.running for p in h.pods)
 
-        eventually(
-            done, bool, timeout=timeouts.PREEMPTION, interval=1, what=f"{low} requeued and {high} Running"
-        )
-    obs = PreemptionObs(victim=rec.by_job(low), preemptor=rec.by_job(high), preemptor_submitted=submitted)
+        with contextlib.suppress(WaitTimeout):  # the checker names what did not happen
+            eventually(
+                done, bool, timeout=timeouts.PREEMPTION, interval=1, what=f"{low} requeued and {high} Running"
+            )
+    victim, preemptor = rec.by_job(low), rec.by_job(high)
+    if victim is None or preemptor is None:
+        pytest.fail(f"Kueue made no Workload for {low if victim is None else high}", pytrace=False)
+    obs = PreemptionObs(
+        victim=victim,
+        preemptor=preemptor,
+        preemptor_submitted=submitted,
+        # both jobs are the same tenant's: the config's withinClusterQueue policy decides
+        expected_reason="InClusterQueue" if victim.tenant == preemptor.tenant else "InCohortReclamation",
+    )
     require(report.record(check_preemption(obs)))

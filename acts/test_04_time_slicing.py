@@ -1,70 +1,94 @@
-"""Act 4 — time-slicing: one physical GPU becomes four replicas; four pods run on it, one GPU UUID."""
+"""Act 4 — time-slicing: one physical GPU becomes four replicas; four Kueue-admitted pods run on it at once,
+one GPU UUID, each to success.
+
+Both targets: four one-replica Jobs (nvidia.com/gpu.shared) through one tenant's LocalQueue onto the shared
+ResourceFlavor; Karpenter's NodeOverlay tells it one shared node holds four replicas. The devices each pod
+got come from the kubelet's pod-resources answer (local: the simulated device plugin's) or, on AWS, from
+the UUID the device plugin put in the container's NVIDIA_VISIBLE_DEVICES, which the workload prints."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from datetime import UTC, datetime
 
 import pytest
 
 from acts.jobs import gpu_job
-from assertions.observed import PodObs
+from acts.recorder import WorkloadRecorder
+from acts.targets import pod_devices
 from assertions.timeslicing import TimeSlicingObs, check_timeslicing
 from assertions.verdict import require
 from harness import timeouts
-from harness.observe import job_pods, node_obs
-from harness.waits import eventually
+from harness.observe import SHARED_GPU_RESOURCE, node_obs
+from harness.waits import WaitTimeout, eventually
+from infra.objects import SHARED_FLAVOR
 
-pytestmark = pytest.mark.timeout(timeouts.NODE_READY + timeouts.POD_RUNNING + 300)
+pytestmark = pytest.mark.timeout(timeouts.NODE_READY + timeouts.POD_SUCCEEDED + 300)
+SECONDS = 40  # each pod's run: long enough to overlap, short enough to finish inside the act
 
 
-def test_one_gpu_four_replicas_four_pods_one_uuid(kube, act_target, tenant_namespaces, config, report):
-    if act_target.simulated:
-        pytest.skip(
-            "time-slicing is the NVIDIA device plugin's work on a real GPU; kwok nodes have no device plugin "
-            "and no GPU UUID to share, so the local target cannot prove it (not passed)"
+def test_one_gpu_four_replicas_four_pods_at_once_one_uuid(
+    kube, act_target, tenant_namespaces, config, report
+):
+    tenant = next((t for t in config.tenants if t.shared_gpu_quota >= config.timeslicing_replicas), None)
+    if tenant is None:
+        pytest.fail(
+            f"precondition: no tenant has {config.timeslicing_replicas} replicas of shared_gpu_quota in the "
+            "config, so Kueue cannot admit four replicas for one tenant",
+            pytrace=False,
         )
     run = uuid.uuid4().hex[:6]
-    tenant = config.tenants[0].name
-    ns = tenant_namespaces[tenant]
-    with report.phase("four one-replica pods"):
-        for i in range(config.timeslicing_replicas):
-            job = gpu_job(act_target, f"ts-{run}-{i}", ns, tenant, run, seconds=120)
-            job["spec"]["template"]["spec"]["containers"][0]["command"] = [
-                "/bin/sh",
-                "-c",
-                "nvidia-smi -L | grep -o 'UUID: GPU-[0-9a-f-]*' | head -1; sleep 120",
-            ]
-            job["spec"]["template"]["spec"]["affinity"] = {
-                "podAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": [
-                        {
-                            "labelSelector": {"matchLabels": {"gpu-finops.io/act-run": run}},
-                            "topologyKey": "kubernetes.io/hostname",
-                        }
-                    ]
-                }
-            }
-            kube.batch.create_namespaced_job(ns, job)
-        pods = eventually(
-            lambda: [
-                p for i in range(config.timeslicing_replicas) for p in job_pods(kube, ns, f"ts-{run}-{i}")
-            ],
-            lambda ps: len(ps) == config.timeslicing_replicas and all(p.running for p in ps),
-            timeout=timeouts.NODE_READY + timeouts.POD_RUNNING,
-            interval=3,
-            what="four pods Running",
-        )
-    uuids = []
-    for p in pods:
-        log = kube.core.read_namespaced_pod_log(p.name, ns)
-        found = next((w.removeprefix("GPU-") for w in log.split() if w.startswith("GPU-")), None)
-        uuids.append(PodObs(**{**p.__dict__, "gpu_uuid": f"GPU-{found}" if found else None}))
-    node = node_obs(kube, pods[0].node)
-    require(
-        report.record(
-            check_timeslicing(
-                TimeSlicingObs(node, tuple(uuids), config.timeslicing_replicas, datetime.now(UTC))
-            )
-        )
+    ns = tenant_namespaces[tenant.name]
+    n = config.timeslicing_replicas
+    rec = WorkloadRecorder(
+        kube, {tenant.name: ns}, devices=lambda ns_, pod, node: pod_devices(act_target, kube, ns_, pod, node)
     )
+    with report.phase(f"{n} one-replica jobs through {tenant.name}'s queue"):
+        for i in range(n):
+            job = gpu_job(act_target, f"ts-{run}-{i}", ns, tenant.name, run, seconds=SECONDS,
+                          resource=SHARED_GPU_RESOURCE)  # fmt: skip
+            if not act_target.simulated:
+                job["spec"]["template"]["spec"]["containers"][0]["command"] = [
+                    "/bin/sh",
+                    "-c",
+                    f'echo "visible devices: $NVIDIA_VISIBLE_DEVICES" && /cuda-samples/vectorAdd && sleep {SECONDS}',
+                ]
+            kube.batch.create_namespaced_job(ns, job)
+    with report.phase("a shared node comes up and runs them"):
+        first = eventually(
+            rec.observe,
+            lambda ws: any(p.node for w in ws for p in w.pods),
+            timeout=timeouts.NODE_READY + timeouts.POD_RUNNING,
+            interval=2,
+            what="a pod of the act bound to a node",
+        )
+        node_name = next(p.node for w in first for p in w.pods if p.node)
+    # on a timeout the checker says what was seen and what is missing
+    with report.phase("all four run, together, to success"), contextlib.suppress(WaitTimeout):
+        eventually(
+            rec.observe,
+            lambda ws: (
+                len(ws) == n
+                and all(w.pods and all(p.phase in ("Succeeded", "Failed") for p in w.pods) for w in ws)
+            ),
+            timeout=timeouts.TIMESLICED_RUN + SECONDS,
+            interval=1,
+            what=f"{n} pods finished",
+        )
+    pods = tuple(p for w in rec.workloads() for p in w.pods)
+    for p in pods:
+        if p.running:
+            report.lifecycles.append(
+                (f"pod {p.name} {list(p.devices)}", p.running.start.timestamp(),
+                 p.running.end.timestamp() if p.running.end else None)
+            )  # fmt: skip
+    obs = TimeSlicingObs(
+        node=node_obs(kube, node_name),  # type: ignore[arg-type]
+        pods=pods,
+        workloads=tuple(rec.workloads()),
+        replicas=n,
+        observed_at=datetime.now(UTC),
+        flavor=SHARED_FLAVOR,
+    )
+    require(report.record(check_timeslicing(obs)))

@@ -45,6 +45,9 @@ class Collected:
     unit_price: float | dict[str, float]
     rate_source: str
     log: list[str]
+    created: datetime | None = None
+    deleted: datetime | None = None
+    expected_sm: float | None = None  # what the simulator was told (local); None on real silicon
 
 
 def metrics_csv() -> str:
@@ -71,6 +74,9 @@ def test_every_record_has_gpu_util_sm_active_cost_and_idle_share(
         collector_log=got.log,
         min_records=INTERVALS,
         expected_rate_source=got.rate_source,
+        node_created=got.created,
+        node_deleted=got.deleted,
+        expected_sm_active=got.expected_sm,
     )
     require(report.record(check_cost(obs)))
 
@@ -122,12 +128,19 @@ def collect_locally(kube, act_target, ns, tenant, run, tmp_path, caplog) -> Coll
             records = node_records(store, pod.node, iso(first))
     finally:
         sim.stop()
-    labels = kube.core.read_node(pod.node).metadata.labels
+    node = kube.core.read_node(pod.node)
+    labels = node.metadata.labels
     price = prices()[(labels["node.kubernetes.io/instance-type"], labels["karpenter.sh/capacity-type"])]
     log = [
         f"{r.levelname} {r.name}: {r.getMessage()}" for r in caplog.records if r.levelno >= logging.WARNING
     ]
-    return Collected(pod.node, records, price, RATE_CATALOG, log)
+    # Locally the price source is the catalog the collector also reads, so the price check is not
+    # independent here; seconds (from the node's own timestamps) and SM_ACTIVE (the load the simulator was
+    # told) are, and are what the local run proves.
+    return Collected(
+        pod.node, records, price, RATE_CATALOG, log,
+        node.metadata.creation_timestamp, node.metadata.deletion_timestamp, SM_ACTIVE,
+    )  # fmt: skip
 
 
 def collect_on_aws(kube, act_target, config, ns, tenant, run) -> Collected:
@@ -174,4 +187,7 @@ def collect_on_aws(kube, act_target, config, ns, tenant, run) -> Collected:
 
         source = RATE_ON_DEMAND
     prices = expected_unit_prices(records, cost_over, created)
-    return Collected(pod.node, records, prices, source, collector_log(kube.core, MONITORING_NS))
+    return Collected(
+        pod.node, records, prices, source, collector_log(kube.core, MONITORING_NS),
+        created, node.metadata.deletion_timestamp, None,
+    )  # fmt: skip

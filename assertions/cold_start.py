@@ -46,6 +46,13 @@ def check_cold_start(o: ColdStartObs) -> Verdict:
                 f"node {n.name} is not owned by a NodeClaim of NodePool {o.nodepool} "
                 f"(NodeClaim {n.nodeclaim}, NodePool {n.nodeclaim_nodepool})"
             )
+        elif n.nodeclaim_created is None or n.nodeclaim_created < o.act_started.replace(microsecond=0):
+            f.append(
+                f"NodeClaim {n.nodeclaim} was created {n.nodeclaim_created and n.nodeclaim_created.isoformat()}, "
+                f"before the act began {o.act_started.isoformat()}: Karpenter did not launch it for this job"
+            )
+        elif n.nodeclaim_launched_at is None:
+            f.append(f"NodeClaim {n.nodeclaim} never reported Launched")
         capacity_type = n.labels.get("karpenter.sh/capacity-type")
         if capacity_type != "spot":
             f.append(f"node {n.name} has karpenter.sh/capacity-type={capacity_type}, not spot")
@@ -58,6 +65,17 @@ def check_cold_start(o: ColdStartObs) -> Verdict:
     else:
         if n is not None and p.node != n.name:
             f.append(f"pod {p.name} ran on {p.node}, not on the new node {n.name}")
+        # Kubernetes stores whole seconds: a start in the same second as Ready is consistent.
+        if (
+            n is not None
+            and n.ready_at is not None
+            and p.running is not None
+            and p.running.start.replace(microsecond=0) < n.ready_at.replace(microsecond=0)
+        ):
+            f.append(
+                f"pod {p.name} was Running at {p.running.start.isoformat()}, before its node {n.name} was "
+                f"Ready at {n.ready_at.isoformat()}: the timestamps contradict each other"
+            )
         if p.phase != "Succeeded" or p.exit_code not in (0, None):
             f.append(
                 f"pod {p.name} ended {p.phase} (exit {p.exit_code}, reason {p.reason})"

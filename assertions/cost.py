@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from itertools import pairwise
 from typing import Any
 
@@ -14,6 +15,7 @@ CLAIM = (
     "the collector wrote consecutive records for the GPU node with GPU_UTIL, SM_ACTIVE, cost and idle share"
 )
 TOLERANCE = 1e-6  # dollars
+SECONDS_TOLERANCE = 1.0  # Kubernetes stores creation and deletion times in whole seconds
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,12 @@ class CostObs:
     collector_log: Sequence[str] = ()
     min_records: int = 2
     expected_rate_source: str | None = None  # x_RateSource every record must carry (spot, on-demand, catalog)
+    # the node's life as the act saw it in Kubernetes: each record's instance-seconds must agree with it
+    node_created: datetime | None = None
+    node_deleted: datetime | None = None  # None: still there when the act read the records
+    # locally the act told the simulator the load; SM_ACTIVE must come back as that, within the tolerance
+    expected_sm_active: float | None = None
+    sm_tolerance: float = 0.005
 
     def unit_price(self, start: str) -> float | None:
         if isinstance(self.expected_unit_price, Mapping):
@@ -48,8 +56,26 @@ def check_cost(o: CostObs) -> Verdict:
     for a, b in pairwise(recs):
         if a["ChargePeriodEnd"] != b["ChargePeriodStart"]:
             f.append(f"records not consecutive: {a['ChargePeriodEnd']} then {b['ChargePeriodStart']}")
+    if o.node_created is None:
+        f.append(f"the node {o.node}'s creation time was not observed: instance-seconds cannot be checked")
     for r in recs:
         at = r["ChargePeriodStart"]
+        if r.get("ResourceName") != o.node:
+            f.append(f"{at}: record of {r.get('ResourceName')!r}, not of the act's node {o.node}")
+        start, end = _parse(r["ChargePeriodStart"]), _parse(r["ChargePeriodEnd"])
+        secs = r.get("x_InstanceSeconds")
+        length = (end - start).total_seconds()
+        if not isinstance(secs, int | float) or not 0 <= secs <= length:
+            f.append(f"{at}: instance-seconds {secs} do not fit inside the {length:g}s interval")
+        elif o.node_created is not None:
+            alive_from = max(start, o.node_created.replace(microsecond=0))
+            alive_to = min(end, o.node_deleted or end)
+            lived = max(0.0, (alive_to - alive_from).total_seconds())
+            if abs(secs - lived) > SECONDS_TOLERANCE:
+                f.append(
+                    f"{at}: {secs}s charged, but the node lived {lived:g}s of this interval (created "
+                    f"{o.node_created.isoformat()}, deleted {o.node_deleted and o.node_deleted.isoformat()})"
+                )
         util, sm, cost, idle = (
             r.get("x_GpuUtilPercent"),
             r.get("x_SmActive"),
@@ -58,12 +84,19 @@ def check_cost(o: CostObs) -> Verdict:
         )
         if util is None:
             f.append(f"{at}: GPU_UTIL missing")
+        elif not isinstance(util, int | float) or not 0 <= util <= 100:
+            f.append(f"{at}: GPU_UTIL={util!r} is not a percentage in 0-100")
         if sm is None:
             f.append(
                 f"{at}: SM_ACTIVE missing (the collector said: {r.get('x_Status')}: {r.get('x_Message')})"
             )
         elif not 0 <= sm <= 1:
             f.append(f"{at}: SM_ACTIVE={sm} is not a ratio in [0, 1] (a percentage stored as a ratio?)")
+        elif o.expected_sm_active is not None and abs(sm - o.expected_sm_active) > o.sm_tolerance:
+            f.append(
+                f"{at}: SM_ACTIVE={sm}, but the workload ran at {o.expected_sm_active} "
+                f"(tolerance {o.sm_tolerance})"
+            )
         if not cost or cost <= 0:
             f.append(f"{at}: interval cost {cost}, expected > 0")
             continue
@@ -97,6 +130,10 @@ def check_cost(o: CostObs) -> Verdict:
         cost=total,
         idle=idle_total,
     )
+
+
+def _parse(ts: str) -> datetime:
+    return datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone(UTC)
 
 
 def _price_words(p: float | Mapping[str, float]) -> str:

@@ -27,7 +27,20 @@ class NodeObs:
     nodeclaim: str | None = None  # the NodeClaim whose status.nodeName is this node
     nodeclaim_nodepool: str | None = None
     nodeclaim_launched_at: datetime | None = None
+    nodeclaim_created: datetime | None = None
     taints: tuple[str, ...] = ()  # "key:effect"
+    instance_id: str | None = None  # from spec.providerID (aws:///zone/i-...; kwok nodes: None)
+    capacity_shared: int = 0  # nvidia.com/gpu.shared: time-sliced replicas, when the plugin renames them
+    allocatable_shared: int = 0
+    deleted_at: datetime | None = None  # deletionTimestamp, or when the act saw it gone
+
+    @property
+    def nodepool(self) -> str | None:
+        return self.labels.get("karpenter.sh/nodepool")
+
+    @property
+    def capacity_type(self) -> str | None:
+        return self.labels.get("karpenter.sh/capacity-type")
 
 
 @dataclass(frozen=True)
@@ -41,6 +54,8 @@ class PodObs:
     output: str | None = None  # the workload's log, when the act reads it
     gpu_uuid: str | None = None  # NVIDIA_VISIBLE_DEVICES / nvidia-smi -L as the pod reported it
     evicted: bool = False  # an Evicted event or a DisruptionTarget condition was observed
+    disruption: str | None = None  # the DisruptionTarget condition's reason (EvictionByEvictionAPI, ...)
+    devices: tuple[str, ...] = ()  # device ids the kubelet gave the container (GPU-uuid or GPU-uuid::replica)
 
 
 @dataclass(frozen=True)
@@ -60,6 +75,8 @@ class WorkloadSnapshot:
     conditions: dict[str, Condition]
     has_admission: bool  # status.admission present
     job_suspended: bool | None = None  # the owning Job's spec.suspend
+    cluster_queue: str | None = None  # status.admission.clusterQueue: the tenant Kueue charged
+    flavors: tuple[str, ...] = ()  # ResourceFlavors of status.admission.podSetAssignments
 
     def is_(self, ctype: str, reason: str | None = None) -> bool:
         c = self.conditions.get(ctype)
@@ -69,10 +86,28 @@ class WorkloadSnapshot:
 @dataclass(frozen=True)
 class WorkloadObs:
     name: str
-    tenant: str  # the ClusterQueue (one per tenant)
+    tenant: str  # the tenant whose namespace the Workload is in (the act's submission)
     priority_class: str | None = None
+    priority: int | None = None  # spec.priority, the value Kueue resolved from the priority class
     snapshots: tuple[WorkloadSnapshot, ...] = ()
     pods: tuple[PodObs, ...] = ()
+
+    def first(self, ctype: str, reason: str | None = None) -> WorkloadSnapshot | None:
+        """The first snapshot in which the condition was True (with that reason)."""
+        return next((s for s in self.snapshots if s.is_(ctype, reason)), None)
+
+    def since(self, ctype: str) -> datetime | None:
+        """When the condition last became True, by its lastTransitionTime in the first snapshot showing it."""
+        s = self.first(ctype)
+        if s is None:
+            return None
+        c = s.conditions[ctype]
+        return c.last_transition or s.at
+
+    @property
+    def admitted_by(self) -> str | None:
+        """The ClusterQueue of the first admission seen."""
+        return next((s.cluster_queue for s in self.snapshots if s.is_("Admitted") and s.cluster_queue), None)
 
     @property
     def last(self) -> WorkloadSnapshot | None:

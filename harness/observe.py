@@ -7,7 +7,9 @@ from typing import Any
 
 from assertions.observed import Condition, EventObs, Interval, NodeObs, PodObs, WorkloadSnapshot
 from harness.kube import Kube
-from harness.nodes import GPU_RESOURCE
+from harness.nodes import GPU_RESOURCE, instance_id_from_provider_id
+
+SHARED_GPU_RESOURCE = GPU_RESOURCE + ".shared"  # the device plugin's renamed time-sliced replicas
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
 
@@ -18,12 +20,18 @@ def _ts(value: Any) -> datetime | None:
     return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
 
 
+def _count(resources: dict[str, Any] | None, name: str) -> int:
+    return int(str((resources or {}).get(name, "0")))
+
+
+def is_gpu_node(n: Any) -> bool:
+    """A node that advertises whole GPUs or time-sliced replicas of one."""
+    cap = n.status.capacity if n.status else None
+    return _count(cap, GPU_RESOURCE) > 0 or _count(cap, SHARED_GPU_RESOURCE) > 0
+
+
 def gpu_node_names(kube: Kube) -> list[str]:
-    return [
-        n.metadata.name
-        for n in kube.core.list_node().items
-        if int(str((n.status.capacity or {}).get(GPU_RESOURCE, "0"))) > 0
-    ]
+    return [n.metadata.name for n in kube.core.list_node().items if is_gpu_node(n)]
 
 
 def nodeclaims(kube: Kube) -> list[dict[str, Any]]:
@@ -49,14 +57,23 @@ def node_obs(kube: Kube, name: str) -> NodeObs:
         name=name,
         created=n.metadata.creation_timestamp,
         labels=dict(n.metadata.labels or {}),
-        allocatable_gpu=int(str((n.status.allocatable or {}).get(GPU_RESOURCE, "0"))),
-        capacity_gpu=int(str((n.status.capacity or {}).get(GPU_RESOURCE, "0"))),
+        allocatable_gpu=_count(n.status.allocatable, GPU_RESOURCE),
+        capacity_gpu=_count(n.status.capacity, GPU_RESOURCE),
+        allocatable_shared=_count(n.status.allocatable, SHARED_GPU_RESOURCE),
+        capacity_shared=_count(n.status.capacity, SHARED_GPU_RESOURCE),
+        instance_id=(
+            instance_id_from_provider_id(n.spec.provider_id)
+            if (n.spec.provider_id or "").startswith("aws://")
+            else None
+        ),
+        deleted_at=n.metadata.deletion_timestamp,
         ready_at=ready.last_transition_time if ready is not None and ready.status == "True" else None,
         nodeclaim=claim["metadata"]["name"] if claim else None,
         nodeclaim_nodepool=(claim["metadata"].get("labels") or {}).get("karpenter.sh/nodepool")
         if claim
         else None,
         nodeclaim_launched_at=launched,
+        nodeclaim_created=_ts(claim["metadata"].get("creationTimestamp")) if claim else None,
         taints=tuple(f"{t.key}:{t.effect}" for t in (n.spec.taints or [])),
     )
 
@@ -71,8 +88,15 @@ def pod_obs(p: Any, output: str | None = None) -> PodObs:
         elif s.state.terminated is not None:
             t = s.state.terminated
             start, end, exit_code, reason = t.started_at, t.finished_at, t.exit_code, t.reason
-    disrupted = any(c.type == "DisruptionTarget" and c.status == "True" for c in (p.status.conditions or []))
-    evicted = disrupted or (p.status.reason == "Evicted")
+    disruption = next(
+        (
+            c.reason or "unknown"
+            for c in (p.status.conditions or [])
+            if c.type == "DisruptionTarget" and c.status == "True"
+        ),
+        None,
+    )
+    evicted = disruption is not None or (p.status.reason == "Evicted")
     return PodObs(
         name=p.metadata.name,
         node=p.spec.node_name,
@@ -82,6 +106,7 @@ def pod_obs(p: Any, output: str | None = None) -> PodObs:
         reason=reason or p.status.reason,
         output=output,
         evicted=evicted,
+        disruption=disruption,
     )
 
 
@@ -113,8 +138,19 @@ def snapshot(workload: dict[str, Any], at: datetime, job_suspended: bool | None)
         )
         for c in status.get("conditions", [])
     }
+    admission = status.get("admission") or {}
+    flavors = tuple(
+        sorted(
+            {f for ps in admission.get("podSetAssignments") or [] for f in (ps.get("flavors") or {}).values()}
+        )
+    )
     return WorkloadSnapshot(
-        at=at, conditions=conds, has_admission=bool(status.get("admission")), job_suspended=job_suspended
+        at=at,
+        conditions=conds,
+        has_admission=bool(admission),
+        job_suspended=job_suspended,
+        cluster_queue=admission.get("clusterQueue"),
+        flavors=flavors,
     )
 
 

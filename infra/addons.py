@@ -37,7 +37,7 @@ def write_chart(c: Config, outdir: Path, metrics: tuple[MetricRow, ...] = PROJEC
     """Write the local chart with our custom resources; returns its folder."""
     node_role = f"{c.cluster_name}-karpenter-node"
     groups: dict[str, list[dict[str, Any]]] = {
-        "karpenter.yaml": [objects.ec2nodeclass(c, node_role), objects.nodepool(c)],
+        "karpenter.yaml": [objects.ec2nodeclass(c, node_role), *objects.karpenter_objects(c)],
         "kueue.yaml": objects.kueue_objects(c),
         "dcgm.yaml": [objects.dcgm_metrics_configmap(MONITORING_NS, metrics)],
         "collector.yaml": objects.collector_objects(

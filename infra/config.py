@@ -31,7 +31,9 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class Tenant:
     name: str
-    gpu_quota: int  # nvidia.com/gpu nominal quota of the tenant's ClusterQueue (no borrowing)
+    gpu_quota: int  # whole cards: nvidia.com/gpu nominal quota of the tenant's ClusterQueue (no borrowing)
+    # time-sliced replicas: nvidia.com/gpu.shared nominal quota, on the shared NodePool's cards
+    shared_gpu_quota: int = 0
 
 
 @dataclass(frozen=True)
@@ -56,15 +58,17 @@ class Config:
     project: str = "gpu-finops"
     vpc_cidr: str = "10.42.0.0/16"
     availability_zones: tuple[str, ...] = ("us-east-1a", "us-east-1b")
-    tenants: tuple[Tenant, ...] = (Tenant("team-a", 1), Tenant("team-b", 1))
+    tenants: tuple[Tenant, ...] = (Tenant("team-a", 1, 4), Tenant("team-b", 1, 0))
     gpu_instance_types: tuple[str, ...] = ("g6e.xlarge",)
     gpu_node_vcpu: int = 4  # every allowed type has exactly this many vCPUs (pinned in the NodePool)
     gpus_per_node: int = 1  # and exactly this many physical GPUs
-    gvt_spot_vcpu_quota: int = 8  # "All G and VT Spot Instance Requests" (L-3819A6DF) in this account
+    # "All G and VT Spot Instance Requests" (L-3819A6DF) in this account: two whole cards and one shared
+    gvt_spot_vcpu_quota: int = 12
     timeslicing_replicas: int = 4
     system_instance_type: str = "m7i.large"
     system_node_count: int = 2
-    nodepool_name: str = "gpu-spot"
+    nodepool_name: str = "gpu-spot"  # whole cards
+    shared_nodepool_name: str = "gpu-shared"  # cards the device plugin time-slices into replicas
     admin_principal_arns: tuple[str, ...] = ()
     collector_interval_seconds: int = 60
     log_retention_days: int = 365
@@ -86,12 +90,46 @@ class Config:
         return self.gvt_spot_vcpu_quota // self.gpu_node_vcpu
 
     @property
+    def whole_cards(self) -> int:
+        """Physical cards Kueue may hand out whole: the tenants' nvidia.com/gpu quotas."""
+        return sum(t.gpu_quota for t in self.tenants)
+
+    @property
+    def shared_replicas(self) -> int:
+        """Time-sliced replicas Kueue may hand out: the tenants' nvidia.com/gpu.shared quotas."""
+        return sum(t.shared_gpu_quota for t in self.tenants)
+
+    @property
+    def shared_cards(self) -> int:
+        """Physical cards behind the replicas (validate() makes the replicas fill whole cards)."""
+        return -(-self.shared_replicas // self.timeslicing_replicas)
+
+    @staticmethod
+    def _limits(cards: int, per_node: int, vcpu: int) -> dict[str, str]:
+        nodes = -(-cards // per_node)
+        return {"cpu": str(nodes * vcpu), "nvidia.com/gpu": str(cards)}
+
+    @property
     def nodepool_limits(self) -> dict[str, str]:
-        """NodePool limits derived from the quota, so Karpenter never asks for more than EC2 grants."""
-        return {
-            "cpu": str(self.max_gpu_nodes * self.gpu_node_vcpu),
-            "nvidia.com/gpu": str(self.max_gpu_nodes * self.gpus_per_node),
-        }
+        """Whole-card NodePool limits: exactly the cards the quotas admit, so Kueue never admits work for
+        hardware Karpenter may not launch, and Karpenter never asks for more than EC2 grants."""
+        return self._limits(self.whole_cards, self.gpus_per_node, self.gpu_node_vcpu)
+
+    @property
+    def shared_nodepool_limits(self) -> dict[str, str]:
+        """Shared NodePool limits: the physical cards behind the replica quotas (nvidia.com/gpu counts
+        physical cards for Karpenter, which knows nothing of time-slicing)."""
+        return self._limits(self.shared_cards, self.gpus_per_node, self.gpu_node_vcpu)
+
+    @property
+    def gpu_vcpus_needed(self) -> int:
+        """G/VT spot vCPUs both GPU NodePools may use at their limits."""
+        return int(self.nodepool_limits["cpu"]) + int(self.shared_nodepool_limits["cpu"])
+
+    @property
+    def shared_device_config(self) -> str:
+        """The device plugin config name the shared NodePool's nodes select by label."""
+        return f"timeslice-{self.timeslicing_replicas}"
 
     @property
     def tags(self) -> dict[str, str]:
@@ -125,6 +163,11 @@ class Config:
                 raise ConfigError(
                     "tenants.gpu_quota", f"tenant {t.name}: quota must be >= 1, got {t.gpu_quota}"
                 )
+            if t.shared_gpu_quota < 0:
+                raise ConfigError(
+                    "tenants.shared_gpu_quota",
+                    f"tenant {t.name}: quota must be >= 0, got {t.shared_gpu_quota}",
+                )
         if not self.gpu_instance_types:
             raise ConfigError("gpu_instance_types", "at least one GPU instance type is needed")
         if self.gvt_spot_vcpu_quota < self.gpu_node_vcpu:
@@ -133,21 +176,32 @@ class Config:
                 f"{self.gvt_spot_vcpu_quota} vCPUs cannot run one "
                 f"{self.gpu_node_vcpu}-vCPU GPU node; new accounts start at 0: request an increase",
             )
+        if self.timeslicing_replicas < 1:
+            raise ConfigError("timeslicing_replicas", f"must be >= 1, got {self.timeslicing_replicas}")
+        if self.shared_replicas % self.timeslicing_replicas:
+            raise ConfigError(
+                "tenants.shared_gpu_quota",
+                f"the shared quotas add up to {self.shared_replicas} replicas, which do not fill whole cards of "
+                f"{self.timeslicing_replicas} replicas: make the sum a multiple of timeslicing_replicas",
+            )
         gpus = self.max_gpu_nodes * self.gpus_per_node
-        admitted = sum(t.gpu_quota for t in self.tenants)
-        if admitted > gpus:
+        nodes = -(-self.whole_cards // self.gpus_per_node) + -(-self.shared_cards // self.gpus_per_node)
+        if nodes > self.max_gpu_nodes:
             raise ConfigError(
                 "tenants",
-                f"Kueue would admit {admitted} GPUs in total but the spot vCPU quota "
+                f"Kueue would admit {self.whole_cards} whole card(s) and {self.shared_replicas} replicas "
+                f"({self.shared_cards} card(s)) = {nodes} node(s), but the spot vCPU quota "
                 f"({self.gvt_spot_vcpu_quota}) runs only {self.max_gpu_nodes} node(s) = {gpus} GPUs; "
                 "lower the quotas or raise gvt_spot_vcpu_quota",
+            )
+        if self.shared_nodepool_name == self.nodepool_name:
+            raise ConfigError(
+                "shared_nodepool_name", f"must differ from nodepool_name {self.nodepool_name!r}"
             )
         if self.github_repository and not re.fullmatch(r"[\w.-]+/[\w.-]+", self.github_repository):
             raise ConfigError("github_repository", f"{self.github_repository!r} is not owner/name")
         if not re.fullmatch(r"[\w.-]{1,255}", self.ci_environment):
             raise ConfigError("ci_environment", f"{self.ci_environment!r} is not a GitHub environment name")
-        if self.timeslicing_replicas < 1:
-            raise ConfigError("timeslicing_replicas", f"must be >= 1, got {self.timeslicing_replicas}")
         return self
 
 

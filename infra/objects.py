@@ -13,21 +13,30 @@ from infra.metrics_csv import render as render_metrics_csv
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 COHORT = "gpu"
-FLAVOR = "gpu-spot"
+FLAVOR = "gpu-spot"  # whole cards
+SHARED_FLAVOR = "gpu-shared"  # time-sliced replicas
 GPU = "nvidia.com/gpu"
+SHARED_GPU = "nvidia.com/gpu.shared"  # what the device plugin advertises replicas as (renameByDefault)
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"  # a node's choice of device plugin config
+WHOLE_DEVICE_CONFIG = "default"
 PRIORITIES = {"low": 100, "high": 1000}  # WorkloadPriorityClass name -> value
 GPU_TAINT = {"key": GPU, "value": "true", "effect": "NoSchedule"}
 
 
-def nodepool(c: Config) -> dict[str, Any]:
-    """Spot only; instance types, vCPU size and GPU count pinned so quota and hardware agree."""
+def nodepool(c: Config, *, shared: bool = False) -> dict[str, Any]:
+    """Spot only; instance types, vCPU size and GPU count pinned so quota and hardware agree. The whole-card
+    pool runs the device plugin's default config; the shared pool's nodes select the time-slicing config by
+    label, so only its cards become replicas."""
+    labels = {"gpu-finops.io/pool": "gpu-shared" if shared else "gpu"}
+    if shared:
+        labels[DEVICE_PLUGIN_CONFIG_LABEL] = c.shared_device_config
     return {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",
-        "metadata": {"name": c.nodepool_name},
+        "metadata": {"name": c.shared_nodepool_name if shared else c.nodepool_name},
         "spec": {
             "template": {
-                "metadata": {"labels": {"gpu-finops.io/pool": "gpu"}},
+                "metadata": {"labels": labels},
                 "spec": {
                     "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"},
                     "requirements": [
@@ -53,10 +62,37 @@ def nodepool(c: Config) -> dict[str, Any]:
                     "expireAfter": "24h",
                 },
             },
-            "limits": c.nodepool_limits,
+            "limits": c.shared_nodepool_limits if shared else c.nodepool_limits,
             "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "120s"},
         },
     }
+
+
+def nodepools(c: Config) -> list[dict[str, Any]]:
+    """The whole-card pool, and the shared pool when any tenant has replica quota."""
+    return [nodepool(c)] + ([nodepool(c, shared=True)] if c.shared_replicas else [])
+
+
+def shared_capacity_overlay(c: Config) -> dict[str, Any]:
+    """Karpenter's scheduling simulation knows only the instance type's physical nvidia.com/gpu; this
+    NodeOverlay (feature gate NodeOverlay) adds the replicas the device plugin will advertise on the shared
+    pool's nodes, so Karpenter places four one-replica pods on one new node instead of four nodes."""
+    return {
+        "apiVersion": "karpenter.sh/v1alpha1",
+        "kind": "NodeOverlay",
+        "metadata": {"name": f"{c.shared_nodepool_name}-replicas"},
+        "spec": {
+            "requirements": [
+                {"key": "karpenter.sh/nodepool", "operator": "In", "values": [c.shared_nodepool_name]}
+            ],
+            "capacity": {SHARED_GPU: str(c.gpus_per_node * c.timeslicing_replicas)},
+        },
+    }
+
+
+def karpenter_objects(c: Config) -> list[dict[str, Any]]:
+    """NodePools and, for the shared pool, its capacity overlay (provider-neutral)."""
+    return nodepools(c) + ([shared_capacity_overlay(c)] if c.shared_replicas else [])
 
 
 def ec2nodeclass(c: Config, node_role: str) -> dict[str, Any]:
@@ -93,16 +129,41 @@ def ec2nodeclass(c: Config, node_role: str) -> dict[str, Any]:
     }
 
 
-def resource_flavor(c: Config) -> dict[str, Any]:
+def resource_flavor(c: Config, *, shared: bool = False) -> dict[str, Any]:
     return {
         "apiVersion": KUEUE_API,
         "kind": "ResourceFlavor",
-        "metadata": {"name": FLAVOR},
+        "metadata": {"name": SHARED_FLAVOR if shared else FLAVOR},
         "spec": {
-            "nodeLabels": {"karpenter.sh/nodepool": c.nodepool_name},
+            "nodeLabels": {"karpenter.sh/nodepool": c.shared_nodepool_name if shared else c.nodepool_name},
             "tolerations": [{"key": GPU, "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
         },
     }
+
+
+def resource_groups(c: Config, whole: int, shared: int) -> list[dict[str, Any]]:
+    """Whole cards on the whole-card flavor; replicas on the shared flavor, counted in replicas."""
+    groups = [
+        {
+            "coveredResources": [GPU],
+            "flavors": [
+                {"name": FLAVOR, "resources": [{"name": GPU, "nominalQuota": whole, "borrowingLimit": 0}]}
+            ],
+        }
+    ]
+    if c.shared_replicas:
+        groups.append(
+            {
+                "coveredResources": [SHARED_GPU],
+                "flavors": [
+                    {
+                        "name": SHARED_FLAVOR,
+                        "resources": [{"name": SHARED_GPU, "nominalQuota": shared, "borrowingLimit": 0}],
+                    }
+                ],
+            }
+        )
+    return groups
 
 
 def cluster_queues(c: Config) -> list[dict[str, Any]]:
@@ -116,19 +177,7 @@ def cluster_queues(c: Config) -> list[dict[str, Any]]:
                 "cohortName": COHORT,
                 "namespaceSelector": {},
                 "queueingStrategy": "BestEffortFIFO",
-                "resourceGroups": [
-                    {
-                        "coveredResources": [GPU],
-                        "flavors": [
-                            {
-                                "name": FLAVOR,
-                                "resources": [
-                                    {"name": GPU, "nominalQuota": t.gpu_quota, "borrowingLimit": 0}
-                                ],
-                            }
-                        ],
-                    }
-                ],
+                "resourceGroups": resource_groups(c, t.gpu_quota, t.shared_gpu_quota),
                 "preemption": {
                     "withinClusterQueue": "LowerPriority",
                     "reclaimWithinCohort": "Any",
@@ -180,6 +229,7 @@ def kueue_objects(c: Config) -> list[dict[str, Any]]:
     return [
         *tenant_namespaces(c),
         resource_flavor(c),
+        *([resource_flavor(c, shared=True)] if c.shared_replicas else []),
         *cluster_queues(c),
         *local_queues(c),
         *priority_classes(),
@@ -187,18 +237,34 @@ def kueue_objects(c: Config) -> list[dict[str, Any]]:
 
 
 def timeslicing_config(c: Config) -> str:
+    """Replicas advertised as nvidia.com/gpu.shared (renameByDefault), so a replica is never mistaken for
+    a card by Kueue, Karpenter or a workload that asks for nvidia.com/gpu."""
     return yaml.safe_dump(
         {
             "version": "v1",
-            "sharing": {"timeSlicing": {"resources": [{"name": GPU, "replicas": c.timeslicing_replicas}]}},
+            "sharing": {
+                "timeSlicing": {
+                    "renameByDefault": True,
+                    "failRequestsGreaterThanOne": True,
+                    "resources": [{"name": GPU, "replicas": c.timeslicing_replicas}],
+                }
+            },
         },
         sort_keys=False,
     )
 
 
+def device_plugin_configs(c: Config) -> dict[str, str]:
+    """Named device plugin configs: whole cards by default; time-slicing where a node's label asks."""
+    return {
+        WHOLE_DEVICE_CONFIG: yaml.safe_dump({"version": "v1"}, sort_keys=False),
+        c.shared_device_config: timeslicing_config(c),
+    }
+
+
 def device_plugin_values(c: Config) -> dict[str, Any]:
     return {
-        "config": {"map": {"default": timeslicing_config(c)}, "default": "default"},
+        "config": {"map": device_plugin_configs(c), "default": WHOLE_DEVICE_CONFIG},
         "gfd": {"enabled": True},
         "nfd": {"enabled": True},
         "tolerations": [{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}],
@@ -228,7 +294,24 @@ def dcgm_exporter_values(c: Config) -> dict[str, Any]:
         "serviceMonitor": {"enabled": False},
         "podAnnotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "9400"},
         "tolerations": [{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}],
-        "nodeSelector": {"karpenter.sh/nodepool": c.nodepool_name},
+        # every GPU node, whole-card or shared
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {
+                                    "key": "karpenter.sh/nodepool",
+                                    "operator": "In",
+                                    "values": [c.nodepool_name, c.shared_nodepool_name],
+                                }
+                            ]
+                        }
+                    ]
+                }
+            }
+        },
     }
 
 
@@ -330,7 +413,11 @@ def collector_objects(
 
 def karpenter_values(c: Config, queue_name: str, controller_role_arn: str) -> dict[str, Any]:
     return {
-        "settings": {"clusterName": c.cluster_name, "interruptionQueue": queue_name},
+        "settings": {
+            "clusterName": c.cluster_name,
+            "interruptionQueue": queue_name,
+            "featureGates": {"nodeOverlay": bool(c.shared_replicas)},  # the shared pool's replica overlay
+        },
         "serviceAccount": {"name": "karpenter"},
         "controller": {"resources": {"requests": {"cpu": "250m", "memory": "512Mi"}}},
         "podAnnotations": {"gpu-finops.io/controller-role": controller_role_arn},

@@ -80,7 +80,7 @@ class Preflight:
         )
 
     def quota(self) -> Check:
-        need = int(self.config.nodepool_limits["cpu"])
+        need = self.config.gpu_vcpus_needed
         try:
             quota = self.session.client("service-quotas", region_name=self.config.region).get_service_quota(
                 ServiceCode="ec2", QuotaCode=GVT_SPOT_QUOTA_CODE
@@ -91,8 +91,8 @@ class Preflight:
             return Check(
                 "G/VT spot vCPU quota",
                 False,
-                f"{GVT_SPOT_QUOTA_CODE} is {quota:g} vCPUs, the NodePool "
-                f"limit needs {need}: request an increase (new accounts start at 0)",
+                f"{GVT_SPOT_QUOTA_CODE} is {quota:g} vCPUs, the GPU NodePools' "
+                f"limits need {need}: request an increase (new accounts start at 0)",
             )
         return Check("G/VT spot vCPU quota", True, f"{quota:g} >= NodePool limit {need}")
 

@@ -6,13 +6,17 @@
   read from the published go.mod. Version ldflags make /version report a real semver (Kueue refuses
   `v0.0.0-master`).
 - etcd: a three-line main of ours calling etcdmain.Main (go install of etcd fails on replace directives).
-- kwok, Kueue, Karpenter's kwok provider: plain `go install module@version`; the provider's binary is
-  also called kwok, so it is renamed karpenter-kwok.
-One binary at a time (linking takes GBs of memory; this machine has 2 cores).
+- kwok, Kueue: plain `go install module@version`.
+- karpenter-kwok: our main (local/karpenter/main.go) running Karpenter core's controllers with the kwok
+  cloud provider plus the AWS provider's spot-interruption controller, in a module of ours that requires
+  both at the same version.
+One binary at a time (linking takes GBs of memory; this machine has 2 cores). Each binary is cached under
+its own key (its pin, and for our main its source digest), so changing one pin rebuilds one binary.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -35,7 +39,9 @@ class BuildError(RuntimeError):
 
 def go_env() -> dict[str, str]:
     env = dict(os.environ)
-    env.update(CGO_ENABLED="0", GOFLAGS="-mod=mod", GOTOOLCHAIN="local")
+    # One pinned toolchain for every build, fetched from the Go module proxy when the installed Go is older
+    # (Karpenter v1.14.3 and its AWS provider declare go 1.26.10).
+    env.update(CGO_ENABLED="0", GOFLAGS="-mod=mod", GOTOOLCHAIN=versions.GO_TOOLCHAIN)
     return env
 
 
@@ -50,12 +56,33 @@ def run(cmd: list[str], cwd: Path, log: Path) -> None:
         raise BuildError(f"{' '.join(cmd)} failed (exit {result.returncode}); log {log}:\n{tail}")
 
 
+def binary_keys() -> dict[str, str]:
+    """Each binary's cache key: a binary is rebuilt only when its own pin (or our source for it) changes."""
+    return {
+        "etcd": f"etcd-{versions.ETCD}",
+        **{c: f"k8s-{versions.KUBERNETES}" for c in KUBE_COMMANDS},
+        "kwok": f"kwok-{versions.KWOK}",
+        "kueue": f"kueue-{versions.KUEUE}",
+        "karpenter-kwok": f"karpenter-{versions.KARPENTER}-aws-{versions.KARPENTER_AWS}-main-{_source_digest()}",
+    }
+
+
+KARPENTER_MAIN = Path(__file__).with_name("karpenter") / "main.go"
+
+
+def _source_digest() -> str:
+    """Our Karpenter main is part of the binary's identity: a change to it rebuilds the binary."""
+    return hashlib.sha256(KARPENTER_MAIN.read_bytes()).hexdigest()[:12]
+
+
+def binary_path(name: str) -> Path:
+    return CACHE / "bin" / binary_keys()[name] / name
+
+
 def bin_dir() -> Path:
-    return (
-        CACHE
-        / "bin"
-        / f"k8s-{versions.KUBERNETES}_etcd-{versions.ETCD}_kwok-{versions.KWOK}_kueue-{versions.KUEUE}_karpenter-{versions.KARPENTER}"
-    )
+    """A folder of links to this pin set's binaries (what the cluster starts from)."""
+    keys = binary_keys()
+    return CACHE / "bin" / "set" / "_".join(sorted(set(keys.values())))
 
 
 def module_info(module_at_version: str, cwd: Path) -> dict:
@@ -107,7 +134,13 @@ class Builder:
     log: Path
 
     def have(self, name: str) -> bool:
-        return (self.out / name).is_file() and os.access(self.out / name, os.X_OK)
+        path = binary_path(name)
+        return path.is_file() and os.access(path, os.X_OK)
+
+    def target(self, name: str) -> Path:
+        path = binary_path(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
 
     def kube(self) -> None:
         need = [c for c in KUBE_COMMANDS if not self.have(c)]
@@ -136,7 +169,7 @@ class Builder:
                     "-ldflags",
                     ldflags(versions.KUBERNETES),
                     "-o",
-                    str(self.out / name),
+                    str(self.target(name)),
                     f"k8s.io/kubernetes/cmd/{name}",
                 ],
                 mod,
@@ -156,7 +189,7 @@ class Builder:
             "func main() { etcdmain.Main(os.Args) }\n"
         )
         run(
-            ["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(self.out / "etcd"), "."],
+            ["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(self.target("etcd")), "."],
             mod,
             self.log,
         )
@@ -177,7 +210,28 @@ class Builder:
             f"{package}@{version}",
         ]
         run(env_run, self.work, self.log)
-        shutil.move(str(gobin / (binary or package.rsplit("/", 1)[-1])), self.out / name)
+        shutil.move(str(gobin / (binary or package.rsplit("/", 1)[-1])), self.target(name))
+
+    def karpenter(self) -> None:
+        """Karpenter core with the kwok cloud provider and the AWS provider's interruption controller
+        (local/karpenter/main.go); core and provider at the same version, as the provider's go.mod pins."""
+        if self.have("karpenter-kwok"):
+            return
+        mod = self.work / "karpenter"
+        mod.mkdir(parents=True, exist_ok=True)
+        (mod / "go.mod").write_text(
+            "module gpu-finops.local/karpenter\n\ngo 1.26.10\n\n"
+            f"require (\n\tsigs.k8s.io/karpenter {versions.KARPENTER}\n"
+            f"\tgithub.com/aws/karpenter-provider-aws {versions.KARPENTER_AWS}\n)\n"
+        )
+        (mod / "go.sum").unlink(missing_ok=True)
+        shutil.copy(KARPENTER_MAIN, mod / "main.go")
+        run(["go", "mod", "tidy"], mod, self.log)
+        run(
+            ["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(self.target("karpenter-kwok")), "."],
+            mod,
+            self.log,
+        )
 
     def all(self) -> Path:
         self.out.mkdir(parents=True, exist_ok=True)
@@ -186,17 +240,17 @@ class Builder:
             ("kube", self.kube),
             ("kwok", lambda: self.install("kwok", "sigs.k8s.io/kwok/cmd/kwok", versions.KWOK)),
             ("kueue", lambda: self.install("kueue", "sigs.k8s.io/kueue/cmd/kueue", versions.KUEUE)),
-            (
-                "karpenter-kwok",
-                lambda: self.install(
-                    "karpenter-kwok", "sigs.k8s.io/karpenter/kwok", versions.KARPENTER, binary="kwok"
-                ),
-            ),
+            ("karpenter-kwok", self.karpenter),
         ]
         for name, step in steps:
             began = time.monotonic()
             step()
             print(f"  {name}: ready ({time.monotonic() - began:.0f}s)", flush=True)
+        for name in binary_keys():
+            link = self.out / name
+            if link.is_symlink() or link.exists():
+                link.unlink()
+            link.symlink_to(binary_path(name))
         return self.out
 
 

@@ -13,6 +13,7 @@ import json
 import shutil
 import ssl
 import subprocess
+import sys
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +43,13 @@ PORTS = {
     "kueue-metrics": 26091,
     "karpenter-metrics": 26083,
     "karpenter-health": 26084,
+    "moto": 26085,  # the local AWS endpoint: the interruption queue Karpenter reads
+    "device-plugin": 26086,  # the simulated kubelets' pod-resources API (local/device_plugin.py)
+}
+AWS_CREDENTIALS = {  # moto accepts any; real ones must never reach the local target
+    "AWS_ACCESS_KEY_ID": "local",
+    "AWS_SECRET_ACCESS_KEY": "local",
+    "AWS_SESSION_TOKEN": "local",
 }
 STARTUP = 120.0  # seconds a component may take to answer
 
@@ -352,13 +360,74 @@ class LocalCluster:
         self._wait("kueue", f"http://127.0.0.1:{PORTS['kueue-health']}/readyz", tls=False)
         k.apply(self.kueue_webhooks())
 
-    def start_karpenter(self, bins: Path) -> None:
+    @property
+    def aws_endpoint(self) -> str:
+        return f"http://127.0.0.1:{PORTS['moto']}"
+
+    @property
+    def aws_env(self) -> dict[str, str]:
+        """What a boto3 or AWS SDK client needs to reach the local AWS endpoint (and nothing real)."""
+        return {
+            "AWS_ENDPOINT_URL": self.aws_endpoint,
+            "AWS_REGION": self.config.region,  # type: ignore[union-attr]
+            "AWS_DEFAULT_REGION": self.config.region,  # type: ignore[union-attr]
+            **AWS_CREDENTIALS,
+        }
+
+    @property
+    def interruption_queue(self) -> str:
+        return f"{self.config.cluster_name}-interruption"  # type: ignore[union-attr]
+
+    def start_aws(self) -> None:
+        """A moto server with the interruption queue, shaped as the cluster stack makes it (SSE, 300 s)."""
+        self.sup.start(
+            "moto",
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(PORTS["moto"])],
+        )
+        self._wait("moto", f"{self.aws_endpoint}/moto-api/", ok="", tls=False)
+        import boto3
+
+        sqs = boto3.client(
+            "sqs",
+            endpoint_url=self.aws_endpoint,
+            region_name=self.config.region,  # type: ignore[union-attr]
+            aws_access_key_id=AWS_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=AWS_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+            aws_session_token=AWS_CREDENTIALS["AWS_SESSION_TOKEN"],
+        )
+        sqs.create_queue(
+            QueueName=self.interruption_queue,
+            Attributes={"MessageRetentionPeriod": "300", "SqsManagedSseEnabled": "true"},
+        )
+
+    def start_device_plugin(self) -> None:
+        """The simulated device plugin, GFD and kubelet device allocation for kwok GPU nodes."""
+        self.sup.start(
+            "device-plugin",
+            [
+                sys.executable,
+                "-m",
+                "local.device_plugin",
+                f"--kubeconfig={self.kubeconfig}",
+                f"--port={PORTS['device-plugin']}",
+                f"--state={self.run_dir / 'device-allocations.json'}",
+            ],
+            cwd=Path(__file__).resolve().parents[1],
+        )
+        self._wait("device-plugin", f"http://127.0.0.1:{PORTS['device-plugin']}/healthz", tls=False)
+
+    def start_karpenter(self, bins: Path, *, interruption_queue: bool = True) -> None:
+        """Karpenter with the kwok provider; with the interruption controller reading the queue unless
+        `interruption_queue` is False (a Karpenter installed without settings.interruptionQueue)."""
         types = catalog.write(self.config, self.run_dir / "instance-types.json")
         self.kube().apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "karpenter"}}])
         self.sup.start(
             "karpenter-kwok",
             [str(bins / "karpenter-kwok")],
             env={
+                **self.aws_env,
+                "INTERRUPTION_QUEUE": self.interruption_queue if interruption_queue else "",
+                "FEATURE_GATES": "NodeOverlay=true",
                 "KUBECONFIG": str(self.kubeconfig),
                 "INSTANCE_TYPES_FILE_PATH": str(types),
                 "DISABLE_LEADER_ELECTION": "true",
@@ -372,6 +441,11 @@ class LocalCluster:
         )
         self._wait("karpenter-kwok", f"http://127.0.0.1:{PORTS['karpenter-health']}/readyz", tls=False)
 
+    def restart_karpenter(self, *, interruption_queue: bool) -> None:
+        """Restart Karpenter with or without its interruption queue (the act-5 mutation and its repair)."""
+        self.sup.stop("karpenter-kwok")
+        self.start_karpenter(build.bin_dir(), interruption_queue=interruption_queue)
+
     # --- lifecycle -----------------------------------------------------------------------------------
     def up(self, echo=print) -> None:
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -383,10 +457,12 @@ class LocalCluster:
         self.start_control_plane(bins)
         echo("CRDs...")
         self.apply_crds()
-        echo("kwok, Kueue, Karpenter...")
+        echo("kwok, Kueue, the AWS endpoint, Karpenter, the device plugin...")
         self.start_kwok(bins)
         self.start_kueue(bins)
+        self.start_aws()
         self.start_karpenter(bins)
+        self.start_device_plugin()
         echo("NodePool, queues, priority classes...")
         objs = render.all_objects(self.config)  # type: ignore[arg-type]
         eventually(
@@ -396,7 +472,25 @@ class LocalCluster:
             interval=2,
             what="our objects applied (Kueue's webhooks ready)",
         )
+        self.describe()
         echo(f"up: KUBECONFIG={self.kubeconfig}")
+
+    def describe(self) -> Path:
+        """What the acts need besides the kubeconfig: the AWS endpoint and queue, the pod-resources API."""
+        path = self.run_dir / "target.json"
+        path.write_text(
+            json.dumps(
+                {
+                    "aws_endpoint": self.aws_endpoint,
+                    "region": self.config.region,  # type: ignore[union-attr]
+                    "interruption_queue": self.interruption_queue,
+                    "pod_resources_url": f"http://127.0.0.1:{PORTS['device-plugin']}",
+                    "logs": str(self.run_dir / "logs"),
+                },
+                indent=2,
+            )
+        )
+        return path
 
     def _try_apply(self, objs: list[dict[str, Any]]) -> str | None:
         try:

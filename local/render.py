@@ -1,5 +1,6 @@
-"""The addons stack's objects, rendered for the local target: the same NodePool, Kueue queues and
-priority classes, with the kwok provider's node class in place of EC2NodeClass."""
+"""The addons stack's objects, rendered for the local target: the same NodePools and their capacity overlay,
+Kueue queues, priority classes and device plugin configs, with the kwok provider's node class in place of
+EC2NodeClass."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ AWS_TO_KWOK_LABELS = {"karpenter.k8s.aws/instance-cpu": "karpenter.kwok.sh/insta
 AWS_ONLY_LABELS = {"karpenter.k8s.aws/instance-gpu-count"}  # kwok has no GPU-count label: the type pins it
 
 
-def nodepool(c: Config) -> dict[str, Any]:
-    pool = copy.deepcopy(objects.nodepool(c))
+def kwok_nodepool(aws_pool: dict[str, Any]) -> dict[str, Any]:
+    pool = copy.deepcopy(aws_pool)
     spec = pool["spec"]["template"]["spec"]
     spec["nodeClassRef"] = {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass", "name": "default"}
     reqs = []
@@ -35,5 +36,31 @@ def kwok_nodeclass() -> dict[str, Any]:
     }
 
 
+def nodepool(c: Config, *, shared: bool = False) -> dict[str, Any]:
+    return kwok_nodepool(objects.nodepool(c, shared=shared))
+
+
+def device_plugin_configmap(c: Config) -> list[dict[str, Any]]:
+    """The ConfigMap the device plugin chart makes from `config.map`, read by local/device_plugin.py; the
+    chart's `config.default` travels as an annotation (on AWS it is a flag of the plugin)."""
+    from local import device_plugin
+
+    values = objects.device_plugin_values(c)["config"]
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": device_plugin.CONFIG_NAMESPACE}},
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": device_plugin.CONFIG_MAP,
+                "namespace": device_plugin.CONFIG_NAMESPACE,
+                "annotations": {device_plugin.DEFAULT_CONFIG_KEY: values["default"]},
+            },
+            "data": values["map"],
+        },
+    ]
+
+
 def all_objects(c: Config) -> list[dict[str, Any]]:
-    return [kwok_nodeclass(), nodepool(c), *objects.kueue_objects(c)]
+    karpenter = [kwok_nodepool(o) if o["kind"] == "NodePool" else o for o in objects.karpenter_objects(c)]
+    return [kwok_nodeclass(), *karpenter, *objects.kueue_objects(c), *device_plugin_configmap(c)]

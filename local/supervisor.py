@@ -82,6 +82,26 @@ class Supervisor:
             return None
         return Path(proc.log).read_text(errors="replace")[-3000:]
 
+    def stop(self, name: str, grace: float = 10.0) -> bool:
+        """Stop one process (SIGTERM, then SIGKILL after `grace`); True if it was running."""
+        procs = self._load()
+        proc = procs.get(name)
+        if proc is None or not self.alive(proc.pid):
+            return False
+        self._kill(proc, grace)
+        return True
+
+    def _kill(self, proc: Proc, grace: float) -> None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + grace
+        while self.alive(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if self.alive(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+
     def stop_all(self, grace: float = 10.0) -> list[str]:
         """Stop every process this supervisor started (reverse start order), by pid and process group."""
         procs = self._load()
@@ -89,15 +109,7 @@ class Supervisor:
         for name, proc in reversed(list(procs.items())):
             if not self.alive(proc.pid):
                 continue
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                continue
-            deadline = time.monotonic() + grace
-            while self.alive(proc.pid) and time.monotonic() < deadline:
-                time.sleep(0.1)
-            if self.alive(proc.pid):
-                os.killpg(proc.pid, signal.SIGKILL)
+            self._kill(proc, grace)
             stopped.append(name)
         self._save({})
         return stopped

@@ -6,4 +6,10 @@ KUBERNETES = "v1.36.3"  # Kueue v0.19 uses client-go v0.36; Karpenter v1.14 v0.3
 ETCD = "v3.6.16"
 KWOK = "v0.8.0"
 KUEUE = "v0.19.2"
-KARPENTER = "v1.14.1"  # v1.14.2+ needs a newer Go than this machine's 1.26.8
+KARPENTER = "v1.14.3"  # the version the addons stack installs on AWS; declares go 1.26.10
+# The Go toolchain every local build uses, fetched through the Go module proxy (golang.org/toolchain) when
+# the installed Go is older: Karpenter v1.14.3 and karpenter-provider-aws v1.14.3 need go >= 1.26.10.
+GO_TOOLCHAIN = "go1.26.11"
+# The AWS provider whose interruption controller the local Karpenter runs (local/karpenter/main.go): the
+# same version as core, since the provider pins core exactly.
+KARPENTER_AWS = "v1.14.3"

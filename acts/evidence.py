@@ -1,0 +1,94 @@
+"""Evidence a failing act leaves behind in reports/<act>/: the cluster objects it touched and the tail of each
+controller's log, so a red run can be read without rerunning it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.kube import Kube
+from harness.observe import KUEUE
+
+LOG_TAIL = 400  # lines of each controller's log
+# On AWS the controllers are pods: namespace -> label selector
+CONTROLLER_PODS = {
+    "kube-system": "app.kubernetes.io/name=karpenter",
+    "kueue-system": "control-plane=controller-manager",
+    "nvidia-device-plugin": "app.kubernetes.io/name=nvidia-device-plugin",
+}
+
+
+def _dump(path: Path, what: Any) -> None:
+    path.write_text(json.dumps(what, indent=1, default=str))
+
+
+def _safe(fn: Any) -> Any:
+    try:
+        return fn()
+    except Exception as exc:  # evidence is best effort: say what could not be read, never hide the failure
+        return {"unreadable": f"{type(exc).__name__}: {str(exc)[:500]}"}
+
+
+def collect(kube: Kube, namespaces: list[str], folder: Path, local_logs: Path | None = None) -> Path:
+    """Nodes, NodeClaims, Workloads, pods and events of the act's namespaces, and controller log tails."""
+    folder.mkdir(parents=True, exist_ok=True)
+    api = kube.api_client
+    _dump(folder / "nodes.json", _safe(lambda: api.sanitize_for_serialization(kube.core.list_node().items)))
+    _dump(
+        folder / "nodeclaims.json",
+        _safe(lambda: kube.custom.list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims")["items"]),
+    )
+    for ns in namespaces:
+        _dump(
+            folder / f"{ns}.workloads.json",
+            _safe(lambda ns=ns: kube.custom.list_namespaced_custom_object(*KUEUE, ns, "workloads")["items"]),
+        )
+        _dump(
+            folder / f"{ns}.pods.json",
+            _safe(lambda ns=ns: api.sanitize_for_serialization(kube.core.list_namespaced_pod(ns).items)),
+        )
+        _dump(
+            folder / f"{ns}.jobs.json",
+            _safe(lambda ns=ns: api.sanitize_for_serialization(kube.batch.list_namespaced_job(ns).items)),
+        )
+    _dump(
+        folder / "events.json",
+        _safe(
+            lambda: [
+                {
+                    "at": e.event_time or e.deprecated_last_timestamp or e.metadata.creation_timestamp,
+                    "reason": e.reason,
+                    "regarding": f"{e.regarding.kind}/{e.regarding.namespace or ''}/{e.regarding.name}"
+                    if e.regarding
+                    else None,
+                    "note": e.note,
+                }
+                for e in kube.events.list_event_for_all_namespaces().items
+                if e.regarding is None or e.regarding.namespace in (None, "", *namespaces)
+            ]
+        ),
+    )
+    logs = folder / "logs"
+    logs.mkdir(exist_ok=True)
+    if local_logs is not None and local_logs.is_dir():
+        for log in sorted(local_logs.glob("*.log")):
+            lines = log.read_text(errors="replace").splitlines()[-LOG_TAIL:]
+            (logs / log.name).write_text("\n".join(lines) + "\n")
+    else:
+        for ns, selector in CONTROLLER_PODS.items():
+            pods = _safe(
+                lambda ns=ns, selector=selector: (
+                    kube.core.list_namespaced_pod(ns, label_selector=selector).items
+                )
+            )
+            for p in pods if isinstance(pods, list) else []:
+                text = _safe(
+                    lambda p=p, ns=ns: kube.core.read_namespaced_pod_log(
+                        p.metadata.name, ns, tail_lines=LOG_TAIL
+                    )
+                )
+                (logs / f"{ns}.{p.metadata.name}.log").write_text(
+                    text if isinstance(text, str) else json.dumps(text)
+                )
+    return folder

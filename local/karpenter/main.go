@@ -1,0 +1,94 @@
+// Karpenter for the local rehearsal target: Karpenter core's controllers with the kwok cloud provider (as
+// sigs.k8s.io/karpenter/kwok's own main runs them), plus the AWS provider's real spot-interruption
+// controller (github.com/aws/karpenter-provider-aws/pkg/controllers/interruption) reading an SQS queue.
+//
+// The interruption controller finds NodeClaims and Nodes only through the field indexes "status.instanceID"
+// and "spec.instanceID" that the AWS operator registers from aws:///zone/i-... provider IDs. kwok nodes have
+// kwok://NAME provider IDs, so this main registers the same two indexes with a stable EC2-shaped instance id
+// per kwok node: "i-" + the first 17 hex digits of sha256(NAME). The harness computes the same id
+// (facts.names.kwok_instance_id) to address a node in the EventBridge message it puts on the queue.
+//
+// INTERRUPTION_QUEUE (a queue name, as settings.interruptionQueue on AWS) switches the controller on; the
+// AWS SDK reads AWS_ENDPOINT_URL, AWS_REGION and credentials from the environment, so locally the queue
+// lives on a moto server. Without INTERRUPTION_QUEUE this is Karpenter's kwok provider unchanged.
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"strings"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	sqsapi "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/samber/lo"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/awslabs/operatorpkg/controller"
+
+	"github.com/aws/karpenter-provider-aws/pkg/controllers/interruption"
+	awssqs "github.com/aws/karpenter-provider-aws/pkg/providers/sqs"
+	kwok "sigs.k8s.io/karpenter/kwok/cloudprovider"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+	"sigs.k8s.io/karpenter/pkg/cloudprovider"
+	"sigs.k8s.io/karpenter/pkg/cloudprovider/overlay"
+	"sigs.k8s.io/karpenter/pkg/controllers"
+	"sigs.k8s.io/karpenter/pkg/controllers/state"
+	"sigs.k8s.io/karpenter/pkg/operator"
+)
+
+const kwokPrefix = "kwok://"
+
+// instanceID maps a kwok provider ID to the EC2-shaped id the interruption messages carry.
+func instanceID(providerID string) string {
+	name := strings.TrimPrefix(providerID, kwokPrefix)
+	if name == providerID || name == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(name))
+	return "i-" + hex.EncodeToString(sum[:])[:17]
+}
+
+func indexes(o string) []string {
+	if id := instanceID(o); id != "" {
+		return []string{id}
+	}
+	return nil
+}
+
+func main() {
+	ctx, op := operator.NewOperator()
+	lo.Must0(op.Manager.GetFieldIndexer().IndexField(ctx, &karpv1.NodeClaim{}, "status.instanceID", func(o client.Object) []string {
+		return indexes(o.(*karpv1.NodeClaim).Status.ProviderID)
+	}), "indexing NodeClaims by instance id")
+	lo.Must0(op.Manager.GetFieldIndexer().IndexField(ctx, &corev1.Node{}, "spec.instanceID", func(o client.Object) []string {
+		return indexes(o.(*corev1.Node).Spec.ProviderID)
+	}), "indexing Nodes by instance id")
+
+	instanceTypes, err := kwok.ConstructInstanceTypes(ctx)
+	if err != nil {
+		log.FromContext(ctx).Error(err, "failed constructing instance types")
+	}
+	undecorated := kwok.NewCloudProvider(ctx, op.GetClient(), instanceTypes)
+	cloudProvider := overlay.Decorate(undecorated, op.GetClient(), op.InstanceTypeStore)
+	clusterState := state.NewCluster(op.Clock, op.GetClient(), cloudProvider)
+	ctrls := controllers.NewControllers(ctx, op.Manager, op.Clock, op.GetClient(), op.EventRecorder,
+		cloudProvider, undecorated, clusterState, op.InstanceTypeStore)
+	if queue := os.Getenv("INTERRUPTION_QUEUE"); queue != "" {
+		ctrls = append(ctrls, interruptionController(ctx, op, cloudProvider, queue))
+	}
+	op.WithControllers(ctx, ctrls...).Start(ctx)
+}
+
+func interruptionController(ctx context.Context, op *operator.Operator, cp cloudprovider.CloudProvider, queue string) controller.Controller {
+	cfg := lo.Must(awsconfig.LoadDefaultConfig(ctx))
+	api := sqsapi.NewFromConfig(cfg)
+	out := lo.Must(api.GetQueueUrl(ctx, &sqsapi.GetQueueUrlInput{QueueName: &queue}))
+	provider := lo.Must(awssqs.NewDefaultProvider(api, *out.QueueUrl))
+	log.FromContext(ctx).Info("interruption controller watching queue", "queue", queue, "url", *out.QueueUrl)
+	// No offerings cache and no capacity-reservation provider: the handler checks both for nil.
+	return interruption.NewController(op.GetClient(), op.Clock, cp, op.EventRecorder, provider, api, nil, nil)
+}

@@ -1,0 +1,75 @@
+"""Shared builders for the claim checkers' table tests: times, the check helper, Kueue snapshots."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from assertions.observed import Condition, Interval, PodObs, WorkloadObs, WorkloadSnapshot
+
+T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+def t(s: float) -> datetime:
+    return T0 + timedelta(seconds=s)
+
+
+def check(verdict, holds: bool, why: str | None = None) -> None:
+    """holds must match; a failing verdict must say `why` (the precise reason, not a word any failure has)."""
+    assert verdict.holds is holds, verdict.render()
+    if why is not None:
+        assert why in verdict.observed, f"expected {why!r} in: {verdict.observed}"
+
+
+def cond(
+    ctype: str, status: str, reason: str = "", message: str = "", at: datetime | None = None
+) -> Condition:
+    return Condition(ctype, status, reason, message, at)
+
+
+def admitted_snap(
+    at: float, cq: str | None = "team-a", flavors: tuple[str, ...] = ("gpu-spot",)
+) -> WorkloadSnapshot:
+    return WorkloadSnapshot(
+        t(at),
+        {
+            "QuotaReserved": cond("QuotaReserved", "True", "QuotaReserved"),
+            "Admitted": cond("Admitted", "True", "Admitted", at=t(at)),
+        },
+        True,
+        False,
+        cluster_queue=cq,
+        flavors=flavors,
+    )
+
+
+def pending_snap(at: float) -> WorkloadSnapshot:
+    return WorkloadSnapshot(
+        t(at),
+        {"QuotaReserved": cond("QuotaReserved", "False", "Pending", "couldn't assign flavors")},
+        False,
+        True,
+    )
+
+
+def running_wl(
+    name: str, tenant: str, start: float = 10, end: float | None = None, device: str | None = None
+) -> WorkloadObs:
+    uuid = device or f"GPU-{name}"
+    return WorkloadObs(
+        name,
+        tenant,
+        snapshots=(admitted_snap(5, tenant),),
+        pods=(
+            PodObs(
+                f"{name}-pod",
+                "gpu-a",
+                "Running",
+                Interval(t(start), t(end) if end else None),
+                devices=(uuid,),
+            ),
+        ),
+    )
+
+
+def pending_wl(name: str, tenant: str) -> WorkloadObs:
+    return WorkloadObs(name, tenant, snapshots=(pending_snap(5),))

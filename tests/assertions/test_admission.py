@@ -1,0 +1,238 @@
+"""Act 2's checker: the holding case and each way admission could look right while it was not."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from assertions.admission import AdmissionObs, check_admission
+from assertions.observed import Interval, PodObs, WorkloadSnapshot
+from tests.assertions.tables import admitted_snap, check, cond, pending_snap, pending_wl, running_wl, t
+
+# --- act 2: quota admission ------------------------------------------------------------------------------
+ADMIT = AdmissionObs(
+    workloads=(
+        running_wl("a-0", "team-a"),
+        running_wl("b-0", "team-b"),
+        *(pending_wl(f"a-{i}", "team-a") for i in range(1, 6)),
+        *(pending_wl(f"b-{i}", "team-b") for i in range(1, 6)),
+    ),
+    tenants=("team-a", "team-b"),
+    observed_at=t(60),
+)
+
+
+@pytest.mark.parametrize(
+    "case, obs, why",
+    [
+        (
+            "three admitted",
+            replace(
+                ADMIT, workloads=(*ADMIT.workloads[:2], running_wl("a-1", "team-a"), *ADMIT.workloads[3:])
+            ),
+            "3 admitted",
+        ),
+        (
+            "both admitted from one tenant",
+            replace(
+                ADMIT,
+                workloads=(
+                    running_wl("a-0", "team-a"),
+                    running_wl("a-1", "team-a"),
+                    pending_wl("b-0", "team-b"),
+                    *ADMIT.workloads[3:],
+                ),
+            ),
+            "one each of",
+        ),
+        (
+            "admitted but never running at once",
+            replace(
+                ADMIT,
+                workloads=(
+                    running_wl("a-0", "team-a", 10, 20),
+                    running_wl("b-0", "team-b", 30, 40),
+                    *ADMIT.workloads[2:],
+                ),
+            ),
+            "never Running at the same time",
+        ),
+        (
+            "admitted but never running",
+            replace(ADMIT, workloads=(replace(ADMIT.workloads[0], pods=()), *ADMIT.workloads[1:])),
+            "admitted workload a-0 never had a healthy Running pod",
+        ),
+        (
+            "pending job reached the scheduler",
+            replace(
+                ADMIT,
+                workloads=(
+                    *ADMIT.workloads[:2],
+                    replace(ADMIT.workloads[2], pods=(PodObs("a-1-pod", None, "Pending"),)),
+                    *ADMIT.workloads[3:],
+                ),
+            ),
+            "reached the scheduler",
+        ),
+        ("only eleven observed", replace(ADMIT, workloads=ADMIT.workloads[:11]), "observed 11 workloads"),
+        (
+            "jobs finishing and handing quota on",
+            replace(
+                ADMIT,
+                workloads=(
+                    replace(
+                        ADMIT.workloads[0],
+                        snapshots=(
+                            WorkloadSnapshot(
+                                t(50),
+                                {
+                                    "QuotaReserved": cond("QuotaReserved", "True"),
+                                    "Admitted": cond("Admitted", "True"),
+                                    "Finished": cond("Finished", "True", "Succeeded"),
+                                },
+                                True,
+                                False,
+                            ),
+                        ),
+                    ),
+                    *ADMIT.workloads[1:],
+                ),
+            ),
+            "Finished during the observation",
+        ),
+        (
+            "a third admitted and evicted mid-window: the last snapshot alone shows two",
+            replace(
+                ADMIT,
+                workloads=(
+                    *ADMIT.workloads[:2],
+                    replace(ADMIT.workloads[2], snapshots=(admitted_snap(3, "team-a"), pending_snap(8))),
+                    *ADMIT.workloads[3:],
+                ),
+            ),
+            "3 admitted during the observation",
+        ),
+        (
+            "one per namespace, but both charged to team-a's ClusterQueue",
+            replace(
+                ADMIT,
+                workloads=(
+                    ADMIT.workloads[0],
+                    replace(ADMIT.workloads[1], snapshots=(admitted_snap(5, "team-a"),)),
+                    *ADMIT.workloads[2:],
+                ),
+            ),
+            "admitted per ClusterQueue ['team-a', 'team-a'], expected one each of ['team-a', 'team-b']",
+        ),
+        (
+            "an admitted pod that crashed is not running",
+            replace(
+                ADMIT,
+                workloads=(
+                    replace(
+                        ADMIT.workloads[0],
+                        pods=(
+                            PodObs(
+                                "a-0-pod",
+                                "gpu-a",
+                                "Failed",
+                                Interval(t(10), t(12)),
+                                exit_code=1,
+                                reason="Error",
+                                devices=("GPU-a",),
+                            ),
+                        ),
+                    ),
+                    *ADMIT.workloads[1:],
+                ),
+            ),
+            "admitted workload a-0's pod crashed, which is not running: ['a-0-pod (Failed, exit 1, Error)']",
+        ),
+        (
+            "both admitted pods on one card",
+            replace(
+                ADMIT,
+                workloads=(
+                    running_wl("a-0", "team-a", device="GPU-1111"),
+                    running_wl("b-0", "team-b", device="GPU-1111"),
+                    *ADMIT.workloads[2:],
+                ),
+            ),
+            "ran on the same physical GPU ['GPU-1111']: one card, not two",
+        ),
+        (
+            "which card is unknown",
+            replace(
+                ADMIT,
+                workloads=(
+                    replace(ADMIT.workloads[0], pods=(replace(ADMIT.workloads[0].pods[0], devices=()),)),
+                    *ADMIT.workloads[1:],
+                ),
+            ),
+            "no GPU device was observed for a-0's pod",
+        ),
+        (
+            "a queued workload held quota for a while",
+            replace(
+                ADMIT,
+                workloads=(
+                    *ADMIT.workloads[:2],
+                    replace(
+                        ADMIT.workloads[2],
+                        snapshots=(
+                            WorkloadSnapshot(
+                                t(4), {"QuotaReserved": cond("QuotaReserved", "True")}, True, True
+                            ),
+                            pending_snap(8),
+                        ),
+                    ),
+                    *ADMIT.workloads[3:],
+                ),
+            ),
+            "a-1 held quota at 2026-11-30T12:00:04+00:00",
+        ),
+        (
+            "nothing observed (an event filter matching nothing)",
+            replace(ADMIT, workloads=()),
+            "observed 0 workloads",
+        ),
+        (
+            "pending with an unknown quota state",
+            replace(
+                ADMIT,
+                workloads=(
+                    *ADMIT.workloads[:2],
+                    replace(
+                        ADMIT.workloads[2],
+                        snapshots=(
+                            WorkloadSnapshot(
+                                t(5), {"QuotaReserved": cond("QuotaReserved", "Unknown")}, False, True
+                            ),
+                        ),
+                    ),
+                    *ADMIT.workloads[3:],
+                ),
+            ),
+            "QuotaReserved is Unknown",
+        ),
+    ],
+)
+def test_admission_adjacent_cases_fail(case, obs, why):
+    check(check_admission(obs), False, why)
+
+
+def test_admission_holds():
+    check(check_admission(ADMIT), True)
+
+
+def test_admission_holds_while_queued_workloads_have_no_quota_condition_yet():
+    # Kueue marks QuotaReserved=False only on the workload it tried; the rest wait without the condition.
+    queued = replace(
+        ADMIT,
+        workloads=(
+            *ADMIT.workloads[:2],
+            *(replace(w, snapshots=(WorkloadSnapshot(t(5), {}, False, True),)) for w in ADMIT.workloads[2:]),
+        ),
+    )
+    check(check_admission(queued), True)
