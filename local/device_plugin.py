@@ -208,40 +208,48 @@ class DevicePlugin:
 
     def allocate(self, ads: dict[str, Advertisement]) -> None:
         pods = self.kube.core.list_pod_for_all_namespaces(field_selector="spec.nodeName!=").items
-        live = set()
+        live = [
+            p
+            for p in sorted(pods, key=lambda p: p.metadata.creation_timestamp)
+            if p.spec.node_name in ads
+            and p.status.phase not in TERMINAL
+            and not p.metadata.deletion_timestamp
+        ]
+        keys = {f"{p.metadata.namespace}/{p.metadata.name}" for p in live}
         with self.lock:
-            for p in sorted(pods, key=lambda p: p.metadata.creation_timestamp):
-                key = f"{p.metadata.namespace}/{p.metadata.name}"
-                node = p.spec.node_name
-                if node not in ads or p.status.phase in TERMINAL or p.metadata.deletion_timestamp:
-                    continue
-                live.add(key)
-                if key in self.allocations.by_pod:
-                    continue
-                ad = ads[node]
-                held = {
-                    d
-                    for a in self.allocations.on_node(node).values()
-                    for c in a["containers"]
-                    for dev in c["devices"]
-                    for d in dev["deviceIds"]
-                }
-                free = [d for d in ad.devices if d not in held]
-                containers = []
-                for cname, res, count in container_requests(p):
-                    if res != ad.resource or count > len(free):
-                        # the kubelet refuses the pod (UnexpectedAdmissionError); the act sees no device
-                        log.error("pod %s asks %d %s on %s, which has %d free %s", key, count, res, node,
-                                  len(free), ad.resource)  # fmt: skip
-                        continue
-                    ids, free = free[:count], free[count:]
-                    containers.append({"name": cname, "devices": [{"resourceName": res, "deviceIds": ids}]})
-                if containers:
-                    self.allocations.by_pod[key] = {"node": node, "containers": containers}
-                    log.info("pod %s on %s: %s", key, node, containers)
-            for key in [k for k in self.allocations.by_pod if k not in live]:
+            for key in [
+                k for k in self.allocations.by_pod if k not in keys
+            ]:  # finished pods free their devices
                 del self.allocations.by_pod[key]
+            for p in live:
+                key = f"{p.metadata.namespace}/{p.metadata.name}"
+                if key not in self.allocations.by_pod:
+                    self.assign(key, p, ads[p.spec.node_name])
             self.allocations.save()
+
+    def assign(self, key: str, pod: Any, ad: Advertisement) -> None:
+        """Free device ids to each container, first free first, as the kubelet's device manager does."""
+        node = pod.spec.node_name
+        held = {
+            d
+            for a in self.allocations.on_node(node).values()
+            for c in a["containers"]
+            for dev in c["devices"]
+            for d in dev["deviceIds"]
+        }
+        free = [d for d in ad.devices if d not in held]
+        containers = []
+        for cname, res, count in container_requests(pod):
+            if res != ad.resource or count > len(free):
+                # the kubelet refuses such a pod (UnexpectedAdmissionError); the act sees no device for it
+                log.error("pod %s asks %d %s on %s, which has %d free %s", key, count, res, node, len(free),
+                          ad.resource)  # fmt: skip
+                continue
+            ids, free = free[:count], free[count:]
+            containers.append({"name": cname, "devices": [{"resourceName": res, "deviceIds": ids}]})
+        if containers:
+            self.allocations.by_pod[key] = {"node": node, "containers": containers}
+            log.info("pod %s on %s: %s", key, node, containers)
 
     def pod_resources(self, node: str) -> dict[str, Any]:
         """The kubelet pod-resources v1 List response for a node (protobuf JSON field names)."""

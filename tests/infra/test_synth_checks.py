@@ -104,6 +104,8 @@ def test_config_errors_name_the_key(tmp_path, data, key):
     assert info.value.key == key, str(info.value)
 
 
-def test_config_defaults_are_valid_and_limits_follow_the_quota(tmp_path):
+def test_config_defaults_are_valid_and_limits_follow_the_tenants_quotas_not_the_account_quota(tmp_path):
+    # a larger account quota does not raise the pools' limits: only cards Kueue may admit are launched
     c = load_config(write(tmp_path, {"gvt_spot_vcpu_quota": 16}))
-    assert c.nodepool_limits == {"cpu": "16", "nvidia.com/gpu": "4"}
+    assert c.nodepool_limits == {"cpu": "8", "nvidia.com/gpu": "2"}
+    assert c.shared_nodepool_limits == {"cpu": "4", "nvidia.com/gpu": "1"}
