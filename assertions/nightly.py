@@ -3,12 +3,13 @@ with no static keys, runs one at a time, runs up and the acts under the cost gua
 down on every path.
 
 "Every path" is decided by simulating the runner, not by looking for the word `always()`: for each way
-the run can go (every step before teardown failing, the run cancelled at each of them, destroy failing
-too), the step `if:` expressions are evaluated with GitHub's rules (no `if:` means `success()`; a failed
-step with `continue-on-error` does not count as a failure; `steps.<id>.outcome` is before
-continue-on-error), and the run must reach destroy and verify whenever `make up` started, resume
-whenever destroy failed, and the report upload always. An expression the simulator does not understand
-fails the check: it cannot vouch for what it cannot evaluate.
+the run can go (every step before teardown failing, the run cancelled during any step, teardown steps
+included, destroy failing too), the step `if:` expressions are evaluated with GitHub's rules (no `if:`
+means `success()`; a failed step with `continue-on-error` does not count as a failure;
+`steps.<id>.outcome` is before continue-on-error, and a cancelled step's outcome is `cancelled`), and the
+run must reach destroy and verify whenever `make up` started, resume whenever destroy did not succeed
+(it failed or was cancelled), and the report upload always. An expression the simulator does not
+understand fails the check: it cannot vouch for what it cannot evaluate.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from assertions.verdict import Verdict
 
 CLAIM = (
     "the nightly workflow assumes its AWS role through OIDC only, runs one at a time, stops up and the acts "
-    "at the cost guard's deadline, and runs destroy, resume-on-failure, verify and the upload on every path"
+    "at the cost guard's deadline, and runs destroy, resume when destroy did not succeed, verify and the "
+    "upload on every path"
 )
 
 ROLES = {
@@ -96,9 +98,18 @@ class Scenario:
     cancel_at: int | None = None  # the run is cancelled while this step runs
 
 
-def simulate(steps: list[Mapping[str, Any]], s: Scenario) -> list[int]:
-    """Indexes of the steps that start, in order."""
+@dataclass(frozen=True)
+class Run:
+    """What a simulated run did: the steps that started, in order, and each one's outcome."""
+
+    ran: list[int]
+    outcome: dict[int, str]  # step index -> success | failure | cancelled (before continue-on-error)
+
+
+def simulate(steps: list[Mapping[str, Any]], s: Scenario) -> Run:
+    """The steps that start, in order, with their outcomes."""
     ran: list[int] = []
+    by_index: dict[int, str] = {}
     failed_before = False
     cancelled = False
     outcomes: dict[str, dict[str, str]] = {}
@@ -116,12 +127,14 @@ def simulate(steps: list[Mapping[str, Any]], s: Scenario) -> list[int]:
             outcome = "cancelled"
         else:
             outcome = "failure" if i in s.fails else "success"
+        # continue-on-error turns only a failure into success; a cancelled step stays cancelled.
         conclusion = "success" if outcome == "failure" and step.get("continue-on-error") is True else outcome
+        by_index[i] = outcome
         if sid:
             outcomes[sid] = {"outcome": outcome, "conclusion": conclusion}
         if conclusion == "failure":
             failed_before = True
-    return ran
+    return Run(ran, by_index)
 
 
 def check_nightly_workflow(
@@ -189,9 +202,11 @@ def check_nightly_workflow(
     scenarios = [Scenario("everything succeeds", frozenset())]
     before_teardown = range(at["destroy"])
     scenarios += [Scenario(f"step {i} ({_name(steps[i])}) fails", frozenset({i})) for i in before_teardown]
+    # A cancel can land during any step, teardown steps included (a cancel during destroy is the case a
+    # resume on `failure` alone misses).
     scenarios += [
         Scenario(f"cancelled during step {i} ({_name(steps[i])})", frozenset(), cancel_at=i)
-        for i in before_teardown
+        for i in range(len(steps))
     ]
     scenarios += [
         Scenario(f"{sc.name}, then destroy fails", sc.fails | {at["destroy"]}, sc.cancel_at)
@@ -200,15 +215,17 @@ def check_nightly_workflow(
     paths: dict[str, list[str]] = {}
     try:
         for sc in scenarios:
-            ran = simulate(steps, sc)
+            run = simulate(steps, sc)
+            ran = run.ran
             paths[sc.name] = [_name(steps[i]) for i in ran]
             if at["up"] in ran:
                 for role in ("destroy", "verify"):
                     if at[role] not in ran:
                         f.append(f"when {sc.name}, make up ran but {role} does not run")
-                if at["destroy"] in sc.fails and at["resume"] not in ran:
-                    f.append(f"when {sc.name}, resume does not run")
-            if at["destroy"] not in sc.fails and at["resume"] in ran:
+            destroy = run.outcome.get(at["destroy"])
+            if destroy in ("failure", "cancelled") and at["resume"] not in ran:
+                f.append(f"when {sc.name}, destroy ended {destroy} but resume does not run")
+            if destroy == "success" and at["resume"] in ran:
                 f.append(f"when {sc.name}, resume runs although destroy succeeded")
             if at["upload"] not in ran:
                 f.append(f"when {sc.name}, the reports are not uploaded")

@@ -1,21 +1,48 @@
-"""The dcgm-exporter metrics CSV: generated from a typed list and validated with the exporter's rules.
+"""The dcgm-exporter metrics CSV: generated from a typed list and validated exactly as the exporter reads it.
 
-The exporter reads `field, prom type, help` rows: exactly three comma-separated fields, `#` starts a
-comment, blank lines are ignored, the type is one the exporter knows. A comma inside the help text makes
-a fourth field and the exporter exits at start, so a bad row must fail here, before it ships.
+dcgm-exporter (the version pinned in infra/config.py, 4.2.3-4.1.3) reads the file with Go's encoding/csv
+(`csv.NewReader`, `Comment = '#'`, `ReadAll`, every other option at its default) and then checks each
+record (`ExtractCounters`). Both steps are reproduced here:
+
+- CSV syntax, Go's rules (`read_go_csv`): fields split on commas; a field that starts with `"` is quoted,
+  so commas and newlines inside it are text and `""` is one quote; a `"` anywhere in an unquoted field is
+  an error (LazyQuotes is off), and a space before the opening quote makes the field unquoted; `#` starts
+  a comment only in the first column; empty lines are skipped, but a line of spaces is a record; CRLF
+  reads as LF; a UTF-8 byte order mark is not stripped. FieldsPerRecord is 0, so the first record fixes
+  the field count of every later one. The first error ends the read, as ReadAll does.
+- The exporter's checks, after trimming spaces (spaces only, not tabs) around each field: three fields; a
+  field name go-dcgm knows (current or legacy name) or one of the exporter's own counters, listed in
+  dcgm_field_names.json with its source and version; a Prometheus type the exporter knows (it does not
+  check its own counters' type). It skips profiling rows the GPU cannot collect before checking their
+  type; this checks every row, since the same CSV ships to every GPU.
+- Project rules, stricter than the exporter: every field is UTF-8, the help text is not empty, no field is
+  listed twice, there is at least one row, and the file is at most MAX_CSV_BYTES.
+
+tests/infra/test_metrics_csv.py runs Go's own reader over the same inputs, so the two cannot drift.
 """
 
 from __future__ import annotations
 
-import re
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from finops import dcgm
 
-# Prometheus types dcgm-exporter accepts in its CSV (counter and gauge for fields, label for labels).
-KNOWN_PROM_TYPES = frozenset({"gauge", "counter", "label"})
-_FIELD_NAME = re.compile(r"^DCGM_(FI|EXP)_[A-Z0-9_]+$")
+_NAMES = json.loads(Path(__file__).with_name("dcgm_field_names.json").read_text())
+DCGM_EXPORTER_VERSION: str = _NAMES["dcgm_exporter"]
+GO_DCGM_VERSION: str = _NAMES["go_dcgm"]
+# go-dcgm's GetFieldID: the current names, then the legacy ones.
+KNOWN_FIELDS = frozenset(_NAMES["fields"]) | frozenset(_NAMES["legacy_fields"])
+# The exporter's own counters (IdentifyMetricType), accepted without a type check.
+EXPORTER_FIELDS = frozenset(_NAMES["exporter_fields"]) - KNOWN_FIELDS
+# dcgm-exporter's promMetricType (internal/pkg/counters/variables.go).
+KNOWN_PROM_TYPES = frozenset({"gauge", "counter", "histogram", "summary", "label"})
+# The exporter's default CSV is about 10 KB; a file a hundred times that is not a metrics CSV.
+MAX_CSV_BYTES = 1 << 20
+UTF8_BOM = b"\xef\xbb\xbf"
+_STRICTER = "a project rule, stricter than the exporter"
 
 
 class MetricsCsvError(ValueError):
@@ -23,7 +50,179 @@ class MetricsCsvError(ValueError):
 
     def __init__(self, line_no: int, row: str, reason: str, source: str = "<csv>"):
         self.line_no, self.row, self.reason, self.source = line_no, row, reason, source
-        super().__init__(f"{source}:{line_no}: {reason}: {row!r}")
+        super().__init__(f"{source}:{line_no}: {reason}: {row!r}" if line_no else f"{source}: {reason}")
+
+
+class MetricsCsvTooLarge(MetricsCsvError):
+    """The input is over MAX_CSV_BYTES: refused unread, not checked."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Go's encoding/csv reader, as dcgm-exporter configures it
+
+
+GO_CSV_ERRORS = {
+    "bare_quote": 'bare " in non-quoted-field',  # csv.ErrBareQuote
+    "quote": 'extraneous or missing " in quoted-field',  # csv.ErrQuote
+    "field_count": "wrong number of fields",  # csv.ErrFieldCount
+}
+
+
+@dataclass(frozen=True)
+class CsvRecord:
+    """One record as Go's reader returns it: raw bytes per field, and the line the record starts on."""
+
+    line: int
+    fields: tuple[bytes, ...]
+
+
+@dataclass(eq=False)  # an exception: mutable (raising sets attributes) and hashable by identity
+class GoCsvError(Exception):
+    """A csv.ParseError: its kind (a key of GO_CSV_ERRORS), where, and what Go's Error() says."""
+
+    kind: str
+    start_line: int
+    line: int
+    column: int  # 1-based byte index, as Go counts it
+    record: tuple[bytes, ...] = ()  # the fields read before the error (all of them for field_count)
+    first: CsvRecord | None = None  # the record that fixed the field count
+
+    @property
+    def message(self) -> str:
+        err = GO_CSV_ERRORS[self.kind]
+        if self.kind == "field_count":
+            return f"record on line {self.line}: {err}"
+        if self.start_line != self.line:
+            return (
+                f"record on line {self.start_line}; parse error on line {self.line}, "
+                f"column {self.column}: {err}"
+            )
+        return f"parse error on line {self.line}, column {self.column}: {err}"
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _nl(line: bytes) -> int:
+    return 1 if line.endswith(b"\n") else 0
+
+
+class _GoCsvReader:
+    """encoding/csv's Reader with Comma ',', Comment '#', FieldsPerRecord 0, LazyQuotes and
+    TrimLeadingSpace off: the same line handling, field scanning and error positions."""
+
+    def __init__(self, data: bytes):
+        self._data = data
+        self._pos = 0
+        self.num_line = 0
+        self.first: CsvRecord | None = None
+
+    def _read_line(self) -> tuple[bytes, bool]:
+        """The next line with its newline, and whether input had ended. Counts a line even at the end,
+        drops a lone trailing \\r at the end, and reads CRLF as LF, as Go's readLine does."""
+        self.num_line += 1
+        if self._pos >= len(self._data):
+            return b"", True
+        end = self._data.find(b"\n", self._pos)
+        if end < 0:
+            line, self._pos = self._data[self._pos :], len(self._data)
+            if line.endswith(b"\r"):
+                line = line[:-1]
+        else:
+            line, self._pos = self._data[self._pos : end + 1], end + 1
+        if line.endswith(b"\r\n"):
+            line = line[:-2] + b"\n"
+        return line, False
+
+    def read(self) -> CsvRecord | None:
+        """The next record; None at the end of input; GoCsvError for what Go's Read refuses."""
+        line, eof = b"", False
+        while not eof:
+            line, eof = self._read_line()
+            if line.startswith(b"#"):  # a comment: `#` in the first column, nowhere else
+                continue
+            if not eof and len(line) == _nl(line):  # an empty line (a line of spaces is not empty)
+                continue
+            break
+        if eof:
+            return None
+        start = self.num_line
+        buf = bytearray()
+        ends: list[int] = []
+        pos_line, col = self.num_line, 1
+        error: tuple[str, int, int] | None = None
+        while True:
+            if line.startswith(b'"'):
+                line, col, pos_line, outcome = self._quoted(line, col, pos_line, buf)
+                if isinstance(outcome, tuple):
+                    error = outcome
+                    break
+                ends.append(len(buf))
+                if outcome == "next":
+                    continue
+                break
+            comma = line.find(b",")
+            text = line[:comma] if comma >= 0 else line[: len(line) - _nl(line)]
+            if (quote := text.find(b'"')) >= 0:
+                error = ("bare_quote", self.num_line, col + quote)
+                break
+            buf += text
+            ends.append(len(buf))
+            if comma < 0:
+                break
+            line, col = line[comma + 1 :], col + comma + 1
+        fields = tuple(bytes(buf[a:b]) for a, b in zip([0, *ends], ends, strict=False))
+        if error:
+            kind, at_line, at_col = error
+            raise GoCsvError(kind, start, at_line, at_col, fields, self.first)
+        record = CsvRecord(start, fields)
+        if self.first is None:
+            self.first = record
+        elif len(fields) != len(self.first.fields):
+            raise GoCsvError("field_count", start, start, 1, fields, self.first)
+        return record
+
+    def _quoted(
+        self, line: bytes, col: int, pos_line: int, buf: bytearray
+    ) -> tuple[bytes, int, int, str | tuple[str, int, int]]:
+        """Scan a quoted field, across lines if need be. Outcome: "next" (a comma follows), "end" (the
+        record ends), or an error (kind, line, column)."""
+        line, col = line[1:], col + 1
+        while True:
+            quote = line.find(b'"')
+            if quote >= 0:
+                buf += line[:quote]
+                line, col = line[quote + 1 :], col + quote + 1
+                if line.startswith(b'"'):  # `""`: one quote
+                    buf += b'"'
+                    line, col = line[1:], col + 1
+                elif line.startswith(b","):
+                    return line[1:], col + 1, pos_line, "next"
+                elif len(line) == _nl(line):
+                    return line, col, pos_line, "end"
+                else:  # a quote followed by anything else
+                    return line, col, pos_line, ("quote", self.num_line, col - 1)
+            elif line:  # the field goes on past this line: keep its text, newline included
+                buf += line
+                col += len(line)
+                line, _ = self._read_line()
+                if line:
+                    pos_line, col = pos_line + 1, 1
+            else:  # input ended inside the quotes
+                return line, col, pos_line, ("quote", pos_line, col)
+
+
+def read_go_csv(data: bytes) -> list[CsvRecord]:
+    """Every record, as dcgm-exporter's `csv.NewReader` + `Comment = '#'` + `ReadAll` reads `data`."""
+    reader = _GoCsvReader(data)
+    records = []
+    while (record := reader.read()) is not None:
+        records.append(record)
+    return records
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The exporter's checks, and ours
 
 
 @dataclass(frozen=True)
@@ -35,7 +234,13 @@ class MetricRow:
     help: str
 
     def line(self) -> str:
-        return f"{self.field}, {self.prom_type}, {self.help}"
+        help_text = self.help
+        if any(c in help_text for c in ',"\r\n') or help_text != help_text.strip(" "):
+            # Quoted, with the opening quote right after the comma: a space before it would make the
+            # field unquoted, and its quotes bare.
+            help_text = '"' + help_text.replace('"', '""') + '"'
+            return f"{self.field}, {self.prom_type},{help_text}"
+        return f"{self.field}, {self.prom_type}, {help_text}"
 
 
 # The project's metrics: SM_ACTIVE and friends switched on (dcgm-exporter ships them commented out).
@@ -67,51 +272,140 @@ EXPORTER_DEFAULT_METRICS: tuple[MetricRow, ...] = tuple(
 )
 
 
-def validate_row(line_no: int, raw: str, source: str = "<csv>") -> MetricRow | None:
-    """Parse one CSV line; None for comments and blank lines; MetricsCsvError for a bad row."""
-    text = raw.strip()
-    if not text or text.startswith("#"):
-        return None
-    fields = [f.strip() for f in text.split(",")]
+def _whitespace_only(fields: Iterable[bytes]) -> bool:
+    return all(not f.strip() for f in fields)
+
+
+def _record_hints(record: CsvRecord) -> list[str]:
+    """Why a record the author meant as no record at all is one."""
+    if _whitespace_only(record.fields):
+        return [f"line {record.line} holds only whitespace, which is a record, not a blank line"]
+    if record.fields and record.fields[0].lstrip().startswith(b"#"):
+        return [f"line {record.line} is not a comment: `#` starts one only in the first column"]
+    return []
+
+
+_SPLIT_HELP = (
+    "a comma in the help text splits it: quote the help text, the opening quote right after the comma"
+)
+_BOM = (
+    "the file starts with a UTF-8 byte order mark, which the exporter reads as text: line 1's first field "
+    "starts with U+FEFF and a `#` after it starts no comment; save the file without it"
+)
+
+
+def _syntax_problem(exc: GoCsvError) -> tuple[str, list[str]]:
+    """Go's own message for a CSV syntax error, and what to do about it."""
+    hints: list[str] = []
+    if exc.kind == "field_count" and exc.first is not None:
+        first, this = len(exc.first.fields), len(exc.record)
+        hints.append(
+            f"the first record, on line {exc.first.line}, has {first} field(s) and every record must "
+            f"match it; this one has {this}"
+        )
+        hints += _record_hints(exc.first) + _record_hints(CsvRecord(exc.start_line, exc.record))
+        if this > first == 3:
+            hints.append(_SPLIT_HELP)
+    elif exc.kind == "bare_quote":
+        hints.append(
+            "a field that holds a quote must be quoted whole: the opening quote right after the comma, "
+            "with no space before it, and each quote inside doubled"
+        )
+    elif exc.kind == "quote":
+        hints.append(
+            "inside a quoted field a quote is written twice, and the closing quote must be followed by "
+            "a comma or the end of the line"
+            if exc.start_line == exc.line
+            else "a quoted field is never closed: it runs on to the end of the file"
+        )
+    return exc.message, hints
+
+
+def _record_problem(record: CsvRecord) -> tuple[str, list[str], MetricRow | None]:
+    """The exporter's checks, then the project's: (reason, hints, None) or ("", [], row)."""
+    fields = [f.strip(b" ") for f in record.fields]  # strings.Trim(field, " "): spaces only
     if len(fields) != 3:
-        raise MetricsCsvError(
-            line_no,
-            raw,
-            f"expected exactly 3 fields (field, prom type, help), found {len(fields)}"
-            + (" - a comma in the help text splits it" if len(fields) > 3 else ""),
-            source,
-        )
-    name, prom_type, help_text = fields
-    if not _FIELD_NAME.match(name):
-        raise MetricsCsvError(
-            line_no, raw, f"field {name!r} is not a DCGM field name (DCGM_FI_* or DCGM_EXP_*)", source
-        )
-    if prom_type not in KNOWN_PROM_TYPES:
-        raise MetricsCsvError(
-            line_no, raw, f"unknown prom type {prom_type!r}; known: {sorted(KNOWN_PROM_TYPES)}", source
-        )
+        hints = _record_hints(record) + ([_SPLIT_HELP] if len(fields) > 3 else [])
+        return f"expected exactly 3 fields (field, prom type, help), found {len(fields)}", hints, None
+    name, prom_type, help_text = (f.decode("utf-8", "surrogateescape") for f in fields)
+    if name not in KNOWN_FIELDS and name not in EXPORTER_FIELDS:
+        hints = [h for h in _record_hints(record) if "not a comment" in h]
+        if name != name.strip():
+            hints.append(f"only spaces around a field are trimmed, not {name!r}")
+        # Only the slips this file's rules explain: case, a byte order mark, an indented comment's `#`.
+        bare = name.strip().lstrip("\ufeff#").strip()
+        meant = next((k for k in (bare, bare.upper()) if k in KNOWN_FIELDS | EXPORTER_FIELDS), None)
+        if meant and meant != name:
+            hints.append(f"perhaps {meant} was meant")
+        reason = f"field {name!r} is not a DCGM field dcgm-exporter {DCGM_EXPORTER_VERSION} knows"
+        return f"{reason} (go-dcgm {GO_DCGM_VERSION})", hints, None
+    if name in KNOWN_FIELDS and prom_type not in KNOWN_PROM_TYPES:
+        hints = []
+        if prom_type != prom_type.strip():
+            hints.append(f"only spaces around a field are trimmed, not {prom_type!r}")
+        elif prom_type.lower() in KNOWN_PROM_TYPES:
+            hints.append("prom types are lower case")
+        return f"unknown prom type {prom_type!r}; known: {sorted(KNOWN_PROM_TYPES)}", hints, None
+    for label, value in (("field", name), ("prom type", prom_type), ("help text", help_text)):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"the {label} is not UTF-8 text ({_STRICTER})", [], None
     if not help_text:
-        raise MetricsCsvError(line_no, raw, "empty help text", source)
-    return MetricRow(name, prom_type, help_text)
+        return f"empty help text ({_STRICTER})", [], None
+    return "", [], MetricRow(name, prom_type, help_text)
 
 
-def parse(text: str, source: str = "<csv>") -> list[MetricRow]:
-    """Validate a whole CSV; raises on the first bad row or on a field listed twice."""
+def _too_large(source: str) -> MetricsCsvTooLarge:
+    return MetricsCsvTooLarge(
+        0,
+        "",
+        f"over {MAX_CSV_BYTES:,} bytes, refused unread: a dcgm-exporter metrics CSV is a few KB",
+        source,
+    )
+
+
+def parse(text: str | bytes, source: str = "<csv>") -> list[MetricRow]:
+    """Validate a whole CSV as the exporter reads it, plus the project rules; raises on the first bad row."""
+    data = text.encode("utf-8", "surrogateescape") if isinstance(text, str) else bytes(text)
+    if len(data) > MAX_CSV_BYTES:
+        raise _too_large(source)
+    lines = data.split(b"\n")
+    bom = [_BOM] if data.startswith(UTF8_BOM) else []
+
+    def bad(line_no: int, reason: str, hints: list[str]) -> MetricsCsvError:
+        row = lines[line_no - 1].rstrip(b"\r").decode("utf-8", "backslashreplace") if line_no else ""
+        hints = hints + bom
+        return MetricsCsvError(line_no, row, reason + (f" ({'; '.join(hints)})" if hints else ""), source)
+
+    try:
+        records = read_go_csv(data)
+    except GoCsvError as exc:
+        raise bad(exc.line, *_syntax_problem(exc)) from None
     rows: list[MetricRow] = []
     seen: dict[str, int] = {}
-    for line_no, raw in enumerate(text.splitlines(), start=1):
-        row = validate_row(line_no, raw, source)
+    for record in records:
+        reason, hints, row = _record_problem(record)
         if row is None:
-            continue
+            raise bad(record.line, reason, hints)
         if row.field in seen:
-            raise MetricsCsvError(
-                line_no, raw, f"field {row.field} already listed on line {seen[row.field]}", source
+            raise bad(
+                record.line, f"field {row.field} already listed on line {seen[row.field]} ({_STRICTER})", []
             )
-        seen[row.field] = line_no
+        seen[row.field] = record.line
         rows.append(row)
     if not rows:
         raise MetricsCsvError(0, "", "no metric rows: the exporter would export nothing", source)
     return rows
+
+
+def read_capped(path: Path) -> bytes:
+    """The file's bytes; MetricsCsvTooLarge past MAX_CSV_BYTES, without reading the rest."""
+    with path.open("rb") as f:
+        data = f.read(MAX_CSV_BYTES + 1)
+    if len(data) > MAX_CSV_BYTES:
+        raise _too_large(str(path))
+    return data
 
 
 def render(rows: Iterable[MetricRow] = PROJECT_METRICS) -> str:

@@ -6,32 +6,46 @@ import argparse
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from finops import dcgm
-from infra.metrics_csv import MetricsCsvError, parse
+from infra.metrics_csv import (
+    DCGM_EXPORTER_VERSION,
+    MAX_CSV_BYTES,
+    MetricsCsvError,
+    MetricsCsvTooLarge,
+    parse,
+    read_capped,
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=Path, help="the CSV file (field, prom type, help per row)")
     parser.epilog = (
-        "exit 0: valid; exit 1: a bad row (printed with line number and reason); exit 2: unreadable"
+        f"Reads the file as dcgm-exporter {DCGM_EXPORTER_VERSION} does (Go's encoding/csv with `#` "
+        "comments, then its field checks), plus the project's rules. "
+        "exit 0: valid; exit 1: a bad row (printed with line number and reason); "
+        f"exit 2: unreadable, or over {MAX_CSV_BYTES:,} bytes"
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    console = Console(stderr=True, soft_wrap=True)
+    console = Console(stderr=True, soft_wrap=True, highlight=False)
     try:
-        text = args.file.read_text()
+        data = read_capped(args.file)
     except OSError as exc:
-        console.print(f"[red]cannot read {args.file}: {exc.strerror}[/red]")
+        console.print(f"[red]cannot read {escape(str(args.file))}: {escape(exc.strerror or str(exc))}[/red]")
+        return 2
+    except MetricsCsvTooLarge as exc:
+        console.print(f"[red]cannot check[/red] {escape(str(exc))}")
         return 2
     try:
-        rows = parse(text, source=str(args.file))
+        rows = parse(data, source=str(args.file))
     except MetricsCsvError as exc:
-        console.print(f"[red]invalid[/red] {exc}")
+        console.print(f"[red]invalid[/red] {escape(str(exc))}")
         return 1
     fields = {r.field for r in rows}
-    Console(soft_wrap=True).print(f"valid: {len(rows)} metrics in {args.file}")
+    Console(soft_wrap=True, highlight=False).print(f"valid: {len(rows)} metrics in {escape(str(args.file))}")
     if dcgm.SM_ACTIVE not in fields:
         console.print(
             f"[yellow]warning[/yellow]: {dcgm.SM_ACTIVE} is not exported; idle cost cannot be measured"

@@ -1,12 +1,15 @@
 """An append-only JSON-lines journal of a teardown: what was planned, started, deleted, failed.
 
-Each line is flushed and fsynced as it is written, so a process killed at any point leaves a journal
-that `resume` can read. The journal is a record, not the truth: resume always re-lists the account.
+Each entry is one whole line, written with a single append and fsynced, so a process killed at any point
+leaves a journal that `resume` can read. Should a line still be torn (a kill mid-write, a full disk), it
+is skipped with a warning and never hides the entries after it: the next write starts on a fresh line.
+The journal is a record, not the truth: resume always re-lists the account.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import Iterator
@@ -15,31 +18,52 @@ from typing import Any
 
 from teardown.model import Resource
 
+log = logging.getLogger(__name__)
+
 
 class Journal:
     def __init__(self, path: str | Path):
         self.path = Path(path)
+        self._warned: set[int] = set()  # torn lines already reported, so each is said once
 
     def write(self, event: str, **data: Any) -> None:
+        """Append one entry as one whole line (a single O_APPEND write), then fsync."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        line = json.dumps({"t": time.time(), "event": event, **data}, default=str)
-        with self.path.open("a") as f:
-            f.write(line + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        line = json.dumps({"t": time.time(), "event": event, **data}, default=str).encode() + b"\n"
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            # A torn last line (no newline) would glue this entry onto it and lose both: start afresh.
+            if _ends_torn(fd):
+                line = b"\n" + line
+            while line:  # os.write may write less than asked (a signal, a nearly full disk)
+                line = line[os.write(fd, line) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def events(self) -> Iterator[dict[str, Any]]:
+        """Every whole entry, in order; a torn line is skipped with a warning, the lines after it stand."""
         if not self.path.exists():
             return
-        with self.path.open() as f:
-            for line in f:
-                line = line.strip()
-                if not line:
+        with self.path.open("rb") as f:
+            for line_no, raw in enumerate(f, start=1):
+                if not raw.strip():
                     continue
                 try:
-                    yield json.loads(line)
-                except json.JSONDecodeError:
-                    return  # a line cut short by a kill: everything before it stands
+                    entry = json.loads(raw)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    entry = None
+                if not isinstance(entry, dict) or not isinstance(entry.get("event"), str):
+                    if line_no not in self._warned:
+                        self._warned.add(line_no)
+                        log.warning(
+                            "journal %s: line %d is torn or not an entry (%r); skipped, later lines kept",
+                            self.path,
+                            line_no,
+                            raw[:80],
+                        )
+                    continue
+                yield entry
 
     def last_plan(self) -> list[Resource]:
         plan: list[Resource] = []
@@ -60,3 +84,9 @@ class Journal:
             elif e["event"] in ("destroy-end", "resume-end"):
                 state = True
         return state
+
+
+def _ends_torn(fd: int) -> bool:
+    """True when the file is not empty and its last byte is not a newline."""
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from assertions.nightly import check_nightly_workflow, evaluate
+from assertions.nightly import Scenario, check_nightly_workflow, evaluate, simulate
 from infra.ci_role import MAX_SESSION_SECONDS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,6 +43,35 @@ def test_the_workflow_keeps_its_promises():
     assert len(v.evidence["paths"]) > 20  # every step before teardown failing or cancelled, destroy too
 
 
+def index(wf: dict, pattern: str) -> int:
+    return job(wf)["steps"].index(step(wf, pattern))
+
+
+@pytest.mark.parametrize("teardown_step", [r"make destroy", r"make resume", r"teardown verify", r"upload"])
+def test_a_cancel_during_each_teardown_step_is_simulated_and_the_rest_of_teardown_runs(teardown_step):
+    wf = load()
+    steps = job(wf)["steps"]
+    at = index(wf, teardown_step)
+    fails = frozenset({index(wf, "make destroy")}) if teardown_step == r"make resume" else frozenset()
+    run = simulate(steps, Scenario("cancel", fails, cancel_at=at))
+    assert at in run.ran and run.outcome[at] == "cancelled"
+    after = [i for i in range(at + 1, len(steps))]
+    if teardown_step == r"make destroy":  # resume is the step that finishes what the cancel cut short
+        assert index(wf, "make resume") in run.ran
+    assert all(i in run.ran for i in after if i != index(wf, "make resume")), run.ran
+    v = check_nightly_workflow(wf, job_timeout_floor_minutes=guard_minutes(wf))
+    assert f"cancelled during step {at} ({steps[at]['name'][:60]})" in v.evidence["paths"]
+
+
+def test_cancelled_destroy_runs_resume_under_the_new_condition_not_the_old():
+    wf = load()
+    steps = job(wf)["steps"]
+    cancel_destroy = Scenario("cancelled during destroy", frozenset(), cancel_at=index(wf, "make destroy"))
+    assert index(wf, "make resume") in simulate(steps, cancel_destroy).ran
+    old = mutate(put("if", "always() && steps.destroy.outcome == 'failure'", r"make resume"))
+    assert index(old, "make resume") not in simulate(job(old)["steps"], cancel_destroy).ran
+
+
 def mutate(change) -> dict:
     wf = copy.deepcopy(load())
     change(wf)
@@ -67,7 +96,21 @@ BROKEN = {
     "resume always": (put("if", "always()", r"make resume"), "resume runs although destroy succeeded"),
     "resume on failure()": (
         put("if", "failure()", r"make resume"),
-        "then destroy fails, resume does not run",
+        "then destroy fails, destroy ended failure but resume does not run",
+    ),
+    # The condition this workflow had: a run cancelled during `make destroy` has outcome `cancelled`.
+    "resume only when destroy's outcome is failure": (
+        put("if", "always() && steps.destroy.outcome == 'failure'", r"make resume"),
+        "(make destroy), destroy ended cancelled but resume does not run",
+    ),
+    # The conclusion is after continue-on-error: a failed destroy concludes `success`.
+    "resume on destroy's conclusion": (
+        put("if", "always() && steps.destroy.conclusion != 'success'", r"make resume"),
+        "then destroy fails, destroy ended failure but resume does not run",
+    ),
+    "resume on failure() or cancelled()": (
+        put("if", "failure() || cancelled()", r"make resume"),
+        "resume runs although destroy succeeded",
     ),
     "upload only on success": (drop("if", r"upload-artifact"), "the reports are not uploaded"),
     "verify forgiven": (put("continue-on-error", True, r"teardown verify"), "verify has continue-on-error"),
@@ -133,6 +176,17 @@ def test_each_broken_promise_is_caught(case):
         ("${{ always() && steps.d.outcome == 'failure' }}", True, False, {"d": {"outcome": "failure"}}, True),
         ("!cancelled() && (failure() || success())", False, False, {}, True),
         ("!cancelled()", False, True, {}, False),
+        # resume's condition: destroy cancelled, failed (outcome before continue-on-error), succeeded
+        ("always() && steps.d.outcome != 'success'", False, True, {"d": {"outcome": "cancelled"}}, True),
+        (
+            "always() && steps.d.outcome != 'success'",
+            False,
+            False,
+            {"d": {"outcome": "failure", "conclusion": "success"}},
+            True,
+        ),
+        ("always() && steps.d.outcome != 'success'", True, False, {"d": {"outcome": "success"}}, False),
+        ("always() && steps.d.outcome == 'failure'", False, True, {"d": {"outcome": "cancelled"}}, False),
     ],
 )
 def test_step_conditions_follow_githubs_status_rules(expr, failed, cancelled, steps, want):

@@ -20,9 +20,9 @@ SKIPS = yaml.safe_load((ROOT / "infra" / "checkov-skips.yaml").read_text())
 @pytest.mark.parametrize(
     "bad, why",
     [
-        (MetricRow("DCGM_FI_DEV_FB_USED", "gauge", "used, in MiB"), "found 4"),
+        (MetricRow("DCGM_FI_DEV_FB_USED", "gauge\t", "used"), "unknown prom type 'gauge\\t'"),
         (MetricRow("DCGM_FI_DEV_FB_USED", "gauge", ""), "empty help text"),
-        (MetricRow("DCGM_FI_DEV_FB_USED", "summary", "used"), "unknown prom type 'summary'"),
+        (MetricRow("DCGM_FI_DEV_FB_USED", "Gauge", "used"), "unknown prom type 'Gauge'"),
     ],
 )
 def test_malformed_csv_row_fails_synthesis_naming_the_row(tmp_path, bad, why):

@@ -1,0 +1,3 @@
+module gpu-finops/csvref
+
+go 1.22
