@@ -142,3 +142,26 @@ def write_dataset(dataset: FocusDataset, dest: str, *, s3_client: Any = None) ->
         )
         written.append(Written(path, len(records)))
     return written
+
+
+def athena_ddl(location: str = "s3://BUCKET/PREFIX/", table: str = "gpu_finops_focus") -> str:
+    """The Athena (Hive) DDL of the exported dataset: every column in order, partitioned by billing_period.
+    Money is DOUBLE on the micro-dollar quantum; sum it as DECIMAL(18, 6) (see the module docstring)."""
+    hive = {MONEY: "double", QUANTITY: "double", FLOAT: "double", TIME: "timestamp", TEXT: "string",
+            INT: "bigint", BOOL: "boolean"}  # fmt: skip
+    cols = ",\n".join(f"  `{name}` {hive[kind]}" for name, kind in COLUMNS.items())
+    return (
+        f"CREATE EXTERNAL TABLE {table} (\n{cols}\n)\n"
+        f"PARTITIONED BY (`{PARTITION}` string)\n"
+        "STORED AS PARQUET\n"
+        f"LOCATION '{location}'\n"
+        "TBLPROPERTIES (\n"
+        "  'projection.enabled' = 'true',\n"
+        f"  'projection.{PARTITION}.type' = 'date',\n"
+        f"  'projection.{PARTITION}.format' = 'yyyy-MM',\n"
+        f"  'projection.{PARTITION}.range' = '2026-01,NOW',\n"
+        f"  'projection.{PARTITION}.interval' = '1',\n"
+        f"  'projection.{PARTITION}.interval.unit' = 'MONTHS',\n"
+        f"  'storage.location.template' = '{location.rstrip('/')}/{PARTITION}=${{{PARTITION}}}/'\n"
+        ");"
+    )

@@ -115,21 +115,20 @@ def tenant_table(summaries: Sequence[TenantSummary]) -> Table:
 
 
 def tenant_panel(ax: Any, summaries: Sequence[TenantSummary]) -> None:
-    """Stacked bars per tenant: the dollars that bought computation and the idle dollars."""
+    """Stacked bars per tenant: dollars that bought computation, idle dollars, and dollars whose
+    SM_ACTIVE was not measured (neither, so not drawn as either)."""
     names = [s.tenant for s in summaries]
     idle = [float(s.idle_cost or 0) for s in summaries]
-    busy = [float(s.cost) - i for s, i in zip(summaries, idle, strict=True)]
+    busy = [float(s.measured_cost or 0) - i for s, i in zip(summaries, idle, strict=True)]
+    unmeasured = [float(s.cost - (s.measured_cost or 0)) for s in summaries]
     ax.bar(names, busy, label="bought computation", color="tab:green")
     ax.bar(names, idle, bottom=busy, label="idle: cost x (1 - SM_ACTIVE)", color="tab:red", alpha=0.7)
+    ax.bar(names, unmeasured, bottom=[b + i for b, i in zip(busy, idle, strict=True)],
+           label="SM_ACTIVE not measured", color="tab:gray", alpha=0.5)  # fmt: skip
     for x, s in enumerate(summaries):
         share = "" if s.idle_share is None else f" ({s.idle_share * 100:.0f} % idle)"
-        ax.annotate(
-            f"${s.cost:.4f}{share}\n{s.gpu_hours:.2f} GPU-h",
-            (x, float(s.cost)),
-            ha="center",
-            va="bottom",
-            fontsize="small",
-        )
+        ax.annotate(f"${s.cost:.4f}{share}\n{s.gpu_hours:.2f} GPU-h", (x, float(s.cost)), ha="center", va="bottom", fontsize="small")  # fmt: skip
+    ax.margins(y=0.25)
     ax.set_ylabel("$ per tenant")
     ax.set_title("Per tenant: cost split by GPU-seconds held, and how much of it idled")
     ax.legend(fontsize="small")

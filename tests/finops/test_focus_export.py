@@ -272,3 +272,12 @@ def test_focus_validator_rejects_a_missing_mandatory_column(exported, tmp_path):
     bad = _rewrite(exported / "billing_period=2026-11" / "focus.parquet", tmp_path / "no-billed",
                    lambda t: t.drop_columns(["BilledCost"]))  # fmt: skip
     assert validate(bad, tmp_path)["failed"] == {"BilledCost_Required"}
+
+
+def test_the_athena_ddl_in_the_docs_is_the_exported_schema():
+    from finops.export import athena_ddl, schema
+
+    assert athena_ddl() in (ROOT / "docs" / "finops.md").read_text()
+    assert [f"`{n}`" for n in schema().names] == [
+        line.split()[0] for line in athena_ddl().splitlines()[1 : len(schema()) + 1]
+    ]
