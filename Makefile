@@ -11,6 +11,9 @@ TOOLS_DIR  := .tools
 CACHE_DIR  ?= $(HOME)/.cache/gpu-finops
 NODE_MAJOR := 22
 CHECKOV_VERSION := 3.3.30
+# The FOCUS project's validator pins numpy<2 and pandera 0.17 (which needs multimethod<1.11), and leaves
+# pyarrow open (pyarrow 22+ needs numpy 2): its own tool venv, with the pins it forgot.
+FOCUS_VALIDATOR_VERSION := 1.0.0
 ACTIONLINT_VERSION := 1.7.12
 TARGET     ?= local
 
@@ -23,6 +26,7 @@ export TARGET
 SETUP_STAMP := $(VENV)/.setup-done
 NODE_BIN    := $(NODE_DIR)/node_modules/.bin/node
 CHECKOV     := $(TOOLS_DIR)/checkov/bin/checkov
+FOCUS_VALIDATOR := $(TOOLS_DIR)/focus-validator/bin/focus-validator
 # actionlint comes from the Go module proxy, built once into the cache outside the clone.
 ACTIONLINT  := $(CACHE_DIR)/tools/actionlint-v$(ACTIONLINT_VERSION)/actionlint
 
@@ -42,6 +46,11 @@ $(CHECKOV):
 	@$(PYTHON) -m venv $(TOOLS_DIR)/checkov
 	@$(TOOLS_DIR)/checkov/bin/pip install -q "checkov==$(CHECKOV_VERSION)"
 
+$(FOCUS_VALIDATOR):
+	@echo "installing focus-validator $(FOCUS_VALIDATOR_VERSION) into its own tool venv ($(TOOLS_DIR)/focus-validator)"
+	@$(PYTHON) -m venv $(TOOLS_DIR)/focus-validator
+	@$(TOOLS_DIR)/focus-validator/bin/pip install -q "focus-validator==$(FOCUS_VALIDATOR_VERSION)" "pyarrow>=17,<22" "multimethod<1.11"
+
 $(ACTIONLINT):
 	@command -v go >/dev/null || { echo "actionlint is built from the Go module proxy: install Go (>= 1.24) first"; exit 1; }
 	@echo "building actionlint v$(ACTIONLINT_VERSION) from the Go module proxy into $(dir $@)"
@@ -57,7 +66,7 @@ $(SETUP_STAMP): pyproject.toml Makefile
 	  $$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 	@touch $@
 
-setup: $(SETUP_STAMP) $(NODE_BIN) $(CHECKOV) ## create .venv, install the project, Node.js 22, checkov, prometheus, shellcheck
+setup: $(SETUP_STAMP) $(NODE_BIN) $(CHECKOV) $(FOCUS_VALIDATOR) ## create .venv, install the project, Node.js 22, checkov, focus-validator, prometheus, shellcheck
 
 print-actionlint: # where the actionlint binary lives (tests/ci runs it)
 	@echo $(ACTIONLINT)

@@ -1,4 +1,5 @@
-"""`gpu-finops cost report`: per-node table and a PNG chart from the cost table."""
+"""`gpu-finops cost report`: per-node table and a PNG chart from the cost table, and per tenant from a
+FOCUS export; `gpu-finops cost export` (finops/cli_export.py) writes that export."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from rich.console import Console
 
 from finops.cli_common import add_store_argument
 from finops.cli_common import console as wide_console
+from finops.cli_export import add_export_parser, run_export
 from finops.report import chart, summarize, table
 from finops.store import open_store
 
@@ -22,24 +24,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     report.add_argument("--until", default=None, help="ChargePeriodStart before this (ISO 8601 UTC)")
     report.add_argument("--png", type=Path, default=Path("reports/cost.png"), help="chart path")
     report.add_argument("--json", type=Path, default=None, help="also write the per-node summary as JSON")
+    report.add_argument(
+        "--parquet",
+        default=None,
+        help="a FOCUS export (directory or s3:// prefix, from `cost export`): adds the per-tenant table "
+        "(cost, idle cost, idle share, GPU-hours, read with DuckDB) and the chart's per-tenant panel",
+    )
+    report.add_argument("--period", default=None, help="with --parquet: one billing period, YYYY-MM")
+    add_export_parser(sub)
     parser.epilog = "exit 0: report written; exit 1: the cost table has no records in the range"
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action == "export":
+        return run_export(args)
     records = open_store(args.store).records(since=args.since, until=args.until)
     console = wide_console()
-    if not records:
+    tenants = None
+    if args.parquet:
+        from finops.tenant_report import by_tenant, tenant_table
+
+        tenants = by_tenant(args.parquet, period=args.period)
+    if not records and not tenants:
         Console(stderr=True).print(
             f"[red]no cost records in {args.store}[/red] for the range given: run `gpu-finops collect` first"
         )
         return 1
     summaries = summarize(records)
-    console.print(table(summaries))
-    console.print(f"chart: {chart(records, args.png)}")
+    if summaries:
+        console.print(table(summaries))
+    if tenants:
+        console.print(tenant_table(tenants))
+    console.print(f"chart: {chart(records, args.png, tenants)}")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
+        report = [s.__dict__ | {"idle_share": s.idle_share} for s in summaries]
         args.json.write_text(
-            json.dumps([s.__dict__ | {"idle_share": s.idle_share} for s in summaries], indent=2)
+            json.dumps(
+                report if tenants is None else {"nodes": report, "tenants": [t.to_dict() for t in tenants]},
+                indent=2,
+            )
         )
         console.print(f"json: {args.json}")
     return 0

@@ -101,16 +101,27 @@ def table(summaries: Sequence[NodeSummary]) -> Table:
     return t
 
 
-def chart(records: Sequence[CostRecord], path: Path) -> Path:
-    """GPU_UTIL vs SM_ACTIVE over time per node (top) and idle dollars per interval (bottom)."""
+def chart(records: Sequence[CostRecord], path: Path, tenants: Sequence | None = None) -> Path:
+    """GPU_UTIL vs SM_ACTIVE over time per node (top), idle dollars per interval (middle) and, given the
+    per-tenant totals of a FOCUS export (finops.tenant_report), each tenant's cost and idle cost (bottom)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    if not records:
+    if not records and not tenants:
         raise ValueError("no cost records to chart: run `gpu-finops collect` first, or widen --since/--until")
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(11, 7), sharex=True)
+    panels = (2 if records else 0) + (1 if tenants else 0)
+    fig, axes = plt.subplots(panels, 1, figsize=(11, 3.6 * panels + 0.4), squeeze=False)
+    axes = [a[0] for a in axes]
+    if tenants:
+        from finops.tenant_report import tenant_panel
+
+        tenant_panel(axes[-1], tenants)
+    if not records:
+        return _save(fig, path)
+    top, bottom = axes[0], axes[1]
+    bottom.sharex(top)
     for name, rows in sorted(group_by_node(records).items()):
         t = [datetime.fromisoformat(r.ChargePeriodStart.replace("Z", "+00:00")) for r in rows]
         util = [r.x_GpuUtilPercent for r in rows]
@@ -132,7 +143,14 @@ def chart(records: Sequence[CostRecord], path: Path) -> Path:
     top.legend(fontsize="small", ncol=2)
     bottom.set_ylabel("idle $ per interval")
     bottom.set_title("Money that bought no computation: cost x (1 - SM_ACTIVE)")
-    fig.autofmt_xdate()
+    for label in (*top.get_xticklabels(), *bottom.get_xticklabels()):
+        label.set_rotation(20)
+    return _save(fig, path)
+
+
+def _save(fig, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)

@@ -19,13 +19,15 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from infra.config import Config
+from infra.eks_support import UnsupportedVersion, control_plane_price
 
-# Published list prices (us-east-1, checked 2026-11): https://aws.amazon.com/eks/pricing/,
-# https://aws.amazon.com/vpc/pricing/ (NAT gateway hour, public IPv4 address hour), https://aws.amazon.com/fis/pricing/
-EKS_CONTROL_PLANE_USD_H = 0.10
+# Published list prices (us-east-1, checked 2026-11): https://aws.amazon.com/vpc/pricing/ (NAT gateway
+# hour, public IPv4 address hour), https://aws.amazon.com/fis/pricing/. The EKS control plane's price
+# depends on the version's support window on the day: infra/eks_support.py.
 NAT_GATEWAY_USD_H = 0.045
 PUBLIC_IPV4_USD_H = 0.005
 FIS_ACTION_MINUTE_USD = 0.10
@@ -64,6 +66,7 @@ class Estimate:
     items: tuple[LineItem, ...]
     max_hours: float
     budget_usd: float | None
+    notes: tuple[str, ...] = ()  # warnings to print with the ceiling (a version leaving standard support)
 
     @property
     def usd(self) -> float:
@@ -82,6 +85,7 @@ class Estimate:
             "max_hours": self.max_hours,
             "budget_usd": self.budget_usd,
             "ceiling_usd": round(self.usd, 2),
+            "notes": list(self.notes),
             "items": [
                 {
                     "what": i.what,
@@ -96,11 +100,21 @@ class Estimate:
 
 
 def estimate(
-    c: Config, on_demand_usd_h: Callable[[str], float], *, max_hours: float, budget_usd: float | None = None
+    c: Config,
+    on_demand_usd_h: Callable[[str], float],
+    *,
+    max_hours: float,
+    budget_usd: float | None = None,
+    start: datetime | None = None,
 ) -> Estimate:
-    """The most one run can cost over `max_hours` of wall time. Raises GuardError when a price is missing."""
+    """The most one run starting at `start` (default: now) can cost over `max_hours` of wall time.
+    Raises GuardError when a price is missing or the EKS version is past its support."""
     if max_hours <= 0:
         raise GuardError(f"max wall time must be positive hours, got {max_hours}")
+    try:
+        control_plane = control_plane_price(c.versions.kubernetes, start or datetime.now(UTC), max_hours)
+    except UnsupportedVersion as exc:
+        raise GuardError(str(exc)) from exc
 
     def price(instance_type: str) -> float:
         try:
@@ -128,7 +142,7 @@ def estimate(
             "node-hours",
             price(c.system_instance_type),
         ),
-        LineItem("EKS control plane", max_hours, "cluster-hours", EKS_CONTROL_PLANE_USD_H),
+        LineItem(control_plane.label, max_hours, "cluster-hours", control_plane.usd_per_hour),
         LineItem("NAT gateway", NAT_GATEWAYS * max_hours, "gateway-hours", NAT_GATEWAY_USD_H),
         LineItem("public IPv4 (NAT EIP)", NAT_GATEWAYS * max_hours, "address-hours", PUBLIC_IPV4_USD_H),
         LineItem(
@@ -138,7 +152,7 @@ def estimate(
             FIS_ACTION_MINUTE_USD,
         ),
     )
-    return Estimate(items, max_hours, budget_usd)
+    return Estimate(items, max_hours, budget_usd, tuple(n for n in (control_plane.note,) if n))
 
 
 NOT_COUNTED = (
@@ -155,6 +169,7 @@ def render(e: Estimate) -> str:
         )
     lines.append(f"  {'total ceiling':<86} {'':>31} = ${e.usd:>8.2f}  (${e.usd_per_hour:.2f}/h)")
     lines.append(f"  {NOT_COUNTED}")
+    lines.extend(f"  warning: {note}" for note in e.notes)
     if e.budget_usd is not None:
         verdict = "within" if e.within_budget else "OVER"
         lines.append(f"  budget ${e.budget_usd:.2f}: {verdict} budget")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from datetime import datetime
 from pathlib import Path
 
 from infra.config import ConfigError, load_config
@@ -73,6 +74,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--deadline-file", type=Path, default=None, help="start the run's clock: write the deadline here"
     )
     est.add_argument("--json", type=Path, default=None, help="also write the estimate as JSON")
+    est.add_argument(
+        "--start",
+        type=datetime.fromisoformat,
+        default=None,
+        help="when the run starts, ISO 8601 with a zone (default: now); prices the EKS control plane "
+        "by the version's support window on that day",
+    )
     run = sub.add_parser("run", help="run a command; stop it at the deadline so teardown keeps its time")
     run.add_argument("--deadline-file", type=Path, default=DEFAULT_DEADLINE_FILE)
     run.add_argument(
@@ -121,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
             _price_source(args.rates, config.region),
             max_hours=args.max_hours,
             budget_usd=args.budget_usd,
+            start=args.start,
         )
         print(render(e), flush=True)
         if args.json:

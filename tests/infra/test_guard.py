@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import boto3
@@ -15,23 +16,35 @@ import pytest
 from botocore.stub import Stubber
 
 from gpu_finops.cli import main
-from infra.config import Config
-from infra.guard import EXIT_DEADLINE, Deadline, GuardError, estimate, run_until
+from infra.config import Config, Versions
+from infra.eks_support import (
+    EKS_SUPPORT,
+    EXTENDED_USD_H,
+    STANDARD_USD_H,
+    WARN_DAYS,
+    control_plane_price,
+)
+from infra.guard import EXIT_DEADLINE, Deadline, GuardError, estimate, render, run_until
 from tests.finops.aws_shapes import price_list_item
 
 OFFLINE = {"g6e.xlarge": 1.861, "g6e.12xlarge": 10.493, "m7i.large": 0.1008}
+# The ceilings below are for a run on 2026-11-30 (EKS 1.34 still in standard support); the EKS tests
+# further down move the date across each boundary.
+NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
+START = ("--start", NOW.isoformat())
 
 
 def test_ceiling_counts_every_quota_node_at_on_demand_plus_fixed_services():
     c = Config(gvt_spot_vcpu_quota=8)  # 2 GPU nodes of 4 vCPUs
-    e = estimate(c, OFFLINE.__getitem__, max_hours=3)
+    e = estimate(c, OFFLINE.__getitem__, max_hours=3, start=NOW)
     by_unit = {i.what.split(":")[0]: i for i in e.items}
     assert by_unit["GPU nodes"].quantity == 6 and by_unit["GPU nodes"].usd_per_unit == 1.861
     assert by_unit["system nodes"].quantity == 6 and by_unit["system nodes"].usd_per_unit == 0.1008
     expected = 6 * 1.861 + 6 * 0.1008 + 3 * 0.10 + 3 * 0.045 + 3 * 0.005 + 5 * 0.10
     assert e.usd == pytest.approx(expected) and round(e.usd, 2) == 12.72
     assert (
-        e.within_budget and not estimate(c, OFFLINE.__getitem__, max_hours=3, budget_usd=12.0).within_budget
+        e.within_budget
+        and not estimate(c, OFFLINE.__getitem__, max_hours=3, budget_usd=12.0, start=NOW).within_budget
     )
 
 
@@ -102,7 +115,7 @@ def guard(*argv: str) -> list[str]:
 def test_over_budget_is_refused_before_anything_starts(tmp_path, capsys):
     deadline = tmp_path / "deadline.json"
     code = main(
-        guard("estimate", "--rates", "catalog", "--budget-usd", "5", "--deadline-file", str(deadline))
+        guard("estimate", "--rates", "catalog", "--budget-usd", "5", "--deadline-file", str(deadline), *START)
     )
     out = capsys.readouterr().out
     assert code == 3, out
@@ -116,7 +129,7 @@ def test_within_budget_prints_the_ceiling_and_starts_the_clock(tmp_path, capsys)
     code = main(
         guard(
             "estimate", "--rates", "catalog", "--budget-usd", "25", "--max-hours", "3",
-            "--deadline-file", str(deadline), "--json", str(report),
+            "--deadline-file", str(deadline), "--json", str(report), *START,
         )
     )  # fmt: skip
     out = capsys.readouterr().out
@@ -197,3 +210,76 @@ def test_guard_run_cli_end_to_end(tmp_path):
     )  # fmt: skip
     assert result.returncode == EXIT_DEADLINE, result.stdout + result.stderr
     assert "stopping it so teardown can run" in result.stdout
+
+
+# --- the EKS control plane: standard vs extended support, by date ------------------------------------
+def at(day: date, hour: int = 0) -> datetime:
+    return datetime(day.year, day.month, day.day, hour, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("version", sorted(EKS_SUPPORT))
+def test_each_version_is_standard_the_hour_before_and_extended_from_its_date(version):
+    window = EKS_SUPPORT[version]
+    before = control_plane_price(version, at(window.standard_end) - timedelta(hours=1), 1)
+    after = control_plane_price(version, at(window.standard_end), 1)
+    assert (before.support, before.usd_per_hour) == ("standard", STANDARD_USD_H)
+    assert (after.support, after.usd_per_hour) == ("extended", EXTENDED_USD_H)
+    assert "left standard support" in (after.note or "")
+
+
+@pytest.mark.parametrize("version", sorted(EKS_SUPPORT))
+def test_each_version_is_refused_past_its_extended_support(version):
+    window = EKS_SUPPORT[version]
+    assert control_plane_price(version, at(window.extended_end) - timedelta(hours=1), 1).support == "extended"
+    with pytest.raises(ValueError, match=f"EKS {version} leaves extended support on {window.extended_end}"):
+        control_plane_price(version, at(window.extended_end), 1)
+
+
+def test_eks_134_standard_support_ends_on_2026_12_02():
+    assert EKS_SUPPORT["1.34"].standard_end == date(2026, 12, 2) and EKS_SUPPORT["1.34"].confirmed
+
+
+def test_a_run_that_crosses_the_end_of_standard_support_is_priced_extended():
+    end = at(date(2026, 12, 2))
+    inside = control_plane_price("1.34", end - timedelta(hours=3), 3)  # ends exactly at midnight
+    crossing = control_plane_price("1.34", end - timedelta(hours=2), 3)
+    assert inside.usd_per_hour == STANDARD_USD_H and crossing.usd_per_hour == EXTENDED_USD_H
+    assert "leaves standard support on 2026-12-02" in (crossing.note or "")
+
+
+def test_a_warning_comes_before_extended_support_and_not_earlier_than_the_window():
+    last_quiet = at(date(2026, 12, 2) - timedelta(days=WARN_DAYS + 1), 12)
+    first_warned = last_quiet + timedelta(days=1)
+    assert control_plane_price("1.34", last_quiet, 3).note is None
+    assert f"in {WARN_DAYS} day(s)" in (control_plane_price("1.34", first_warned, 3).note or "")
+    near = control_plane_price("1.34", NOW, 3)
+    assert near.usd_per_hour == STANDARD_USD_H
+    assert near.note and "leaves standard support on 2026-12-02, in 2 day(s)" in near.note
+
+
+def test_an_unknown_version_refuses_to_bound_the_run():
+    c = Config(versions=Versions(kubernetes="1.29"))
+    with pytest.raises(GuardError, match=r"EKS 1.29 is not in the support table"):
+        estimate(c, OFFLINE.__getitem__, max_hours=1, start=NOW)
+
+
+def test_the_ceiling_uses_the_extended_price_once_134_is_past_standard_support():
+    c = Config(versions=Versions(kubernetes="1.34"), gvt_spot_vcpu_quota=8)
+    before = estimate(c, OFFLINE.__getitem__, max_hours=3, start=NOW)
+    after = estimate(c, OFFLINE.__getitem__, max_hours=3, start=at(date(2026, 12, 2), 9))
+    plane = {e: next(i for i in e.items if i.what.startswith("EKS")) for e in (before, after)}
+    assert plane[before].usd_per_unit == 0.10 and plane[after].usd_per_unit == 0.60
+    assert plane[after].what == "EKS control plane (1.34, extended support)"
+    assert after.usd == pytest.approx(before.usd + 3 * 0.50)
+    assert "warning: EKS 1.34 left standard support on 2026-12-02" in render(after)
+    assert "warning: EKS 1.34 leaves standard support on 2026-12-02" in render(before)
+
+
+def test_the_cli_prints_the_extended_price_and_the_warning(capsys):
+    code = main(
+        guard("estimate", "--rates", "catalog", "--max-hours", "3", "--start", "2026-12-02T09:00:00Z")
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "EKS control plane (1.34, extended support)" in out and "x $0.6000" in out
+    assert "warning: EKS 1.34 left standard support on 2026-12-02" in out

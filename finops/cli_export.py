@@ -1,0 +1,80 @@
+"""`gpu-finops cost export --format parquet --out DIR|s3://bucket/prefix`: the cost table as a FOCUS 1.2
+dataset split per tenant, partitioned by billing period (finops/export.py says the layout)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from rich.console import Console
+
+from finops.cli_common import add_store_argument
+from finops.cli_common import console as wide_console
+from finops.export import write_dataset
+from finops.focus import FOCUS_VERSION, FocusContext, focus_dataset
+from finops.store import open_store
+
+
+def add_export_parser(sub: argparse._SubParsersAction) -> None:
+    export = sub.add_parser("export", help=f"write the FOCUS {FOCUS_VERSION} dataset, split per tenant")
+    add_store_argument(export)
+    export.add_argument("--format", choices=["parquet"], default="parquet", help="only parquet (the default)")
+    export.add_argument("--out", required=True, help="a directory or s3://bucket/prefix")
+    export.add_argument("--since", default=None, help="first ChargePeriodStart (ISO 8601 UTC)")
+    export.add_argument("--until", default=None, help="ChargePeriodStart before this (ISO 8601 UTC)")
+    export.add_argument(
+        "--holdings",
+        default="none",
+        help="who held the GPUs: 'kube' (pods in the cluster; $KUBECONFIG or --kubeconfig), file:PATH (JSON "
+        "from harness.gpu_holdings), or 'none' (every node-interval is one unallocated row)",
+    )
+    export.add_argument("--kubeconfig", default=None)
+    export.add_argument(
+        "--billing-account-id",
+        default=os.environ.get("GPU_FINOPS_BILLING_ACCOUNT_ID", "unknown"),
+        help="BillingAccountId (default $GPU_FINOPS_BILLING_ACCOUNT_ID, else 'unknown')",
+    )
+    export.add_argument(
+        "--billing-account-name",
+        default=os.environ.get("GPU_FINOPS_BILLING_ACCOUNT_NAME", "gpu-finops"),
+        help="BillingAccountName (default $GPU_FINOPS_BILLING_ACCOUNT_NAME, else 'gpu-finops')",
+    )
+    export.add_argument("--provider", default="AWS", help="ProviderName, PublisherName, InvoiceIssuerName")
+
+
+def _holdings(spec: str, kubeconfig: str | None):
+    from harness import gpu_holdings
+
+    if spec == "none":
+        return []
+    if spec.startswith("file:"):
+        return gpu_holdings.read_holdings_file(spec.removeprefix("file:"))
+    if spec == "kube":
+        from harness.kube import Kube
+
+        return gpu_holdings.gpu_holdings(Kube.from_kubeconfig(kubeconfig))
+    raise SystemExit(f"--holdings must be 'none', 'kube' or file:PATH, got {spec!r}")
+
+
+def run_export(args: argparse.Namespace) -> int:
+    console = wide_console()
+    records = open_store(args.store).records(since=args.since, until=args.until)
+    if not records:
+        Console(stderr=True).print(f"[red]no cost records in {args.store}[/red]: nothing to export")
+        return 1
+    holdings = _holdings(args.holdings, args.kubeconfig)
+    ctx = FocusContext(args.billing_account_id, args.billing_account_name, provider=args.provider)
+    dataset = focus_dataset(records, holdings, ctx)
+    for w in write_dataset(dataset, args.out):
+        console.print(f"{w.path}: {w.rows} row(s)")
+    console.print(
+        f"FOCUS {FOCUS_VERSION}: {len(dataset.rows)} row(s) from {len(records) - len(dataset.unpriced)} priced "
+        f"node-interval(s), {len(holdings)} GPU holding(s)"
+    )
+    if dataset.unpriced:
+        console.print(
+            f"[yellow]{len(dataset.unpriced)} interval(s) had no price[/yellow] and are not FOCUS rows:"
+        )
+        for r in dataset.unpriced:
+            console.print(f"  {r.ResourceName} {r.ChargePeriodStart}: {r.x_Status}: {r.x_Message or ''}")
+    return 0

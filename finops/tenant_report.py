@@ -1,0 +1,134 @@
+"""Cost by tenant from the exported FOCUS Parquet, read with DuckDB: cost, idle cost, idle share, GPU-hours.
+
+DuckDB reads the Hive-partitioned files in place (a directory); an s3:// prefix is copied to a temporary
+directory with boto3 first, so no DuckDB extension has to be downloaded. Money is summed as
+DECIMAL(18, 6), so the totals are exact.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from rich.table import Table
+
+from finops.export import DATA_FILE, PARTITION, split_s3
+
+TENANT_SQL = f"""
+SELECT
+  x_Tenant AS tenant,
+  SUM(CAST(EffectiveCost AS DECIMAL(18, 6))) AS cost,
+  SUM(CAST(x_IdleCost AS DECIMAL(18, 6))) AS idle_cost,
+  SUM(CASE WHEN x_IdleCost IS NOT NULL THEN CAST(EffectiveCost AS DECIMAL(18, 6)) END) AS measured_cost,
+  SUM(x_GpuSeconds) / 3600 AS gpu_hours,
+  COUNT(DISTINCT ResourceName) AS nodes
+FROM read_parquet($files, hive_partitioning = true)
+WHERE $period IS NULL OR {PARTITION} = $period
+GROUP BY x_Tenant
+ORDER BY cost DESC, tenant
+"""
+
+
+@dataclass(frozen=True)
+class TenantSummary:
+    tenant: str
+    cost: Decimal
+    idle_cost: Decimal | None  # over the intervals whose SM_ACTIVE was measured
+    measured_cost: Decimal | None
+    gpu_hours: float
+    nodes: int
+
+    @property
+    def idle_share(self) -> float | None:
+        if self.idle_cost is None or not self.measured_cost:
+            return None
+        return float(self.idle_cost / self.measured_cost)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tenant": self.tenant,
+            "cost": str(self.cost),
+            "idle_cost": None if self.idle_cost is None else str(self.idle_cost),
+            "idle_share": self.idle_share,
+            "gpu_hours": self.gpu_hours,
+            "nodes": self.nodes,
+        }
+
+
+def _local_copy(source: str, workdir: Path, s3_client: Any = None) -> Path:
+    bucket, prefix = split_s3(source)
+    if s3_client is None:
+        import boto3
+
+        s3_client = boto3.client("s3")
+    pages = s3_client.get_paginator("list_objects_v2").paginate(
+        Bucket=bucket, Prefix=f"{prefix}/" if prefix else ""
+    )
+    for page in pages:
+        for obj in page.get("Contents", []):
+            relative = obj["Key"][len(prefix) :].lstrip("/") if prefix else obj["Key"]
+            if not relative.startswith(f"{PARTITION}="):
+                continue  # the unpriced list and anything else beside the dataset
+            path = workdir / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            s3_client.download_file(bucket, obj["Key"], str(path))
+    return workdir
+
+
+def by_tenant(source: str, *, period: str | None = None, s3_client: Any = None) -> list[TenantSummary]:
+    """Tenants' totals over the dataset at `source` (a directory or s3:// prefix), optionally one period."""
+    import duckdb
+
+    with tempfile.TemporaryDirectory(prefix="gpu-finops-focus-") as tmp:
+        root = _local_copy(source, Path(tmp), s3_client) if source.startswith("s3://") else Path(source)
+        files = sorted(str(p) for p in root.glob(f"{PARTITION}=*/{DATA_FILE}"))
+        if not files:
+            raise FileNotFoundError(f"no FOCUS partitions ({PARTITION}=YYYY-MM/{DATA_FILE}) under {source}")
+        with duckdb.connect() as db:
+            rows = db.execute(TENANT_SQL, {"files": files, "period": period}).fetchall()
+    return [
+        TenantSummary(t, cost, idle, measured, float(hours or 0), nodes)
+        for t, cost, idle, measured, hours, nodes in rows
+    ]
+
+
+def tenant_table(summaries: Sequence[TenantSummary]) -> Table:
+    t = Table(title="GPU cost per tenant (FOCUS export)")
+    for col in ("tenant", "nodes", "GPU-hours", "cost $", "idle $", "idle share"):
+        t.add_column(col, justify="left" if col == "tenant" else "right")
+    for s in summaries:
+        t.add_row(
+            s.tenant,
+            str(s.nodes),
+            f"{s.gpu_hours:.4f}",
+            f"{s.cost:.6f}",
+            "—" if s.idle_cost is None else f"{s.idle_cost:.6f}",
+            "—" if s.idle_share is None else f"{s.idle_share * 100:.1f} %",
+        )
+    total = sum((s.cost for s in summaries), Decimal(0))
+    t.add_row("total", "", f"{sum(s.gpu_hours for s in summaries):.4f}", f"{total:.6f}", "", "")
+    return t
+
+
+def tenant_panel(ax: Any, summaries: Sequence[TenantSummary]) -> None:
+    """Stacked bars per tenant: dollars that bought computation, idle dollars, and dollars whose
+    SM_ACTIVE was not measured (neither, so not drawn as either)."""
+    names = [s.tenant for s in summaries]
+    idle = [float(s.idle_cost or 0) for s in summaries]
+    busy = [float(s.measured_cost or 0) - i for s, i in zip(summaries, idle, strict=True)]
+    unmeasured = [float(s.cost - (s.measured_cost or 0)) for s in summaries]
+    ax.bar(names, busy, label="bought computation", color="tab:green")
+    ax.bar(names, idle, bottom=busy, label="idle: cost x (1 - SM_ACTIVE)", color="tab:red", alpha=0.7)
+    ax.bar(names, unmeasured, bottom=[b + i for b, i in zip(busy, idle, strict=True)],
+           label="SM_ACTIVE not measured", color="tab:gray", alpha=0.5)  # fmt: skip
+    for x, s in enumerate(summaries):
+        share = "" if s.idle_share is None else f" ({s.idle_share * 100:.0f} % idle)"
+        ax.annotate(f"${s.cost:.4f}{share}\n{s.gpu_hours:.2f} GPU-h", (x, float(s.cost)), ha="center", va="bottom", fontsize="small")  # fmt: skip
+    ax.margins(y=0.25)
+    ax.set_ylabel("$ per tenant")
+    ax.set_title("Per tenant: cost split by GPU-seconds held, and how much of it idled")
+    ax.legend(fontsize="small")

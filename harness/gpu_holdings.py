@@ -1,0 +1,178 @@
+"""Who held which node's GPUs, and when: pods' GPU-holding intervals read from Kubernetes.
+
+A pod holds its node's GPUs from the time the kubelet accepted it (`status.startTime`: devices are
+allocated to it from then) until its last container finished; a pod still running holds them still
+(`end` None). A time-sliced replica holds 1/replicas of a physical card, `replicas` read from the
+node's GFD label `nvidia.com/gpu.replicas` (1 when the node has no time-slicing).
+
+The tenant is the namespace's `gpu-finops.io/tenant` label; else the Kueue ClusterQueue behind the
+pod's LocalQueue (`kueue.x-k8s.io/queue-name`); else the namespace itself.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from harness.nodes import GPU_RESOURCE
+
+TENANT_LABEL = "gpu-finops.io/tenant"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+REPLICAS_LABEL = "nvidia.com/gpu.replicas"
+KUEUE = ("kueue.x-k8s.io", "v1beta2")
+
+
+@dataclass(frozen=True)
+class GpuHolding:
+    """One pod's hold on `gpus` GPU resources of `node` over [start, end)."""
+
+    namespace: str
+    tenant: str
+    pod: str
+    node: str
+    gpus: int  # the pod's effective nvidia.com/gpu limit (what the device plugin allocated)
+    start: datetime
+    end: datetime | None = None  # None: still holding
+    replicas: int = 1  # time-slicing replicas per physical card on the node
+
+    @property
+    def physical_gpus(self) -> Fraction:
+        """Physical cards held: a replica holds 1/replicas of its card."""
+        return Fraction(self.gpus, max(1, self.replicas))
+
+    def seconds_within(self, start: datetime, end: datetime) -> Fraction:
+        """Seconds of [start, end) this pod held its GPUs (exact, whole microseconds)."""
+        lo = max(start, self.start)
+        hi = min(end, self.end) if self.end is not None else end
+        if hi <= lo:
+            return Fraction(0)
+        delta = hi - lo
+        return Fraction(delta.days * 86400 * 10**6 + delta.seconds * 10**6 + delta.microseconds, 10**6)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["start"] = self.start.isoformat()
+        data["end"] = self.end.isoformat() if self.end else None
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GpuHolding:
+        return cls(
+            **{
+                **data,
+                "start": _ts(data["start"]),
+                "end": _ts(data.get("end")),
+            }
+        )
+
+
+def _ts(value: Any) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+
+
+def _gpu_limit(container: Any) -> int:
+    limits = (container.resources.limits or {}) if container.resources else {}
+    return int(str(limits.get(GPU_RESOURCE, "0")) or 0)
+
+
+def effective_gpus(pod: Any) -> int:
+    """What the scheduler counts: max(sum over app containers, any one init container)."""
+    app = sum(_gpu_limit(c) for c in (pod.spec.containers or []))
+    init = max((_gpu_limit(c) for c in (pod.spec.init_containers or [])), default=0)
+    return max(app, init)
+
+
+def holding_interval(pod: Any) -> tuple[datetime, datetime | None] | None:
+    """[start, end) of a pod's hold on its devices; None for a pod never started on a node."""
+    status = pod.status
+    if status is None or status.start_time is None or not pod.spec.node_name:
+        return None
+    end = None
+    if status.phase in ("Succeeded", "Failed"):
+        finished = [
+            s.state.terminated.finished_at
+            for s in (status.container_statuses or [])
+            if s.state is not None and s.state.terminated is not None and s.state.terminated.finished_at
+        ]
+        end = max(finished) if finished else status.start_time
+    return status.start_time, end
+
+
+def tenant_of(namespace: str, queue: str | None, ns_labels: dict[str, str], cluster_queues: dict) -> str:
+    """Namespace label, else the ClusterQueue of the pod's LocalQueue, else the namespace."""
+    if ns_labels.get(TENANT_LABEL):
+        return ns_labels[TENANT_LABEL]
+    if queue and (namespace, queue) in cluster_queues:
+        return cluster_queues[(namespace, queue)]
+    return namespace
+
+
+def holdings_from_objects(
+    pods: list[Any],
+    namespace_labels: dict[str, dict[str, str]],
+    node_replicas: dict[str, int],
+    cluster_queues: dict[tuple[str, str], str],
+) -> list[GpuHolding]:
+    """Pure: GPU holdings from pod objects and the lookups they need."""
+    out = []
+    for pod in pods:
+        gpus = effective_gpus(pod)
+        interval = holding_interval(pod)
+        if gpus <= 0 or interval is None:
+            continue
+        ns = pod.metadata.namespace
+        queue = (pod.metadata.labels or {}).get(QUEUE_LABEL)
+        out.append(
+            GpuHolding(
+                namespace=ns,
+                tenant=tenant_of(ns, queue, namespace_labels.get(ns, {}), cluster_queues),
+                pod=pod.metadata.name,
+                node=pod.spec.node_name,
+                gpus=gpus,
+                start=interval[0],
+                end=interval[1],
+                replicas=node_replicas.get(pod.spec.node_name, 1),
+            )
+        )
+    return sorted(out, key=lambda h: (h.node, h.start, h.namespace, h.pod))
+
+
+def gpu_holdings(kube: Any) -> list[GpuHolding]:
+    """Every pod in the cluster that holds (or held, and still exists) GPUs on a node."""
+    pods = kube.core.list_pod_for_all_namespaces().items
+    namespace_labels = {
+        n.metadata.name: dict(n.metadata.labels or {}) for n in kube.core.list_namespace().items
+    }
+    node_replicas = {}
+    for n in kube.core.list_node().items:
+        raw = (n.metadata.labels or {}).get(REPLICAS_LABEL, "1")
+        node_replicas[n.metadata.name] = int(raw) if raw.isdigit() and int(raw) > 0 else 1
+    cluster_queues: dict[tuple[str, str], str] = {}
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        lqs = kube.custom.list_cluster_custom_object(*KUEUE, "localqueues").get("items", [])
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+        lqs = []  # Kueue not installed: tenants come from namespace labels alone
+    for lq in lqs:
+        meta, spec = lq["metadata"], lq.get("spec") or {}
+        if spec.get("clusterQueue"):
+            cluster_queues[(meta["namespace"], meta["name"])] = spec["clusterQueue"]
+    return holdings_from_objects(pods, namespace_labels, node_replicas, cluster_queues)
+
+
+def read_holdings_file(path: str | Path) -> list[GpuHolding]:
+    """A JSON list of holdings (what `write_holdings_file` writes)."""
+    return [GpuHolding.from_dict(d) for d in json.loads(Path(path).read_text())]
+
+
+def write_holdings_file(holdings: list[GpuHolding], path: str | Path) -> None:
+    Path(path).write_text(json.dumps([h.to_dict() for h in holdings], indent=1))

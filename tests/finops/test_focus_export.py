@@ -1,0 +1,283 @@
+"""The FOCUS export: Parquet partitioned by billing period (directory and S3), read back by DuckDB per
+tenant, and judged by the FOCUS project's own focus-validator."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import xml.etree.ElementTree as ET
+from datetime import timedelta
+from decimal import Decimal
+from pathlib import Path
+
+import boto3
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from finops.allocation import to_decimal
+from finops.export import write_dataset
+from finops.focus import MANDATORY, MONEY_COLUMNS, focus_dataset
+from finops.store import SqliteCostStore
+from finops.tenant_report import by_tenant
+from gpu_finops.cli import main
+from harness.gpu_holdings import write_holdings_file
+from tests.finops.focus_fixtures import CTX, T0, hold, record
+
+ROOT = Path(__file__).resolve().parents[2]
+VALIDATOR = ROOT / ".tools" / "focus-validator" / "bin" / "focus-validator"
+OVERRIDES = ROOT / "finops" / "focus-validator-overrides.yaml"
+DEC_1 = T0.replace(month=12, day=1, hour=0)  # the next billing period
+
+# Three minutes of a node two tenants time-slice, one node nobody holds, one interval with no price, and
+# one interval in December, so the export has two partitions and something unpriced.
+RECORDS = [
+    *(record("gpu-a", start=T0 + timedelta(minutes=i)) for i in range(3)),
+    record("gpu-b", start=T0, capacity="on-demand", cost=0.031017, sm_active=None),
+    record("gpu-c", start=T0, cost=None),
+    record("gpu-a", start=DEC_1, cost=0.029999),
+]
+HOLDINGS = [
+    hold("team-a", replicas=4, gpus=3),  # three of four replicas: 3/4 of the card
+    hold("team-b", replicas=4, start=T0 + timedelta(minutes=1)),  # one replica, from the second minute
+    hold("team-b", replicas=4, pod="team-b-dec", start=DEC_1 - timedelta(minutes=1)),
+]
+
+
+@pytest.fixture
+def dataset():
+    return focus_dataset(RECORDS, HOLDINGS, CTX)
+
+
+@pytest.fixture
+def exported(dataset, tmp_path) -> Path:
+    write_dataset(dataset, str(tmp_path / "focus"))
+    return tmp_path / "focus"
+
+
+def test_partitions_by_billing_period_with_the_unpriced_listed_apart(exported):
+    files = sorted(str(p.relative_to(exported)) for p in exported.rglob("*.parquet"))
+    assert files == [
+        "_unpriced/billing_period=2026-11/unpriced.parquet",
+        "billing_period=2026-11/focus.parquet",
+        "billing_period=2026-12/focus.parquet",
+    ]
+    unpriced = pq.read_table(exported / "_unpriced/billing_period=2026-11/unpriced.parquet").to_pylist()
+    assert [(r["ResourceName"], r["x_Status"], r["EffectiveCost"]) for r in unpriced] == [
+        ("gpu-c", "no-rate", None)
+    ]
+
+
+def test_every_mandatory_column_is_there_and_effective_cost_is_never_null(exported):
+    table = pq.read_table(exported / "billing_period=2026-11" / "focus.parquet")
+    assert set(MANDATORY) <= set(table.column_names)
+    rows = table.to_pylist()
+    for column in (*MANDATORY, "ProviderName", "PublisherName", "InvoiceIssuerName", "ResourceId"):
+        if column != "ChargeClass":  # null: not a correction
+            assert all(r[column] is not None for r in rows), column
+    assert {r["BillingPeriodStart"].isoformat() for r in rows} == {"2026-11-01T00:00:00+00:00"}
+    assert {r["BillingPeriodEnd"].isoformat() for r in rows} == {"2026-12-01T00:00:00+00:00"}
+    assert all(r["SkuPriceId"] for r in rows if r["ChargeCategory"] == "Usage")
+
+
+def test_tags_carry_tenant_namespace_and_nodepool(exported):
+    rows = pq.read_table(exported / "billing_period=2026-11" / "focus.parquet").to_pylist()
+    tags = {json.dumps(json.loads(r["Tags"]), sort_keys=True) for r in rows}
+    assert (
+        json.dumps(
+            {
+                "gpu-finops.io/tenant": "team-a",
+                "karpenter.sh/nodepool": "gpu-spot",
+                "kubernetes.io/namespace": "team-a",
+            },
+            sort_keys=True,
+        )
+        in tags
+    )
+    unallocated = [json.loads(r["Tags"]) for r in rows if r["x_Tenant"] == "unallocated"]
+    assert unallocated and all(
+        t == {"gpu-finops.io/tenant": "unallocated", "karpenter.sh/nodepool": "gpu-spot"} for t in unallocated
+    )
+
+
+def test_money_reads_back_exactly_and_each_nodes_rows_sum_to_its_cost(dataset, exported):
+    rows = pq.read_table(exported / "billing_period=2026-11" / "focus.parquet").to_pylist()
+    assert len(rows) == len([r for r in dataset.rows if r["BillingPeriodStart"].month == 11])
+    for written in rows:
+        for column in MONEY_COLUMNS:
+            if written[column] is not None:
+                assert to_decimal(written[column]) == Decimal(repr(written[column])).normalize().quantize(
+                    Decimal("0.000001")
+                )
+    nodes: dict[tuple, Decimal] = {}
+    for r in rows:
+        key = (r["ResourceName"], r["ChargePeriodStart"])
+        nodes[key] = nodes.get(key, Decimal(0)) + to_decimal(r["EffectiveCost"])
+    assert nodes == {
+        k: to_decimal(r["x_NodeEffectiveCost"])
+        for r in rows
+        for k in [(r["ResourceName"], r["ChargePeriodStart"])]
+    }
+
+
+def test_duckdb_reads_the_parquet_by_tenant_exactly(dataset, exported):
+    tenants = {t.tenant: t for t in by_tenant(str(exported))}
+    expected: dict[str, Decimal] = {}
+    for r in dataset.rows:
+        expected[r["x_Tenant"]] = expected.get(r["x_Tenant"], Decimal(0)) + r["EffectiveCost"]
+    assert {t: s.cost for t, s in tenants.items()} == expected
+    assert sum(s.cost for s in tenants.values()) == Decimal("0.031017") * 4 + Decimal("0.029999")
+    a = tenants["team-a"]
+    # team-a held 3/4 of gpu-a's card in each of its four minutes (its pod never ended): 0.05 GPU-hours;
+    # SM_ACTIVE 45.82 % means 54.18 % of that cost idled.
+    assert a.gpu_hours == pytest.approx(4 * 60 * 0.75 / 3600)
+    assert a.idle_share == pytest.approx(1 - 0.4582, abs=1e-4)
+    # gpu-b has no SM_ACTIVE: its cost is in the unallocated total but not in the idle share's base.
+    assert tenants["unallocated"].measured_cost < tenants["unallocated"].cost
+    november = {t.tenant: t for t in by_tenant(str(exported), period="2026-11")}
+    assert november["team-b"].cost < tenants["team-b"].cost
+
+
+def _store(tmp_path: Path) -> str:
+    store = SqliteCostStore(tmp_path / "cost.sqlite")
+    store.upsert(RECORDS)
+    store.close()
+    write_holdings_file(HOLDINGS, tmp_path / "holdings.json")
+    return str(tmp_path / "cost.sqlite")
+
+
+def test_cli_exports_then_reports_per_tenant_with_a_tenant_panel(tmp_path, capsys):
+    store = _store(tmp_path)
+    out = tmp_path / "export"
+    assert main(["cost", "export", "--format", "parquet", "--out", str(out), "--store", store,
+                 "--holdings", f"file:{tmp_path / 'holdings.json'}", "--billing-account-id", "123456789012"]) == 0  # fmt: skip
+    said = capsys.readouterr().out
+    assert "billing_period=2026-11/focus.parquet" in said and "gpu-c 2026-11-30T10:00:00Z: no-rate" in said
+    png, js = tmp_path / "cost.png", tmp_path / "cost.json"
+    assert (
+        main(
+            ["cost", "report", "--store", store, "--parquet", str(out), "--png", str(png), "--json", str(js)]
+        )
+        == 0
+    )
+    said = capsys.readouterr().out
+    assert "GPU cost per tenant" in said and "team-a" in said and "idle share" in said
+    report = json.loads(js.read_text())
+    assert {t["tenant"] for t in report["tenants"]} == {"team-a", "team-b", "unallocated"}
+    assert png.stat().st_size > 10_000
+
+
+def test_export_to_s3_and_report_from_it(aws_env, tmp_path, capsys):
+    store = _store(tmp_path)
+    s3 = boto3.client("s3", region_name="us-east-1")
+    s3.create_bucket(Bucket="gpu-finops-focus")
+    url = "s3://gpu-finops-focus/exports/focus"
+    assert (
+        main(
+            [
+                "cost",
+                "export",
+                "--out",
+                url,
+                "--store",
+                store,
+                "--holdings",
+                f"file:{tmp_path / 'holdings.json'}",
+            ]
+        )
+        == 0
+    )
+    keys = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="gpu-finops-focus")["Contents"])
+    assert keys == [
+        "exports/focus/_unpriced/billing_period=2026-11/unpriced.parquet",
+        "exports/focus/billing_period=2026-11/focus.parquet",
+        "exports/focus/billing_period=2026-12/focus.parquet",
+    ]
+    body = s3.get_object(Bucket="gpu-finops-focus", Key=keys[1])["Body"].read()
+    assert pq.read_table(pa.BufferReader(body)).num_rows > 0
+    local = {t.tenant: t.cost for t in by_tenant(url)}
+    assert local == {t.tenant: t.cost for t in by_tenant(str(_exported_dir(tmp_path)))}
+
+
+def _exported_dir(tmp_path: Path) -> Path:
+    write_dataset(focus_dataset(RECORDS, HOLDINGS, CTX), str(tmp_path / "again"))
+    return tmp_path / "again"
+
+
+# --- the FOCUS project's validator ---------------------------------------------------------------------
+def validate(data: Path, tmp_path: Path, overrides: Path | None = OVERRIDES) -> dict[str, set[str]]:
+    """Run focus-validator over one Parquet file; the rule ids it failed and errored, from its JUnit XML."""
+    if not VALIDATOR.exists():
+        pytest.fail(f"focus-validator not installed at {VALIDATOR}: run `make setup`")
+    python = VALIDATOR.parent / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import focus_validator, os; print(os.path.dirname(os.path.dirname(focus_validator.__file__)))"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    report = tmp_path / f"validator-{data.parent.name}-{bool(overrides)}.xml"
+    argv = [str(VALIDATOR), "--data-file", str(data), "--validate-version", "1.0",
+            "--output-type", "unittest", "--output-destination", str(report)]  # fmt: skip
+    if overrides:
+        argv += ["--override-file", str(overrides)]
+    # It reads its currency list from a path relative to the working directory: run it from site-packages.
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=site)
+    assert result.returncode == 0 and report.exists(), result.stdout + result.stderr
+    verdicts: dict[str, set[str]] = {"failed": set(), "errored": set(), "skipped": set(), "passed": set()}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        rule = case.get("name", "").split(" :: ")[0]
+        kind = next((k for k in ("failure", "error", "skipped") if case.find(k) is not None), None)
+        verdicts[{"failure": "failed", "error": "errored", "skipped": "skipped", None: "passed"}[kind]].add(
+            rule
+        )
+    return verdicts
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("period", ["2026-11", "2026-12"])
+def test_focus_validator_accepts_the_export(exported, tmp_path, period):
+    verdicts = validate(exported / f"billing_period={period}" / "focus.parquet", tmp_path)
+    assert verdicts["failed"] == set() and verdicts["errored"] == set(), verdicts
+    assert verdicts["skipped"] == set(yaml.safe_load(OVERRIDES.read_text())["overrides"])
+    assert {"EffectiveCost_NotNull", "BilledCost_Required", "ListCost_IsDecimal", "Tags_IsJSONObject",
+            "BillingCurrency_IsCurrencyCode", "ChargePeriodStart_IsDateTime"} <= verdicts["passed"]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_without_overrides_only_the_renamed_column_rules_fail(exported, tmp_path):
+    verdicts = validate(exported / "billing_period=2026-11" / "focus.parquet", tmp_path, overrides=None)
+    assert verdicts["failed"] == set(yaml.safe_load(OVERRIDES.read_text())["overrides"])
+    assert verdicts["errored"] == set()
+
+
+def _rewrite(src: Path, dest: Path, change) -> Path:
+    dest.mkdir(parents=True)
+    pq.write_table(change(pq.read_table(src)), dest / "focus.parquet")
+    return dest / "focus.parquet"
+
+
+@pytest.mark.slow
+def test_focus_validator_rejects_a_null_effective_cost(exported, tmp_path):
+    def null_first(table: pa.Table) -> pa.Table:
+        i = table.schema.get_field_index("EffectiveCost")
+        values = table.column(i).to_pylist()
+        return table.set_column(i, "EffectiveCost", pa.array([None, *values[1:]], pa.float64()))
+
+    bad = _rewrite(exported / "billing_period=2026-11" / "focus.parquet", tmp_path / "null-cost", null_first)
+    assert validate(bad, tmp_path)["failed"] == {"EffectiveCost_NotNull"}
+
+
+@pytest.mark.slow
+def test_focus_validator_rejects_a_missing_mandatory_column(exported, tmp_path):
+    bad = _rewrite(exported / "billing_period=2026-11" / "focus.parquet", tmp_path / "no-billed",
+                   lambda t: t.drop_columns(["BilledCost"]))  # fmt: skip
+    assert validate(bad, tmp_path)["failed"] == {"BilledCost_Required"}
+
+
+def test_the_athena_ddl_in_the_docs_is_the_exported_schema():
+    from finops.export import athena_ddl, schema
+
+    assert athena_ddl() in (ROOT / "docs" / "finops.md").read_text()
+    assert [f"`{n}`" for n in schema().names] == [
+        line.split()[0] for line in athena_ddl().splitlines()[1 : len(schema()) + 1]
+    ]

@@ -1,0 +1,124 @@
+"""The Kubernetes reader of GPU holdings, over pod objects shaped as the API returns them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from fractions import Fraction
+from types import SimpleNamespace
+
+from kubernetes import client
+
+from harness.gpu_holdings import (
+    GpuHolding,
+    gpu_holdings,
+    holdings_from_objects,
+    read_holdings_file,
+    write_holdings_file,
+)
+
+T = datetime(2026, 11, 30, 10, tzinfo=UTC)
+
+
+def pod(
+    name: str,
+    namespace: str,
+    *,
+    node: str | None = "gpu-a",
+    gpus: int = 1,
+    phase: str = "Running",
+    started: datetime | None = T,
+    finished: datetime | None = None,
+    queue: str | None = None,
+    init_gpus: int = 0,
+) -> client.V1Pod:
+    def container(n: str, g: int) -> client.V1Container:
+        limits = {"nvidia.com/gpu": str(g)} if g else {}
+        return client.V1Container(name=n, resources=client.V1ResourceRequirements(limits=limits))
+
+    state = (
+        client.V1ContainerState(
+            terminated=client.V1ContainerStateTerminated(exit_code=0, finished_at=finished)
+        )
+        if finished
+        else client.V1ContainerState(running=client.V1ContainerStateRunning(started_at=started))
+    )
+    return client.V1Pod(
+        metadata=client.V1ObjectMeta(
+            name=name, namespace=namespace, labels={"kueue.x-k8s.io/queue-name": queue} if queue else {}
+        ),
+        spec=client.V1PodSpec(
+            node_name=node,
+            containers=[container("main", gpus)],
+            init_containers=[container("init", init_gpus)] if init_gpus else None,
+        ),
+        status=client.V1PodStatus(
+            phase=phase,
+            start_time=started,
+            container_statuses=[
+                client.V1ContainerStatus(
+                    name="main", image="x", image_id="", ready=True, restart_count=0, state=state
+                )
+            ]
+            if started
+            else None,
+        ),
+    )
+
+
+def test_holdings_read_tenant_interval_and_replicas():
+    done = datetime(2026, 11, 30, 10, 30, tzinfo=UTC)
+    pods = [
+        pod("a", "team-a"),  # tenant from the namespace label
+        pod("b", "ns-b", queue="lq", phase="Succeeded", finished=done),  # tenant from Kueue
+        pod("c", "ns-c"),  # neither: the namespace
+        pod("cpu", "team-a", gpus=0),  # holds no GPU
+        pod("pending", "team-a", node=None, started=None, phase="Pending"),  # never on a node
+        pod("init", "team-a", gpus=1, init_gpus=2),  # an init container asking more sets the count
+    ]
+    holdings = holdings_from_objects(
+        pods,
+        {"team-a": {"gpu-finops.io/tenant": "team-a"}, "ns-b": {}},
+        {"gpu-a": 4},
+        {("ns-b", "lq"): "team-b"},
+    )
+    got = {h.pod: (h.tenant, h.gpus, h.replicas, h.start, h.end) for h in holdings}
+    assert got == {
+        "a": ("team-a", 1, 4, T, None),
+        "b": ("team-b", 1, 4, T, done),
+        "c": ("ns-c", 1, 4, T, None),
+        "init": ("team-a", 2, 4, T, None),
+    }
+    assert next(h for h in holdings if h.pod == "a").physical_gpus == Fraction(1, 4)
+
+
+def test_reader_lists_pods_namespaces_nodes_and_local_queues():
+    objects = SimpleNamespace(
+        core=SimpleNamespace(
+            list_pod_for_all_namespaces=lambda: SimpleNamespace(items=[pod("a", "ns-a", queue="q")]),
+            list_namespace=lambda: SimpleNamespace(
+                items=[client.V1Namespace(metadata=client.V1ObjectMeta(name="ns-a"))]
+            ),
+            list_node=lambda: SimpleNamespace(
+                items=[
+                    client.V1Node(
+                        metadata=client.V1ObjectMeta(name="gpu-a", labels={"nvidia.com/gpu.replicas": "4"})
+                    )
+                ]
+            ),
+        ),
+        custom=SimpleNamespace(
+            list_cluster_custom_object=lambda *a: {
+                "items": [
+                    {"metadata": {"namespace": "ns-a", "name": "q"}, "spec": {"clusterQueue": "team-a"}}
+                ]
+            }
+        ),
+    )
+    (h,) = gpu_holdings(objects)
+    assert (h.tenant, h.node, h.replicas) == ("team-a", "gpu-a", 4)
+
+
+def test_holdings_file_round_trips(tmp_path):
+    h = GpuHolding("ns", "t", "p", "n", 1, T, None, 4)
+    write_holdings_file([h], tmp_path / "h.json")
+    assert read_holdings_file(tmp_path / "h.json") == [h]
