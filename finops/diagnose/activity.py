@@ -16,6 +16,7 @@ from finops.diagnose.model import GpuStats
 SM_LOW = 0.10  # SM_ACTIVE below this: the device looks idle
 SM_BUSY = 0.50  # SM_ACTIVE at or above this: the device is doing work
 FB_RESIDENT = 0.80  # FB_USED / (FB_USED + FB_FREE) at or above this: VRAM is resident, no room for another
+FB_IN_USE = 0.05  # below this the card holds no working set: idle, not starved
 PCIE_LOW_BPS = 100e6  # PCIe RX+TX below this (bytes/s), with low SM: nothing is feeding the GPU
 PCIE_HIGH_BPS = 1e9  # PCIe RX+TX at or above this (bytes/s): transfers dominate
 OCCUPANCY_LOW = 0.20  # SM_OCCUPANCY below this, with high PCIe: kernels too small (batches too small)
@@ -24,7 +25,7 @@ OCCUPANCY_LOW = 0.20  # SM_OCCUPANCY below this, with high PCIe: kernels too sma
 BUSY = "busy"
 SMALL_BATCH = "small-batch"  # high PCIe, low SM occupancy: transfer-bound, batches too small
 RESIDENT = "resident"  # low SM, VRAM resident: a model held warm
-STARVED = "data-starved"  # low SM, low PCIe, VRAM not resident: waiting on input
+STARVED = "data-starved"  # low SM, low PCIe, a working set loaded but not resident: waiting on input
 IDLE = "idle"  # low SM, nothing else to say
 ACTIVE = "active"  # some work, not busy
 UNKNOWN = "unknown"  # no DCGM series for it
@@ -108,7 +109,13 @@ def classify(a: Activity | None) -> str:
         return SMALL_BATCH
     if sm < SM_LOW and a.fb_ratio is not None and a.fb_ratio >= FB_RESIDENT:
         return RESIDENT
-    if sm < SM_LOW and a.pcie_bps is not None and a.pcie_bps < PCIE_LOW_BPS:
+    if (
+        sm < SM_LOW
+        and a.pcie_bps is not None
+        and a.pcie_bps < PCIE_LOW_BPS
+        and a.fb_ratio is not None
+        and a.fb_ratio >= FB_IN_USE
+    ):
         return STARVED
     if sm < SM_LOW:
         return IDLE
