@@ -31,6 +31,7 @@ def test_project_csv_exports_sm_active_and_every_collected_metric():
         dcgm.FB_USED,
         dcgm.FB_FREE,
     } <= fields
+    assert set(dcgm.DIAGNOSED) <= fields  # what the pending-pod diagnosis reads
 
 
 def test_exporter_default_has_no_sm_active():
@@ -81,7 +82,7 @@ def test_empty_csv_is_rejected():
 @pytest.mark.parametrize(
     "content, code, says",
     [
-        (None, 0, "valid: 10 metrics"),
+        (None, 0, "valid: 14 metrics"),
         ("DCGM_FI_DEV_GPU_UTIL, gauge, util, percent\n", 1, ":1: expected exactly 3 fields"),
     ],
 )
