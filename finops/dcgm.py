@@ -15,9 +15,26 @@ POWER_USAGE = "DCGM_FI_DEV_POWER_USAGE"  # watts
 SM_CLOCK = "DCGM_FI_DEV_SM_CLOCK"  # MHz
 FB_USED = "DCGM_FI_DEV_FB_USED"  # MiB
 FB_FREE = "DCGM_FI_DEV_FB_FREE"  # MiB
+PCIE_TX_BYTES = "DCGM_FI_PROF_PCIE_TX_BYTES"  # bytes/s over PCIe, headers and payload (field 1009)
+PCIE_RX_BYTES = "DCGM_FI_PROF_PCIE_RX_BYTES"  # (field 1010)
+NVLINK_TX_BYTES = "DCGM_FI_PROF_NVLINK_TX_BYTES"  # bytes/s over NVLink, every link (field 1011)
+NVLINK_RX_BYTES = "DCGM_FI_PROF_NVLINK_RX_BYTES"  # (field 1012)
 
 # What the collector queries every cycle, one range-aware query each, for all GPUs at once.
 COLLECTED = (GPU_UTIL, SM_ACTIVE, SM_OCCUPANCY, POWER_USAGE, SM_CLOCK)
+
+# What the pending-pod diagnosis reads per GPU and per holder, one query each over the window.
+DIAGNOSED = (
+    SM_ACTIVE,
+    SM_OCCUPANCY,
+    FB_USED,
+    FB_FREE,
+    PCIE_TX_BYTES,
+    PCIE_RX_BYTES,
+    NVLINK_TX_BYTES,
+    NVLINK_RX_BYTES,
+    POWER_USAGE,
+)
 
 # The exporter's label that names the node a GPU sits on.
 HOSTNAME_LABEL = "Hostname"

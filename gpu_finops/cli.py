@@ -23,6 +23,14 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "collect": ("finops.cli_collect", "run the GPU cost collector (once, or every interval)"),
     "cost": ("finops.cli_cost", "cost reports from the cost table: per-node table and a PNG chart"),
     "reap": ("finops.cli_reap", "rank GPU nodes by idle dollars per hour; with --apply, reclaim them"),
+    "diagnose": (
+        "finops.cli_diagnose",
+        "why a GPU pod or Kueue workload waits: admission, allocation, memory, placement, application",
+    ),
+    "gpus": (
+        "finops.cli_gpus",
+        "per GPU who holds it and what it does, beside the ones that look idle but are held",
+    ),
     "local": ("local.cli", "the local rehearsal cluster: up, down, status"),
     "teardown": ("teardown.cli", "plan, destroy, verify-empty and resume the account teardown"),
     "guard": ("infra.guard_cli", "the nightly run's cost ceiling, budget refusal and deadline"),

@@ -263,6 +263,28 @@ PROJECT_METRICS: tuple[MetricRow, ...] = (
     MetricRow(dcgm.SM_CLOCK, "gauge", "SM clock frequency (in MHz)."),
     MetricRow(dcgm.FB_USED, "gauge", "Framebuffer memory used (in MiB)."),
     MetricRow(dcgm.FB_FREE, "gauge", "Framebuffer memory free (in MiB)."),
+    MetricRow(
+        dcgm.PCIE_TX_BYTES,
+        "gauge",
+        "The rate of data transmitted over the PCIe bus - including both protocol headers and data "
+        "payloads - in bytes per second.",
+    ),
+    MetricRow(
+        dcgm.PCIE_RX_BYTES,
+        "gauge",
+        "The rate of data received over the PCIe bus - including both protocol headers and data "
+        "payloads - in bytes per second.",
+    ),
+    MetricRow(
+        dcgm.NVLINK_TX_BYTES,
+        "gauge",
+        "The rate of data transmitted over NVLink - not including protocol headers - in bytes per second.",
+    ),
+    MetricRow(
+        dcgm.NVLINK_RX_BYTES,
+        "gauge",
+        "The rate of data received over NVLink - not including protocol headers - in bytes per second.",
+    ),
 )
 
 # dcgm-exporter's own default counters file leaves every DCGM_FI_PROF_* row commented out; this is

@@ -429,6 +429,7 @@ def test_project_csv_exports_sm_active_and_every_collected_metric():
         dcgm.FB_USED,
         dcgm.FB_FREE,
     } <= fields
+    assert set(dcgm.DIAGNOSED) <= fields  # what the pending-pod diagnosis reads
 
 
 def test_exporter_default_has_no_sm_active():
@@ -461,7 +462,7 @@ def cli(*argv: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize(
     "content, code, says",
     [
-        (None, 0, "valid: 10 metrics"),
+        (None, 0, "valid: 14 metrics"),
         (b'DCGM_FI_PROF_SM_ACTIVE, gauge,"ratio, 0..1"\n', 0, "valid: 1 metrics"),
         (b"DCGM_FI_DEV_GPU_UTIL, gauge, util, percent\n", 1, ":1: expected exactly 3 fields"),
         (

@@ -1,0 +1,21 @@
+"""Why is this GPU job waiting while the dashboard says the GPUs are idle?
+
+A pure diagnosis (`engine`) over plain observed state (`model`), walked in the order
+admission -> allocation -> memory -> placement -> application; Kubernetes' placement rules evaluated
+per node (`scheduling`); DCGM activity classes and thresholds (`activity`); the two GPU views
+(`gpus`); simulator profiles (`profiles`). The observers (`kube_observer`, `prom_observer`) do the I/O.
+"""
+
+from finops.diagnose.engine import NotDiagnosable, diagnose_all, diagnose_pod, diagnose_workload
+from finops.diagnose.model import ORDER, Cluster, Diagnosis, Finding
+
+__all__ = [
+    "ORDER",
+    "Cluster",
+    "Diagnosis",
+    "Finding",
+    "NotDiagnosable",
+    "diagnose_all",
+    "diagnose_pod",
+    "diagnose_workload",
+]

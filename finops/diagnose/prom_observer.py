@@ -1,0 +1,69 @@
+"""Read DCGM over the window from Prometheus: one query per field for every GPU, joined into rows.
+
+Each field is `avg by (Hostname, gpu, UUID, pod labels) (avg_over_time(FIELD[window]))`, so the number of
+queries is the number of fields, whatever the fleet size. Rows are joined on Hostname + gpu + UUID +
+the holder's namespace/pod. Prometheus renames the exporter's `pod`/`namespace` to `exported_pod` /
+`exported_namespace` when the scrape target has its own; both are read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+
+from finops import dcgm
+from finops.diagnose.model import GpuStats
+from harness.prometheus import PrometheusClient, PrometheusQueryError, PrometheusUnavailable
+
+FIELD_ATTR = {
+    dcgm.SM_ACTIVE: "sm_active",
+    dcgm.SM_OCCUPANCY: "sm_occupancy",
+    dcgm.FB_USED: "fb_used_mib",
+    dcgm.FB_FREE: "fb_free_mib",
+    dcgm.PCIE_TX_BYTES: "pcie_tx_bps",
+    dcgm.PCIE_RX_BYTES: "pcie_rx_bps",
+    dcgm.NVLINK_TX_BYTES: "nvlink_tx_bps",
+    dcgm.NVLINK_RX_BYTES: "nvlink_rx_bps",
+    dcgm.POWER_USAGE: "power_w",
+}
+GROUP_BY = (dcgm.HOSTNAME_LABEL, "gpu", "UUID", "namespace", "pod", "exported_namespace", "exported_pod")
+
+
+def query_for(field: str, window_s: int) -> str:
+    return f"avg by ({', '.join(GROUP_BY)}) (avg_over_time({field}[{window_s}s]))"
+
+
+def _holder(labels: dict[str, str]) -> str | None:
+    pod = labels.get("exported_pod") or labels.get("pod")
+    ns = labels.get("exported_namespace") or labels.get("namespace")
+    return f"{ns}/{pod}" if pod and ns else None
+
+
+def read_gpu_stats(prom: PrometheusClient, window_s: int, at: datetime | None = None) -> list[GpuStats]:
+    """Every GPU series' window averages, one row per (Hostname, gpu, UUID, holder)."""
+    rows: dict[tuple[str, str, str, str | None], GpuStats] = {}
+    for field, attr in FIELD_ATTR.items():
+        for sample in prom.query(query_for(field, window_s), at=at):
+            host = sample.labels.get(dcgm.HOSTNAME_LABEL)
+            if not host:
+                continue
+            gpu = sample.labels.get("gpu", "")
+            uuid = sample.labels.get("UUID") or f"{host}/gpu{gpu}"
+            holder = _holder(sample.labels)
+            key = (host, gpu, uuid, holder)
+            row = rows.get(key) or GpuStats(host, gpu, uuid, holder)
+            rows[key] = replace(row, **{attr: sample.value})
+    return sorted(rows.values(), key=lambda r: (r.node, r.gpu, r.uuid, r.holder or ""))
+
+
+def read_or_reason(
+    url: str, window_s: int, *, retry_for: float | None = None, at: datetime | None = None
+) -> tuple[list[GpuStats] | None, str | None]:
+    """(rows, None), or (None, why) when Prometheus cannot answer: the caller reports, never guesses."""
+    prom = PrometheusClient(url) if retry_for is None else PrometheusClient(url, retry_for=retry_for)
+    try:
+        return read_gpu_stats(prom, window_s, at), None
+    except PrometheusUnavailable as exc:
+        return None, f"Prometheus at {url} unreachable (last error: {exc.__cause__ or exc})"
+    except PrometheusQueryError as exc:
+        return None, f"Prometheus at {url} rejected the query: {exc}"
