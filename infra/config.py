@@ -122,6 +122,11 @@ class Config:
         return self._limits(self.shared_cards, self.gpus_per_node, self.gpu_node_vcpu)
 
     @property
+    def gpu_nodes_at_limits(self) -> int:
+        """GPU nodes both NodePools may run at their limits (what a run can cost at most)."""
+        return (-(-self.whole_cards // self.gpus_per_node)) + (-(-self.shared_cards // self.gpus_per_node))
+
+    @property
     def gpu_vcpus_needed(self) -> int:
         """G/VT spot vCPUs both GPU NodePools may use at their limits."""
         return int(self.nodepool_limits["cpu"]) + int(self.shared_nodepool_limits["cpu"])

@@ -131,8 +131,9 @@ def estimate(
     gpu_type = max(c.gpu_instance_types, key=price)
     items = (
         LineItem(
-            f"GPU nodes: {c.max_gpu_nodes} x {gpu_type} (quota-bounded, priced on-demand as the spot ceiling)",
-            c.max_gpu_nodes * max_hours,
+            f"GPU nodes: {c.gpu_nodes_at_limits} x {gpu_type} (the NodePools' limits, priced on-demand as the "
+            "spot ceiling)",
+            c.gpu_nodes_at_limits * max_hours,
             "node-hours",
             price(gpu_type),
         ),

@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
             print(
                 f"cost guard: refusing to start: the ceiling ${e.usd:.2f} is over the budget "
                 f"${e.budget_usd:.2f}; lower --max-hours (at ${e.usd_per_hour:.2f}/h), lower "
-                "gvt_spot_vcpu_quota in infra/config.yaml, or raise the budget"
+                "the tenants' quotas in infra/config.yaml (each card is a node), or raise the budget"
             )
             return EXIT_OVER_BUDGET
         if args.deadline_file:

@@ -24,6 +24,7 @@ from infra.eks_support import (
     WARN_DAYS,
     control_plane_price,
 )
+from infra.config import Tenant
 from infra.guard import EXIT_DEADLINE, Deadline, GuardError, estimate, render, run_until
 from tests.finops.aws_shapes import price_list_item
 
@@ -34,8 +35,8 @@ NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 START = ("--start", NOW.isoformat())
 
 
-def test_ceiling_counts_every_quota_node_at_on_demand_plus_fixed_services():
-    c = Config(gvt_spot_vcpu_quota=8)  # 2 GPU nodes of 4 vCPUs
+def test_ceiling_counts_every_node_the_pools_may_launch_at_on_demand_plus_fixed_services():
+    c = Config(tenants=(Tenant("team-a", 1), Tenant("team-b", 1)), gvt_spot_vcpu_quota=8)  # 2 whole cards
     e = estimate(c, OFFLINE.__getitem__, max_hours=3, start=NOW)
     by_unit = {i.what.split(":")[0]: i for i in e.items}
     assert by_unit["GPU nodes"].quantity == 6 and by_unit["GPU nodes"].usd_per_unit == 1.861
@@ -119,7 +120,7 @@ def test_over_budget_is_refused_before_anything_starts(tmp_path, capsys):
     )
     out = capsys.readouterr().out
     assert code == 3, out
-    assert "refusing to start: the ceiling $12.72 is over the budget $5.00" in out
+    assert "refusing to start: the ceiling $18.30 is over the budget $5.00" in out
     assert not deadline.exists()
 
 
@@ -134,10 +135,10 @@ def test_within_budget_prints_the_ceiling_and_starts_the_clock(tmp_path, capsys)
     )  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "total ceiling" in out and "$   12.72" in out and "within budget" in out
+    assert "total ceiling" in out and "$   18.30" in out and "within budget" in out
     d = Deadline.read(deadline)
     assert before + 3 * 3600 - 45 * 60 <= d.at <= time.time() + 3 * 3600 - 45 * 60
-    assert json.loads(report.read_text())["ceiling_usd"] == 12.72
+    assert json.loads(report.read_text())["ceiling_usd"] == 18.3
 
 
 def test_a_run_longer_than_the_job_timeout_is_refused(capsys):
