@@ -23,6 +23,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "collect": ("finops.cli_collect", "run the GPU cost collector (once, or every interval)"),
     "cost": ("finops.cli_cost", "cost reports from the cost table: per-node table and a PNG chart"),
     "reap": ("finops.cli_reap", "rank GPU nodes by idle dollars per hour; with --apply, reclaim them"),
+    "ledger": ("finops.ledger.cli", "a month's GPU-hours in owned buckets; the allocation ladder"),
     "local": ("local.cli", "the local rehearsal cluster: up, down, status"),
     "teardown": ("teardown.cli", "plan, destroy, verify-empty and resume the account teardown"),
     "guard": ("infra.guard_cli", "the nightly run's cost ceiling, budget refusal and deadline"),
