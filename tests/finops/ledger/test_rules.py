@@ -78,3 +78,9 @@ def test_promtool_rule_unit_tests(test_file: Path):
         timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_addons_prometheus_loads_the_committed_rules():
+    from infra.objects import prometheus_values
+
+    assert prometheus_values()["serverFiles"]["recording_rules.yml"] == rules.load()
