@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import socket
 import subprocess
 from collections.abc import Iterator
 
@@ -11,8 +12,13 @@ import pytest
 from harness import timeouts
 from harness.prometheus import PrometheusClient
 from harness.waits import eventually
-from local.prometheus import free_port
 from tests.finops.ledger import july
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="session")
