@@ -31,6 +31,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "finops.cli_gpus",
         "per GPU who holds it and what it does, beside the ones that look idle but are held",
     ),
+    "ledger": ("finops.ledger.cli", "a month's GPU-hours in owned buckets; the allocation ladder"),
     "local": ("local.cli", "the local rehearsal cluster: up, down, status"),
     "teardown": ("teardown.cli", "plan, destroy, verify-empty and resume the account teardown"),
     "guard": ("infra.guard_cli", "the nightly run's cost ceiling, budget refusal and deadline"),

@@ -3,6 +3,7 @@ AWS (a local Helm chart) and, later, for the local rehearsal target."""
 
 from __future__ import annotations
 
+from importlib import resources
 from typing import Any
 
 import yaml
@@ -326,7 +327,14 @@ def prometheus_values() -> dict[str, Any]:
             "retention": "7d",
             "persistentVolume": {"enabled": False},
         },
+        # the fleet ledger's recording rules (docs/ledger.md); they read kube-state-metrics series
+        "serverFiles": {"recording_rules.yml": ledger_rules()},
     }
+
+
+def ledger_rules() -> dict[str, Any]:
+    """The committed ledger rules file, parsed (data shipped with the finops package, not code)."""
+    return yaml.safe_load(resources.files("finops.ledger").joinpath("rules.yaml").read_text())
 
 
 def collector_objects(

@@ -1,0 +1,161 @@
+"""`gpu-finops ledger`: the monthly reconciliation and the allocation ladder, read from Prometheus.
+
+Exit 0: report written. Exit 1: the window has no ledger data (one line on stderr saying which series
+is missing). Missing inputs in a window that has data are warnings on stderr, each naming the series.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from rich.console import Console
+
+from finops.cli_common import console as wide_console
+from finops.ledger import accounting, render, rules, source
+from finops.ledger.conventions import interval_seconds
+
+DEFAULT_PROMETHEUS = os.environ.get("PROMETHEUS_URL", "http://127.0.0.1:9090")
+
+
+def _default_step() -> str:
+    return str(rules.load()["groups"][0]["interval"])
+
+
+def _when(text: str) -> datetime:
+    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--prometheus-url",
+        default=DEFAULT_PROMETHEUS,
+        help=f"Prometheus holding the ledger's recorded series (default: $PROMETHEUS_URL or {DEFAULT_PROMETHEUS})",
+    )
+    parser.add_argument(
+        "--step",
+        default=None,
+        help="how long one recorded sample stands for: the rules' evaluation interval "
+        f"(default: the rules file's, {_default_step()})",
+    )
+    out = parser.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="JSON to stdout instead of a table")
+    out.add_argument("--csv", action="store_true", help="CSV to stdout instead of a table")
+    parser.add_argument(
+        "--png", type=Path, default=None, help="also draw the ladder waterfall and buckets by day"
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    month = sub.add_parser("month", help="every installed GPU-hour of a month in one named, owned bucket")
+    when = month.add_mutually_exclusive_group(required=True)
+    when.add_argument("--month", help="calendar month, UTC: YYYY-MM")
+    when.add_argument("--from", dest="start", help="window start, ISO 8601 (UTC unless given); needs --to")
+    month.add_argument("--to", dest="end", help="window end (exclusive), ISO 8601")
+    month.add_argument(
+        "--owners", type=Path, default=None, help="owners file (default: finops/ledger/owners.yaml)"
+    )
+    _common(month)
+    ladder = sub.add_parser("ladder", help="every rung side by side, plus the largest placeable allocation")
+    ladder.add_argument(
+        "--window", default="1d", help="how far back from --at (Prometheus duration; default 1d)"
+    )
+    ladder.add_argument("--at", default=None, help="end of the window, ISO 8601 (default: now)")
+    _common(ladder)
+    parser.epilog = "exit 0: report written; exit 1: no ledger data in the window"
+
+
+def _window(args: argparse.Namespace) -> source.Window:
+    if args.action == "ladder":
+        end = _when(args.at) if args.at else datetime.now(UTC)
+        return source.Window(end - timedelta(seconds=interval_seconds(args.window)), end)
+    if args.month:
+        return source.month_window(args.month)
+    if not args.end:
+        raise SystemExit("--from needs --to")
+    return source.Window(_when(args.start), _when(args.end))
+
+
+def run(args: argparse.Namespace) -> int:
+    err = Console(stderr=True)
+    try:
+        window = _window(args)
+        step = interval_seconds(args.step or _default_step())
+    except ValueError as exc:
+        err.print(f"[red]{exc}[/red]")
+        return 2
+    if window.seconds <= 0 or window.seconds % step:
+        err.print(f"[red]the window must be a positive whole number of {step}s steps: {window.label()}[/red]")
+        return 2
+    client = source.RangeClient(args.prometheus_url)
+    try:
+        if args.action == "month":
+            return _month(args, client, window, step, err)
+        return _ladder(args, client, window, step, err)
+    except source.NoLedgerData as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+
+
+def _emit(args: argparse.Namespace, table, as_json, as_csv) -> None:
+    if args.json:
+        print(render.dumps(as_json()))
+    elif args.csv:
+        print(as_csv(), end="")
+    else:
+        wide_console().print(table())
+
+
+def _month(args, client, window, step, err) -> int:
+    owners = accounting.load_owners(args.owners)
+    sums = source.window_sums(client, window)
+    ledger = accounting.reconcile(
+        start=window.start.isoformat(),
+        end=window.end.isoformat(),
+        step_seconds=step,
+        installed_sum=sums.installed_sum,
+        bucket_sums=sums.bucket_sums,
+        observed_samples=sums.observed_samples,
+        expected_samples=window.seconds // step,
+        owners=owners,
+        warnings=sums.missing_inputs,
+    )
+    for warning in ledger.warnings:
+        err.print(f"[yellow]warning:[/yellow] {warning}", soft_wrap=True)
+    _emit(
+        args,
+        lambda: render.ledger_table(ledger),
+        lambda: render.ledger_json(ledger),
+        lambda: render.ledger_csv(ledger),
+    )
+    if args.png:
+        ladder = source.ladder(client, window, step)
+        _chart(args.png, client, window, step, ladder, f"fleet ledger {window.label()}", err)
+    return 0
+
+
+def _ladder(args, client, window, step, err) -> int:
+    ladder = source.ladder(client, window, step)
+    for warning in ladder.missing_inputs:
+        err.print(f"[yellow]warning:[/yellow] {warning}", soft_wrap=True)
+    _emit(
+        args,
+        lambda: render.ladder_table(ladder),
+        lambda: render.ladder_json(ladder),
+        lambda: render.ladder_csv(ladder),
+    )
+    if args.png:
+        _chart(args.png, client, window, step, ladder, f"allocation ladder {window.label()}", err)
+    return 0
+
+
+def _chart(path, client, window, step, ladder, title, err) -> None:
+    by_day = source.buckets_by_day(client, window, step)
+    rungs = {r.rung: float(r.mean_gpus) for r in ladder.rungs}
+    render.chart(path, rungs=rungs, by_day=by_day, labels=accounting.LABELS, title=title)
+    err.print(f"chart: {path}")

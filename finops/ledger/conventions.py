@@ -1,0 +1,122 @@
+"""What the ledger reads from the cluster: label keys, their values, thresholds, and the bucket names.
+
+One frozen object so the recording rules, the report and the docs agree. Change a convention here,
+then re-render `rules.yaml` with `python -m finops.ledger.rules --write`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+GPU_RESOURCE = "nvidia_com_gpu"  # kube-state-metrics' sanitized `nvidia.com/gpu`
+
+# Rungs of the allocation ladder, top to bottom (recording-rule metric names in `rules.py`).
+RUNGS: tuple[str, ...] = (
+    "installed",
+    "schedulable",
+    "allocated",
+    "busy_by_metric",
+    "live_by_physics",
+    "useful_training",
+)
+
+# Buckets that partition installed GPUs at every evaluation, in report order.
+BUCKETS: tuple[str, ...] = (
+    "unschedulable_repair_queue",
+    "unschedulable_driver_rollout",
+    "unschedulable_other",
+    "free_placeable",
+    "free_stranded",
+    "allocated_serving_traffic",
+    "allocated_serving_headroom",
+    "allocated_training_stepping",
+    "allocated_training_restart",
+    "allocated_unclassified",
+    "busy_by_metric_idle_by_physics",
+)
+
+# Workload classes a pod may carry in `Conventions.class_label`, and the bucket each one lands in.
+CLASS_BUCKETS: dict[str, str] = {
+    "serving-traffic": "allocated_serving_traffic",
+    "serving-headroom": "allocated_serving_headroom",
+    "training-stepping": "allocated_training_stepping",
+    "training-restart": "allocated_training_restart",
+    "unclassified": "allocated_unclassified",
+}
+
+# Classes that claim to be doing work: a GPU of theirs that is busy by the metric but idle by physics
+# moves to `busy_by_metric_idle_by_physics`. Headroom and restart are idle by declaration already.
+WORKING_CLASSES: tuple[str, ...] = ("serving-traffic", "training-stepping", "unclassified")
+
+# The series the rules read, and the selector that counts each one's presence.
+KSM_INPUTS: dict[str, str] = {
+    "kube_node_status_capacity": f'kube_node_status_capacity{{resource="{GPU_RESOURCE}"}}',
+    "kube_node_status_allocatable": f'kube_node_status_allocatable{{resource="{GPU_RESOURCE}"}}',
+    "kube_node_spec_unschedulable": "kube_node_spec_unschedulable",
+    "kube_node_status_condition": 'kube_node_status_condition{condition="Ready"}',
+    "kube_node_labels": "kube_node_labels",
+    "kube_pod_container_resource_limits": (
+        f'kube_pod_container_resource_limits{{resource="{GPU_RESOURCE}"}}'
+    ),
+    "kube_pod_status_phase": "kube_pod_status_phase",
+    "kube_pod_labels": "kube_pod_labels",
+    "kube_pod_info": "kube_pod_info",
+}
+DCGM_INPUTS: dict[str, str] = {
+    "DCGM_FI_DEV_GPU_UTIL": "DCGM_FI_DEV_GPU_UTIL",
+    "DCGM_FI_DEV_POWER_USAGE": "DCGM_FI_DEV_POWER_USAGE",
+    "DCGM_FI_DEV_SM_CLOCK": "DCGM_FI_DEV_SM_CLOCK",
+}
+
+
+def ksm_label(key: str) -> str:
+    """The Prometheus label kube-state-metrics makes of a Kubernetes label key (`label_` + sanitized)."""
+    return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
+
+
+@dataclass(frozen=True)
+class Conventions:
+    """Label keys and thresholds. Defaults are the documented convention (docs/ledger.md)."""
+
+    # Node label naming why a node is unschedulable; kube-state-metrics must allowlist it:
+    # --metric-labels-allowlist=nodes=[gpu-finops.io/unschedulable-reason]
+    reason_label: str = "gpu-finops.io/unschedulable-reason"
+    # label value -> bucket; any other value, or none, is `unschedulable_other`
+    reasons: dict[str, str] = field(
+        default_factory=lambda: {
+            "repair-queue": "unschedulable_repair_queue",
+            "driver-rollout": "unschedulable_driver_rollout",
+        }
+    )
+    # Pod label naming the workload class (values: CLASS_BUCKETS keys);
+    # --metric-labels-allowlist=pods=[gpu-finops.io/workload-class]
+    class_label: str = "gpu-finops.io/workload-class"
+    # busy by the metric: DCGM_FI_DEV_GPU_UTIL strictly above this percentage
+    busy_util_percent: float = 10.0
+    # live by physics: power strictly above this many watts AND SM clock strictly above this many MHz.
+    # The seed's stalled GPU drew 121 W at 345 MHz against 700 W at 1980 MHz when stepping.
+    live_power_watts: float = 40.0
+    live_sm_clock_mhz: float = 600.0
+    # a free GPU is stranded when no GPU request shape seen in this window fits on its node
+    shape_window: str = "1d"
+    # rule evaluation interval: each recorded sample stands for this long
+    interval: str = "1m"
+
+    @property
+    def reason_ksm_label(self) -> str:
+        return ksm_label(self.reason_label)
+
+    @property
+    def class_ksm_label(self) -> str:
+        return ksm_label(self.class_label)
+
+
+def interval_seconds(duration: str) -> int:
+    """Seconds in a Prometheus duration such as `1m`, `1h30m`, `15s` (whole seconds only)."""
+    units = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+    parts = re.fullmatch(r"((\d+)d)?((\d+)h)?((\d+)m)?((\d+)s)?", duration)
+    if not duration or not parts:
+        raise ValueError(f"not a whole-second Prometheus duration: {duration!r}")
+    values = parts.group(2, 4, 6, 8)
+    return sum(int(v) * units[u] for v, u in zip(values, "dhms", strict=True) if v)

@@ -1,0 +1,305 @@
+"""The ledger's Prometheus recording rules, rendered from `Conventions` into one rules file.
+
+Every ledger series is a GPU *count* per evaluation, so that over a window
+`sum_over_time(series[window]) * interval / 3600` is GPU-hours. The buckets partition installed GPUs at
+every evaluation (docs/ledger.md derives why); rules in one group run in order, so later rules read the
+earlier ones' output at the same timestamp.
+
+`python -m finops.ledger.rules --write` re-renders the committed `rules.yaml`; a test keeps the two equal.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from finops.ledger.conventions import (
+    BUCKETS,
+    CLASS_BUCKETS,
+    DCGM_INPUTS,
+    GPU_RESOURCE,
+    KSM_INPUTS,
+    WORKING_CLASSES,
+    Conventions,
+)
+from finops.ledger.measures import DENSE_PEAKS
+
+RULES_PATH = Path(__file__).with_name("rules.yaml")
+GROUP = "gpu-finops-ledger"
+
+# Recorded series the report reads.
+RUNG = "fleet:ledger_rung_gpus:sum"  # label rung=<conventions.RUNGS>
+BUCKET = "fleet:ledger_bucket_gpus:sum"  # label bucket=<conventions.BUCKETS>
+LARGEST_PLACEABLE = "fleet:ledger_largest_placeable_gpus:max"
+INPUTS = "fleet:ledger_input_series:count"  # label input=<series name>
+INSTALLED = f'{RUNG}{{rung="installed"}}'
+
+
+def _rule(record: str, expr: str, **labels: str) -> dict[str, Any]:
+    rule: dict[str, Any] = {"record": record, "expr": " ".join(expr.split())}
+    if labels:
+        rule["labels"] = dict(labels)
+    return rule
+
+
+def _gated(expr: str) -> str:
+    """Zero when empty, but only at evaluations where installed GPUs were observed: a gap in
+    kube-state-metrics stays a gap (unobserved), never a run of zeros."""
+    return f"(({expr}) or vector(0)) and on () {INSTALLED}"
+
+
+def _alternation(values: list[str] | tuple[str, ...]) -> str:
+    return "|".join(values)
+
+
+def node_rules(c: Conventions) -> list[dict[str, Any]]:
+    gpu = f'resource="{GPU_RESOURCE}"'
+    reasons = _alternation(list(c.reasons))
+    return [
+        _rule("node:ledger_gpus_installed:sum", f"sum by (node) (kube_node_status_capacity{{{gpu}}})"),
+        # schedulable: Ready and not cordoned; what the device plugin advertises as allocatable
+        _rule(
+            "node:ledger_gpus_schedulable:sum",
+            f"""sum by (node) (kube_node_status_allocatable{{{gpu}}})
+            and on (node) (kube_node_status_condition{{condition="Ready",status="true"}} == 1)
+            unless on (node) (kube_node_spec_unschedulable == 1)""",
+        ),
+        # reason: the node label's value when it is a known one, `other` for any other value or none
+        _rule(
+            "node:ledger_unschedulable_reason:info",
+            f"""max by (node, reason) (label_replace(label_replace(kube_node_labels,
+            "reason", "$1", "{c.reason_ksm_label}", "({reasons})"), "reason", "other", "reason", ""))""",
+        ),
+    ]
+
+
+def pod_rules(c: Conventions) -> list[dict[str, Any]]:
+    classes = _alternation([k for k in CLASS_BUCKETS if k != "unclassified"])
+    return [
+        # the GPU request shape of every pod that exists, whatever its phase
+        _rule(
+            "pod:ledger_gpus_requested:sum",
+            f'sum by (namespace, pod) (kube_pod_container_resource_limits{{resource="{GPU_RESOURCE}"}}) > 0',
+        ),
+        _rule(
+            "pod:ledger_workload_class:info",
+            f"""max by (namespace, pod, class) (label_replace(label_replace(kube_pod_labels,
+            "class", "$1", "{c.class_ksm_label}", "({classes})"), "class", "unclassified", "class", ""))""",
+        ),
+        # allocated: GPU limits of Running pods, on the node kube_pod_info names, with the pod's class
+        # (unclassified when kube_pod_labels has no series for the pod)
+        _rule(
+            "pod:ledger_gpus_allocated:sum",
+            """(pod:ledger_gpus_requested:sum
+                * on (namespace, pod) group_left () (max by (namespace, pod) (kube_pod_status_phase{phase="Running"}) == 1)
+                * on (namespace, pod) group_left (node) max by (namespace, pod, node) (kube_pod_info{node!=""}))
+            * on (namespace, pod) group_left (class) (pod:ledger_workload_class:info
+                or on (namespace, pod) label_replace(max by (namespace, pod) (kube_pod_info), "class", "unclassified", "", ""))""",
+        ),
+    ]
+
+
+def capacity_rules(c: Conventions) -> list[dict[str, Any]]:
+    zero_installed = "node:ledger_gpus_installed:sum * 0"
+    return [
+        _rule("node:ledger_gpus_allocated:sum", "sum by (node) (pod:ledger_gpus_allocated:sum)"),
+        # free: allocatable on a schedulable node less what Running pods hold there
+        _rule(
+            "node:ledger_gpus_free:sum",
+            """clamp_min(node:ledger_gpus_schedulable:sum - on (node)
+            (node:ledger_gpus_allocated:sum or on (node) node:ledger_gpus_schedulable:sum * 0), 0)""",
+        ),
+        # unschedulable: the rest of installed; all of a cordoned or NotReady node's unallocated GPUs,
+        # and capacity the device plugin does not advertise as allocatable on a schedulable one
+        _rule(
+            "node:ledger_gpus_unschedulable:sum",
+            f"""clamp_min(node:ledger_gpus_installed:sum
+            - on (node) (node:ledger_gpus_allocated:sum or on (node) {zero_installed})
+            - on (node) (node:ledger_gpus_free:sum or on (node) {zero_installed}), 0)""",
+        ),
+        # the smallest GPU request of any pod that exists now; over the shape window, the smallest seen
+        _rule("fleet:ledger_gpu_request_shape:min", "min(pod:ledger_gpus_requested:sum)"),
+        # stranded: all of a node's free GPUs when even the smallest shape seen in the window does not fit
+        _rule(
+            "node:ledger_gpus_free_stranded:sum",
+            f"""node:ledger_gpus_free:sum * on (node) (node:ledger_gpus_free:sum < bool on () group_left ()
+            min_over_time(fleet:ledger_gpu_request_shape:min[{c.shape_window}]))""",
+        ),
+    ]
+
+
+def device_rules(c: Conventions) -> list[dict[str, Any]]:
+    by = "Hostname, gpu, UUID, namespace, pod"
+    return [
+        _rule(
+            "gpu:ledger_busy_by_metric:bool",
+            f"group by ({by}) (DCGM_FI_DEV_GPU_UTIL > {c.busy_util_percent:g})",
+        ),
+        _rule(
+            "gpu:ledger_live_by_physics:bool",
+            f"""group by ({by}) ((DCGM_FI_DEV_POWER_USAGE > {c.live_power_watts:g})
+            and on (UUID) (DCGM_FI_DEV_SM_CLOCK > {c.live_sm_clock_mhz:g}))""",
+        ),
+        # busy by the metric, idle by physics; only where both physics readings exist, so a missing
+        # power or clock series is never read as idle
+        _rule(
+            "gpu:ledger_busy_idle_by_physics:bool",
+            """gpu:ledger_busy_by_metric:bool unless on (UUID) gpu:ledger_live_by_physics:bool
+            and on (UUID) DCGM_FI_DEV_POWER_USAGE and on (UUID) DCGM_FI_DEV_SM_CLOCK""",
+        ),
+        _rule(
+            "pod:ledger_gpus_busy_idle_by_physics:count",
+            'count by (namespace, pod) (gpu:ledger_busy_idle_by_physics:bool{pod!=""})',
+        ),
+        # carved out of working classes: min(allocated, stalled devices) = a - clamp_min(a - s, 0)
+        _rule(
+            "pod:ledger_gpus_busy_idle_attributed:sum",
+            f"""pod:ledger_gpus_allocated:sum{{class=~"{_alternation(WORKING_CLASSES)}"}}
+            - on (namespace, pod) group_left () clamp_min(pod:ledger_gpus_allocated:sum
+            - on (namespace, pod) group_left () pod:ledger_gpus_busy_idle_by_physics:count, 0)""",
+        ),
+        _rule(
+            "pod:ledger_gpus_live_by_physics:count",
+            'count by (namespace, pod) (gpu:ledger_live_by_physics:bool{pod!=""})',
+        ),
+    ]
+
+
+def measure_rules() -> list[dict[str, Any]]:
+    peaks = [
+        _rule("gpu_model:dense_bf16_peak_flops:max", f"vector({p.flops:.6g})", gpu_model=p.key)
+        for p in DENSE_PEAKS
+    ]
+    serving = 'class=~"serving-traffic|serving-headroom"'
+    return [
+        *peaks,
+        _rule(
+            "run:training_mfu:ratio",
+            """6 * max by (run) (training_model_parameters)
+            * on (run) max by (run) (training_tokens_per_step)
+            / on (run) max by (run) (training_step_seconds)
+            / on (run) (max by (run, gpu_model) (training_world_size)
+                * on (gpu_model) group_left () gpu_model:dense_bf16_peak_flops:max)""",
+        ),
+        _rule("run:training_mfu:median_7d", "quantile_over_time(0.5, run:training_mfu:ratio[7d])"),
+        _rule(
+            "run:training_goodput:ratio",
+            "clamp_max(sum by (run) (rate(training_useful_seconds_total[1h])), 1)",
+        ),
+        _rule("run:training_goodput:median_7d", "quantile_over_time(0.5, run:training_goodput:ratio[7d])"),
+        _rule(
+            "model:serving_provisioned_gpus:sum",
+            f"""sum by (model) (pod:ledger_gpus_allocated:sum{{{serving}}}
+            * on (namespace, pod) group_left (model) group by (namespace, pod, model) (serving_tokens_total))""",
+        ),
+        _rule(
+            "model:serving_tokens_per_provisioned_gpu_hour:ratio",
+            """sum by (model) (rate(serving_tokens_total[5m])) * 3600
+            / on (model) (model:serving_provisioned_gpus:sum > 0)""",
+        ),
+        _rule(
+            "fleet:serving_warm_idle_share:ratio",
+            f"""sum(clamp_min(pod:ledger_gpus_allocated:sum{{{serving}}} - on (namespace, pod) group_left ()
+                (pod:ledger_gpus_live_by_physics:count or on (namespace, pod) pod:ledger_gpus_allocated:sum{{{serving}}} * 0), 0))
+            / (sum(pod:ledger_gpus_allocated:sum{{{serving}}}) > 0)""",
+        ),
+    ]
+
+
+def fleet_rules(c: Conventions) -> list[dict[str, Any]]:
+    reason_of = "node:ledger_unschedulable_reason:info"
+    unsched = "node:ledger_gpus_unschedulable:sum"
+    rules = [
+        _rule(RUNG, "sum(node:ledger_gpus_installed:sum)", rung="installed"),
+        _rule(RUNG, _gated("sum(node:ledger_gpus_schedulable:sum)"), rung="schedulable"),
+        _rule(RUNG, _gated("sum(pod:ledger_gpus_allocated:sum)"), rung="allocated"),
+        _rule(RUNG, _gated("count(gpu:ledger_busy_by_metric:bool)"), rung="busy_by_metric"),
+        _rule(RUNG, _gated("count(gpu:ledger_live_by_physics:bool)"), rung="live_by_physics"),
+        # useful: training GPUs weighted by their MFU (GPU-equivalents of model arithmetic)
+        _rule(
+            RUNG,
+            _gated("sum(run:training_mfu:ratio * on (run) max by (run) (training_world_size))"),
+            rung="useful_training",
+        ),
+        _rule(LARGEST_PLACEABLE, _gated("max(node:ledger_gpus_free:sum)")),
+    ]
+    for value, bucket in c.reasons.items():
+        rules.append(
+            _rule(
+                BUCKET,
+                _gated(f'sum({unsched} * on (node) group_left () {reason_of}{{reason="{value}"}})'),
+                bucket=bucket,
+            )
+        )
+    known = _alternation(list(c.reasons))
+    rules.append(
+        _rule(
+            BUCKET,
+            _gated(f'sum({unsched} unless on (node) {reason_of}{{reason=~"{known}"}})'),
+            bucket="unschedulable_other",
+        )
+    )
+    rules += [
+        _rule(
+            BUCKET,
+            _gated("sum(node:ledger_gpus_free:sum) - (sum(node:ledger_gpus_free_stranded:sum) or vector(0))"),
+            bucket="free_placeable",
+        ),
+        _rule(BUCKET, _gated("sum(node:ledger_gpus_free_stranded:sum)"), bucket="free_stranded"),
+    ]
+    for klass, bucket in CLASS_BUCKETS.items():
+        allocated = f'sum(pod:ledger_gpus_allocated:sum{{class="{klass}"}})'
+        if klass in WORKING_CLASSES:
+            carved = f'(sum(pod:ledger_gpus_busy_idle_attributed:sum{{class="{klass}"}}) or vector(0))'
+            allocated = f"{allocated} - {carved}"
+        rules.append(_rule(BUCKET, _gated(allocated), bucket=bucket))
+    rules.append(
+        _rule(
+            BUCKET,
+            _gated("sum(pod:ledger_gpus_busy_idle_attributed:sum)"),
+            bucket="busy_by_metric_idle_by_physics",
+        )
+    )
+    assert sorted(r["labels"]["bucket"] for r in rules if r["record"] == BUCKET) == sorted(BUCKETS)
+    for name, selector in {**KSM_INPUTS, **DCGM_INPUTS}.items():
+        rules.append(_rule(INPUTS, f"count({selector}) or vector(0)", input=name))
+    return rules
+
+
+def build(c: Conventions | None = None) -> dict[str, Any]:
+    """The rules file as a dict: one group, evaluated in order every `c.interval`."""
+    c = c or Conventions()
+    rules = node_rules(c) + pod_rules(c) + capacity_rules(c) + device_rules(c) + measure_rules()
+    rules += fleet_rules(c)
+    return {"groups": [{"name": GROUP, "interval": c.interval, "rules": rules}]}
+
+
+def render(c: Conventions | None = None) -> str:
+    header = (
+        "# Generated by `python -m finops.ledger.rules --write` from finops/ledger/conventions.py;\n"
+        "# edit those, not this file. What each rule means: docs/ledger.md.\n"
+    )
+    return header + yaml.safe_dump(build(c), sort_keys=False, width=1000)
+
+
+def load() -> dict[str, Any]:
+    """The committed rules file, parsed (what the addons stack ships to the cluster's Prometheus)."""
+    return yaml.safe_load(RULES_PATH.read_text())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true", help=f"write {RULES_PATH}")
+    args = parser.parse_args()
+    text = render()
+    if args.write:
+        RULES_PATH.write_text(text)
+    else:
+        print(text, end="")
+
+
+if __name__ == "__main__":
+    main()

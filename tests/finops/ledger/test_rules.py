@@ -1,0 +1,86 @@
+"""The ledger's recording rules: the committed file is the rendered conventions, Prometheus accepts it,
+and `promtool test rules` proves every rule where it holds and on its adjacent case (rules/*.test.yaml)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from finops.ledger import rules
+from finops.ledger.conventions import BUCKETS, RUNGS, Conventions, interval_seconds, ksm_label
+
+RULE_TESTS = sorted((Path(__file__).parent / "rules").glob("*.test.yaml"))
+PROMTOOL = shutil.which("promtool")
+needs_promtool = pytest.mark.skipif(
+    PROMTOOL is None, reason="promtool not installed (`make setup` installs Debian's prometheus package)"
+)
+
+
+def test_committed_rules_file_is_the_rendered_conventions():
+    assert rules.RULES_PATH.read_text() == rules.render(), (
+        "finops/ledger/rules.yaml is stale: run `python -m finops.ledger.rules --write`"
+    )
+
+
+def test_every_rung_and_bucket_has_exactly_one_rule():
+    recorded = rules.load()["groups"][0]["rules"]
+    rungs = [r["labels"]["rung"] for r in recorded if r["record"] == rules.RUNG]
+    buckets = [r["labels"]["bucket"] for r in recorded if r["record"] == rules.BUCKET]
+    assert rungs == list(RUNGS)
+    assert sorted(buckets) == sorted(BUCKETS)
+
+
+def test_conventions_are_configurable():
+    custom = Conventions(
+        reason_label="example.com/why",
+        reasons={"rma": "unschedulable_repair_queue", "drivers": "unschedulable_driver_rollout"},
+        class_label="example.com/class",
+        busy_util_percent=25,
+        interval="30s",
+    )
+    text = rules.render(custom)
+    assert '"label_example_com_why", "(rma|drivers)"' in text
+    assert "label_example_com_class" in text
+    assert "DCGM_FI_DEV_GPU_UTIL > 25)" in text
+    assert yaml.safe_load(text)["groups"][0]["interval"] == "30s"
+    assert "gpu_finops_io" not in text
+
+
+def test_ksm_label_and_interval_parsing():
+    assert ksm_label("gpu-finops.io/workload-class") == "label_gpu_finops_io_workload_class"
+    assert interval_seconds("1m") == 60
+    assert interval_seconds("1h30m") == 5400
+    with pytest.raises(ValueError):
+        interval_seconds("1.5m")
+
+
+@needs_promtool
+def test_promtool_accepts_the_rules_file():
+    result = subprocess.run(
+        [PROMTOOL, "check", "rules", str(rules.RULES_PATH)], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@needs_promtool
+@pytest.mark.parametrize("test_file", RULE_TESTS, ids=lambda p: p.name)
+def test_promtool_rule_unit_tests(test_file: Path):
+    result = subprocess.run(
+        [PROMTOOL, "test", "rules", test_file.name],
+        cwd=test_file.parent,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_addons_prometheus_loads_the_committed_rules():
+    from infra.objects import prometheus_values
+
+    assert prometheus_values()["serverFiles"]["recording_rules.yml"] == rules.load()
