@@ -3,15 +3,16 @@ each node declare, exported only where the metrics CSV exports them (as dcgm-exp
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 from typing import Any
 
 from finops import dcgm
 from harness.kube import Kube
+from harness.observe import is_gpu_node
 from harness.nodes import GPU_RESOURCE, LABEL_GPU_COUNT
 from local.dcgm_sim import DcgmSimulator, SimGpu
+from local.device_plugin import gpu_uuid
 
 SM_ACTIVE_ANNOTATION = "gpu-finops.io/sm-active"  # what a simulated workload keeps its SMs busy at (0..1)
 
@@ -25,16 +26,19 @@ def gpus_from_cluster(nodes: list[Any], pods: list[Any]) -> list[SimGpu]:
     out = []
     for n in nodes:
         labels = n.metadata.labels or {}
+        # physical cards: GFD's count (time-slicing multiplies what the node advertises, not the cards)
         count = int(labels.get(LABEL_GPU_COUNT) or str((n.status.capacity or {}).get(GPU_RESOURCE, "0")))
         holders = [
             p
             for p in running.get(n.metadata.name, [])
             if any(
-                GPU_RESOURCE in ((c.resources.limits or {}) if c.resources else {}) for c in p.spec.containers
+                any(r == GPU_RESOURCE or r.startswith(GPU_RESOURCE + ".") for r in (c.resources.limits or {}))
+                for c in p.spec.containers
+                if c.resources
             )
         ]
         for i in range(count):
-            uuid = "GPU-" + hashlib.sha1(f"{n.metadata.name}/{i}".encode()).hexdigest()[:32]
+            uuid = gpu_uuid(n.metadata.name, i)  # the UUID the device plugin hands out for this card
             pod = holders[i] if i < len(holders) else None
             if pod is None:
                 values = {
@@ -73,11 +77,7 @@ class ClusterGpuSimulator:
         self.server = None
 
     def refresh(self) -> None:
-        nodes = [
-            n
-            for n in self.kube.core.list_node().items
-            if int(str((n.status.capacity or {}).get(GPU_RESOURCE, "0"))) > 0
-        ]
+        nodes = [n for n in self.kube.core.list_node().items if is_gpu_node(n)]
         pods = self.kube.core.list_pod_for_all_namespaces().items
         self.sim.set_gpus(gpus_from_cluster(nodes, pods))
 
