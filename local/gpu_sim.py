@@ -9,8 +9,8 @@ from typing import Any
 
 from finops import dcgm
 from harness.kube import Kube
-from harness.observe import is_gpu_node
 from harness.nodes import GPU_RESOURCE, LABEL_GPU_COUNT
+from harness.observe import is_gpu_node
 from local.dcgm_sim import DcgmSimulator, SimGpu
 from local.device_plugin import gpu_uuid
 
