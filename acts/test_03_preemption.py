@@ -11,7 +11,7 @@ from acts.jobs import gpu_job
 from acts.recorder import WorkloadRecorder
 from assertions.preemption import PreemptionObs, check_preemption
 from assertions.verdict import require
-from harness import timeouts
+from facts import timeouts
 from harness.waits import eventually
 
 pytestmark = pytest.mark.timeout(timeouts.NODE_READY + timeouts.PREEMPTION + 300)

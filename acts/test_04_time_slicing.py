@@ -11,7 +11,7 @@ from acts.jobs import gpu_job
 from assertions.observed import PodObs
 from assertions.timeslicing import TimeSlicingObs, check_timeslicing
 from assertions.verdict import require
-from harness import timeouts
+from facts import timeouts
 from harness.observe import job_pods, node_obs
 from harness.waits import eventually
 

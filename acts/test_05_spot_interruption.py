@@ -10,7 +10,7 @@ import pytest
 from acts.jobs import gpu_job
 from assertions.interruption import TAINT, InterruptionObs, check_interruption
 from assertions.verdict import require
-from harness import timeouts
+from facts import timeouts
 from harness.observe import events_for, gpu_node_names, job_pods, node_obs
 from harness.waits import eventually
 

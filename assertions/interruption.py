@@ -8,9 +8,10 @@ from datetime import datetime
 from assertions.decide import decide, seconds
 from assertions.observed import EventObs, NodeObs, PodObs
 from assertions.verdict import Verdict
+from facts.kube_keys import TAINT_DISRUPTED
 
 CLAIM = "Karpenter received the spot interruption, tainted and drained the node, pods moved, a replacement came up"
-TAINT = "karpenter.sh/disrupted:NoSchedule"
+TAINT = TAINT_DISRUPTED
 
 
 @dataclass(frozen=True)

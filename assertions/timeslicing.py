@@ -8,6 +8,7 @@ from datetime import datetime
 from assertions.decide import decide
 from assertions.observed import NodeObs, PodObs
 from assertions.verdict import Verdict
+from facts.kube_keys import LABEL_GPU_COUNT, LABEL_GPU_REPLICAS, LABEL_GPU_SHARING
 
 CLAIM = "one physical GPU advertised as four replicas, and four pods ran on it at once, all on one GPU UUID"
 
@@ -23,9 +24,9 @@ class TimeSlicingObs:
 def check_timeslicing(o: TimeSlicingObs) -> Verdict:
     f: list[str] = []
     n = o.node
-    physical = n.labels.get("nvidia.com/gpu.count")
-    per_gpu = n.labels.get("nvidia.com/gpu.replicas")
-    strategy = n.labels.get("nvidia.com/gpu.sharing-strategy")
+    physical = n.labels.get(LABEL_GPU_COUNT)
+    per_gpu = n.labels.get(LABEL_GPU_REPLICAS)
+    strategy = n.labels.get(LABEL_GPU_SHARING)
     if physical != "1":
         f.append(f"node {n.name} has {physical} physical GPUs (GFD nvidia.com/gpu.count), expected 1")
     if per_gpu != str(o.replicas) or strategy != "time-slicing":

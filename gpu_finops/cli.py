@@ -13,6 +13,8 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from facts.names import PROJECT
+
 # subcommand -> (module that implements it, one-line help). Order is the order shown in --help.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "check-metrics-csv": (
@@ -31,7 +33,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="gpu-finops",
+        prog=PROJECT,
         description="Is our GPU money doing work, and does our scheduling stack do what we claim?",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -52,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     module_name, help_text = SUBCOMMANDS[command]
     module = importlib.import_module(module_name)
-    parser = argparse.ArgumentParser(prog=f"gpu-finops {command}", description=help_text)
+    parser = argparse.ArgumentParser(prog=f"{PROJECT} {command}", description=help_text)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     module.add_arguments(parser)
     index = argv.index(command)

@@ -6,16 +6,14 @@ from datetime import datetime
 from typing import Any
 
 from assertions.observed import Condition, EventObs, Interval, NodeObs, PodObs, WorkloadSnapshot
+from facts import timestamps
+from facts.kube_keys import GPU_RESOURCE, KUEUE_GROUP, LABEL_NODEPOOL
+from finops.karpenter import GROUP as KARPENTER_GROUP
+from finops.karpenter import NODECLAIMS
+from finops.karpenter import VERSION as KARPENTER_VERSION
 from harness.kube import Kube
-from harness.nodes import GPU_RESOURCE
 
-KUEUE = ("kueue.x-k8s.io", "v1beta2")
-
-
-def _ts(value: Any) -> datetime | None:
-    if value is None or isinstance(value, datetime):
-        return value
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+KUEUE = (KUEUE_GROUP, "v1beta2")
 
 
 def gpu_node_names(kube: Kube) -> list[str]:
@@ -27,7 +25,9 @@ def gpu_node_names(kube: Kube) -> list[str]:
 
 
 def nodeclaims(kube: Kube) -> list[dict[str, Any]]:
-    return kube.custom.list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims").get("items", [])
+    return kube.custom.list_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, NODECLAIMS).get(
+        "items", []
+    )
 
 
 def node_obs(kube: Kube, name: str) -> NodeObs:
@@ -39,7 +39,7 @@ def node_obs(kube: Kube, name: str) -> NodeObs:
     if claim:
         launched = next(
             (
-                _ts(c.get("lastTransitionTime"))
+                timestamps.parse(c.get("lastTransitionTime"))
                 for c in claim.get("status", {}).get("conditions", [])
                 if c["type"] == "Launched" and c["status"] == "True"
             ),
@@ -53,9 +53,7 @@ def node_obs(kube: Kube, name: str) -> NodeObs:
         capacity_gpu=int(str((n.status.capacity or {}).get(GPU_RESOURCE, "0"))),
         ready_at=ready.last_transition_time if ready is not None and ready.status == "True" else None,
         nodeclaim=claim["metadata"]["name"] if claim else None,
-        nodeclaim_nodepool=(claim["metadata"].get("labels") or {}).get("karpenter.sh/nodepool")
-        if claim
-        else None,
+        nodeclaim_nodepool=(claim["metadata"].get("labels") or {}).get(LABEL_NODEPOOL) if claim else None,
         nodeclaim_launched_at=launched,
         taints=tuple(f"{t.key}:{t.effect}" for t in (n.spec.taints or [])),
     )
@@ -109,7 +107,7 @@ def snapshot(workload: dict[str, Any], at: datetime, job_suspended: bool | None)
             c["status"],
             c.get("reason", ""),
             c.get("message", ""),
-            _ts(c.get("lastTransitionTime")),
+            timestamps.parse(c.get("lastTransitionTime")),
         )
         for c in status.get("conditions", [])
     }

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from cdktn import App
 
+from facts.config import Config, load_config
 from infra.addons import AddonsStack, write_chart
 from infra.cluster import ClusterStack
-from infra.config import Config, load_config
 from infra.metrics_csv import PROJECT_METRICS, MetricRow
 from infra.network import NetworkStack
 
@@ -43,7 +43,7 @@ def synth(c: Config, outdir: str | Path = "cdktf.out") -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="synthesize the gpu-finops stacks")
-    parser.add_argument("--config", default=None, help="config YAML (default infra/config.yaml)")
+    parser.add_argument("--config", default=None, help="config YAML (default facts/config.yaml)")
     parser.add_argument("--outdir", default="cdktf.out")
     args = parser.parse_args(argv)
     out = synth(load_config(args.config), args.outdir)

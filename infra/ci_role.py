@@ -20,13 +20,15 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from infra.config import Config
+from facts.config import Config
+from facts.kube_keys import cluster_tag
+from facts.names import PROJECT, SPOT_SLR, TAG_CI
 
 GITHUB_OIDC_HOST = "token.actions.githubusercontent.com"
 GITHUB_OIDC_AUDIENCE = "sts.amazonaws.com"
 MAX_SESSION_SECONDS = 4 * 3600  # covers the workflow's job timeout: credentials must outlive teardown
 MANAGED_POLICY_MAX_CHARS = 6144  # IAM's limit for one managed policy document, whitespace excluded
-CI_TAG = {"gpu-finops.io/ci": "bootstrap"}
+CI_TAG = {TAG_CI: "bootstrap"}
 
 # Terraform type -> the IAM actions the AWS provider calls to create, read, update and delete it.
 TERRAFORM_ACTIONS: dict[str, tuple[str, ...]] = {
@@ -362,7 +364,7 @@ def deploy_policies(c: Config, account: str) -> dict[str, dict[str, Any]]:
                 "Effect": "Allow",
                 "Action": "ec2:TerminateInstances",
                 "Resource": _arn(c, account, "ec2", "instance/*"),
-                "Condition": {"StringEquals": {f"aws:ResourceTag/kubernetes.io/cluster/{name}": "owned"}},
+                "Condition": {"StringEquals": {f"aws:ResourceTag/{cluster_tag(name)}": "owned"}},
             },
             {
                 "Sid": "SpotPricesForTheCostGuard",
@@ -398,7 +400,7 @@ def deploy_policies(c: Config, account: str) -> dict[str, dict[str, Any]]:
                         f"instance-profile/{name}-*",
                         f"instance-profile/{name}_*",  # Karpenter's per-EC2NodeClass profiles
                         f"policy/{name}-*",
-                        "role/aws-service-role/spot.amazonaws.com/AWSServiceRoleForEC2Spot",
+                        f"role/aws-service-role/spot.amazonaws.com/{SPOT_SLR}",
                     )
                 ],
             },
@@ -463,10 +465,10 @@ def deploy_policies(c: Config, account: str) -> dict[str, dict[str, Any]]:
             ours("OurCluster", "eks:", eks_resources),
             ours("OurQueue", "sqs:", _arn(c, account, "sqs", f"{name}-*")),
             ours("OurEventRules", "events:", _arn(c, account, "events", f"rule/{name}-*")),
-            ours("OurCostTable", "dynamodb:", _arn(c, account, "dynamodb", f"table/{name}-cost")),
+            ours("OurCostTable", "dynamodb:", _arn(c, account, "dynamodb", f"table/{c.cost_table}")),
             ours("OurLogGroup", "logs:", _arn(c, account, "logs", f"log-group:/aws/eks/{name}/*")),
             ours("OurCollectorRepository", "ecr:", _arn(c, account, "ecr", f"repository/{name}/*")),
-            ours("OurSpotRoleRecord", "ssm:", _arn(c, account, "ssm", f"parameter/gpu-finops/{name}/*")),
+            ours("OurSpotRoleRecord", "ssm:", _arn(c, account, "ssm", f"parameter/{PROJECT}/{name}/*")),
             {
                 "Sid": "KmsKeysInOurRegion",
                 "Effect": "Allow",
@@ -499,9 +501,9 @@ def deploy_policies(c: Config, account: str) -> dict[str, dict[str, Any]]:
         ],
     }
     return {
-        f"nightly-{name}-network": network,
-        f"nightly-{name}-iam": iam,
-        f"nightly-{name}-services": services,
+        f"{c.ci_role}-network": network,
+        f"{c.ci_role}-iam": iam,
+        f"{c.ci_role}-services": services,
     }
 
 
@@ -532,7 +534,7 @@ def trust_policy(c: Config, account: str) -> dict[str, Any]:
 
 
 def role_name(c: Config) -> str:
-    return f"nightly-{c.cluster_name}"
+    return c.ci_role
 
 
 def allows(policies: Iterable[Mapping[str, Any]], action: str) -> bool:

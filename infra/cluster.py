@@ -35,12 +35,13 @@ from cdktn_provider_aws.sqs_queue import SqsQueue
 from cdktn_provider_aws.sqs_queue_policy import SqsQueuePolicy
 from constructs import Construct
 
+from facts.config import Config
+from facts.kube_keys import LABEL_DISCOVERY, LABEL_NODEPOOL
+from facts.names import COLLECTOR, SPOT_SLR, TAG_PROJECT
 from infra import iam_policies as pol
-from infra.config import Config
 from infra.jsii_structs import camel
 from infra.network import NetworkStack, aws_provider, local_state
 
-SPOT_SLR = "AWSServiceRoleForEC2Spot"
 MANAGED = "arn:aws:iam::aws:policy/"
 INTERRUPTION_EVENTS = {
     "spot-interruption": {"source": ["aws.ec2"], "detail-type": ["EC2 Spot Instance Interruption Warning"]},
@@ -60,10 +61,8 @@ NODE_POLICIES = (
 
 class ClusterStack(TerraformStack):
     def node_role_with_policies(self, prefix: str, name: str) -> IamRole:
-        """An EC2 node role with the managed policies every EKS node needs."""
-        role = IamRole(
-            self, f"{prefix}-role", name=f"{name}-{prefix}", assume_role_policy=pol.trust("ec2.amazonaws.com")
-        )
+        """An EC2 node role named `name` with the managed policies every EKS node needs."""
+        role = IamRole(self, f"{prefix}-role", name=name, assume_role_policy=pol.trust("ec2.amazonaws.com"))
         for i, p in enumerate(NODE_POLICIES):
             IamRolePolicyAttachment(self, f"{prefix}-policy-{i}", role=role.name, policy_arn=MANAGED + p)
         return role
@@ -116,7 +115,7 @@ class ClusterStack(TerraformStack):
         self.log_group = CloudwatchLogGroup(
             self,
             "cluster-logs",
-            name=f"/aws/eks/{name}/cluster",
+            name=c.cluster_log_group,
             retention_in_days=c.log_retention_days,
             kms_key_id=key.arn,
         )
@@ -124,7 +123,7 @@ class ClusterStack(TerraformStack):
         cluster_role = IamRole(
             self,
             "cluster-role",
-            name=f"{name}-cluster",
+            name=c.cluster_role,
             assume_role_policy=pol.trust("eks.amazonaws.com", actions=("sts:AssumeRole", "sts:TagSession")),
         )
         IamRolePolicyAttachment(
@@ -133,10 +132,10 @@ class ClusterStack(TerraformStack):
         cluster_sg = SecurityGroup(
             self,
             "cluster-sg",
-            name=f"{name}-cluster",
+            name=c.cluster_role,
             vpc_id=net.vpc.id,
             description="EKS cluster and Karpenter nodes",
-            tags={"karpenter.sh/discovery": name, "Name": f"{name}-cluster"},
+            tags={LABEL_DISCOVERY: name, "Name": c.cluster_role},
         )
         self.cluster = EksCluster(
             self,
@@ -158,7 +157,7 @@ class ClusterStack(TerraformStack):
         )
 
         # System node group: IMDSv2 required through its launch template.
-        system_role = self.node_role_with_policies("system-node", name)
+        system_role = self.node_role_with_policies("system-node", c.system_node_role)
         system_lt = LaunchTemplate(
             self,
             "system-lt",
@@ -205,9 +204,9 @@ class ClusterStack(TerraformStack):
             )
 
         # Karpenter: node role + instance profile, tag-scoped controller role via pod identity.
-        self.node_role = self.node_role_with_policies("karpenter-node", name)
+        self.node_role = self.node_role_with_policies("karpenter-node", c.karpenter_node_role)
         IamInstanceProfile(
-            self, "karpenter-node-profile", name=f"{name}-karpenter-node", role=self.node_role.name
+            self, "karpenter-node-profile", name=c.karpenter_node_role, role=self.node_role.name
         )
         EksAccessEntry(
             self,
@@ -230,7 +229,7 @@ class ClusterStack(TerraformStack):
         self.queue = SqsQueue(
             self,
             "interruption-queue",
-            name=f"{name}-interruption",
+            name=c.interruption_queue,
             message_retention_seconds=300,
             sqs_managed_sse_enabled=True,
         )
@@ -251,7 +250,7 @@ class ClusterStack(TerraformStack):
         self.controller_role = IamRole(
             self,
             "karpenter-controller-role",
-            name=f"{name}-karpenter-controller",
+            name=c.karpenter_controller_role,
             assume_role_policy=pol.POD_IDENTITY_TRUST,
         )
         IamRolePolicy(
@@ -271,7 +270,7 @@ class ClusterStack(TerraformStack):
 
         # FIS: interrupt only this project's spot GPU instances.
         fis_role = IamRole(
-            self, "fis-role", name=f"{name}-fis", assume_role_policy=pol.trust("fis.amazonaws.com")
+            self, "fis-role", name=c.fis_role, assume_role_policy=pol.trust("fis.amazonaws.com")
         )
         IamRolePolicy(
             self,
@@ -292,8 +291,8 @@ class ClusterStack(TerraformStack):
                         "resource_type": "aws:ec2:spot-instance",
                         "selection_mode": "COUNT(1)",
                         "resource_tag": [
-                            {"key": "karpenter.sh/nodepool", "value": c.nodepool_name},
-                            {"key": "gpu-finops.io/project", "value": c.project},
+                            {"key": LABEL_NODEPOOL, "value": c.nodepool_name},
+                            {"key": TAG_PROJECT, "value": c.project},
                         ],
                         "filter": [{"path": "State.Name", "values": ["running"]}],
                     }
@@ -316,7 +315,7 @@ class ClusterStack(TerraformStack):
         self.table = DynamodbTable(
             self,
             "cost-table",
-            name=f"{name}-cost",
+            name=c.cost_table,
             billing_mode="PAY_PER_REQUEST",
             hash_key="ResourceId",
             range_key="ChargePeriodStart",
@@ -328,7 +327,7 @@ class ClusterStack(TerraformStack):
             deletion_protection_enabled=False,
         )
         collector_role = IamRole(
-            self, "collector-role", name=f"{name}-collector", assume_role_policy=pol.POD_IDENTITY_TRUST
+            self, "collector-role", name=c.collector_role, assume_role_policy=pol.POD_IDENTITY_TRUST
         )
         IamRolePolicy(
             self, "collector-policy", role=collector_role.name, policy=pol.collector(self.table.arn, c.region)
@@ -337,14 +336,14 @@ class ClusterStack(TerraformStack):
             self,
             "collector-pod-identity",
             cluster_name=self.cluster.name,
-            namespace="gpu-monitoring",
-            service_account="gpu-finops-collector",
+            namespace=c.monitoring_namespace,
+            service_account=COLLECTOR,
             role_arn=collector_role.arn,
         )
         self.ecr = EcrRepository(
             self,
             "collector-repo",
-            name=f"{name}/collector",
+            name=c.collector_repository,
             image_tag_mutability="IMMUTABLE",
             image_scanning_configuration={"scan_on_push": True},
             encryption_configuration=camel([{"encryption_type": "KMS", "kms_key": key.arn}]),

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from finops import dcgm
+from facts import dcgm
 
 # Prometheus types dcgm-exporter accepts in its CSV (counter and gauge for fields, label for labels).
 KNOWN_PROM_TYPES = frozenset({"gauge", "counter", "label"})

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from finops import dcgm
+from facts import dcgm
 from infra.metrics_csv import MetricsCsvError, parse
 
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
+from facts.config import Config, load_config
 from harness.waits import eventually
-from infra.config import Config, load_config
 from local import build, catalog, render, versions
 from local.certs import Pki
 from local.supervisor import Supervisor

@@ -8,9 +8,9 @@ import threading
 import time
 from typing import Any
 
-from finops import dcgm
+from facts import dcgm
+from facts.kube_keys import GPU_RESOURCE, LABEL_GPU_COUNT
 from harness.kube import Kube
-from harness.nodes import GPU_RESOURCE, LABEL_GPU_COUNT
 from local.dcgm_sim import DcgmSimulator, SimGpu
 
 SM_ACTIVE_ANNOTATION = "gpu-finops.io/sm-active"  # what a simulated workload keeps its SMs busy at (0..1)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from facts.kube_keys import LABEL_NODEPOOL
 from teardown.model import Context, Resource, gone_ok, tags_of
 from teardown.registry import ResourceType, register
 
@@ -45,7 +46,7 @@ def list_instances(ctx: Context) -> list[Resource]:
                 i["InstanceId"],
                 i.get("Tags"),
                 i["State"]["Name"],
-                karpenter="karpenter.sh/nodepool" in tags,
+                karpenter=LABEL_NODEPOOL in tags,
                 lifecycle=i.get("InstanceLifecycle", "on-demand"),
             )
             if r:

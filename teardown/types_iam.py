@@ -5,15 +5,9 @@ from __future__ import annotations
 
 from botocore.exceptions import ClientError
 
+from facts.names import SPOT_SLR, spot_slr_record_name
 from teardown.model import Context, Resource, gone_ok, is_gone, tags_of
 from teardown.registry import ResourceType, register
-
-SPOT_SLR = "AWSServiceRoleForEC2Spot"
-
-
-def spot_slr_record_name(cluster: str) -> str:
-    """The SSM parameter `make up` writes when (and only when) it created the spot service-linked role."""
-    return f"/gpu-finops/{cluster}/spot-slr-created"
 
 
 def list_instance_profiles(ctx: Context) -> list[Resource]:

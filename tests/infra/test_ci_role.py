@@ -13,6 +13,7 @@ import pytest
 import yaml
 from botocore.stub import Stubber
 
+from facts.config import Config, ConfigError, load_config
 from infra.ci_role import (
     CI_TAG,
     HARNESS_ACTIONS,
@@ -25,7 +26,6 @@ from infra.ci_role import (
     role_name,
     trust_policy,
 )
-from infra.config import Config, ConfigError, load_config
 
 ACCOUNT = "123456789012"
 CONFIG = Config(allowed_accounts=(ACCOUNT,), github_repository="acme/gpu-finops")

@@ -14,8 +14,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from facts.config import Config
 from gpu_finops.cli import main
-from infra.config import Config
 from infra.guard import EXIT_DEADLINE, Deadline, GuardError, estimate, run_until
 from tests.finops.aws_shapes import price_list_item
 

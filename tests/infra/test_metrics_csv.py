@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from finops import dcgm
+from facts import dcgm
 from infra.metrics_csv import (
     EXPORTER_DEFAULT_METRICS,
     PROJECT_METRICS,

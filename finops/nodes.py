@@ -1,0 +1,142 @@
+"""Read GPU nodes from Kubernetes into plain `NodeFacts` (the collector's and the reaper's view)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from facts import timestamps
+from facts.kube_keys import (
+    ANNOTATION_DO_NOT_DISRUPT,
+    GPU_RESOURCE,
+    LABEL_CAPACITY_TYPE,
+    LABEL_GPU_COUNT,
+    LABEL_INSTANCE_TYPE,
+    LABEL_NODEPOOL,
+    LABEL_ZONE,
+)
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """What the collector and reaper need to know of one node."""
+
+    name: str
+    instance_type: str | None
+    capacity_type: str | None
+    zone: str | None
+    nodepool: str | None
+    instance_id: str | None
+    gpu_count: int
+    created: datetime
+    deleted: datetime | None = None
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def region(self) -> str | None:
+        """us-east-1a -> us-east-1 (AWS zone names are the region plus one letter)."""
+        return self.zone[:-1] if self.zone and self.zone[-1].isalpha() else self.zone
+
+    @property
+    def do_not_disrupt(self) -> bool:
+        return self.annotations.get(ANNOTATION_DO_NOT_DISRUPT) == "true"
+
+
+def instance_id_from_provider_id(provider_id: str | None) -> str | None:
+    """aws:///us-east-1a/i-0abc -> i-0abc; other providers: the last path element, or None."""
+    if not provider_id:
+        return None
+    tail = provider_id.rstrip("/").rsplit("/", 1)[-1]
+    return tail or None
+
+
+def node_facts(node: Any) -> NodeFacts:
+    """Convert a kubernetes-client V1Node (or anything shaped like it) into NodeFacts."""
+    meta, status, spec = node.metadata, node.status, node.spec
+    labels = dict(meta.labels or {})
+    capacity = dict((status.capacity or {}) if status else {})
+    physical = labels.get(LABEL_GPU_COUNT)
+    gpu_count = (
+        int(physical) if physical and physical.isdigit() else int(str(capacity.get(GPU_RESOURCE, "0")) or 0)
+    )
+    return NodeFacts(
+        name=meta.name,
+        instance_type=labels.get(LABEL_INSTANCE_TYPE),
+        capacity_type=labels.get(LABEL_CAPACITY_TYPE),
+        zone=labels.get(LABEL_ZONE),
+        nodepool=labels.get(LABEL_NODEPOOL),
+        instance_id=instance_id_from_provider_id(getattr(spec, "provider_id", None)),
+        gpu_count=gpu_count,
+        created=meta.creation_timestamp,
+        deleted=meta.deletion_timestamp,
+        labels=labels,
+        annotations=dict(meta.annotations or {}),
+    )
+
+
+class KubeNodeSource:
+    """Lists GPU nodes through the Kubernetes API."""
+
+    def __init__(self, core_v1: Any):
+        self.core_v1 = core_v1
+
+    @classmethod
+    def from_kubeconfig(cls, kubeconfig: str | None = None) -> KubeNodeSource:
+        from kubernetes import client, config
+
+        if kubeconfig:
+            config.load_kube_config(config_file=kubeconfig)
+        else:
+            try:
+                config.load_incluster_config()
+            except config.ConfigException:
+                config.load_kube_config()
+        return cls(client.CoreV1Api())
+
+    def gpu_nodes(self) -> list[NodeFacts]:
+        facts = [node_facts(n) for n in self.core_v1.list_node().items]
+        return [f for f in facts if f.gpu_count > 0]
+
+
+def node_facts_from_dict(obj: dict[str, Any]) -> NodeFacts:
+    """NodeFacts from a node as `kubectl get nodes -o json` prints it (camelCase keys)."""
+    meta, status, spec = obj.get("metadata", {}), obj.get("status", {}) or {}, obj.get("spec", {}) or {}
+    labels = dict(meta.get("labels") or {})
+    capacity = status.get("capacity") or {}
+    physical = labels.get(LABEL_GPU_COUNT)
+    gpu_count = (
+        int(physical) if physical and physical.isdigit() else int(str(capacity.get(GPU_RESOURCE, "0")))
+    )
+    created = timestamps.parse(meta.get("creationTimestamp") or None)
+    if created is None:
+        raise ValueError(f"node {meta.get('name')!r} has no metadata.creationTimestamp")
+    return NodeFacts(
+        name=meta["name"],
+        instance_type=labels.get(LABEL_INSTANCE_TYPE),
+        capacity_type=labels.get(LABEL_CAPACITY_TYPE),
+        zone=labels.get(LABEL_ZONE),
+        nodepool=labels.get(LABEL_NODEPOOL),
+        instance_id=instance_id_from_provider_id(spec.get("providerID")),
+        gpu_count=gpu_count,
+        created=created,
+        deleted=timestamps.parse(meta.get("deletionTimestamp") or None),
+        labels=labels,
+        annotations=dict(meta.get("annotations") or {}),
+    )
+
+
+class FileNodeSource:
+    """GPU nodes from a `kubectl get nodes -o json` file, re-read every cycle."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def gpu_nodes(self) -> list[NodeFacts]:
+        import json
+
+        with open(self.path) as f:
+            body = json.load(f)
+        facts = [node_facts_from_dict(item) for item in body.get("items", [])]
+        return [f for f in facts if f.gpu_count > 0]
