@@ -71,14 +71,24 @@ class ClusterStack(TerraformStack):
         super().__init__(scope, "cluster")
         aws_provider(self, c)
         local_state(self, c, "cluster")
-        name = c.cluster_name
-        account = DataAwsCallerIdentity(self, "account").account_id
+        self.account = DataAwsCallerIdentity(self, "account").account_id
         # Read, never managed: preflight guarantees it exists (see module docstring).
         self.spot_slr = DataAwsIamRole(self, "spot-slr", name=SPOT_SLR)
         # Nodes boot only with egress: this holds the NAT routes, and every node launcher depends on it.
         self.egress = DataResource(self, "egress", input={"nat_routes": net.egress_route_ids})
+        # One method per concern, in the order their resources are declared.
+        self.add_encryption(c)
+        self.add_control_plane(c, net)
+        self.add_system_nodes(c, net)
+        self.add_karpenter(c)
+        self.add_fis(c)
+        self.add_cost_table(c)
+        self.add_outputs()
 
-        key = KmsKey(
+    def add_encryption(self, c: Config) -> None:
+        """One KMS key for EKS secrets, the control-plane logs, the queue and the cost table."""
+        name, account = c.cluster_name, self.account
+        self.key = KmsKey(
             self,
             "kms",
             description=f"{name}: EKS secrets, logs, queue and cost table",
@@ -117,9 +127,12 @@ class ClusterStack(TerraformStack):
             "cluster-logs",
             name=c.cluster_log_group,
             retention_in_days=c.log_retention_days,
-            kms_key_id=key.arn,
+            kms_key_id=self.key.arn,
         )
 
+    def add_control_plane(self, c: Config, net: NetworkStack) -> None:
+        """The EKS cluster, its role and security group, and the configured admins' access entries."""
+        name = c.cluster_name
         cluster_role = IamRole(
             self,
             "cluster-role",
@@ -150,13 +163,26 @@ class ClusterStack(TerraformStack):
                 "endpoint_public_access": True,
                 "public_access_cidrs": list(c.api_public_cidrs),
             },
-            encryption_config={"resources": ["secrets"], "provider": {"key_arn": key.arn}},
+            encryption_config={"resources": ["secrets"], "provider": {"key_arn": self.key.arn}},
             enabled_cluster_log_types=["api", "audit", "authenticator", "controllerManager", "scheduler"],
             access_config={"authentication_mode": "API", "bootstrap_cluster_creator_admin_permissions": True},
             depends_on=[self.log_group, self.egress],
         )
 
-        # System node group: IMDSv2 required through its launch template.
+        for i, arn in enumerate(c.admin_principal_arns):
+            EksAccessEntry(self, f"admin-{i}", cluster_name=self.cluster.name, principal_arn=arn)
+            EksAccessPolicyAssociation(
+                self,
+                f"admin-policy-{i}",
+                cluster_name=self.cluster.name,
+                principal_arn=arn,
+                policy_arn="arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
+                access_scope={"type": "cluster"},
+            )
+
+    def add_system_nodes(self, c: Config, net: NetworkStack) -> None:
+        """The system managed node group (IMDSv2 required through its launch template) and the EKS add-ons."""
+        name = c.cluster_name
         system_role = self.node_role_with_policies("system-node", c.system_node_role)
         system_lt = LaunchTemplate(
             self,
@@ -203,7 +229,10 @@ class ClusterStack(TerraformStack):
                 depends_on=[self.system_nodes] if addon == "coredns" else None,
             )
 
-        # Karpenter: node role + instance profile, tag-scoped controller role via pod identity.
+    def add_karpenter(self, c: Config) -> None:
+        """Karpenter's node role and instance profile, its interruption queue with the EventBridge rules
+        feeding it, and its controller role (tag-scoped) through pod identity."""
+        name, account = c.cluster_name, self.account
         self.node_role = self.node_role_with_policies("karpenter-node", c.karpenter_node_role)
         IamInstanceProfile(
             self, "karpenter-node-profile", name=c.karpenter_node_role, role=self.node_role.name
@@ -215,16 +244,6 @@ class ClusterStack(TerraformStack):
             principal_arn=self.node_role.arn,
             type="EC2_LINUX",
         )
-        for i, arn in enumerate(c.admin_principal_arns):
-            EksAccessEntry(self, f"admin-{i}", cluster_name=self.cluster.name, principal_arn=arn)
-            EksAccessPolicyAssociation(
-                self,
-                f"admin-policy-{i}",
-                cluster_name=self.cluster.name,
-                principal_arn=arn,
-                policy_arn="arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
-                access_scope={"type": "cluster"},
-            )
 
         self.queue = SqsQueue(
             self,
@@ -268,7 +287,9 @@ class ClusterStack(TerraformStack):
             role_arn=self.controller_role.arn,
         )
 
-        # FIS: interrupt only this project's spot GPU instances.
+    def add_fis(self, c: Config) -> None:
+        """FIS: interrupt only this project's spot GPU instances."""
+        name, account = c.cluster_name, self.account
         fis_role = IamRole(
             self, "fis-role", name=c.fis_role, assume_role_policy=pol.trust("fis.amazonaws.com")
         )
@@ -311,7 +332,8 @@ class ClusterStack(TerraformStack):
             tags={"Name": f"{name}-spot-interruption"},
         )
 
-        # The cost table and the collector's identity and image repository.
+    def add_cost_table(self, c: Config) -> None:
+        """The cost table, and the collector's identity and image repository."""
         self.table = DynamodbTable(
             self,
             "cost-table",
@@ -322,7 +344,7 @@ class ClusterStack(TerraformStack):
             attribute=camel(
                 [{"name": "ResourceId", "type": "S"}, {"name": "ChargePeriodStart", "type": "S"}]
             ),
-            server_side_encryption={"enabled": True, "kms_key_arn": key.arn},
+            server_side_encryption={"enabled": True, "kms_key_arn": self.key.arn},
             point_in_time_recovery={"enabled": True},
             deletion_protection_enabled=False,
         )
@@ -346,10 +368,12 @@ class ClusterStack(TerraformStack):
             name=c.collector_repository,
             image_tag_mutability="IMMUTABLE",
             image_scanning_configuration={"scan_on_push": True},
-            encryption_configuration=camel([{"encryption_type": "KMS", "kms_key": key.arn}]),
+            encryption_configuration=camel([{"encryption_type": "KMS", "kms_key": self.key.arn}]),
             force_delete=True,
         )
 
+    def add_outputs(self) -> None:
+        """What `make up`, the addons stack and the acts read back."""
         for out, value in {
             "cluster_name": self.cluster.name,
             "cluster_endpoint": self.cluster.endpoint,
