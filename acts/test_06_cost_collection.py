@@ -93,7 +93,7 @@ def run_gpu_job(kube, act_target, ns, tenant, run, seconds: int):
 def collect_locally(kube, act_target, ns, tenant, run, tmp_path, caplog) -> Collected:
     from facts.catalog import prices
     from local.gpu_sim import ClusterGpuSimulator
-    from local.prometheus import PrometheusServer
+    from local.prometheus_server import PrometheusServer
 
     sim = ClusterGpuSimulator(kube, exported_fields(metrics_csv()))
     port = sim.start()

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from finops.cli_common import add_store_argument
 from finops.cli_common import console as wide_console
-from finops.report import chart, summarize, table
+from finops.cost_report import chart, summarize, table
 from finops.store import open_store
 
 

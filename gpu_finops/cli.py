@@ -1,7 +1,8 @@
 """`gpu-finops`: one entry point, one subcommand per job.
 
-Each subcommand lives with the package that owns it and registers itself through `add_parser`; the
-modules are imported lazily, only when their subcommand runs, so `--help` stays fast and a missing
+Each subcommand lives with the package that owns it, in a module named `cli_<subcommand>.py` (dashes as
+underscores; `finops/cli_common.py` holds options the finops subcommands share), and registers itself
+through `add_arguments`; the modules are imported lazily, only when their subcommand runs, so `--help` stays fast and a missing
 optional piece (say, jsii for synthesis) never breaks the commands that do not need it.
 """
 
@@ -18,16 +19,16 @@ from facts.names import PROJECT
 # subcommand -> (module that implements it, one-line help). Order is the order shown in --help.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "check-metrics-csv": (
-        "infra.metrics_csv_cli",
+        "infra.cli_check_metrics_csv",
         "validate a dcgm-exporter metrics CSV with the exporter's rules",
     ),
-    "infra": ("infra.cli", "synthesize the stacks; preflight, up and destroy against AWS"),
+    "infra": ("infra.cli_infra", "synthesize the stacks; preflight, up and destroy against AWS"),
     "collect": ("finops.cli_collect", "run the GPU cost collector (once, or every interval)"),
     "cost": ("finops.cli_cost", "cost reports from the cost table: per-node table and a PNG chart"),
     "reap": ("finops.cli_reap", "rank GPU nodes by idle dollars per hour; with --apply, reclaim them"),
-    "local": ("local.cli", "the local rehearsal cluster: up, down, status"),
-    "teardown": ("teardown.cli", "plan, destroy, verify-empty and resume the account teardown"),
-    "guard": ("infra.guard_cli", "the nightly run's cost ceiling, budget refusal and deadline"),
+    "local": ("local.cli_local", "the local rehearsal cluster: up, down, status"),
+    "teardown": ("teardown.cli_teardown", "plan, destroy, verify-empty and resume the account teardown"),
+    "guard": ("infra.cli_guard", "the nightly run's cost ceiling, budget refusal and deadline"),
 }
 
 
