@@ -36,4 +36,3 @@ def build(
 def synth(c: Config, outdir: str | Path = "cdktf.out") -> Path:
     build(c, outdir).synth()
     return Path(outdir)
-

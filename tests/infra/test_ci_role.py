@@ -41,7 +41,9 @@ def test_every_synthesized_type_has_its_actions_mapped(synthesized_with_ci):
     found = set().union(*(types_in(synthesized_with_ci.stack(s)) for s in ("network", "cluster", "addons")))
     assert "aws_eks_access_policy_association" in found  # the optional parts are on in this synthesis
     unmapped = sorted(found - set(TERRAFORM_ACTIONS))
-    assert not unmapped, f"add these Terraform types to terraform_actions in infra/ci_actions.yaml: {unmapped}"
+    assert not unmapped, (
+        f"add these Terraform types to terraform_actions in infra/ci_actions.yaml: {unmapped}"
+    )
 
 
 def test_every_mapped_and_harness_action_is_allowed():
