@@ -12,7 +12,7 @@ from pathlib import Path
 
 from local.prometheus_server import free_port
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ACTS = 6
 
 
