@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from facts import names
+from facts.kube_keys import GPU_RESOURCE
 
 DEFAULT_FILE = Path(__file__).with_name("config.yaml")
 CONFIG_ENV = "GPU_FINOPS_CONFIG"  # a config file used instead of the default (the nightly writes one)
@@ -94,7 +95,7 @@ class Config:
         """NodePool limits derived from the quota, so Karpenter never asks for more than EC2 grants."""
         return {
             "cpu": str(self.max_gpu_nodes * self.gpu_node_vcpu),
-            "nvidia.com/gpu": str(self.max_gpu_nodes * self.gpus_per_node),
+            GPU_RESOURCE: str(self.max_gpu_nodes * self.gpus_per_node),
         }
 
     @property
