@@ -36,11 +36,13 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     target = config.getoption("--target")
     for item in items:
-        if "live" in item.keywords and target != "aws":
+        # Markers, not keywords: a keyword also matches a folder name, so every test under tests/local/
+        # would count as needing the local target.
+        if item.get_closest_marker("live") and target != "aws":
             item.add_marker(
                 pytest.mark.skip(reason=f"needs TARGET=aws (a deployed sandbox stack); selected: {target}")
             )
-        if "local" in item.keywords and target != "local":
+        if item.get_closest_marker("local") and target != "local":
             item.add_marker(
                 pytest.mark.skip(reason=f"needs TARGET=local (the rehearsal cluster); selected: {target}")
             )

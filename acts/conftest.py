@@ -17,9 +17,9 @@ import pytest
 
 from acts.targets import Target, broken_stack, target, unavailable_reason
 from assertions.verdict import Verdict
-from harness import timeouts
-from harness.kube import Kube
-from infra.config import load_config
+from facts import timeouts
+from facts.config import load_config
+from finops.kube import Kube
 
 REPORT_DIR = Path(os.environ.get("GPU_FINOPS_REPORT_DIR", "reports"))
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.kube import Kube
+from finops.kube import Kube
 from harness.observe import KUEUE
 
 LOG_TAIL = 400  # lines of each controller's log

@@ -10,7 +10,7 @@ import pytest
 from acts.jobs import gpu_job
 from assertions.cold_start import ColdStartObs, check_cold_start
 from assertions.verdict import require
-from harness import timeouts
+from facts import timeouts
 from harness.observe import gpu_node_names, job_pods, node_obs
 from harness.waits import eventually
 

@@ -12,7 +12,7 @@ from acts.recorder import WorkloadRecorder
 from acts.targets import pod_devices
 from assertions.admission import AdmissionObs, check_admission
 from assertions.verdict import require
-from harness import timeouts
+from facts import timeouts
 from harness.waits import consistently, eventually
 
 pytestmark = pytest.mark.timeout(timeouts.NODE_READY + timeouts.ADMISSION + 300)

@@ -12,7 +12,7 @@ from acts.jobs import gpu_job
 from acts.recorder import WorkloadRecorder
 from assertions.preemption import PreemptionObs, check_preemption
 from assertions.verdict import require
-from harness import timeouts
+from facts import timeouts
 from harness.waits import WaitTimeout, eventually
 
 pytestmark = pytest.mark.timeout(timeouts.NODE_READY + timeouts.PREEMPTION + 300)

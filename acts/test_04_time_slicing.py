@@ -19,7 +19,7 @@ from acts.recorder import WorkloadRecorder
 from acts.targets import pod_devices
 from assertions.timeslicing import TimeSlicingObs, check_timeslicing
 from assertions.verdict import require
-from harness import timeouts
+from facts import timeouts
 from harness.observe import SHARED_GPU_RESOURCE, node_obs
 from harness.waits import WaitTimeout, eventually
 from infra.objects import SHARED_FLAVOR

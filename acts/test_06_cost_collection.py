@@ -20,15 +20,16 @@ import pytest
 from acts.jobs import gpu_job
 from assertions.cost import CostObs, check_cost
 from assertions.verdict import require
-from finops.collector import Collector, align, iso
+from facts import timeouts
+from facts.timestamps import iso
+from finops.collector import Collector, align
+from finops.nodes import KubeNodeSource
 from finops.pricing import CatalogRates
+from finops.promql import PrometheusClient
 from finops.records import RATE_CATALOG, RATE_ON_DEMAND, RATE_SPOT
 from finops.store import SqliteCostStore
-from harness import timeouts
 from harness.cost_table import collector_log, expected_unit_prices, node_records
-from harness.nodes import KubeNodeSource
 from harness.observe import job_pods
-from harness.prometheus import PrometheusClient
 from harness.waits import WaitTimeout, eventually
 from infra.metrics_csv import exported_fields, render
 
@@ -96,9 +97,9 @@ def run_gpu_job(kube, act_target, ns, tenant, run, seconds: int):
 
 
 def collect_locally(kube, act_target, ns, tenant, run, tmp_path, caplog) -> Collected:
-    from local.catalog import prices
+    from facts.catalog import prices
     from local.gpu_sim import ClusterGpuSimulator
-    from local.prometheus import PrometheusServer
+    from local.prometheus_server import PrometheusServer
 
     sim = ClusterGpuSimulator(kube, exported_fields(metrics_csv()))
     port = sim.start()
@@ -146,9 +147,9 @@ def collect_locally(kube, act_target, ns, tenant, run, tmp_path, caplog) -> Coll
 def collect_on_aws(kube, act_target, config, ns, tenant, run) -> Collected:
     import boto3
 
+    from facts.names import MONITORING_NS
     from finops.rates import PRICING_REGION, OnDemandPrices, SpotPrices
     from finops.store import DynamoCostStore
-    from infra.addons import MONITORING_NS
 
     interval = config.collector_interval_seconds
     table = f"{config.cluster_name}-cost"

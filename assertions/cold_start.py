@@ -8,6 +8,7 @@ from datetime import datetime
 from assertions.decide import decide, seconds
 from assertions.observed import NodeObs, PodObs
 from assertions.verdict import Verdict
+from facts.kube_keys import LABEL_CAPACITY_TYPE
 
 CLAIM = "from zero GPU nodes, Karpenter launched a new spot GPU node and the GPU job ran to success on it"
 
@@ -53,7 +54,7 @@ def check_cold_start(o: ColdStartObs) -> Verdict:
             )
         elif n.nodeclaim_launched_at is None:
             f.append(f"NodeClaim {n.nodeclaim} never reported Launched")
-        capacity_type = n.labels.get("karpenter.sh/capacity-type")
+        capacity_type = n.labels.get(LABEL_CAPACITY_TYPE)
         if capacity_type != "spot":
             f.append(f"node {n.name} has karpenter.sh/capacity-type={capacity_type}, not spot")
         if n.allocatable_gpu < 1:

@@ -10,12 +10,13 @@ from datetime import datetime
 from assertions.decide import decide, seconds
 from assertions.observed import EventObs, NodeObs, PodObs
 from assertions.verdict import Verdict
+from facts.kube_keys import TAINT_DISRUPTED
 
 CLAIM = (
     "the spot interruption warning reached Karpenter through its queue: it cordoned the node within the "
     "notice, evicted the workload gracefully, and the workload ran again on a replacement spot GPU node"
 )
-TAINT = "karpenter.sh/disrupted:NoSchedule"
+TAINT = TAINT_DISRUPTED
 EVICTION_API = "EvictionByEvictionAPI"  # DisruptionTarget reason of a pod evicted through the eviction API
 NOTICE_SECONDS = 120.0  # EC2's spot interruption notice
 EVENTS = ("SpotInterrupted", "TerminatingOnInterruption")

@@ -9,6 +9,7 @@ from datetime import datetime
 from assertions.decide import decide
 from assertions.observed import NodeObs, PodObs, WorkloadObs
 from assertions.verdict import Verdict
+from facts.kube_keys import LABEL_GPU_COUNT, LABEL_GPU_REPLICAS, LABEL_GPU_SHARING
 
 CLAIM = (
     "one physical GPU advertised as four time-sliced replicas; four pods admitted by Kueue ran on it at "
@@ -34,9 +35,9 @@ def physical(device: str) -> str:
 def check_timeslicing(o: TimeSlicingObs) -> Verdict:
     f: list[str] = []
     n = o.node
-    count = n.labels.get("nvidia.com/gpu.count")
-    per_gpu = n.labels.get("nvidia.com/gpu.replicas")
-    strategy = n.labels.get("nvidia.com/gpu.sharing-strategy")
+    count = n.labels.get(LABEL_GPU_COUNT)
+    per_gpu = n.labels.get(LABEL_GPU_REPLICAS)
+    strategy = n.labels.get(LABEL_GPU_SHARING)
     if count != "1":
         f.append(f"node {n.name} has {count} physical GPUs (GFD nvidia.com/gpu.count), expected 1")
     if per_gpu != str(o.replicas) or strategy != "time-slicing":

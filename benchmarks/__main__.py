@@ -13,8 +13,8 @@ from pathlib import Path
 
 
 def bench_synth(runs: int) -> None:
+    from facts.config import load_config
     from infra.app import synth
-    from infra.config import load_config
 
     times = []
     for _ in range(runs):
@@ -29,16 +29,16 @@ def bench_synth(runs: int) -> None:
 
 
 def bench_collector(gpu_counts: list[int]) -> None:
-    from finops import dcgm
+    from facts import dcgm
     from finops.collector import Collector
+    from finops.nodes import NodeFacts
     from finops.pricing import CatalogRates
+    from finops.promql import PrometheusClient
     from finops.store import SqliteCostStore
-    from harness.nodes import NodeFacts
-    from harness.prometheus import PrometheusClient
     from harness.waits import eventually
     from infra.metrics_csv import PROJECT_METRICS
     from local.dcgm_sim import DcgmSimulator, SimGpu
-    from local.prometheus import PrometheusServer
+    from local.prometheus_server import PrometheusServer
 
     class Nodes:
         def __init__(self, nodes):
@@ -136,7 +136,8 @@ def bench_verify(resources: int) -> None:
     import boto3
     from moto.server import ThreadedMotoServer
 
-    from local.prometheus import free_port
+    from facts.names import PROJECT, TAG_PROJECT
+    from local.prometheus_server import free_port
     from teardown.engine import inventory
     from teardown.model import Context, TeardownConfig
 
@@ -153,9 +154,7 @@ def bench_verify(resources: int) -> None:
     urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{port}/moto-api/reset", method="POST"))
     session = boto3.Session(region_name="us-east-1")
     ec2 = session.client("ec2")
-    tag = [
-        {"ResourceType": "security-group", "Tags": [{"Key": "gpu-finops.io/project", "Value": "gpu-finops"}]}
-    ]
+    tag = [{"ResourceType": "security-group", "Tags": [{"Key": TAG_PROJECT, "Value": PROJECT}]}]
     vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
     for i in range(resources):
         ec2.create_security_group(GroupName=f"sg-{i}", Description="x", VpcId=vpc, TagSpecifications=tag)

@@ -21,7 +21,7 @@ from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
 
-from harness.gpu_holdings import GpuHolding
+from finops.gpu_holdings import GpuHolding
 
 MONEY_QUANTUM = Decimal("0.000001")  # USD: one micro-dollar, the precision of every cost column
 QUANTITY_QUANTUM = Decimal("0.000000001")  # hours: PricingQuantity and ConsumedQuantity

@@ -11,8 +11,8 @@ import signal
 from finops.cli_common import add_nodes_argument, add_store_argument, node_source
 from finops.collector import DEFAULT_GRACE, DEFAULT_INTERVAL, Collector
 from finops.metrics import CollectorMetrics, serve
+from finops.promql import PrometheusClient
 from finops.store import open_store
-from harness.prometheus import PrometheusClient
 
 log = logging.getLogger(__name__)
 

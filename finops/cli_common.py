@@ -28,7 +28,7 @@ def add_nodes_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def node_source(args: argparse.Namespace):
-    from harness.nodes import FileNodeSource, KubeNodeSource
+    from finops.nodes import FileNodeSource, KubeNodeSource
 
     if args.nodes.startswith("file:"):
         return FileNodeSource(args.nodes.removeprefix("file:"))

@@ -12,7 +12,7 @@ from rich.console import Console
 from finops.cli_common import add_store_argument
 from finops.cli_common import console as wide_console
 from finops.cli_export import add_export_parser, run_export
-from finops.report import chart, summarize, table
+from finops.cost_report import chart, summarize, table
 from finops.store import open_store
 
 

@@ -86,7 +86,7 @@ def kube_client(kubeconfig: str | None) -> Any:
     """A harness Kube; SystemExit(2) when there is no configuration to reach a cluster with."""
     from kubernetes import config
 
-    from harness.kube import Kube
+    from finops.kube import Kube
 
     try:
         if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):

@@ -26,7 +26,7 @@ def add_export_parser(sub: argparse._SubParsersAction) -> None:
         "--holdings",
         default="none",
         help="who held the GPUs: 'kube' (pods in the cluster; $KUBECONFIG or --kubeconfig), file:PATH (JSON "
-        "from harness.gpu_holdings), or 'none' (every node-interval is one unallocated row)",
+        "from finops.gpu_holdings), or 'none' (every node-interval is one unallocated row)",
     )
     export.add_argument("--kubeconfig", default=None)
     export.add_argument(
@@ -43,14 +43,14 @@ def add_export_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _holdings(spec: str, kubeconfig: str | None):
-    from harness import gpu_holdings
+    from finops import gpu_holdings
 
     if spec == "none":
         return []
     if spec.startswith("file:"):
         return gpu_holdings.read_holdings_file(spec.removeprefix("file:"))
     if spec == "kube":
-        from harness.kube import Kube
+        from finops.kube import Kube
 
         return gpu_holdings.gpu_holdings(Kube.from_kubeconfig(kubeconfig))
     raise SystemExit(f"--holdings must be 'none', 'kube' or file:PATH, got {spec!r}")

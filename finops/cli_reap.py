@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.karpenter import KarpenterClient
+    from finops.karpenter import KarpenterClient
 
     policy = ReapPolicy(
         nodepool=args.nodepool,

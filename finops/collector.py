@@ -16,9 +16,12 @@ from datetime import UTC, datetime, timedelta
 from statistics import fmean
 from typing import Protocol
 
-from finops import dcgm
+from facts import dcgm
+from facts.timestamps import iso
 from finops.metrics import CollectorMetrics
+from finops.nodes import NodeFacts
 from finops.pricing import IntervalCost, RateBook
+from finops.promql import PrometheusClient
 from finops.rates import RateUnavailable
 from finops.records import (
     STATUS_MISSING_SM_ACTIVE,
@@ -30,8 +33,6 @@ from finops.records import (
     CostRecord,
 )
 from finops.store import CostStore
-from harness.nodes import NodeFacts
-from harness.prometheus import PrometheusClient
 
 log = logging.getLogger(__name__)
 
@@ -68,10 +69,6 @@ def align(t: datetime, interval: int) -> datetime:
     """Floor t to the interval grid (so restarts produce the same keys and never double count)."""
     epoch = int(t.timestamp()) // interval * interval
     return datetime.fromtimestamp(epoch, tz=UTC)
-
-
-def iso(t: datetime) -> str:
-    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _mean(values: dict[str, float] | None) -> float | None:

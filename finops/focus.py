@@ -29,8 +29,8 @@ from fractions import Fraction
 from typing import Any
 
 from finops.allocation import QUANTITY_QUANTUM, UNALLOCATED, shares, split, to_decimal
+from finops.gpu_holdings import GpuHolding
 from finops.records import CostRecord
-from harness.gpu_holdings import GpuHolding
 
 FOCUS_VERSION = "1.2"
 TENANT_TAG = "gpu-finops.io/tenant"

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from finops.nodes import NodeFacts
 from finops.rates import OnDemandPrices, RateUnavailable, SpotPrices
 from finops.records import RATE_CATALOG, RATE_FALLBACK, RATE_ON_DEMAND, RATE_SPOT
-from harness.nodes import NodeFacts
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from facts.timestamps import iso
+from finops.karpenter import NodeClaimFacts
+from finops.nodes import NodeFacts
 from finops.records import STATUS_OK, CostRecord
-from harness.karpenter import NodeClaimFacts
-from harness.nodes import NodeFacts
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ def rank(
     nodes: Iterable[NodeFacts], records: Iterable[CostRecord], policy: ReapPolicy, now: datetime
 ) -> list[Candidate]:
     """Pure ranking and eligibility. Highest idle dollars per hour first; unmeasured nodes last."""
-    since = (now - policy.window).strftime("%Y-%m-%dT%H:%M:%SZ")
+    since = iso(now - policy.window)
     by_node: dict[str, list[CostRecord]] = {}
     for record in records:
         if record.ChargePeriodStart >= since:

@@ -1,7 +1,8 @@
 """`gpu-finops`: one entry point, one subcommand per job.
 
-Each subcommand lives with the package that owns it and registers itself through `add_parser`; the
-modules are imported lazily, only when their subcommand runs, so `--help` stays fast and a missing
+Each subcommand lives with the package that owns it, in a module named `cli_<subcommand>.py` (dashes as
+underscores; `finops/cli_common.py` holds options the finops subcommands share), and registers itself
+through `add_arguments`; the modules are imported lazily, only when their subcommand runs, so `--help` stays fast and a missing
 optional piece (say, jsii for synthesis) never breaks the commands that do not need it.
 """
 
@@ -13,13 +14,15 @@ import logging
 import sys
 from collections.abc import Sequence
 
+from facts.names import PROJECT
+
 # subcommand -> (module that implements it, one-line help). Order is the order shown in --help.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "check-metrics-csv": (
-        "infra.metrics_csv_cli",
+        "infra.cli_check_metrics_csv",
         "validate a dcgm-exporter metrics CSV with the exporter's rules",
     ),
-    "infra": ("infra.cli", "synthesize the stacks; preflight, up and destroy against AWS"),
+    "infra": ("infra.cli_infra", "synthesize the stacks; preflight, up and destroy against AWS"),
     "collect": ("finops.cli_collect", "run the GPU cost collector (once, or every interval)"),
     "cost": ("finops.cli_cost", "cost reports from the cost table: per-node table and a PNG chart"),
     "reap": ("finops.cli_reap", "rank GPU nodes by idle dollars per hour; with --apply, reclaim them"),
@@ -31,16 +34,16 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "finops.cli_gpus",
         "per GPU who holds it and what it does, beside the ones that look idle but are held",
     ),
-    "ledger": ("finops.ledger.cli", "a month's GPU-hours in owned buckets; the allocation ladder"),
-    "local": ("local.cli", "the local rehearsal cluster: up, down, status"),
-    "teardown": ("teardown.cli", "plan, destroy, verify-empty and resume the account teardown"),
-    "guard": ("infra.guard_cli", "the nightly run's cost ceiling, budget refusal and deadline"),
+    "ledger": ("finops.ledger.cli_ledger", "a month's GPU-hours in owned buckets; the allocation ladder"),
+    "local": ("local.cli_local", "the local rehearsal cluster: up, down, status"),
+    "teardown": ("teardown.cli_teardown", "plan, destroy, verify-empty and resume the account teardown"),
+    "guard": ("infra.cli_guard", "the nightly run's cost ceiling, budget refusal and deadline"),
 }
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="gpu-finops",
+        prog=PROJECT,
         description="Is our GPU money doing work, and does our scheduling stack do what we claim?",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -61,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     module_name, help_text = SUBCOMMANDS[command]
     module = importlib.import_module(module_name)
-    parser = argparse.ArgumentParser(prog=f"gpu-finops {command}", description=help_text)
+    parser = argparse.ArgumentParser(prog=f"{PROJECT} {command}", description=help_text)
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     module.add_arguments(parser)
     index = argv.index(command)

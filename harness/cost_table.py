@@ -5,14 +5,13 @@ averaged over the node's part of the interval, so the check is independent of th
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
-COLLECTOR_SELECTOR = "app.kubernetes.io/name=gpu-finops-collector"
+from facts.names import COLLECTOR
+from facts.timestamps import parse
 
-
-def parse(ts: str) -> datetime:
-    return datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone(UTC)
+COLLECTOR_SELECTOR = f"app.kubernetes.io/name={COLLECTOR}"
 
 
 def node_records(store: Any, node: str, since: str) -> list[dict[str, Any]]:

@@ -6,18 +6,15 @@ from datetime import datetime
 from typing import Any
 
 from assertions.observed import Condition, EventObs, Interval, NodeObs, PodObs, WorkloadSnapshot
-from harness.kube import Kube
-from harness.nodes import GPU_RESOURCE, instance_id_from_provider_id
+from facts import timestamps
+from facts.kube_keys import GPU_RESOURCE, KUEUE_GROUP, LABEL_NODEPOOL, SHARED_GPU_RESOURCE
+from finops.karpenter import GROUP as KARPENTER_GROUP
+from finops.karpenter import NODECLAIMS
+from finops.karpenter import VERSION as KARPENTER_VERSION
+from finops.kube import Kube
+from finops.nodes import instance_id_from_provider_id
 
-SHARED_GPU_RESOURCE = GPU_RESOURCE + ".shared"  # the device plugin's renamed time-sliced replicas
-
-KUEUE = ("kueue.x-k8s.io", "v1beta2")
-
-
-def _ts(value: Any) -> datetime | None:
-    if value is None or isinstance(value, datetime):
-        return value
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+KUEUE = (KUEUE_GROUP, "v1beta2")
 
 
 def _count(resources: dict[str, Any] | None, name: str) -> int:
@@ -35,7 +32,9 @@ def gpu_node_names(kube: Kube) -> list[str]:
 
 
 def nodeclaims(kube: Kube) -> list[dict[str, Any]]:
-    return kube.custom.list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims").get("items", [])
+    return kube.custom.list_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, NODECLAIMS).get(
+        "items", []
+    )
 
 
 def node_obs(kube: Kube, name: str) -> NodeObs:
@@ -47,7 +46,7 @@ def node_obs(kube: Kube, name: str) -> NodeObs:
     if claim:
         launched = next(
             (
-                _ts(c.get("lastTransitionTime"))
+                timestamps.parse(c.get("lastTransitionTime"))
                 for c in claim.get("status", {}).get("conditions", [])
                 if c["type"] == "Launched" and c["status"] == "True"
             ),
@@ -69,11 +68,9 @@ def node_obs(kube: Kube, name: str) -> NodeObs:
         deleted_at=n.metadata.deletion_timestamp,
         ready_at=ready.last_transition_time if ready is not None and ready.status == "True" else None,
         nodeclaim=claim["metadata"]["name"] if claim else None,
-        nodeclaim_nodepool=(claim["metadata"].get("labels") or {}).get("karpenter.sh/nodepool")
-        if claim
-        else None,
+        nodeclaim_nodepool=(claim["metadata"].get("labels") or {}).get(LABEL_NODEPOOL) if claim else None,
         nodeclaim_launched_at=launched,
-        nodeclaim_created=_ts(claim["metadata"].get("creationTimestamp")) if claim else None,
+        nodeclaim_created=timestamps.parse(claim["metadata"].get("creationTimestamp")) if claim else None,
         taints=tuple(f"{t.key}:{t.effect}" for t in (n.spec.taints or [])),
     )
 
@@ -134,7 +131,7 @@ def snapshot(workload: dict[str, Any], at: datetime, job_suspended: bool | None)
             c["status"],
             c.get("reason", ""),
             c.get("message", ""),
-            _ts(c.get("lastTransitionTime")),
+            timestamps.parse(c.get("lastTransitionTime")),
         )
         for c in status.get("conditions", [])
     }

@@ -15,15 +15,14 @@ from cdktn_provider_kubernetes.namespace import Namespace
 from cdktn_provider_kubernetes.provider import KubernetesProvider
 from constructs import Construct
 
+from facts.config import Config
 from infra import objects
 from infra.cluster import ClusterStack
-from infra.config import Config
 from infra.jsii_structs import camel
 from infra.metrics_csv import PROJECT_METRICS, MetricRow
 from infra.network import local_state
 
 CHART_NAME = "gpu-finops-crs"
-MONITORING_NS = "gpu-monitoring"
 CHART_REPOS = {
     "karpenter": "oci://public.ecr.aws/karpenter",
     "kueue": "oci://registry.k8s.io/kueue/charts",  # released charts only, never a staging registry
@@ -35,13 +34,12 @@ CHART_REPOS = {
 
 def write_chart(c: Config, outdir: Path, metrics: tuple[MetricRow, ...] = PROJECT_METRICS) -> Path:
     """Write the local chart with our custom resources; returns its folder."""
-    node_role = f"{c.cluster_name}-karpenter-node"
     groups: dict[str, list[dict[str, Any]]] = {
-        "karpenter.yaml": [objects.ec2nodeclass(c, node_role), *objects.karpenter_objects(c)],
+        "karpenter.yaml": [objects.ec2nodeclass(c, c.karpenter_node_role), *objects.karpenter_objects(c)],
         "kueue.yaml": objects.kueue_objects(c),
-        "dcgm.yaml": [objects.dcgm_metrics_configmap(MONITORING_NS, metrics)],
+        "dcgm.yaml": [objects.dcgm_metrics_configmap(c.monitoring_namespace, metrics)],
         "collector.yaml": objects.collector_objects(
-            c, "{{ .Values.collector.image }}", "{{ .Values.collector.table }}", MONITORING_NS
+            c, "{{ .Values.collector.image }}", "{{ .Values.collector.table }}", c.monitoring_namespace
         ),
     }
     chart = outdir / "charts" / CHART_NAME
@@ -82,7 +80,7 @@ class AddonsStack(TerraformStack):
             self, "kubernetes", host=eks.endpoint, cluster_ca_certificate=ca, exec=camel([exec_cfg])
         )
         v = c.versions
-        monitoring = Namespace(self, "monitoring-ns", metadata={"name": MONITORING_NS})
+        monitoring = Namespace(self, "monitoring-ns", metadata={"name": c.monitoring_namespace})
 
         def release(
             rid: str, chart: str, version: str, namespace: str, values: dict[str, Any], **kw: Any
@@ -107,9 +105,7 @@ class AddonsStack(TerraformStack):
             "karpenter",
             v.karpenter_chart,
             "kube-system",
-            objects.karpenter_values(
-                c, f"{c.cluster_name}-interruption", f"{c.cluster_name}-karpenter-controller"
-            ),
+            objects.karpenter_values(c, c.interruption_queue, c.karpenter_controller_role),
             set=camel(
                 [
                     {"name": "settings.interruptionQueue", "value": cluster.queue.name},
@@ -130,7 +126,7 @@ class AddonsStack(TerraformStack):
             "prometheus",
             "prometheus",
             v.prometheus_chart,
-            MONITORING_NS,
+            c.monitoring_namespace,
             objects.prometheus_values(),
             depends_on=[monitoring],
         )
@@ -139,7 +135,7 @@ class AddonsStack(TerraformStack):
             "gpu-finops-crs",
             name=CHART_NAME,
             chart=chart_path,
-            namespace=MONITORING_NS,
+            namespace=c.monitoring_namespace,
             wait=True,
             atomic=True,
             timeout=600,
@@ -159,7 +155,7 @@ class AddonsStack(TerraformStack):
             "dcgm-exporter",
             "dcgm-exporter",
             v.dcgm_exporter_chart,
-            MONITORING_NS,
+            c.monitoring_namespace,
             objects.dcgm_exporter_values(c),
             depends_on=[self.crs, self.device_plugin],
         )

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 
 from cdktn import App
 
+from facts.config import Config
 from infra.addons import AddonsStack, write_chart
 from infra.cluster import ClusterStack
-from infra.config import Config, load_config
 from infra.metrics_csv import PROJECT_METRICS, MetricRow
 from infra.network import NetworkStack
 
 STACKS = ("network", "cluster", "addons")  # the order `make up` applies; destroy reverses it
-BOOTSTRAP_STACKS = ("ci-role",)  # applied once per account by an administrator, outside up/destroy
 
 
 def build(
@@ -39,18 +36,3 @@ def build(
 def synth(c: Config, outdir: str | Path = "cdktf.out") -> Path:
     build(c, outdir).synth()
     return Path(outdir)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="synthesize the gpu-finops stacks")
-    parser.add_argument("--config", default=None, help="config YAML (default infra/config.yaml)")
-    parser.add_argument("--outdir", default="cdktf.out")
-    args = parser.parse_args(argv)
-    out = synth(load_config(args.config), args.outdir)
-    for stack in STACKS:
-        print(f"synthesized {out / 'stacks' / stack / 'cdk.tf.json'}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

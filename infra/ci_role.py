@@ -6,8 +6,8 @@ network -> cluster -> addons order and outside teardown's reach: the role is nam
 (teardown claims names that *start* with `<cluster>-`) and tagged `gpu-finops.io/ci`, never with the
 project tag, so a nightly `make destroy` can never delete the role it runs as.
 
-What the policy allows is derived, not guessed twice: `TERRAFORM_ACTIONS` maps every Terraform
-resource and data type the stacks synthesize to the API actions the AWS provider calls for it (a test
+What the policy allows is derived, not guessed twice: `TERRAFORM_ACTIONS` (data: infra/ci_actions.yaml)
+maps every Terraform resource and data type the stacks synthesize to the API actions the AWS provider calls for it (a test
 fails when a stack gains a type that is not in the map), and `HARNESS_ACTIONS` lists what preflight,
 the cost guard, the acts and teardown call (a test records every call they make against moto and
 fails on one the policy does not allow).
@@ -18,314 +18,64 @@ from __future__ import annotations
 import fnmatch
 import json
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
-from infra.config import Config
+import yaml
+
+from facts.config import Config
+from facts.kube_keys import cluster_tag
+from facts.names import PROJECT, SPOT_SLR, TAG_CI
 
 GITHUB_OIDC_HOST = "token.actions.githubusercontent.com"
 GITHUB_OIDC_AUDIENCE = "sts.amazonaws.com"
 MAX_SESSION_SECONDS = 4 * 3600  # covers the workflow's job timeout: credentials must outlive teardown
 MANAGED_POLICY_MAX_CHARS = 6144  # IAM's limit for one managed policy document, whitespace excluded
-CI_TAG = {"gpu-finops.io/ci": "bootstrap"}
+CI_TAG = {TAG_CI: "bootstrap"}
 
-# Terraform type -> the IAM actions the AWS provider calls to create, read, update and delete it.
+# The action table is data (infra/ci_actions.yaml): Terraform type -> the IAM actions the AWS provider calls
+# for it; what our own code calls; and the regional list calls that take no resource ARN.
+_ACTIONS = yaml.safe_load(Path(__file__).with_name("ci_actions.yaml").read_text())
 TERRAFORM_ACTIONS: dict[str, tuple[str, ...]] = {
-    # network stack
-    "aws_vpc": (
-        "ec2:CreateVpc",
-        "ec2:DeleteVpc",
-        "ec2:ModifyVpcAttribute",
-        "ec2:DescribeVpcs",
-        "ec2:DescribeVpcAttribute",
-        "ec2:CreateTags",
-        "ec2:DeleteTags",
-        "ec2:DescribeNetworkAcls",
-        "ec2:DescribeRouteTables",
-        "ec2:DescribeSecurityGroups",
-    ),
-    "aws_default_security_group": (
-        "ec2:DescribeSecurityGroups",
-        "ec2:DescribeSecurityGroupRules",
-        "ec2:RevokeSecurityGroupIngress",
-        "ec2:RevokeSecurityGroupEgress",
-        "ec2:AuthorizeSecurityGroupIngress",
-        "ec2:AuthorizeSecurityGroupEgress",
-    ),
-    "aws_subnet": (
-        "ec2:CreateSubnet",
-        "ec2:DeleteSubnet",
-        "ec2:ModifySubnetAttribute",
-        "ec2:DescribeSubnets",
-    ),
-    "aws_internet_gateway": (
-        "ec2:CreateInternetGateway",
-        "ec2:AttachInternetGateway",
-        "ec2:DetachInternetGateway",
-        "ec2:DeleteInternetGateway",
-        "ec2:DescribeInternetGateways",
-    ),
-    "aws_eip": (
-        "ec2:AllocateAddress",
-        "ec2:ReleaseAddress",
-        "ec2:DisassociateAddress",
-        "ec2:DescribeAddresses",
-        "ec2:DescribeAddressesAttribute",
-    ),
-    "aws_nat_gateway": ("ec2:CreateNatGateway", "ec2:DeleteNatGateway", "ec2:DescribeNatGateways"),
-    "aws_route_table": ("ec2:CreateRouteTable", "ec2:DeleteRouteTable", "ec2:DescribeRouteTables"),
-    "aws_route": ("ec2:CreateRoute", "ec2:ReplaceRoute", "ec2:DeleteRoute", "ec2:DescribeRouteTables"),
-    "aws_route_table_association": ("ec2:AssociateRouteTable", "ec2:DisassociateRouteTable"),
-    # cluster stack
-    "aws_security_group": (
-        "ec2:CreateSecurityGroup",
-        "ec2:DeleteSecurityGroup",
-        "ec2:DescribeSecurityGroups",
-        "ec2:AuthorizeSecurityGroupIngress",
-        "ec2:AuthorizeSecurityGroupEgress",
-        "ec2:RevokeSecurityGroupIngress",
-        "ec2:RevokeSecurityGroupEgress",
-        "ec2:DescribeNetworkInterfaces",
-    ),
-    "aws_launch_template": (
-        "ec2:CreateLaunchTemplate",
-        "ec2:CreateLaunchTemplateVersion",
-        "ec2:ModifyLaunchTemplate",
-        "ec2:DeleteLaunchTemplate",
-        "ec2:DescribeLaunchTemplates",
-        "ec2:DescribeLaunchTemplateVersions",
-    ),
-    "aws_kms_key": (
-        "kms:CreateKey",
-        "kms:DescribeKey",
-        "kms:GetKeyPolicy",
-        "kms:PutKeyPolicy",
-        "kms:GetKeyRotationStatus",
-        "kms:EnableKeyRotation",
-        "kms:ListResourceTags",
-        "kms:TagResource",
-        "kms:UntagResource",
-        "kms:ScheduleKeyDeletion",
-        "kms:CreateGrant",
-    ),
-    "aws_cloudwatch_log_group": (
-        "logs:CreateLogGroup",
-        "logs:DeleteLogGroup",
-        "logs:DescribeLogGroups",
-        "logs:PutRetentionPolicy",
-        "logs:TagResource",
-        "logs:ListTagsForResource",
-    ),
-    "aws_iam_role": (
-        "iam:CreateRole",
-        "iam:GetRole",
-        "iam:DeleteRole",
-        "iam:TagRole",
-        "iam:UntagRole",
-        "iam:UpdateAssumeRolePolicy",
-        "iam:ListRolePolicies",
-        "iam:ListAttachedRolePolicies",
-        "iam:ListInstanceProfilesForRole",
-    ),
-    "aws_iam_role_policy": ("iam:PutRolePolicy", "iam:GetRolePolicy", "iam:DeleteRolePolicy"),
-    "aws_iam_role_policy_attachment": (
-        "iam:AttachRolePolicy",
-        "iam:DetachRolePolicy",
-        "iam:ListAttachedRolePolicies",
-    ),
-    "aws_iam_instance_profile": (
-        "iam:CreateInstanceProfile",
-        "iam:GetInstanceProfile",
-        "iam:DeleteInstanceProfile",
-        "iam:AddRoleToInstanceProfile",
-        "iam:RemoveRoleFromInstanceProfile",
-        "iam:TagInstanceProfile",
-        "iam:PassRole",
-    ),
-    "data.aws_iam_role": ("iam:GetRole",),
-    "data.aws_caller_identity": (),  # sts:GetCallerIdentity needs no permission
-    "aws_eks_cluster": (
-        "eks:CreateCluster",
-        "eks:DescribeCluster",
-        "eks:DeleteCluster",
-        "eks:UpdateClusterConfig",
-        "eks:UpdateClusterVersion",
-        "eks:TagResource",
-        "eks:UntagResource",
-        "eks:ListTagsForResource",
-        "iam:PassRole",
-        "iam:CreateServiceLinkedRole",
-        "ec2:DescribeSubnets",
-        "ec2:DescribeSecurityGroups",
-        "kms:DescribeKey",
-        "kms:CreateGrant",
-    ),
-    "aws_eks_node_group": (
-        "eks:CreateNodegroup",
-        "eks:DescribeNodegroup",
-        "eks:DeleteNodegroup",
-        "eks:UpdateNodegroupConfig",
-        "eks:UpdateNodegroupVersion",
-        "iam:PassRole",
-        "iam:CreateServiceLinkedRole",
-        "iam:GetRole",
-        "ec2:RunInstances",  # checked when the node group's Auto Scaling group uses our launch template
-        "ec2:DescribeLaunchTemplateVersions",
-    ),
-    "aws_eks_addon": (
-        "eks:CreateAddon",
-        "eks:DescribeAddon",
-        "eks:DeleteAddon",
-        "eks:UpdateAddon",
-        "eks:DescribeAddonVersions",
-    ),
-    "aws_eks_access_entry": (
-        "eks:CreateAccessEntry",
-        "eks:DescribeAccessEntry",
-        "eks:DeleteAccessEntry",
-        "eks:UpdateAccessEntry",
-    ),
-    "aws_eks_access_policy_association": (
-        "eks:AssociateAccessPolicy",
-        "eks:DisassociateAccessPolicy",
-        "eks:ListAssociatedAccessPolicies",
-    ),
-    "aws_eks_pod_identity_association": (
-        "eks:CreatePodIdentityAssociation",
-        "eks:DescribePodIdentityAssociation",
-        "eks:DeletePodIdentityAssociation",
-        "eks:UpdatePodIdentityAssociation",
-        "iam:PassRole",
-        "iam:GetRole",
-    ),
-    "aws_sqs_queue": (
-        "sqs:CreateQueue",
-        "sqs:DeleteQueue",
-        "sqs:GetQueueAttributes",
-        "sqs:SetQueueAttributes",
-        "sqs:GetQueueUrl",
-        "sqs:TagQueue",
-        "sqs:ListQueueTags",
-    ),
-    "aws_sqs_queue_policy": ("sqs:SetQueueAttributes", "sqs:GetQueueAttributes"),
-    "aws_cloudwatch_event_rule": (
-        "events:PutRule",
-        "events:DescribeRule",
-        "events:DeleteRule",
-        "events:TagResource",
-        "events:ListTagsForResource",
-    ),
-    "aws_cloudwatch_event_target": ("events:PutTargets", "events:RemoveTargets", "events:ListTargetsByRule"),
-    "aws_fis_experiment_template": (
-        "fis:CreateExperimentTemplate",
-        "fis:GetExperimentTemplate",
-        "fis:UpdateExperimentTemplate",
-        "fis:DeleteExperimentTemplate",
-        "fis:TagResource",
-        "fis:ListTagsForResource",
-        "iam:PassRole",
-    ),
-    "aws_dynamodb_table": (
-        "dynamodb:CreateTable",
-        "dynamodb:DescribeTable",
-        "dynamodb:DeleteTable",
-        "dynamodb:UpdateTable",
-        "dynamodb:DescribeContinuousBackups",
-        "dynamodb:UpdateContinuousBackups",
-        "dynamodb:DescribeTimeToLive",
-        "dynamodb:TagResource",
-        "dynamodb:ListTagsOfResource",
-    ),
-    "aws_ecr_repository": (
-        "ecr:CreateRepository",
-        "ecr:DescribeRepositories",
-        "ecr:DeleteRepository",
-        "ecr:PutImageScanningConfiguration",
-        "ecr:PutImageTagMutability",
-        "ecr:TagResource",
-        "ecr:ListTagsForResource",
-    ),
-    "terraform_data": (),
-    "data.terraform_remote_state": (),
-    # addons stack: Helm and Kubernetes talk to the cluster API as the role the cluster creator got
-    "helm_release": ("eks:DescribeCluster",),
-    "kubernetes_namespace": ("eks:DescribeCluster",),
+    rtype: tuple(actions or ()) for rtype, actions in _ACTIONS["terraform_actions"].items()
 }
-
-# What our own code calls: preflight, the cost guard, the acts (on AWS) and teardown.
-HARNESS_ACTIONS: tuple[str, ...] = (
-    "servicequotas:GetServiceQuota",
-    "iam:GetRole",
-    "iam:CreateServiceLinkedRole",
-    "iam:DeleteServiceLinkedRole",
-    "iam:GetServiceLinkedRoleDeletionStatus",
-    "ssm:PutParameter",
-    "ssm:GetParameter",
-    "ssm:DeleteParameter",
-    "ssm:AddTagsToResource",
-    "pricing:GetProducts",
-    "ec2:DescribeSpotPriceHistory",
-    "fis:StartExperiment",
-    "fis:GetExperiment",
-    "fis:ListExperimentTemplates",
-    "dynamodb:Query",
-    "dynamodb:Scan",
-    "dynamodb:ListTables",
-    # teardown: inventory of every type, then deletion in graph order
-    "ec2:DescribeInstances",
-    "ec2:TerminateInstances",
-    "ec2:DescribeNetworkInterfaces",
-    "ec2:DeleteNetworkInterface",
-    "ec2:DetachNetworkInterface",
-    "ec2:DescribeVolumes",
-    "ec2:DeleteVolume",
-    "eks:ListClusters",
-    "eks:ListNodegroups",
-    "iam:ListRoles",
-    "iam:ListRoleTags",
-    "iam:ListInstanceProfiles",
-    "iam:ListPolicies",
-    "iam:ListPolicyVersions",
-    "iam:DeletePolicy",
-    "iam:DeletePolicyVersion",
-    "sqs:ListQueues",
-    "events:ListRules",
-    "logs:DescribeLogGroups",
-    "kms:ListAliases",
-)
-
-
-# Regional list and catalog calls that take no resource ARN: allowed on "*" in the region, in one statement.
-UNSCOPED_LISTS = (
-    "eks:ListClusters",
-    "eks:DescribeAddonVersions",
-    "sqs:ListQueues",
-    "events:ListRules",
-    "dynamodb:ListTables",
-    "logs:DescribeLogGroups",
-    "fis:ListExperimentTemplates",
-)
+HARNESS_ACTIONS: tuple[str, ...] = tuple(_ACTIONS["harness_actions"])
+UNSCOPED_LISTS: tuple[str, ...] = tuple(_ACTIONS["unscoped_lists"])
 
 
 def _arn(c: Config, account: str, service: str, resource: str, *, region: bool = True) -> str:
     return f"arn:aws:{service}:{c.region if region else ''}:{account}:{resource}"
 
 
+ALL_ACTIONS = sorted({a for acts in TERRAFORM_ACTIONS.values() for a in acts} | set(HARNESS_ACTIONS))
+
+
+def by_prefix(prefix: str, *, exclude: Iterable[str] = ()) -> list[str]:
+    """Every mapped or called action of one service (`ec2:`), less `exclude` and the unscoped lists."""
+    skip = set(exclude) | set(UNSCOPED_LISTS)
+    return [a for a in ALL_ACTIONS if a.startswith(prefix) and a not in skip]
+
+
+def ours(sid: str, prefix: str, resource: str | list[str]) -> dict[str, Any]:
+    return {"Sid": sid, "Effect": "Allow", "Action": by_prefix(prefix), "Resource": resource}
+
+
 def deploy_policies(c: Config, account: str) -> dict[str, dict[str, Any]]:
     """The role's managed policies, by name, each under IAM's size limit. Scoped to the region, to our
     names and to the configured instance types wherever the service supports it."""
+    return {
+        f"{c.ci_role}-network": network_policy(c, account),
+        f"{c.ci_role}-iam": iam_policy(c, account),
+        f"{c.ci_role}-services": services_policy(c, account),
+    }
+
+
+def network_policy(c: Config, account: str) -> dict[str, Any]:
+    """EC2 in our region; instances launched only of the configured types, terminated only when ours."""
     name = c.cluster_name
     in_region = {"StringEquals": {"aws:RequestedRegion": c.region}}
-    all_actions = sorted({a for acts in TERRAFORM_ACTIONS.values() for a in acts} | set(HARNESS_ACTIONS))
-
-    def by_prefix(prefix: str, *, exclude: Iterable[str] = ()) -> list[str]:
-        skip = set(exclude) | set(UNSCOPED_LISTS)
-        return [a for a in all_actions if a.startswith(prefix) and a not in skip]
-
-    def ours(sid: str, prefix: str, resource: str | list[str]) -> dict[str, Any]:
-        return {"Sid": sid, "Effect": "Allow", "Action": by_prefix(prefix), "Resource": resource}
-
     ec2_scoped = {"ec2:RunInstances", "ec2:TerminateInstances", "ec2:DescribeSpotPriceHistory"}
-    network = {
+    return {
         "Version": "2012-10-17",
         "Statement": [
             {
@@ -362,7 +112,7 @@ def deploy_policies(c: Config, account: str) -> dict[str, dict[str, Any]]:
                 "Effect": "Allow",
                 "Action": "ec2:TerminateInstances",
                 "Resource": _arn(c, account, "ec2", "instance/*"),
-                "Condition": {"StringEquals": {f"aws:ResourceTag/kubernetes.io/cluster/{name}": "owned"}},
+                "Condition": {"StringEquals": {f"aws:ResourceTag/{cluster_tag(name)}": "owned"}},
             },
             {
                 "Sid": "SpotPricesForTheCostGuard",
@@ -373,7 +123,12 @@ def deploy_policies(c: Config, account: str) -> dict[str, dict[str, Any]]:
             },
         ],
     }
-    iam = {
+
+
+def iam_policy(c: Config, account: str) -> dict[str, Any]:
+    """Our roles, profiles and policies; PassRole only to their services; the spot role only when ours."""
+    name = c.cluster_name
+    return {
         "Version": "2012-10-17",
         "Statement": [
             {
@@ -398,7 +153,7 @@ def deploy_policies(c: Config, account: str) -> dict[str, dict[str, Any]]:
                         f"instance-profile/{name}-*",
                         f"instance-profile/{name}_*",  # Karpenter's per-EC2NodeClass profiles
                         f"policy/{name}-*",
-                        "role/aws-service-role/spot.amazonaws.com/AWSServiceRoleForEC2Spot",
+                        f"role/aws-service-role/spot.amazonaws.com/{SPOT_SLR}",
                     )
                 ],
             },
@@ -447,6 +202,12 @@ def deploy_policies(c: Config, account: str) -> dict[str, dict[str, Any]]:
             },
         ],
     }
+
+
+def services_policy(c: Config, account: str) -> dict[str, Any]:
+    """EKS, SQS, EventBridge, DynamoDB, Logs, ECR and SSM scoped to our names; KMS and FIS to our region."""
+    name = c.cluster_name
+    in_region = {"StringEquals": {"aws:RequestedRegion": c.region}}
     eks_resources = [
         _arn(c, account, "eks", r)
         for r in (
@@ -457,16 +218,16 @@ def deploy_policies(c: Config, account: str) -> dict[str, dict[str, Any]]:
             f"podidentityassociation/{name}/*",
         )
     ] + ["arn:aws:eks::aws:cluster-access-policy/*"]
-    services = {
+    return {
         "Version": "2012-10-17",
         "Statement": [
             ours("OurCluster", "eks:", eks_resources),
             ours("OurQueue", "sqs:", _arn(c, account, "sqs", f"{name}-*")),
             ours("OurEventRules", "events:", _arn(c, account, "events", f"rule/{name}-*")),
-            ours("OurCostTable", "dynamodb:", _arn(c, account, "dynamodb", f"table/{name}-cost")),
+            ours("OurCostTable", "dynamodb:", _arn(c, account, "dynamodb", f"table/{c.cost_table}")),
             ours("OurLogGroup", "logs:", _arn(c, account, "logs", f"log-group:/aws/eks/{name}/*")),
             ours("OurCollectorRepository", "ecr:", _arn(c, account, "ecr", f"repository/{name}/*")),
-            ours("OurSpotRoleRecord", "ssm:", _arn(c, account, "ssm", f"parameter/gpu-finops/{name}/*")),
+            ours("OurSpotRoleRecord", "ssm:", _arn(c, account, "ssm", f"parameter/{PROJECT}/{name}/*")),
             {
                 "Sid": "KmsKeysInOurRegion",
                 "Effect": "Allow",
@@ -498,11 +259,6 @@ def deploy_policies(c: Config, account: str) -> dict[str, dict[str, Any]]:
             },
         ],
     }
-    return {
-        f"nightly-{name}-network": network,
-        f"nightly-{name}-iam": iam,
-        f"nightly-{name}-services": services,
-    }
 
 
 def trust_policy(c: Config, account: str) -> dict[str, Any]:
@@ -532,7 +288,7 @@ def trust_policy(c: Config, account: str) -> dict[str, Any]:
 
 
 def role_name(c: Config) -> str:
-    return f"nightly-{c.cluster_name}"
+    return c.ci_role
 
 
 def allows(policies: Iterable[Mapping[str, Any]], action: str) -> bool:

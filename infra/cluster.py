@@ -35,12 +35,13 @@ from cdktn_provider_aws.sqs_queue import SqsQueue
 from cdktn_provider_aws.sqs_queue_policy import SqsQueuePolicy
 from constructs import Construct
 
+from facts.config import Config
+from facts.kube_keys import LABEL_DISCOVERY, LABEL_NODEPOOL
+from facts.names import COLLECTOR, SPOT_SLR, TAG_PROJECT
 from infra import iam_policies as pol
-from infra.config import Config
 from infra.jsii_structs import camel
 from infra.network import NetworkStack, aws_provider, local_state
 
-SPOT_SLR = "AWSServiceRoleForEC2Spot"
 MANAGED = "arn:aws:iam::aws:policy/"
 INTERRUPTION_EVENTS = {
     "spot-interruption": {"source": ["aws.ec2"], "detail-type": ["EC2 Spot Instance Interruption Warning"]},
@@ -60,10 +61,8 @@ NODE_POLICIES = (
 
 class ClusterStack(TerraformStack):
     def node_role_with_policies(self, prefix: str, name: str) -> IamRole:
-        """An EC2 node role with the managed policies every EKS node needs."""
-        role = IamRole(
-            self, f"{prefix}-role", name=f"{name}-{prefix}", assume_role_policy=pol.trust("ec2.amazonaws.com")
-        )
+        """An EC2 node role named `name` with the managed policies every EKS node needs."""
+        role = IamRole(self, f"{prefix}-role", name=name, assume_role_policy=pol.trust("ec2.amazonaws.com"))
         for i, p in enumerate(NODE_POLICIES):
             IamRolePolicyAttachment(self, f"{prefix}-policy-{i}", role=role.name, policy_arn=MANAGED + p)
         return role
@@ -72,14 +71,24 @@ class ClusterStack(TerraformStack):
         super().__init__(scope, "cluster")
         aws_provider(self, c)
         local_state(self, c, "cluster")
-        name = c.cluster_name
-        account = DataAwsCallerIdentity(self, "account").account_id
+        self.account = DataAwsCallerIdentity(self, "account").account_id
         # Read, never managed: preflight guarantees it exists (see module docstring).
         self.spot_slr = DataAwsIamRole(self, "spot-slr", name=SPOT_SLR)
         # Nodes boot only with egress: this holds the NAT routes, and every node launcher depends on it.
         self.egress = DataResource(self, "egress", input={"nat_routes": net.egress_route_ids})
+        # One method per concern, in the order their resources are declared.
+        self.add_encryption(c)
+        self.add_control_plane(c, net)
+        self.add_system_nodes(c, net)
+        self.add_karpenter(c)
+        self.add_fis(c)
+        self.add_cost_table(c)
+        self.add_outputs()
 
-        key = KmsKey(
+    def add_encryption(self, c: Config) -> None:
+        """One KMS key for EKS secrets, the control-plane logs, the queue and the cost table."""
+        name, account = c.cluster_name, self.account
+        self.key = KmsKey(
             self,
             "kms",
             description=f"{name}: EKS secrets, logs, queue and cost table",
@@ -116,15 +125,18 @@ class ClusterStack(TerraformStack):
         self.log_group = CloudwatchLogGroup(
             self,
             "cluster-logs",
-            name=f"/aws/eks/{name}/cluster",
+            name=c.cluster_log_group,
             retention_in_days=c.log_retention_days,
-            kms_key_id=key.arn,
+            kms_key_id=self.key.arn,
         )
 
+    def add_control_plane(self, c: Config, net: NetworkStack) -> None:
+        """The EKS cluster, its role and security group, and the configured admins' access entries."""
+        name = c.cluster_name
         cluster_role = IamRole(
             self,
             "cluster-role",
-            name=f"{name}-cluster",
+            name=c.cluster_role,
             assume_role_policy=pol.trust("eks.amazonaws.com", actions=("sts:AssumeRole", "sts:TagSession")),
         )
         IamRolePolicyAttachment(
@@ -133,10 +145,10 @@ class ClusterStack(TerraformStack):
         cluster_sg = SecurityGroup(
             self,
             "cluster-sg",
-            name=f"{name}-cluster",
+            name=c.cluster_role,
             vpc_id=net.vpc.id,
             description="EKS cluster and Karpenter nodes",
-            tags={"karpenter.sh/discovery": name, "Name": f"{name}-cluster"},
+            tags={LABEL_DISCOVERY: name, "Name": c.cluster_role},
         )
         self.cluster = EksCluster(
             self,
@@ -151,14 +163,27 @@ class ClusterStack(TerraformStack):
                 "endpoint_public_access": True,
                 "public_access_cidrs": list(c.api_public_cidrs),
             },
-            encryption_config={"resources": ["secrets"], "provider": {"key_arn": key.arn}},
+            encryption_config={"resources": ["secrets"], "provider": {"key_arn": self.key.arn}},
             enabled_cluster_log_types=["api", "audit", "authenticator", "controllerManager", "scheduler"],
             access_config={"authentication_mode": "API", "bootstrap_cluster_creator_admin_permissions": True},
             depends_on=[self.log_group, self.egress],
         )
 
-        # System node group: IMDSv2 required through its launch template.
-        system_role = self.node_role_with_policies("system-node", name)
+        for i, arn in enumerate(c.admin_principal_arns):
+            EksAccessEntry(self, f"admin-{i}", cluster_name=self.cluster.name, principal_arn=arn)
+            EksAccessPolicyAssociation(
+                self,
+                f"admin-policy-{i}",
+                cluster_name=self.cluster.name,
+                principal_arn=arn,
+                policy_arn="arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
+                access_scope={"type": "cluster"},
+            )
+
+    def add_system_nodes(self, c: Config, net: NetworkStack) -> None:
+        """The system managed node group (IMDSv2 required through its launch template) and the EKS add-ons."""
+        name = c.cluster_name
+        system_role = self.node_role_with_policies("system-node", c.system_node_role)
         system_lt = LaunchTemplate(
             self,
             "system-lt",
@@ -204,10 +229,13 @@ class ClusterStack(TerraformStack):
                 depends_on=[self.system_nodes] if addon == "coredns" else None,
             )
 
-        # Karpenter: node role + instance profile, tag-scoped controller role via pod identity.
-        self.node_role = self.node_role_with_policies("karpenter-node", name)
+    def add_karpenter(self, c: Config) -> None:
+        """Karpenter's node role and instance profile, its interruption queue with the EventBridge rules
+        feeding it, and its controller role (tag-scoped) through pod identity."""
+        name, account = c.cluster_name, self.account
+        self.node_role = self.node_role_with_policies("karpenter-node", c.karpenter_node_role)
         IamInstanceProfile(
-            self, "karpenter-node-profile", name=f"{name}-karpenter-node", role=self.node_role.name
+            self, "karpenter-node-profile", name=c.karpenter_node_role, role=self.node_role.name
         )
         EksAccessEntry(
             self,
@@ -216,21 +244,11 @@ class ClusterStack(TerraformStack):
             principal_arn=self.node_role.arn,
             type="EC2_LINUX",
         )
-        for i, arn in enumerate(c.admin_principal_arns):
-            EksAccessEntry(self, f"admin-{i}", cluster_name=self.cluster.name, principal_arn=arn)
-            EksAccessPolicyAssociation(
-                self,
-                f"admin-policy-{i}",
-                cluster_name=self.cluster.name,
-                principal_arn=arn,
-                policy_arn="arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
-                access_scope={"type": "cluster"},
-            )
 
         self.queue = SqsQueue(
             self,
             "interruption-queue",
-            name=f"{name}-interruption",
+            name=c.interruption_queue,
             message_retention_seconds=300,
             sqs_managed_sse_enabled=True,
         )
@@ -251,7 +269,7 @@ class ClusterStack(TerraformStack):
         self.controller_role = IamRole(
             self,
             "karpenter-controller-role",
-            name=f"{name}-karpenter-controller",
+            name=c.karpenter_controller_role,
             assume_role_policy=pol.POD_IDENTITY_TRUST,
         )
         IamRolePolicy(
@@ -269,9 +287,11 @@ class ClusterStack(TerraformStack):
             role_arn=self.controller_role.arn,
         )
 
-        # FIS: interrupt only this project's spot GPU instances.
+    def add_fis(self, c: Config) -> None:
+        """FIS: interrupt only this project's spot GPU instances."""
+        name, account = c.cluster_name, self.account
         fis_role = IamRole(
-            self, "fis-role", name=f"{name}-fis", assume_role_policy=pol.trust("fis.amazonaws.com")
+            self, "fis-role", name=c.fis_role, assume_role_policy=pol.trust("fis.amazonaws.com")
         )
         IamRolePolicy(
             self,
@@ -292,8 +312,8 @@ class ClusterStack(TerraformStack):
                         "resource_type": "aws:ec2:spot-instance",
                         "selection_mode": "COUNT(1)",
                         "resource_tag": [
-                            {"key": "karpenter.sh/nodepool", "value": c.nodepool_name},
-                            {"key": "gpu-finops.io/project", "value": c.project},
+                            {"key": LABEL_NODEPOOL, "value": c.nodepool_name},
+                            {"key": TAG_PROJECT, "value": c.project},
                         ],
                         "filter": [{"path": "State.Name", "values": ["running"]}],
                     }
@@ -312,23 +332,24 @@ class ClusterStack(TerraformStack):
             tags={"Name": f"{name}-spot-interruption"},
         )
 
-        # The cost table and the collector's identity and image repository.
+    def add_cost_table(self, c: Config) -> None:
+        """The cost table, and the collector's identity and image repository."""
         self.table = DynamodbTable(
             self,
             "cost-table",
-            name=f"{name}-cost",
+            name=c.cost_table,
             billing_mode="PAY_PER_REQUEST",
             hash_key="ResourceId",
             range_key="ChargePeriodStart",
             attribute=camel(
                 [{"name": "ResourceId", "type": "S"}, {"name": "ChargePeriodStart", "type": "S"}]
             ),
-            server_side_encryption={"enabled": True, "kms_key_arn": key.arn},
+            server_side_encryption={"enabled": True, "kms_key_arn": self.key.arn},
             point_in_time_recovery={"enabled": True},
             deletion_protection_enabled=False,
         )
         collector_role = IamRole(
-            self, "collector-role", name=f"{name}-collector", assume_role_policy=pol.POD_IDENTITY_TRUST
+            self, "collector-role", name=c.collector_role, assume_role_policy=pol.POD_IDENTITY_TRUST
         )
         IamRolePolicy(
             self, "collector-policy", role=collector_role.name, policy=pol.collector(self.table.arn, c.region)
@@ -337,20 +358,22 @@ class ClusterStack(TerraformStack):
             self,
             "collector-pod-identity",
             cluster_name=self.cluster.name,
-            namespace="gpu-monitoring",
-            service_account="gpu-finops-collector",
+            namespace=c.monitoring_namespace,
+            service_account=COLLECTOR,
             role_arn=collector_role.arn,
         )
         self.ecr = EcrRepository(
             self,
             "collector-repo",
-            name=f"{name}/collector",
+            name=c.collector_repository,
             image_tag_mutability="IMMUTABLE",
             image_scanning_configuration={"scan_on_push": True},
-            encryption_configuration=camel([{"encryption_type": "KMS", "kms_key": key.arn}]),
+            encryption_configuration=camel([{"encryption_type": "KMS", "kms_key": self.key.arn}]),
             force_delete=True,
         )
 
+    def add_outputs(self) -> None:
+        """What `make up`, the addons stack and the acts read back."""
         for out, value in {
             "cluster_name": self.cluster.name,
             "cluster_endpoint": self.cluster.endpoint,

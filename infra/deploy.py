@@ -12,10 +12,11 @@ from pathlib import Path
 
 import boto3
 
+from facts.config import Config
+from facts.kube_keys import LABEL_NODEPOOL, cluster_tag
 from harness.waits import eventually
 from infra.addons import CHART_NAME
 from infra.app import STACKS, synth
-from infra.config import Config
 from infra.preflight import Preflight, report
 
 KARPENTER_DRAIN = 900.0
@@ -80,8 +81,8 @@ def karpenter_instances(session: boto3.Session, c: Config) -> list[str]:
     ec2 = session.client("ec2")
     pages = ec2.get_paginator("describe_instances").paginate(
         Filters=[
-            {"Name": f"tag:kubernetes.io/cluster/{c.cluster_name}", "Values": ["owned"]},
-            {"Name": "tag-key", "Values": ["karpenter.sh/nodepool"]},
+            {"Name": f"tag:{cluster_tag(c.cluster_name)}", "Values": ["owned"]},
+            {"Name": "tag-key", "Values": [LABEL_NODEPOOL]},
             {
                 "Name": "instance-state-name",
                 "Values": ["pending", "running", "stopping", "stopped", "shutting-down"],

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from infra.config import Config
+from facts.config import Config
 from infra.eks_support import UnsupportedVersion, control_plane_price
 
 # Published list prices (us-east-1, checked 2026-11): https://aws.amazon.com/vpc/pricing/ (NAT gateway
@@ -36,7 +36,7 @@ FIS_ACTION_MINUTES_PER_RUN = (
 )
 NAT_GATEWAYS = 1  # infra/network.py: one NAT gateway with one Elastic IP
 
-# The system node type's on-demand price for `--rates catalog` (GPU types come from local/catalog.py).
+# The system node type's on-demand price for `--rates catalog` (GPU types come from facts/catalog.py).
 SYSTEM_ON_DEMAND_USD_H = {"m7i.large": 0.1008}
 
 DEFAULT_MAX_HOURS = 3.0

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from facts.kube_keys import LABEL_NODEPOOL
+from facts.names import TAG_PROJECT
+
 
 def doc(*statements: dict[str, Any]) -> str:
     return json.dumps({"Version": "2012-10-17", "Statement": list(statements)})
@@ -167,8 +170,8 @@ def fis_spot(region: str, account: str, nodepool: str, project: str) -> str:
             "Resource": f"arn:aws:ec2:{region}:{account}:instance/*",
             "Condition": {
                 "StringEquals": {
-                    "aws:ResourceTag/karpenter.sh/nodepool": nodepool,
-                    "aws:ResourceTag/gpu-finops.io/project": project,
+                    f"aws:ResourceTag/{LABEL_NODEPOOL}": nodepool,
+                    f"aws:ResourceTag/{TAG_PROJECT}": project,
                 }
             },
         },

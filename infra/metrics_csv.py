@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from finops import dcgm
+from facts import dcgm
 
 _NAMES = json.loads(Path(__file__).with_name("dcgm_field_names.json").read_text())
 DCGM_EXPORTER_VERSION: str = _NAMES["dcgm_exporter"]

@@ -20,7 +20,8 @@ from cdktn_provider_aws.subnet import Subnet
 from cdktn_provider_aws.vpc import Vpc
 from constructs import Construct
 
-from infra.config import Config
+from facts.config import Config
+from facts.kube_keys import LABEL_DISCOVERY, cluster_tag
 
 
 def aws_provider(scope: Construct, c: Config) -> AwsProvider:
@@ -65,7 +66,7 @@ class NetworkStack(TerraformStack):
             gateway_id=igw.id,
         )
         self.public_subnets, self.private_subnets, self.egress_routes = [], [], []
-        cluster_tag = {f"kubernetes.io/cluster/{name}": "shared"}
+        shared = {cluster_tag(name): "shared"}
         for i, az in enumerate(c.availability_zones):
             pub = Subnet(
                 self,
@@ -74,7 +75,7 @@ class NetworkStack(TerraformStack):
                 availability_zone=az,
                 cidr_block=str(blocks[i]),
                 map_public_ip_on_launch=False,
-                tags={"Name": f"{name}-public-{az}", "kubernetes.io/role/elb": "1", **cluster_tag},
+                tags={"Name": f"{name}-public-{az}", "kubernetes.io/role/elb": "1", **shared},
             )
             RouteTableAssociation(self, f"public-rta-{az}", subnet_id=pub.id, route_table_id=public_rt.id)
             self.public_subnets.append(pub)
@@ -98,8 +99,8 @@ class NetworkStack(TerraformStack):
                 tags={
                     "Name": f"{name}-private-{az}",
                     "kubernetes.io/role/internal-elb": "1",
-                    "karpenter.sh/discovery": name,
-                    **cluster_tag,
+                    LABEL_DISCOVERY: name,
+                    **shared,
                 },
             )
             rt = RouteTable(

@@ -8,17 +8,34 @@ from typing import Any
 
 import yaml
 
-from infra.config import Config
+from facts.config import Config
+from facts.kube_keys import (
+    ANNOTATION_CONTROLLER_ROLE,
+    GPU_RESOURCE,
+    KUEUE_GROUP,
+    LABEL_ARCH,
+    LABEL_CAPACITY_TYPE,
+    LABEL_DEVICE_PLUGIN_CONFIG,
+    LABEL_DISCOVERY,
+    LABEL_INSTANCE_CPU,
+    LABEL_INSTANCE_GPU_COUNT,
+    LABEL_INSTANCE_TYPE,
+    LABEL_NODEPOOL,
+    LABEL_POOL,
+    LABEL_TENANT,
+    SHARED_GPU_RESOURCE,
+)
+from facts.names import COLLECTOR, MONITORING_NS
 from infra.metrics_csv import PROJECT_METRICS, MetricRow
 from infra.metrics_csv import render as render_metrics_csv
 
-KUEUE_API = "kueue.x-k8s.io/v1beta2"
+KUEUE_API = f"{KUEUE_GROUP}/v1beta2"
 COHORT = "gpu"
 FLAVOR = "gpu-spot"  # whole cards
 SHARED_FLAVOR = "gpu-shared"  # time-sliced replicas
-GPU = "nvidia.com/gpu"
-SHARED_GPU = "nvidia.com/gpu.shared"  # what the device plugin advertises replicas as (renameByDefault)
-DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"  # a node's choice of device plugin config
+GPU = GPU_RESOURCE
+SHARED_GPU = SHARED_GPU_RESOURCE  # what the device plugin advertises replicas as (renameByDefault)
+DEVICE_PLUGIN_CONFIG_LABEL = LABEL_DEVICE_PLUGIN_CONFIG
 WHOLE_DEVICE_CONFIG = "default"
 PRIORITIES = {"low": 100, "high": 1000}  # WorkloadPriorityClass name -> value
 GPU_TAINT = {"key": GPU, "value": "true", "effect": "NoSchedule"}
@@ -28,7 +45,7 @@ def nodepool(c: Config, *, shared: bool = False) -> dict[str, Any]:
     """Spot only; instance types, vCPU size and GPU count pinned so quota and hardware agree. The whole-card
     pool runs the device plugin's default config; the shared pool's nodes select the time-slicing config by
     label, so only its cards become replicas."""
-    labels = {"gpu-finops.io/pool": "gpu-shared" if shared else "gpu"}
+    labels = {LABEL_POOL: "gpu-shared" if shared else "gpu"}
     if shared:
         labels[DEVICE_PLUGIN_CONFIG_LABEL] = c.shared_device_config
     return {
@@ -41,23 +58,23 @@ def nodepool(c: Config, *, shared: bool = False) -> dict[str, Any]:
                 "spec": {
                     "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"},
                     "requirements": [
-                        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]},
+                        {"key": LABEL_CAPACITY_TYPE, "operator": "In", "values": ["spot"]},
                         {
-                            "key": "node.kubernetes.io/instance-type",
+                            "key": LABEL_INSTANCE_TYPE,
                             "operator": "In",
                             "values": list(c.gpu_instance_types),
                         },
                         {
-                            "key": "karpenter.k8s.aws/instance-cpu",
+                            "key": LABEL_INSTANCE_CPU,
                             "operator": "In",
                             "values": [str(c.gpu_node_vcpu)],
                         },
                         {
-                            "key": "karpenter.k8s.aws/instance-gpu-count",
+                            "key": LABEL_INSTANCE_GPU_COUNT,
                             "operator": "In",
                             "values": [str(c.gpus_per_node)],
                         },
-                        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+                        {"key": LABEL_ARCH, "operator": "In", "values": ["amd64"]},
                     ],
                     "taints": [GPU_TAINT],
                     "expireAfter": "24h",
@@ -83,9 +100,7 @@ def shared_capacity_overlay(c: Config) -> dict[str, Any]:
         "kind": "NodeOverlay",
         "metadata": {"name": f"{c.shared_nodepool_name}-replicas"},
         "spec": {
-            "requirements": [
-                {"key": "karpenter.sh/nodepool", "operator": "In", "values": [c.shared_nodepool_name]}
-            ],
+            "requirements": [{"key": LABEL_NODEPOOL, "operator": "In", "values": [c.shared_nodepool_name]}],
             "capacity": {SHARED_GPU: str(c.gpus_per_node * c.timeslicing_replicas)},
         },
     }
@@ -97,7 +112,7 @@ def karpenter_objects(c: Config) -> list[dict[str, Any]]:
 
 
 def ec2nodeclass(c: Config, node_role: str) -> dict[str, Any]:
-    discovery = {"karpenter.sh/discovery": c.cluster_name}
+    discovery = {LABEL_DISCOVERY: c.cluster_name}
     return {
         "apiVersion": "karpenter.k8s.aws/v1",
         "kind": "EC2NodeClass",
@@ -136,7 +151,7 @@ def resource_flavor(c: Config, *, shared: bool = False) -> dict[str, Any]:
         "kind": "ResourceFlavor",
         "metadata": {"name": SHARED_FLAVOR if shared else FLAVOR},
         "spec": {
-            "nodeLabels": {"karpenter.sh/nodepool": c.shared_nodepool_name if shared else c.nodepool_name},
+            "nodeLabels": {LABEL_NODEPOOL: c.shared_nodepool_name if shared else c.nodepool_name},
             "tolerations": [{"key": GPU, "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
         },
     }
@@ -207,7 +222,7 @@ def tenant_namespaces(c: Config) -> list[dict[str, Any]]:
         {
             "apiVersion": "v1",
             "kind": "Namespace",
-            "metadata": {"name": t.name, "labels": {"gpu-finops.io/tenant": t.name}},
+            "metadata": {"name": t.name, "labels": {LABEL_TENANT: t.name}},
         }
         for t in c.tenants
     ]
@@ -273,7 +288,7 @@ def device_plugin_values(c: Config) -> dict[str, Any]:
 
 
 def dcgm_metrics_configmap(
-    namespace: str = "gpu-monitoring", metrics: tuple[MetricRow, ...] = PROJECT_METRICS
+    namespace: str = MONITORING_NS, metrics: tuple[MetricRow, ...] = PROJECT_METRICS
 ) -> dict[str, Any]:
     """The exporter's CSV, generated and validated: a bad row fails synthesis naming the row."""
     return {
@@ -303,7 +318,7 @@ def dcgm_exporter_values(c: Config) -> dict[str, Any]:
                         {
                             "matchExpressions": [
                                 {
-                                    "key": "karpenter.sh/nodepool",
+                                    "key": LABEL_NODEPOOL,
                                     "operator": "In",
                                     "values": [c.nodepool_name, c.shared_nodepool_name],
                                 }
@@ -338,46 +353,47 @@ def ledger_rules() -> dict[str, Any]:
 
 
 def collector_objects(
-    c: Config, image: str, role_table: str, namespace: str = "gpu-monitoring"
+    c: Config, image: str, role_table: str, namespace: str = MONITORING_NS
 ) -> list[dict[str, Any]]:
-    labels = {"app.kubernetes.io/name": "gpu-finops-collector"}
+    labels = {"app.kubernetes.io/name": COLLECTOR}
+    port = c.collector_port
     return [
         {
             "apiVersion": "v1",
             "kind": "ServiceAccount",
-            "metadata": {"name": "gpu-finops-collector", "namespace": namespace},
+            "metadata": {"name": COLLECTOR, "namespace": namespace},
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
-            "metadata": {"name": "gpu-finops-collector"},
+            "metadata": {"name": COLLECTOR},
             "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}],
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",
-            "metadata": {"name": "gpu-finops-collector"},
+            "metadata": {"name": COLLECTOR},
             "roleRef": {
                 "apiGroup": "rbac.authorization.k8s.io",
                 "kind": "ClusterRole",
-                "name": "gpu-finops-collector",
+                "name": COLLECTOR,
             },
-            "subjects": [{"kind": "ServiceAccount", "name": "gpu-finops-collector", "namespace": namespace}],
+            "subjects": [{"kind": "ServiceAccount", "name": COLLECTOR, "namespace": namespace}],
         },
         {
             "apiVersion": "apps/v1",
             "kind": "Deployment",
-            "metadata": {"name": "gpu-finops-collector", "namespace": namespace, "labels": labels},
+            "metadata": {"name": COLLECTOR, "namespace": namespace, "labels": labels},
             "spec": {
                 "replicas": 1,
                 "selector": {"matchLabels": labels},
                 "template": {
                     "metadata": {
                         "labels": labels,
-                        "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "9464"},
+                        "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": str(port)},
                     },
                     "spec": {
-                        "serviceAccountName": "gpu-finops-collector",
+                        "serviceAccountName": COLLECTOR,
                         "securityContext": {"runAsNonRoot": True, "runAsUser": 10001},
                         "containers": [
                             {
@@ -386,7 +402,7 @@ def collector_objects(
                                 "args": [
                                     "collect",
                                     "--prometheus-url",
-                                    "http://prometheus-server.gpu-monitoring.svc",
+                                    f"http://prometheus-server.{c.monitoring_namespace}.svc",
                                     "--store",
                                     f"dynamodb:{role_table}",
                                     "--rates",
@@ -396,11 +412,11 @@ def collector_objects(
                                     "--interval",
                                     str(c.collector_interval_seconds),
                                     "--port",
-                                    "9464",
+                                    str(port),
                                 ],
-                                "ports": [{"containerPort": 9464, "name": "metrics"}],
-                                "livenessProbe": {"httpGet": {"path": "/metrics", "port": 9464}},
-                                "readinessProbe": {"httpGet": {"path": "/healthz", "port": 9464}},
+                                "ports": [{"containerPort": port, "name": "metrics"}],
+                                "livenessProbe": {"httpGet": {"path": "/metrics", "port": port}},
+                                "readinessProbe": {"httpGet": {"path": "/healthz", "port": port}},
                                 "resources": {
                                     "requests": {"cpu": "100m", "memory": "256Mi"},
                                     "limits": {"memory": "512Mi"},
@@ -428,5 +444,5 @@ def karpenter_values(c: Config, queue_name: str, controller_role_arn: str) -> di
         },
         "serviceAccount": {"name": "karpenter"},
         "controller": {"resources": {"requests": {"cpu": "250m", "memory": "512Mi"}}},
-        "podAnnotations": {"gpu-finops.io/controller-role": controller_role_arn},
+        "podAnnotations": {ANNOTATION_CONTROLLER_ROLE: controller_role_arn},
     }

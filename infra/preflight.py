@@ -12,8 +12,8 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-from infra.config import Config
-from teardown.types_iam import SPOT_SLR, spot_slr_record_name
+from facts.config import Config
+from facts.names import SPOT_SLR
 
 GVT_SPOT_QUOTA_CODE = "L-3819A6DF"  # EC2: All G and VT Spot Instance Requests (vCPUs)
 
@@ -51,7 +51,7 @@ class Preflight:
             return Check(
                 "account allowlist",
                 False,
-                "allowed_accounts is empty in infra/config.yaml: add the "
+                "allowed_accounts is empty in facts/config.yaml: add the "
                 f"sandbox account id ({account} is the one your credentials reach) to apply anything",
             )
         if account not in allowed:
@@ -118,7 +118,7 @@ class Preflight:
                 return Check("spot service-linked role", True, f"{SPOT_SLR} appeared meanwhile (not ours)")
             return Check("spot service-linked role", False, f"could not create {SPOT_SLR}: {exc}")
         ssm.put_parameter(
-            Name=spot_slr_record_name(self.config.cluster_name),
+            Name=self.config.spot_slr_record,
             Value="true",
             Type="String",
             Tags=[{"Key": k, "Value": v} for k, v in self.config.tags.items()],

@@ -1,5 +1,5 @@
-"""The local target's GPU instance types: one catalog for Karpenter's kwok provider and the collector's
-prices. Prices are the sandbox region's published figures the docs and tests use."""
+"""The local target's GPU instance types, shaped for Karpenter's kwok provider (the types and their
+prices are facts/catalog.py's)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from infra.config import Config
-
-# instance type -> (vCPU, memory, GPUs, on-demand $/h, spot $/h)
-GPU_TYPES: dict[str, tuple[int, str, int, float, float]] = {
-    "g6e.xlarge": (4, "32Gi", 1, 1.861, 0.95),
-    "g6e.12xlarge": (48, "384Gi", 4, 10.493, 5.2),
-}
+from facts.catalog import GPU_TYPES, ON_DEMAND, SPOT
+from facts.config import Config
+from facts.kube_keys import GPU_RESOURCE, LABEL_CAPACITY_TYPE, LABEL_ZONE
 
 
 def instance_types(c: Config) -> list[dict[str, Any]]:
@@ -22,14 +18,14 @@ def instance_types(c: Config) -> list[dict[str, Any]]:
     for name, (cpu, mem, gpus, od, spot) in GPU_TYPES.items():
         offerings = []
         for zone in c.availability_zones:
-            for capacity, price in (("spot", spot), ("on-demand", od)):
+            for capacity, price in ((SPOT, spot), (ON_DEMAND, od)):
                 offerings.append(
                     {
                         "Price": price,
                         "Available": True,
                         "Requirements": [
-                            {"key": "karpenter.sh/capacity-type", "operator": "In", "values": [capacity]},
-                            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]},
+                            {"key": LABEL_CAPACITY_TYPE, "operator": "In", "values": [capacity]},
+                            {"key": LABEL_ZONE, "operator": "In", "values": [zone]},
                         ],
                     }
                 )
@@ -43,20 +39,11 @@ def instance_types(c: Config) -> list[dict[str, Any]]:
                     "memory": mem,
                     "pods": "110",
                     "ephemeral-storage": "100Gi",
-                    "nvidia.com/gpu": str(gpus),
+                    GPU_RESOURCE: str(gpus),
                 },
                 "offerings": offerings,
             }
         )
-    return out
-
-
-def prices() -> dict[tuple[str, str], float]:
-    """(instance type, capacity type) -> $/h, for finops.pricing.CatalogRates."""
-    out = {}
-    for name, (_, _, _, od, spot) in GPU_TYPES.items():
-        out[(name, "on-demand")] = od
-        out[(name, "spot")] = spot
     return out
 
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import yaml
 
+from facts.config import Config, load_config
 from harness.waits import eventually
-from infra.config import Config, load_config
 from local import build, catalog, render, versions
 from local.certs import Pki
 from local.supervisor import Supervisor
@@ -156,7 +156,7 @@ class LocalCluster:
         )
 
     def kube(self):
-        from harness.kube import Kube
+        from finops.kube import Kube
 
         return Kube.from_kubeconfig(str(self.kubeconfig))
 

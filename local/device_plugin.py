@@ -89,7 +89,7 @@ def parse_config(name: str, text: str) -> Sharing:
 
 
 def physical_gpus(instance_type: str | None) -> int:
-    from local.catalog import GPU_TYPES
+    from facts.catalog import GPU_TYPES
 
     entry = GPU_TYPES.get(instance_type or "")
     return entry[2] if entry else 0
@@ -295,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--period", type=float, default=0.5)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    from harness.kube import Kube
+    from finops.kube import Kube
 
     allocations = Allocations(args.state)
     allocations.load()

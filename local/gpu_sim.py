@@ -7,9 +7,9 @@ import threading
 import time
 from typing import Any
 
-from finops import dcgm
-from harness.kube import Kube
-from harness.nodes import GPU_RESOURCE, LABEL_GPU_COUNT
+from facts import dcgm
+from facts.kube_keys import GPU_RESOURCE, LABEL_GPU_COUNT
+from finops.kube import Kube
 from harness.observe import is_gpu_node
 from local.dcgm_sim import DcgmSimulator, SimGpu
 from local.device_plugin import gpu_uuid

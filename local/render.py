@@ -7,11 +7,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from facts.config import Config
+from facts.kube_keys import LABEL_INSTANCE_CPU, LABEL_INSTANCE_GPU_COUNT
 from infra import objects
-from infra.config import Config
 
-AWS_TO_KWOK_LABELS = {"karpenter.k8s.aws/instance-cpu": "karpenter.kwok.sh/instance-cpu"}
-AWS_ONLY_LABELS = {"karpenter.k8s.aws/instance-gpu-count"}  # kwok has no GPU-count label: the type pins it
+AWS_TO_KWOK_LABELS = {LABEL_INSTANCE_CPU: "karpenter.kwok.sh/instance-cpu"}
+AWS_ONLY_LABELS = {LABEL_INSTANCE_GPU_COUNT}  # kwok has no GPU-count label: the type pins it
 
 
 def kwok_nodepool(aws_pool: dict[str, Any]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from botocore.exceptions import ClientError
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
-from harness import timeouts
+from facts import timeouts
 from harness.waits import eventually
 from teardown.journal import Journal
 from teardown.model import Context, Resource

@@ -12,7 +12,8 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-PROJECT_TAG = "gpu-finops.io/project"
+from facts.kube_keys import cluster_tag
+from facts.names import PROJECT, TAG_PROJECT
 
 
 @dataclass(frozen=True)
@@ -20,17 +21,17 @@ class TeardownConfig:
     """Which account and which resources are ours."""
 
     region: str
-    cluster_name: str = "gpu-finops"
-    project: str = "gpu-finops"
+    cluster_name: str = PROJECT
+    project: str = PROJECT
     allowed_accounts: tuple[str, ...] = ()
-    project_tag: str = PROJECT_TAG
+    project_tag: str = TAG_PROJECT
 
     def owns_tags(self, tags: Mapping[str, str]) -> str | None:
         """The tag that makes a resource ours, or None. Karpenter and the VPC CNI tag by cluster."""
         c = self.cluster_name
         checks = (
             (self.project_tag, self.project),
-            (f"kubernetes.io/cluster/{c}", "owned"),
+            (cluster_tag(c), "owned"),
             ("eks:eks-cluster-name", c),
             ("karpenter.k8s.aws/cluster", c),
             ("cluster.k8s.amazonaws.com/name", c),

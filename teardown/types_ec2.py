@@ -3,49 +3,32 @@ tables, subnets, security groups, VPCs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
-
+from facts.kube_keys import LABEL_NODEPOOL
+from teardown.listing import owned, pages
 from teardown.model import Context, Resource, gone_ok, tags_of
 from teardown.registry import ResourceType, register
-
-
-def _pages(ctx: Context, op: str, key: str, **kwargs: Any) -> Iterator[dict[str, Any]]:
-    for page in ctx.client("ec2").get_paginator(op).paginate(**kwargs):
-        yield from page.get(key, [])
-
-
-def _owned(
-    ctx: Context,
-    rtype: str,
-    rid: str,
-    tags: list[dict[str, str]] | None,
-    state: str = "present",
-    **details: Any,
-) -> Resource | None:
-    tag_map = tags_of(tags)
-    rule = ctx.config.owns_tags(tag_map)
-    if rule is None:
-        return None
-    return Resource(rtype, rid, state, tag_map.get("Name"), rule, details)
 
 
 # --- instances ---------------------------------------------------------------------------------------
 def list_instances(ctx: Context) -> list[Resource]:
     out = []
     states = ["pending", "running", "shutting-down", "stopping", "stopped"]  # every non-terminal state
-    for reservation in _pages(
-        ctx, "describe_instances", "Reservations", Filters=[{"Name": "instance-state-name", "Values": states}]
+    for reservation in pages(
+        ctx,
+        "ec2",
+        "describe_instances",
+        "Reservations",
+        Filters=[{"Name": "instance-state-name", "Values": states}],
     ):
         for i in reservation["Instances"]:
             tags = tags_of(i.get("Tags"))
-            r = _owned(
+            r = owned(
                 ctx,
                 "ec2_instance",
                 i["InstanceId"],
                 i.get("Tags"),
                 i["State"]["Name"],
-                karpenter="karpenter.sh/nodepool" in tags,
+                karpenter=LABEL_NODEPOOL in tags,
                 lifecycle=i.get("InstanceLifecycle", "on-demand"),
             )
             if r:
@@ -75,12 +58,12 @@ register(
 # --- launch templates -----------------------------------------------------------------------------------
 def list_launch_templates(ctx: Context) -> list[Resource]:
     out = []
-    for lt in _pages(ctx, "describe_launch_templates", "LaunchTemplates"):
-        r = _owned(
+    for lt in pages(ctx, "ec2", "describe_launch_templates", "LaunchTemplates"):
+        r = owned(
             ctx, "launch_template", lt["LaunchTemplateId"], lt.get("Tags"), name=lt["LaunchTemplateName"]
         )
         if r:
-            out.append(Resource(r.type, r.id, r.state, lt["LaunchTemplateName"], r.owned_by))
+            out.append(r)
     return out
 
 
@@ -103,9 +86,9 @@ register(
 # --- network interfaces -----------------------------------------------------------------------------------
 def list_enis(ctx: Context) -> list[Resource]:
     out = []
-    for eni in _pages(ctx, "describe_network_interfaces", "NetworkInterfaces"):
+    for eni in pages(ctx, "ec2", "describe_network_interfaces", "NetworkInterfaces"):
         tags = eni.get("TagSet") or eni.get("Tags")
-        r = _owned(
+        r = owned(
             ctx,
             "network_interface",
             eni["NetworkInterfaceId"],
@@ -143,11 +126,11 @@ register(
 # --- NAT gateways ---------------------------------------------------------------------------------------
 def list_nat_gateways(ctx: Context) -> list[Resource]:
     out = []
-    for nat in _pages(ctx, "describe_nat_gateways", "NatGateways"):
+    for nat in pages(ctx, "ec2", "describe_nat_gateways", "NatGateways"):
         if nat["State"] == "deleted":  # terminal: gone
             continue
         allocations = [a["AllocationId"] for a in nat.get("NatGatewayAddresses", []) if a.get("AllocationId")]
-        r = _owned(
+        r = owned(
             ctx, "nat_gateway", nat["NatGatewayId"], nat.get("Tags"), nat["State"], allocations=allocations
         )
         if r:
@@ -177,7 +160,7 @@ register(
 def list_eips(ctx: Context) -> list[Resource]:
     out = []
     for addr in ctx.client("ec2").describe_addresses().get("Addresses", []):
-        r = _owned(
+        r = owned(
             ctx,
             "eip",
             addr["AllocationId"],
@@ -209,9 +192,9 @@ register(
 # --- internet gateways ----------------------------------------------------------------------------------
 def list_igws(ctx: Context) -> list[Resource]:
     out = []
-    for igw in _pages(ctx, "describe_internet_gateways", "InternetGateways"):
+    for igw in pages(ctx, "ec2", "describe_internet_gateways", "InternetGateways"):
         vpcs = [a["VpcId"] for a in igw.get("Attachments", [])]
-        r = _owned(
+        r = owned(
             ctx,
             "internet_gateway",
             igw["InternetGatewayId"],
@@ -246,7 +229,7 @@ register(
 # --- route tables ---------------------------------------------------------------------------------------
 def list_route_tables(ctx: Context) -> list[Resource]:
     out = []
-    for rt in _pages(ctx, "describe_route_tables", "RouteTables"):
+    for rt in pages(ctx, "ec2", "describe_route_tables", "RouteTables"):
         if any(a.get("Main") for a in rt.get("Associations", [])):
             continue  # the main table goes with its VPC
         assoc = [
@@ -254,7 +237,7 @@ def list_route_tables(ctx: Context) -> list[Resource]:
             for a in rt.get("Associations", [])
             if a.get("RouteTableAssociationId")
         ]
-        r = _owned(ctx, "route_table", rt["RouteTableId"], rt.get("Tags"), associations=assoc)
+        r = owned(ctx, "route_table", rt["RouteTableId"], rt.get("Tags"), associations=assoc)
         if r:
             out.append(r)
     return out
@@ -274,8 +257,8 @@ register(ResourceType("route_table", list_route_tables, delete_route_table, depe
 # --- subnets --------------------------------------------------------------------------------------------
 def list_subnets(ctx: Context) -> list[Resource]:
     out = []
-    for s in _pages(ctx, "describe_subnets", "Subnets"):
-        r = _owned(ctx, "subnet", s["SubnetId"], s.get("Tags"), s.get("State", "available"), vpc=s["VpcId"])
+    for s in pages(ctx, "ec2", "describe_subnets", "Subnets"):
+        r = owned(ctx, "subnet", s["SubnetId"], s.get("Tags"), s.get("State", "available"), vpc=s["VpcId"])
         if r:
             out.append(r)
     return out
@@ -300,10 +283,10 @@ register(
 # --- security groups ------------------------------------------------------------------------------------
 def list_security_groups(ctx: Context) -> list[Resource]:
     out = []
-    for sg in _pages(ctx, "describe_security_groups", "SecurityGroups"):
+    for sg in pages(ctx, "ec2", "describe_security_groups", "SecurityGroups"):
         if sg.get("GroupName") == "default":
             continue  # goes with its VPC
-        r = _owned(
+        r = owned(
             ctx,
             "security_group",
             sg["GroupId"],
@@ -335,10 +318,8 @@ register(
 # --- VPCs -----------------------------------------------------------------------------------------------
 def list_vpcs(ctx: Context) -> list[Resource]:
     out = []
-    for v in _pages(ctx, "describe_vpcs", "Vpcs"):
-        r = _owned(
-            ctx, "vpc", v["VpcId"], v.get("Tags"), v.get("State", "available"), cidr=v.get("CidrBlock")
-        )
+    for v in pages(ctx, "ec2", "describe_vpcs", "Vpcs"):
+        r = owned(ctx, "vpc", v["VpcId"], v.get("Tags"), v.get("State", "available"), cidr=v.get("CidrBlock"))
         if r:
             out.append(r)
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from botocore.exceptions import ClientError
 
+from teardown.listing import pages
 from teardown.model import Context, Resource, gone_ok
 from teardown.registry import ResourceType, register
 
@@ -17,10 +18,7 @@ def _owned_cluster(ctx: Context, name: str) -> tuple[dict, str | None]:
 
 
 def _cluster_names(ctx: Context) -> list[str]:
-    names: list[str] = []
-    for page in ctx.client("eks").get_paginator("list_clusters").paginate():
-        names.extend(page.get("clusters", []))
-    return names
+    return list(pages(ctx, "eks", "list_clusters", "clusters"))
 
 
 def list_clusters(ctx: Context) -> list[Resource]:

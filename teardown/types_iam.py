@@ -5,36 +5,22 @@ from __future__ import annotations
 
 from botocore.exceptions import ClientError
 
+from facts.names import SPOT_SLR, spot_slr_record_name
+from teardown.listing import pages, unless_gone
 from teardown.model import Context, Resource, gone_ok, is_gone, tags_of
 from teardown.registry import ResourceType, register
-
-SPOT_SLR = "AWSServiceRoleForEC2Spot"
-
-
-def spot_slr_record_name(cluster: str) -> str:
-    """The SSM parameter `make up` writes when (and only when) it created the spot service-linked role."""
-    return f"/gpu-finops/{cluster}/spot-slr-created"
 
 
 def list_instance_profiles(ctx: Context) -> list[Resource]:
     out = []
-    for page in ctx.client("iam").get_paginator("list_instance_profiles").paginate():
-        for ip in page["InstanceProfiles"]:
-            name = ip["InstanceProfileName"]
-            rule = ctx.config.owns_tags(tags_of(ip.get("Tags"))) or (
-                "name" if ctx.config.owns_name(name) else None
-            )
-            if rule:
-                out.append(
-                    Resource(
-                        "iam_instance_profile",
-                        name,
-                        "present",
-                        name,
-                        rule,
-                        {"roles": [r["RoleName"] for r in ip.get("Roles", [])]},
-                    )
-                )
+    for ip in pages(ctx, "iam", "list_instance_profiles", "InstanceProfiles"):
+        name = ip["InstanceProfileName"]
+        rule = ctx.config.owns_tags(tags_of(ip.get("Tags"))) or (
+            "name" if ctx.config.owns_name(name) else None
+        )
+        if rule:
+            roles = [r["RoleName"] for r in ip.get("Roles", [])]
+            out.append(Resource("iam_instance_profile", name, "present", name, rule, {"roles": roles}))
     return out
 
 
@@ -60,17 +46,15 @@ register(
 def list_roles(ctx: Context) -> list[Resource]:
     out = []
     iam = ctx.client("iam")
-    for page in iam.get_paginator("list_roles").paginate():
-        for role in page["Roles"]:
-            name = role["RoleName"]
-            if role.get("Path", "/").startswith("/aws-service-role/"):
-                continue  # service-linked roles: see spot_slr
-            rule = "name" if ctx.config.owns_name(name) else None
-            if rule is None:
-                tags = tags_of(iam.list_role_tags(RoleName=name).get("Tags"))
-                rule = ctx.config.owns_tags(tags)
-            if rule:
-                out.append(Resource("iam_role", name, "present", name, rule))
+    for role in pages(ctx, "iam", "list_roles", "Roles"):
+        name = role["RoleName"]
+        if role.get("Path", "/").startswith("/aws-service-role/"):
+            continue  # service-linked roles: see spot_slr
+        rule = "name" if ctx.config.owns_name(name) else None
+        if rule is None:
+            rule = ctx.config.owns_tags(tags_of(iam.list_role_tags(RoleName=name).get("Tags")))
+        if rule:
+            out.append(Resource("iam_role", name, "present", name, rule))
     return out
 
 
@@ -103,12 +87,11 @@ register(
 
 
 def list_policies(ctx: Context) -> list[Resource]:
-    out = []
-    for page in ctx.client("iam").get_paginator("list_policies").paginate(Scope="Local"):
-        for p in page["Policies"]:
-            if ctx.config.owns_name(p["PolicyName"]):
-                out.append(Resource("iam_policy", p["Arn"], "present", p["PolicyName"], "name"))
-    return out
+    return [
+        Resource("iam_policy", p["Arn"], "present", p["PolicyName"], "name")
+        for p in pages(ctx, "iam", "list_policies", "Policies", Scope="Local")
+        if ctx.config.owns_name(p["PolicyName"])
+    ]
 
 
 @gone_ok
@@ -125,23 +108,12 @@ register(ResourceType("iam_policy", list_policies, delete_policy, depends_on=("i
 
 def list_spot_slr(ctx: Context) -> list[Resource]:
     """The spot SLR is account-wide: listed as ours only when our record says we created it."""
-    try:
-        value = ctx.client("ssm").get_parameter(Name=spot_slr_record_name(ctx.config.cluster_name))[
-            "Parameter"
-        ]
-    except ClientError as exc:
-        if is_gone(exc):
-            return []
-        raise
-    if value["Value"] != "true":
+    record = spot_slr_record_name(ctx.config.cluster_name)
+    value = unless_gone(lambda: ctx.client("ssm").get_parameter(Name=record)["Parameter"])
+    if value is None or value["Value"] != "true":
         return []
-    try:
-        ctx.client("iam").get_role(RoleName=SPOT_SLR)
-    except ClientError as exc:
-        if is_gone(exc):
-            return [Resource("spot_slr", SPOT_SLR, "record-only", SPOT_SLR, "record")]
-        raise
-    return [Resource("spot_slr", SPOT_SLR, "present", SPOT_SLR, "record")]
+    role = unless_gone(lambda: ctx.client("iam").get_role(RoleName=SPOT_SLR))
+    return [Resource("spot_slr", SPOT_SLR, "present" if role else "record-only", SPOT_SLR, "record")]
 
 
 @gone_ok

@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-from botocore.exceptions import ClientError
-
-from teardown.model import Context, Resource, gone_ok, is_gone
+from teardown.listing import owned, pages, token_pages, unless_gone
+from teardown.model import Context, Resource, gone_ok
 from teardown.registry import ResourceType, register
 
 
 def list_queues(ctx: Context) -> list[Resource]:
     out = []
     sqs = ctx.client("sqs")
-    for page in sqs.get_paginator("list_queues").paginate():
-        for url in page.get("QueueUrls", []):
-            try:
-                tags = sqs.list_queue_tags(QueueUrl=url).get("Tags", {})
-            except ClientError as exc:
-                if is_gone(exc):
-                    continue
-                raise
-            rule = ctx.config.owns_tags(tags)
-            if rule:
-                out.append(Resource("sqs_queue", url, "present", url.rsplit("/", 1)[-1], rule))
+    for url in pages(ctx, "sqs", "list_queues", "QueueUrls"):
+        tags = unless_gone(lambda url=url: sqs.list_queue_tags(QueueUrl=url).get("Tags", {}))
+        r = None if tags is None else owned(ctx, "sqs_queue", url, tags, name=url.rsplit("/", 1)[-1])
+        if r:
+            out.append(r)
     return out
 
 
@@ -36,24 +29,18 @@ register(ResourceType("sqs_queue", list_queues, delete_queue, depends_on=("event
 def list_rules(ctx: Context) -> list[Resource]:
     out = []
     events = ctx.client("events")
-    for page in events.get_paginator("list_rules").paginate():
-        for rule in page.get("Rules", []):
-            tags = {
-                t["Key"]: t["Value"]
-                for t in events.list_tags_for_resource(ResourceARN=rule["Arn"]).get("Tags", [])
-            }
-            owned = ctx.config.owns_tags(tags)
-            if owned:
-                out.append(
-                    Resource(
-                        "eventbridge_rule",
-                        rule["Name"],
-                        rule.get("State", "ENABLED"),
-                        rule["Name"],
-                        owned,
-                        {"bus": rule.get("EventBusName", "default")},
-                    )
-                )
+    for rule in pages(ctx, "events", "list_rules", "Rules"):
+        r = owned(
+            ctx,
+            "eventbridge_rule",
+            rule["Name"],
+            events.list_tags_for_resource(ResourceARN=rule["Arn"]).get("Tags", []),
+            rule.get("State", "ENABLED"),
+            name=rule["Name"],
+            bus=rule.get("EventBusName", "default"),
+        )
+        if r:
+            out.append(r)
     return out
 
 
@@ -71,17 +58,10 @@ register(ResourceType("eventbridge_rule", list_rules, delete_rule))
 
 def list_fis_templates(ctx: Context) -> list[Resource]:
     out = []
-    fis = ctx.client("fis")
-    kwargs: dict = {}
-    while True:
-        page = fis.list_experiment_templates(**kwargs)
-        for t in page.get("experimentTemplates", []):
-            rule = ctx.config.owns_tags(t.get("tags") or {})
-            if rule:
-                out.append(Resource("fis_template", t["id"], "present", t.get("description"), rule))
-        if not page.get("nextToken"):
-            break
-        kwargs["nextToken"] = page["nextToken"]
+    for t in token_pages(ctx.client("fis").list_experiment_templates, "experimentTemplates"):
+        r = owned(ctx, "fis_template", t["id"], t.get("tags") or {}, name=t.get("description"))
+        if r:
+            out.append(r)
     return out
 
 
@@ -96,9 +76,8 @@ register(ResourceType("fis_template", list_fis_templates, delete_fis_template))
 def list_log_groups(ctx: Context) -> list[Resource]:
     out = []
     prefix = f"/aws/eks/{ctx.config.cluster_name}/"
-    for page in ctx.client("logs").get_paginator("describe_log_groups").paginate(logGroupNamePrefix=prefix):
-        for g in page.get("logGroups", []):
-            out.append(Resource("log_group", g["logGroupName"], "present", g["logGroupName"], "name"))
+    for g in pages(ctx, "logs", "describe_log_groups", "logGroups", logGroupNamePrefix=prefix):
+        out.append(Resource("log_group", g["logGroupName"], "present", g["logGroupName"], "name"))
     return out
 
 
@@ -121,21 +100,19 @@ register(
 def list_tables(ctx: Context) -> list[Resource]:
     out = []
     ddb = ctx.client("dynamodb")
-    for page in ddb.get_paginator("list_tables").paginate():
-        for name in page.get("TableNames", []):
-            try:
-                desc = ddb.describe_table(TableName=name)["Table"]
-                tags = {
-                    t["Key"]: t["Value"]
-                    for t in ddb.list_tags_of_resource(ResourceArn=desc["TableArn"]).get("Tags", [])
-                }
-            except ClientError as exc:
-                if is_gone(exc):
-                    continue
-                raise
-            rule = ctx.config.owns_tags(tags)
-            if rule:
-                out.append(Resource("dynamodb_table", name, desc.get("TableStatus", "ACTIVE"), name, rule))
+
+    def described(name: str) -> tuple[dict, list[dict[str, str]]]:
+        desc = ddb.describe_table(TableName=name)["Table"]
+        return desc, ddb.list_tags_of_resource(ResourceArn=desc["TableArn"]).get("Tags", [])
+
+    for name in pages(ctx, "dynamodb", "list_tables", "TableNames"):
+        found = unless_gone(lambda name=name: described(name))
+        if found is None:
+            continue
+        desc, tags = found
+        r = owned(ctx, "dynamodb_table", name, tags, desc.get("TableStatus", "ACTIVE"), name=name)
+        if r:
+            out.append(r)
     return out
 
 

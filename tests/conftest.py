@@ -9,7 +9,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from local.prometheus import free_port
+from local.prometheus_server import free_port
 
 
 @pytest.fixture(scope="session")

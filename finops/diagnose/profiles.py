@@ -7,7 +7,7 @@ thresholds in `finops.diagnose.activity`, so each profile classifies as its name
 
 from __future__ import annotations
 
-from finops import dcgm
+from facts import dcgm
 
 PROFILE_ANNOTATION = "gpu-finops.io/gpu-profile"
 

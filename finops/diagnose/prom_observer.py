@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from finops import dcgm
+from facts import dcgm
 from finops.diagnose.model import GpuStats
-from harness.prometheus import PrometheusClient, PrometheusQueryError, PrometheusUnavailable
+from finops.promql import PrometheusClient, PrometheusQueryError, PrometheusUnavailable
 
 FIELD_ATTR = {
     dcgm.SM_ACTIVE: "sm_active",

@@ -9,7 +9,7 @@ from decimal import Decimal
 
 from finops.ledger.conventions import DCGM_INPUTS, KSM_INPUTS, RUNGS
 from finops.ledger.rules import BUCKET, INPUTS, INSTALLED, LARGEST_PLACEABLE, RUNG
-from harness.prometheus import PrometheusClient, PrometheusQueryError
+from finops.promql import PrometheusClient, PrometheusQueryError
 
 # What goes wrong when an input is missing, said next to its name.
 INPUT_CONSEQUENCES: dict[str, str] = {

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from finops import dcgm
-from harness.nodes import NodeFacts
+from facts import dcgm
+from finops.nodes import NodeFacts
 from infra.metrics_csv import PROJECT_METRICS
 from local.dcgm_sim import DcgmSimulator, SimGpu
-from local.prometheus import PrometheusServer
+from local.prometheus_server import PrometheusServer
 
 
 @pytest.fixture(scope="module")

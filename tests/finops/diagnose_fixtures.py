@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from finops import dcgm
+from facts import dcgm
 from finops.diagnose.model import (
     Cluster,
     GpuStats,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from finops.focus import FocusContext
+from finops.gpu_holdings import GpuHolding
 from finops.records import STATUS_NO_RATE, STATUS_OK, CostRecord
-from harness.gpu_holdings import GpuHolding
 
 T0 = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 CTX = FocusContext(billing_account_id="123456789012", billing_account_name="gpu-finops sandbox")

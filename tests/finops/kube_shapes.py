@@ -224,7 +224,7 @@ class _Batch:
 
 
 class FakeKube:
-    """Stands in for harness.kube.Kube: the same .core/.events/.custom/.batch surfaces."""
+    """Stands in for finops.kube.Kube: the same .core/.events/.custom/.batch surfaces."""
 
     def __init__(self, *, nodes=(), pods=(), events=(), workloads=(), jobs=(), down=False):
         self.nodes, self.pods, self.event_items = list(nodes), list(pods), list(events)

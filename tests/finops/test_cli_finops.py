@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from finops import dcgm
+from facts import dcgm
 from finops.collector import align
+from finops.promql import PrometheusClient
 from gpu_finops.cli import main
-from harness.prometheus import PrometheusClient
 from harness.waits import eventually
 from tests.finops.conftest import gpu
 from tests.finops.test_collector import wait_for_series

@@ -6,10 +6,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from finops import dcgm
+from facts import dcgm, timeouts
 from finops.collector import Collector, align
 from finops.metrics import CollectorMetrics
 from finops.pricing import CatalogRates
+from finops.promql import PrometheusClient, PrometheusUnavailable
 from finops.records import (
     STATUS_MISSING_SM_ACTIVE,
     STATUS_NO_GPU_SERIES,
@@ -18,8 +19,6 @@ from finops.records import (
     STATUS_STARTING,
 )
 from finops.store import SqliteCostStore
-from harness import timeouts
-from harness.prometheus import PrometheusClient, PrometheusUnavailable
 from harness.waits import eventually
 from tests.finops.conftest import FakeNodes, gpu, node
 
@@ -129,7 +128,7 @@ def test_no_price_is_a_gap_with_a_reason(sim, prometheus):
 
 
 def test_prometheus_down_retries_then_says_so():
-    from local.prometheus import free_port
+    from local.prometheus_server import free_port
 
     prom = PrometheusClient(f"http://127.0.0.1:{free_port()}", retry_for=1.5)
     c = Collector(FakeNodes([node("n")]), prom, RATES, SqliteCostStore(":memory:"))
@@ -185,18 +184,51 @@ def test_restart_mid_run_never_double_counts(sim, prometheus, tmp_path):
     ]
 
 
+OUR_PACKAGES = (
+    "gpu_finops",
+    "acts",
+    "benchmarks",
+    "local",
+    "infra",
+    "teardown",
+    "harness",
+    "finops",
+    "assertions",
+    "facts",
+)
+
+
 def test_dockerfile_runs_the_collector_with_only_what_it_imports():
-    """No Docker engine here: check the image's entry point imports nothing the image does not install."""
+    """No Docker engine here: the image copies exactly the entry point, finops and facts; `collect` and
+    every finops module import nothing of ours beyond those, and `collect` no heavy synthesis library."""
+    import json
+    import re
     import subprocess
     import sys
     from pathlib import Path
 
+    from facts.names import COLLECTOR_PORT
+
     text = (Path(__file__).resolve().parents[2] / "Dockerfile").read_text()
     assert 'ENTRYPOINT ["gpu-finops"]' in text and '"collect"' in text and "USER 10001" in text
-    probe = (
-        "import sys, gpu_finops.cli as c, importlib; importlib.import_module(c.SUBCOMMANDS['collect'][0]); "
-        "bad = [m for m in sys.modules if m.split('.')[0] in ('cdktn', 'cdktn_provider_aws', 'jsii', 'matplotlib')]; "
-        "print(bad); sys.exit(1 if bad else 0)"
-    )
+    assert f"EXPOSE {COLLECTOR_PORT}" in text and f'"--port", "{COLLECTOR_PORT}"' in text
+    copied = {m.group(1) for m in re.finditer(r"^COPY (\w+) \1$", text, re.M)}
+    assert copied == {"gpu_finops", "finops", "facts"}, f"the image copies {sorted(copied)}"
+    probe = f"""
+import importlib, json, pkgutil, sys
+import gpu_finops.cli as c
+importlib.import_module(c.SUBCOMMANDS["collect"][0])
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("cdktn", "cdktn_provider_aws", "jsii", "matplotlib"))
+import finops
+for m in pkgutil.iter_modules(finops.__path__, "finops."):
+    importlib.import_module(m.name)
+ours = sorted({{m.split(".")[0] for m in sys.modules}} & set({OUR_PACKAGES!r}))
+print(json.dumps({{"heavy": heavy, "ours": ours}}))
+"""
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+    seen = json.loads(result.stdout.splitlines()[-1])
+    assert seen["heavy"] == [], f"`collect` imports {seen['heavy']}"
+    assert set(seen["ours"]) <= copied, (
+        f"finops imports {sorted(set(seen['ours']) - copied)}, not in the image"
+    )

@@ -8,7 +8,7 @@ import shutil
 import pytest
 from kubernetes import client as k
 
-from finops import dcgm
+from facts import dcgm
 from finops.diagnose.engine import diagnose_all, diagnose_pod
 from finops.diagnose.kube_observer import (
     KubeObserver,
@@ -21,7 +21,7 @@ from finops.diagnose.kube_observer import (
 from finops.diagnose.model import Cluster, Requirement, SelectorTerm, Taint, Toleration
 from finops.diagnose.profiles import profile_values
 from finops.diagnose.prom_observer import query_for, read_gpu_stats, read_or_reason
-from harness.prometheus import Sample
+from finops.promql import Sample
 from local.dcgm_sim import SimGpu
 from tests.finops import kube_shapes as ks
 
@@ -224,7 +224,7 @@ def test_one_query_per_field_joined_by_host_gpu_uuid_and_pod():
 
 
 def test_prometheus_unreachable_is_said_with_its_url():
-    from local.prometheus import free_port
+    from local.prometheus_server import free_port
 
     url = f"http://127.0.0.1:{free_port()}"
     stats, why = read_or_reason(url, 300, retry_for=0.5)
@@ -233,7 +233,7 @@ def test_prometheus_unreachable_is_said_with_its_url():
 
 @pytest.mark.skipif(not shutil.which("prometheus"), reason="prometheus binary not installed (make setup)")
 def test_against_a_real_prometheus(sim, prometheus):
-    from harness.prometheus import PrometheusClient
+    from finops.promql import PrometheusClient
     from harness.waits import eventually
 
     values = profile_values("resident-model")

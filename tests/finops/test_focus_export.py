@@ -19,10 +19,10 @@ import yaml
 from finops.allocation import to_decimal
 from finops.export import write_dataset
 from finops.focus import MANDATORY, MONEY_COLUMNS, focus_dataset
+from finops.gpu_holdings import write_holdings_file
 from finops.store import SqliteCostStore
 from finops.tenant_report import by_tenant
 from gpu_finops.cli import main
-from harness.gpu_holdings import write_holdings_file
 from tests.finops.focus_fixtures import CTX, T0, hold, record
 
 ROOT = Path(__file__).resolve().parents[2]

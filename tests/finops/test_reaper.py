@@ -6,10 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from finops.collector import iso
+from facts.timestamps import iso
+from finops.karpenter import NodeClaimFacts
 from finops.reaper import ReapPolicy, rank, reap
 from finops.records import STATUS_MISSING_SM_ACTIVE, STATUS_OK, CostRecord
-from harness.karpenter import NodeClaimFacts
 from tests.finops.conftest import node
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

@@ -12,13 +12,14 @@ import pytest
 from botocore.stub import Stubber
 
 from assertions.cost import CostObs, check_cost
-from finops import dcgm
-from finops.collector import iso, make_record
+from facts import dcgm
+from facts.timestamps import iso
+from finops.collector import make_record
+from finops.nodes import NodeFacts
 from finops.pricing import AwsRates
 from finops.rates import OnDemandPrices, SpotPriceCurve, SpotPrices, SpotStep
 from finops.records import RATE_SPOT
 from harness.cost_table import expected_unit_prices, node_records, parse
-from harness.nodes import NodeFacts
 from tests.finops.aws_shapes import price_list_item, spot_record
 from tests.finops.test_store import _dynamo
 

@@ -36,8 +36,8 @@ class Synth:
 
 @pytest.fixture(scope="module")
 def synthesized(tmp_path_factory, supported_node) -> Synth:
+    from facts.config import load_config
     from infra.app import synth
-    from infra.config import load_config
 
     out = tmp_path_factory.mktemp("cdktf.out")
     synth(load_config(), out)
@@ -54,8 +54,8 @@ CI_CONFIG = {
 @pytest.fixture(scope="module")
 def synthesized_with_ci(tmp_path_factory, supported_node) -> Synth:
     """Every optional part on: the ci-role stack and admin access entries."""
+    from facts.config import load_config
     from infra.app import synth
-    from infra.config import load_config
 
     out = tmp_path_factory.mktemp("cdktf.out")
     path = out / "config.yaml"

@@ -13,6 +13,7 @@ import pytest
 import yaml
 from botocore.stub import Stubber
 
+from facts.config import Config, ConfigError, load_config
 from infra.ci_role import (
     CI_TAG,
     HARNESS_ACTIONS,
@@ -25,7 +26,6 @@ from infra.ci_role import (
     role_name,
     trust_policy,
 )
-from infra.config import Config, ConfigError, load_config
 
 ACCOUNT = "123456789012"
 CONFIG = Config(allowed_accounts=(ACCOUNT,), github_repository="acme/gpu-finops")
@@ -41,7 +41,9 @@ def test_every_synthesized_type_has_its_actions_mapped(synthesized_with_ci):
     found = set().union(*(types_in(synthesized_with_ci.stack(s)) for s in ("network", "cluster", "addons")))
     assert "aws_eks_access_policy_association" in found  # the optional parts are on in this synthesis
     unmapped = sorted(found - set(TERRAFORM_ACTIONS))
-    assert not unmapped, f"add these Terraform types to infra/ci_role.TERRAFORM_ACTIONS: {unmapped}"
+    assert not unmapped, (
+        f"add these Terraform types to terraform_actions in infra/ci_actions.yaml: {unmapped}"
+    )
 
 
 def test_every_mapped_and_harness_action_is_allowed():

@@ -15,8 +15,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from facts.config import Config, Tenant, Versions
 from gpu_finops.cli import main
-from infra.config import Config, Versions
 from infra.eks_support import (
     EKS_SUPPORT,
     EXTENDED_USD_H,
@@ -24,7 +24,6 @@ from infra.eks_support import (
     WARN_DAYS,
     control_plane_price,
 )
-from infra.config import Tenant
 from infra.guard import EXIT_DEADLINE, Deadline, GuardError, estimate, render, run_until
 from tests.finops.aws_shapes import price_list_item
 

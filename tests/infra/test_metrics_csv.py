@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from finops import dcgm
+from facts import dcgm
 from infra.metrics_csv import (
     EXPORTER_DEFAULT_METRICS,
     MAX_CSV_BYTES,

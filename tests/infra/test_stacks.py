@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from finops import dcgm
-from infra.config import Versions, load_config
+from facts import dcgm
+from facts.config import Versions, load_config
 from infra.metrics_csv import exported_fields
 
 C = load_config()

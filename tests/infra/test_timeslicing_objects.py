@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
+from facts.config import Config, ConfigError, Tenant, load_config
 from infra import objects
-from infra.config import Config, ConfigError, Tenant, load_config
 
 
 @pytest.fixture

@@ -228,13 +228,14 @@ def test_reaper_apply_deletes_only_the_eligible_nodeclaim_and_karpenter_removes_
     from acts.conftest import cleanup_namespaces
     from acts.jobs import gpu_job
     from acts.targets import local_target
+    from facts.kube_keys import ANNOTATION_DO_NOT_DISRUPT
     from finops.collector import align, make_record
+    from finops.karpenter import KarpenterClient
+    from finops.nodes import KubeNodeSource
     from finops.pricing import IntervalCost
     from finops.records import RATE_CATALOG
     from finops.store import SqliteCostStore
     from gpu_finops.cli import main
-    from harness.karpenter import KarpenterClient
-    from harness.nodes import ANNOTATION_DO_NOT_DISRUPT, KubeNodeSource
     from harness.observe import job_pods
     from harness.waits import eventually
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from infra.config import load_config
+from facts.config import load_config
 from infra.objects import device_plugin_configs
 from local.device_plugin import (
     Allocations,

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness import timeouts
-from harness.prometheus import PrometheusClient
+from facts import timeouts
+from finops.promql import PrometheusClient
 from harness.waits import eventually
 from tests.finops.ledger import july
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from facts.names import PROJECT, TAG_PROJECT
 from teardown.engine import (
     AccountNotAllowed,
     Outcome,
@@ -54,10 +55,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         )
         p.add_argument(
             "--cluster",
-            default=os.environ.get("GPU_FINOPS_CLUSTER", "gpu-finops"),
+            default=os.environ.get("GPU_FINOPS_CLUSTER", PROJECT),
             help="cluster name: the tags Karpenter and the VPC CNI set, and our name prefix",
         )
-        p.add_argument("--project", default="gpu-finops", help="value of the gpu-finops.io/project tag")
+        p.add_argument("--project", default=PROJECT, help=f"value of the {TAG_PROJECT} tag")
         p.add_argument(
             "--allow-account",
             action="append",

@@ -1,6 +1,8 @@
-"""One typed, frozen configuration for all three stacks, loaded from YAML and validated key by key.
+"""One typed, frozen configuration for every package, loaded from YAML and validated key by key, with
+every name derived from it (roles, queue, table, namespaces, ports) as a property, so each is written once.
 
-Every error names the bad key, what was expected and what was found. Defaults suit a sandbox account.
+Every error names the bad key, what was expected and what was found. Defaults suit a sandbox account;
+users edit facts/config.yaml, or name another file in $GPU_FINOPS_CONFIG.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from facts import names
+from facts.kube_keys import GPU_RESOURCE
 
 DEFAULT_FILE = Path(__file__).with_name("config.yaml")
 CONFIG_ENV = "GPU_FINOPS_CONFIG"  # a config file used instead of the default (the nightly writes one)
@@ -54,8 +59,8 @@ class Versions:
 class Config:
     region: str = "us-east-1"
     allowed_accounts: tuple[str, ...] = ()
-    cluster_name: str = "gpu-finops"
-    project: str = "gpu-finops"
+    cluster_name: str = names.PROJECT
+    project: str = names.PROJECT
     vpc_cidr: str = "10.42.0.0/16"
     availability_zones: tuple[str, ...] = ("us-east-1a", "us-east-1b")
     tenants: tuple[Tenant, ...] = (Tenant("team-a", 1, 4), Tenant("team-b", 1, 0))
@@ -107,7 +112,7 @@ class Config:
     @staticmethod
     def _limits(cards: int, per_node: int, vcpu: int) -> dict[str, str]:
         nodes = -(-cards // per_node)
-        return {"cpu": str(nodes * vcpu), "nvidia.com/gpu": str(cards)}
+        return {"cpu": str(nodes * vcpu), GPU_RESOURCE: str(cards)}
 
     @property
     def nodepool_limits(self) -> dict[str, str]:
@@ -138,7 +143,67 @@ class Config:
 
     @property
     def tags(self) -> dict[str, str]:
-        return {"gpu-finops.io/project": self.project, "gpu-finops.io/cluster": self.cluster_name}
+        return {names.TAG_PROJECT: self.project, names.TAG_CLUSTER: self.cluster_name}
+
+    # Names the stacks give what they create; teardown and the acts find them by the same properties.
+    @property
+    def cluster_role(self) -> str:
+        """The EKS cluster's IAM role, and its security group."""
+        return f"{self.cluster_name}-cluster"
+
+    @property
+    def cluster_log_group(self) -> str:
+        return f"/aws/eks/{self.cluster_name}/cluster"
+
+    @property
+    def system_node_role(self) -> str:
+        return f"{self.cluster_name}-system-node"
+
+    @property
+    def karpenter_node_role(self) -> str:
+        """Karpenter's node role, and the instance profile of the same name."""
+        return f"{self.cluster_name}-karpenter-node"
+
+    @property
+    def karpenter_controller_role(self) -> str:
+        return f"{self.cluster_name}-karpenter-controller"
+
+    @property
+    def interruption_queue(self) -> str:
+        return f"{self.cluster_name}-interruption"
+
+    @property
+    def fis_role(self) -> str:
+        return f"{self.cluster_name}-fis"
+
+    @property
+    def cost_table(self) -> str:
+        return f"{self.cluster_name}-cost"
+
+    @property
+    def collector_role(self) -> str:
+        return f"{self.cluster_name}-collector"
+
+    @property
+    def collector_repository(self) -> str:
+        return f"{self.cluster_name}/collector"
+
+    @property
+    def ci_role(self) -> str:
+        """The nightly's role: deliberately not `<cluster>-...`, so teardown's name rule never claims it."""
+        return f"nightly-{self.cluster_name}"
+
+    @property
+    def spot_slr_record(self) -> str:
+        return names.spot_slr_record_name(self.cluster_name)
+
+    @property
+    def monitoring_namespace(self) -> str:
+        return names.MONITORING_NS
+
+    @property
+    def collector_port(self) -> int:
+        return names.COLLECTOR_PORT
 
     def validate(self) -> Config:
         if not re.fullmatch(r"[a-z]{2}(-gov)?-[a-z]+-\d", self.region):
@@ -244,7 +309,7 @@ def _build(cls: type, data: Any, prefix: str = "") -> Any:
 
 
 def load_config(path: str | Path | None = None) -> Config:
-    """Load and validate a config file (default: $GPU_FINOPS_CONFIG, else infra/config.yaml); a missing
+    """Load and validate a config file (default: $GPU_FINOPS_CONFIG, else facts/config.yaml); a missing
     default file means all defaults, a missing named file is an error."""
     source = "the config argument" if path else CONFIG_ENV
     named = path or os.environ.get(CONFIG_ENV)

@@ -6,6 +6,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from facts.names import PROJECT
+
 
 @dataclass
 class Kube:
@@ -46,7 +48,7 @@ class Kube:
 
         return DynamicClient(self.api_client)
 
-    def apply(self, objs: Iterable[dict[str, Any]], manager: str = "gpu-finops") -> list[str]:
+    def apply(self, objs: Iterable[dict[str, Any]], manager: str = PROJECT) -> list[str]:
         """Server-side apply each object; returns kind/name of each."""
         dyn = self.dynamic()
         done = []

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import yaml
 
-from harness import timeouts
-from harness.prometheus import PrometheusClient
+from facts import timeouts
+from finops.promql import PrometheusClient
 from harness.waits import eventually
 
 

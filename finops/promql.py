@@ -13,7 +13,7 @@ from typing import Any
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
-from harness import timeouts
+from facts import timeouts
 
 log = logging.getLogger(__name__)
 

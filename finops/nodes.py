@@ -1,4 +1,4 @@
-"""Read GPU nodes from Kubernetes into plain `NodeFacts`."""
+"""Read GPU nodes from Kubernetes into plain `NodeFacts` (the collector's and the reaper's view)."""
 
 from __future__ import annotations
 
@@ -6,13 +6,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-GPU_RESOURCE = "nvidia.com/gpu"
-LABEL_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
-LABEL_CAPACITY_TYPE = "karpenter.sh/capacity-type"
-LABEL_ZONE = "topology.kubernetes.io/zone"
-LABEL_NODEPOOL = "karpenter.sh/nodepool"
-LABEL_GPU_COUNT = "nvidia.com/gpu.count"  # GFD: physical GPUs, whatever time-slicing advertises
-ANNOTATION_DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+from facts import timestamps
+from facts.kube_keys import (
+    ANNOTATION_DO_NOT_DISRUPT,
+    GPU_RESOURCE,
+    LABEL_CAPACITY_TYPE,
+    LABEL_GPU_COUNT,
+    LABEL_INSTANCE_TYPE,
+    LABEL_NODEPOOL,
+    LABEL_ZONE,
+)
 
 
 @dataclass(frozen=True)
@@ -97,10 +100,6 @@ class KubeNodeSource:
         return [f for f in facts if f.gpu_count > 0]
 
 
-def _ts(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
-
-
 def node_facts_from_dict(obj: dict[str, Any]) -> NodeFacts:
     """NodeFacts from a node as `kubectl get nodes -o json` prints it (camelCase keys)."""
     meta, status, spec = obj.get("metadata", {}), obj.get("status", {}) or {}, obj.get("spec", {}) or {}
@@ -110,7 +109,7 @@ def node_facts_from_dict(obj: dict[str, Any]) -> NodeFacts:
     gpu_count = (
         int(physical) if physical and physical.isdigit() else int(str(capacity.get(GPU_RESOURCE, "0")))
     )
-    created = _ts(meta.get("creationTimestamp"))
+    created = timestamps.parse(meta.get("creationTimestamp") or None)
     if created is None:
         raise ValueError(f"node {meta.get('name')!r} has no metadata.creationTimestamp")
     return NodeFacts(
@@ -122,7 +121,7 @@ def node_facts_from_dict(obj: dict[str, Any]) -> NodeFacts:
         instance_id=instance_id_from_provider_id(spec.get("providerID")),
         gpu_count=gpu_count,
         created=created,
-        deleted=_ts(meta.get("deletionTimestamp")),
+        deleted=timestamps.parse(meta.get("deletionTimestamp") or None),
         labels=labels,
         annotations=dict(meta.get("annotations") or {}),
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import urllib.request
 
-from finops import dcgm
+from facts import dcgm
 from local.dcgm_sim import DcgmSimulator, SimGpu
 
 

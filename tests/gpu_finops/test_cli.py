@@ -41,3 +41,12 @@ def test_unknown_subcommand_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["frobnicate"])
     assert exit_info.value.code == 2
+
+
+def test_each_subcommand_lives_in_a_module_named_after_it():
+    misnamed = {
+        name: module
+        for name, (module, _) in SUBCOMMANDS.items()
+        if module.rsplit(".", 1)[-1] != f"cli_{name.replace('-', '_')}"
+    }
+    assert not misnamed, f"name each subcommand's module cli_<subcommand>.py: {misnamed}"

@@ -1,4 +1,5 @@
-"""Every timeout the harness uses, named by what it waits for. Seconds."""
+"""Every timeout the project uses (the collector, the acts, the local target, teardown), named by what it
+waits for. Seconds."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ PROM_READY = 60.0  # a freshly started Prometheus answering /-/ready
 PROM_FIRST_SAMPLES = 60.0  # a scrape target's series visible in Prometheus
 
 # Kubernetes (acts)
-NODECLAIM_LAUNCHED = 300.0
 NODE_READY = 600.0
 POD_RUNNING = 600.0
 POD_SUCCEEDED = 900.0

@@ -10,9 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from local.prometheus import free_port
+from local.prometheus_server import free_port
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ACTS = 6
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from facts.kube_keys import LABEL_NODEPOOL
+
 GROUP, VERSION, NODECLAIMS = "karpenter.sh", "v1", "nodeclaims"
 
 
@@ -22,7 +24,7 @@ def nodeclaim_facts(obj: dict[str, Any]) -> NodeClaimFacts:
     meta, status = obj.get("metadata", {}), obj.get("status", {}) or {}
     return NodeClaimFacts(
         name=meta["name"],
-        nodepool=(meta.get("labels") or {}).get("karpenter.sh/nodepool"),
+        nodepool=(meta.get("labels") or {}).get(LABEL_NODEPOOL),
         node_name=status.get("nodeName"),
         conditions={c["type"]: c["status"] for c in status.get("conditions", []) or []},
         created=meta.get("creationTimestamp"),

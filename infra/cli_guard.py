@@ -9,7 +9,7 @@ import os
 from datetime import datetime
 from pathlib import Path
 
-from infra.config import ConfigError, load_config
+from facts.config import ConfigError, load_config
 from infra.guard import (
     DEFAULT_MAX_HOURS,
     DEFAULT_TEARDOWN_RESERVE_MINUTES,
@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EPILOG
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     est = sub.add_parser("estimate", help="print the cost ceiling of one run; refuse when over budget")
-    est.add_argument("--config", default=None, help="config YAML (default infra/config.yaml)")
+    est.add_argument("--config", default=None, help="config YAML (default facts/config.yaml)")
     est.add_argument(
         "--max-hours",
         type=float,
@@ -91,9 +91,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _price_source(kind: str, region: str):
     if kind == "catalog":
-        from local.catalog import prices
+        from facts.catalog import ON_DEMAND, prices
 
-        listed = {t: usd for (t, capacity), usd in prices().items() if capacity == "on-demand"}
+        listed = {t: usd for (t, capacity), usd in prices().items() if capacity == ON_DEMAND}
         listed.update(SYSTEM_ON_DEMAND_USD_H)
 
         def offline(instance_type: str) -> float:
@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
             print(
                 f"cost guard: refusing to start: the ceiling ${e.usd:.2f} is over the budget "
                 f"${e.budget_usd:.2f}; lower --max-hours (at ${e.usd_per_hour:.2f}/h), lower "
-                "the tenants' quotas in infra/config.yaml (each card is a node), or raise the budget"
+                "the tenants' quotas in facts/config.yaml (each card is a node), or raise the budget"
             )
             return EXIT_OVER_BUDGET
         if args.deadline_file:

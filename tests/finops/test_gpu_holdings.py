@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from kubernetes import client
 
-from harness.gpu_holdings import (
+from finops.gpu_holdings import (
     GpuHolding,
     gpu_holdings,
     holdings_from_objects,

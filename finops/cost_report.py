@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from statistics import fmean
 
 from rich.table import Table
 
+from facts import timestamps
 from finops.records import STATUS_OK, CostRecord
 from finops.store import group_by_node
 
@@ -123,7 +123,7 @@ def chart(records: Sequence[CostRecord], path: Path, tenants: Sequence | None = 
     top, bottom = axes[0], axes[1]
     bottom.sharex(top)
     for name, rows in sorted(group_by_node(records).items()):
-        t = [datetime.fromisoformat(r.ChargePeriodStart.replace("Z", "+00:00")) for r in rows]
+        t = [timestamps.parse(r.ChargePeriodStart) for r in rows]
         util = [r.x_GpuUtilPercent for r in rows]
         sm = [r.x_SmActive * 100 if r.x_SmActive is not None else None for r in rows]
         line = top.plot(

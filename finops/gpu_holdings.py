@@ -18,7 +18,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from harness.nodes import GPU_RESOURCE
+from facts.kube_keys import GPU_RESOURCE
 
 TENANT_LABEL = "gpu-finops.io/tenant"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"

@@ -1,0 +1,43 @@
+"""Kubernetes label, annotation, taint and resource keys the stacks set and the readers look for."""
+
+from __future__ import annotations
+
+GPU_RESOURCE = "nvidia.com/gpu"
+SHARED_GPU_RESOURCE = "nvidia.com/gpu.shared"  # time-sliced replicas, as the device plugin renames them
+LABEL_DEVICE_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"  # a node's choice of device plugin config
+
+# Well-known node labels (Kubernetes, Karpenter v1)
+LABEL_INSTANCE_TYPE = "node.kubernetes.io/instance-type"
+LABEL_ZONE = "topology.kubernetes.io/zone"
+LABEL_HOSTNAME = "kubernetes.io/hostname"
+LABEL_ARCH = "kubernetes.io/arch"
+LABEL_CAPACITY_TYPE = "karpenter.sh/capacity-type"
+LABEL_NODEPOOL = "karpenter.sh/nodepool"
+LABEL_DISCOVERY = "karpenter.sh/discovery"  # subnets and security groups Karpenter may use
+LABEL_INSTANCE_CPU = "karpenter.k8s.aws/instance-cpu"
+LABEL_INSTANCE_GPU_COUNT = "karpenter.k8s.aws/instance-gpu-count"
+
+# GPU feature discovery: physical GPUs whatever time-slicing advertises, and the sharing it applies
+LABEL_GPU_COUNT = "nvidia.com/gpu.count"
+LABEL_GPU_REPLICAS = "nvidia.com/gpu.replicas"
+LABEL_GPU_SHARING = "nvidia.com/gpu.sharing-strategy"
+
+ANNOTATION_DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+TAINT_DISRUPTED = "karpenter.sh/disrupted:NoSchedule"  # what Karpenter puts on an interrupted node
+
+# Kueue
+KUEUE_GROUP = "kueue.x-k8s.io"
+LABEL_QUEUE_NAME = "kueue.x-k8s.io/queue-name"
+LABEL_PRIORITY_CLASS = "kueue.x-k8s.io/priority-class"
+
+# Ours
+LABEL_ACT_RUN = "gpu-finops.io/act-run"
+LABEL_TENANT = "gpu-finops.io/tenant"
+LABEL_POOL = "gpu-finops.io/pool"
+ANNOTATION_SM_ACTIVE = "gpu-finops.io/sm-active"  # what a simulated workload keeps its SMs busy at (0..1)
+ANNOTATION_CONTROLLER_ROLE = "gpu-finops.io/controller-role"
+
+
+def cluster_tag(cluster: str) -> str:
+    """The AWS tag key Kubernetes' cloud integrations put on a cluster's resources ("owned" or "shared")."""
+    return f"kubernetes.io/cluster/{cluster}"

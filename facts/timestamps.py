@@ -1,0 +1,24 @@
+"""The one timestamp format: ISO 8601 in UTC with a `Z` (as Kubernetes and the cost table write it)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import overload
+
+
+@overload
+def parse(value: str | datetime) -> datetime: ...
+@overload
+def parse(value: None) -> None: ...
+def parse(value: str | datetime | None) -> datetime | None:
+    """`2025-01-02T03:04:05Z` (or any ISO form) -> an aware datetime in UTC; None stays None and a
+    datetime passes through (the Kubernetes client already parses some fields)."""
+    if value is None or isinstance(value, datetime):
+        return value
+    t = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    return t.astimezone(UTC) if t.tzinfo else t
+
+
+def iso(t: datetime) -> str:
+    """An aware datetime -> `2025-01-02T03:04:05Z` (whole seconds, the cost table's key format)."""
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
