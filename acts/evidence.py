@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from finops.kube import Kube
-from harness.observe import KUEUE
+from harness.observe import KUEUE, event_time
 
 LOG_TAIL = 400  # lines of each controller's log
 # On AWS the controllers are pods: namespace -> label selector
@@ -57,15 +57,15 @@ def collect(kube: Kube, namespaces: list[str], folder: Path, local_logs: Path | 
         _safe(
             lambda: [
                 {
-                    "at": e.event_time or e.deprecated_last_timestamp or e.metadata.creation_timestamp,
+                    "at": event_time(e),
                     "reason": e.reason,
-                    "regarding": f"{e.regarding.kind}/{e.regarding.namespace or ''}/{e.regarding.name}"
-                    if e.regarding
+                    "regarding": f"{o.kind}/{o.namespace or ''}/{o.name}"
+                    if (o := e.involved_object)
                     else None,
-                    "note": e.note,
+                    "message": e.message,
                 }
-                for e in kube.events.list_event_for_all_namespaces().items
-                if e.regarding is None or e.regarding.namespace in (None, "", *namespaces)
+                for e in kube.core.list_event_for_all_namespaces().items
+                if e.involved_object is None or e.involved_object.namespace in (None, "", *namespaces)
             ]
         ),
     )

@@ -151,17 +151,26 @@ def snapshot(workload: dict[str, Any], at: datetime, job_suspended: bool | None)
     )
 
 
+def event_time(e: Any) -> datetime:
+    """When a core/v1 event happened: events.k8s.io writers set eventTime, the older recorder (Karpenter's)
+    sets only the first and last timestamps."""
+    return e.event_time or e.last_timestamp or e.first_timestamp or e.metadata.creation_timestamp
+
+
 def events_for(kube: Kube, namespace: str | None, names: set[str]) -> list[EventObs]:
+    """Events about the named objects. Read through core/v1, which shows events of both APIs: the
+    events.k8s.io client refuses the older recorder's events, whose eventTime is null."""
     items = (
-        kube.events.list_namespaced_event(namespace).items
+        kube.core.list_namespaced_event(namespace).items
         if namespace
-        else kube.events.list_event_for_all_namespaces().items
+        else kube.core.list_event_for_all_namespaces().items
     )
     out = []
     for e in items:
-        regarding = e.regarding
+        regarding = e.involved_object
         if regarding is None or regarding.name not in names:
             continue
-        at = e.event_time or e.deprecated_last_timestamp or e.metadata.creation_timestamp
-        out.append(EventObs(e.reason or "", regarding.kind or "", regarding.name, at, e.note or ""))
+        out.append(
+            EventObs(e.reason or "", regarding.kind or "", regarding.name, event_time(e), e.message or "")
+        )
     return out

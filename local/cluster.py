@@ -113,7 +113,7 @@ class LocalCluster:
         try:
             eventually(
                 observe,
-                lambda body: body.strip().startswith(ok),
+                lambda body: not body.startswith("unreachable:") and body.strip().startswith(ok),
                 timeout=STARTUP,
                 interval=0.5,
                 what=f"{name} healthy at {url}",
@@ -275,6 +275,7 @@ class LocalCluster:
             kwok / "pod/general/pod-ready.yaml",
             kwok / "pod/general/pod-complete.yaml",
             kwok / "pod/general/pod-delete.yaml",
+            Path(__file__).with_name("stages") / "pod-terminate.yaml",  # the kubelet's graceful stop
         ]
         out = self.run_dir / "kwok-stages.yaml"
         out.write_text("\n---\n".join(f.read_text() for f in files))
@@ -384,7 +385,7 @@ class LocalCluster:
             "moto",
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(PORTS["moto"])],
         )
-        self._wait("moto", f"{self.aws_endpoint}/moto-api/", ok="", tls=False)
+        self._wait("moto", f"{self.aws_endpoint}/moto-api/data.json", ok="{", tls=False)
         import boto3
 
         sqs = boto3.client(
@@ -427,6 +428,9 @@ class LocalCluster:
             env={
                 **self.aws_env,
                 "INTERRUPTION_QUEUE": self.interruption_queue if interruption_queue else "",
+                # linking the AWS provider's interruption controller registers its options, which require
+                # the cluster's name (as settings.clusterName on AWS)
+                "CLUSTER_NAME": self.config.cluster_name,  # type: ignore[union-attr]
                 "FEATURE_GATES": "NodeOverlay=true",
                 "KUBECONFIG": str(self.kubeconfig),
                 "INSTANCE_TYPES_FILE_PATH": str(types),
