@@ -8,10 +8,11 @@ from datetime import UTC, datetime
 import pytest
 
 from acts.jobs import gpu_job
+from acts.recorder import PodRecorder
 from assertions.cold_start import ColdStartObs, check_cold_start
 from assertions.verdict import require
 from facts import timeouts
-from harness.observe import gpu_node_names, job_pods, node_obs
+from harness.observe import gpu_node_names, node_obs
 from harness.waits import eventually
 
 pytestmark = pytest.mark.timeout(timeouts.POD_SUCCEEDED + timeouts.NODE_READY)
@@ -33,11 +34,13 @@ def test_cold_start(kube, act_target, tenant_namespaces, config, report):
     began = datetime.now(UTC)
     with report.phase("submit and wait for success"):
         kube.batch.create_namespaced_job(ns, gpu_job(act_target, f"cold-{run}", ns, tenant, run, seconds=20))
+        # watched throughout, so the Running start is the one seen (kwok restates it at completion)
+        watch = PodRecorder(kube, ns, f"cold-{run}")
         pods = eventually(
-            lambda: job_pods(kube, ns, f"cold-{run}"),
+            watch.observe,
             lambda ps: any(p.phase in ("Succeeded", "Failed") for p in ps),
             timeout=timeouts.POD_SUCCEEDED,
-            interval=2,
+            interval=1,
             what=f"job cold-{run} finished",
         )
     pod = next(p for p in pods if p.phase in ("Succeeded", "Failed"))
