@@ -163,7 +163,7 @@ def test_act_3_fails_without_a_preemption_policy(local_cluster, tmp_path):
         assert_fails_for(
             tmp_path,
             "test_high_priority_preempts_low_which_is_requeued",
-            "no eviction window observed on low-",
+            "no eviction window observed on job-low-",
         )
     finally:
         reapply(local_cluster, {"ClusterQueue"})
