@@ -16,7 +16,7 @@ from harness.waits import eventually
 from infra.addons import CHART_NAME
 from infra.app import STACKS, synth
 from infra.config import Config
-from infra.preflight import Preflight, report
+from infra.preflight import Preflight, charts, report
 
 KARPENTER_DRAIN = 900.0
 
@@ -43,11 +43,12 @@ def tf(stack_dir: Path, *args: str) -> None:
 
 def up(c: Config, outdir: Path = Path("cdktf.out")) -> int:
     session = boto3.Session(region_name=c.region)
+    synth(c, outdir)  # first: preflight validates what was synthesized
     print("preflight:")
-    if not report(Preflight(c, session).run(create_spot_role=True)):
+    rendered = charts(c, outdir)  # before anything is created in the account (the spot role)
+    if not report([*Preflight(c, session).run(create_spot_role=rendered.ok), rendered]):
         print("preflight failed: nothing was applied")
         return 2
-    synth(c, outdir)
     for stack in STACKS:
         d = outdir / "stacks" / stack
         tf(d, "init", "-input=false")

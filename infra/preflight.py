@@ -1,5 +1,6 @@
 """Checks before any apply: credentials, the account allowlist, terraform or tofu, the G/VT spot vCPU
-quota against the NodePool limit, the AWS CLI (kubeconfig tokens) and the EC2 spot service-linked role. Every check runs and reports;
+quota against the NodePool limit, the AWS CLI (kubeconfig tokens), the EC2 spot service-linked role, and
+(`charts`) the synthesized releases rendered and dry-run on a real API server. Every check runs and reports;
 `make up` stops before applying anything if one failed."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -133,6 +135,19 @@ class Preflight:
         if cred.ok and checks[1].ok:
             checks.append(self.spot_role(create=create_spot_role and all(c.ok for c in checks)))
         return checks
+
+
+def charts(config: Config, outdir: Path) -> Check:
+    """The synthesized addons stack, rendered by the pinned charts and dry-run on a throwaway API server
+    (infra/validate_charts.py). Needs no network once the Go module cache and the binaries are warm."""
+    from infra.validate_charts import ValidationError, validate
+
+    name = "charts and custom resources"
+    try:
+        result = validate(config, outdir)
+    except ValidationError as exc:
+        return Check(name, False, f"could not run the validation: {exc}")
+    return Check(name, result.ok, result.summary())
 
 
 def report(checks: list[Check], echo: Callable[[str], Any] = print) -> bool:
