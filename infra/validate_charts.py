@@ -296,7 +296,7 @@ class Rejection:
 
 def _field(body: dict[str, Any]) -> str:
     causes = (body.get("details") or {}).get("causes") or []
-    fields = sorted({c["field"] for c in causes if c.get("field")})
+    fields = sorted({c["field"] for c in causes if c.get("field") not in (None, "", "<nil>")})
     if fields:
         return ", ".join(fields)
     msg = body.get("message", "")
