@@ -84,7 +84,8 @@ lint: setup $(ACTIONLINT) ## ruff over the tree; the import floors (lint-imports
 synth: setup ## write the Terraform JSON of the network, cluster and addons stacks to cdktf.out/
 	$(VENV)/bin/gpu-finops infra synth
 
-up: setup ## preflight, then apply network -> cluster -> addons against the sandbox account
+up: setup ## validate the releases on a real API server, preflight, then apply network -> cluster -> addons
+	$(VENV)/bin/gpu-finops local validate-charts
 	$(VENV)/bin/gpu-finops infra up
 
 destroy: setup ## NodePools first, then addons -> cluster -> network, then verify the account is empty

@@ -1,4 +1,6 @@
-"""`gpu-finops local up|down|status`: the rehearsal cluster on this machine."""
+"""`gpu-finops local up|down|status|build|validate-charts`: the rehearsal cluster on this machine, and the
+check `make up` runs before any apply: the synthesized releases rendered by the pinned charts and dry-run on
+a throwaway API server built from the same binaries."""
 
 from __future__ import annotations
 
@@ -8,13 +10,42 @@ from local.cluster import LocalCluster, LocalError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=["up", "down", "status", "build"])
+    parser.add_argument("action", choices=["up", "down", "status", "build", "validate-charts"])
+    parser.add_argument(
+        "--outdir", default="cdktf.out", help="validate-charts: the synth folder (default cdktf.out)"
+    )
+    parser.add_argument(
+        "--no-synth", action="store_true", help="validate-charts: validate what is already synthesized there"
+    )
     parser.epilog = (
-        "exit 0 done (status: every process running); 1 a component failed (its log tail is printed)"
+        "exit 0 done (status: every process running; validate-charts: nothing rejected); 1 a component "
+        "failed (its log tail is printed) or an object was rejected (kind/name, field, the server's message)"
     )
 
 
+def validate_charts(outdir: str, synthesize: bool) -> int:
+    from pathlib import Path
+
+    from facts.config import load_config
+    from local.validate_charts import ValidationError, validate
+
+    c = load_config()
+    if synthesize:
+        from infra.app import synth
+
+        synth(c, outdir)
+    try:
+        report = validate(c, Path(outdir))
+    except ValidationError as exc:
+        print(f"validate-charts: could not run the validation: {exc}")
+        return 1
+    print(report.summary())
+    return 0 if report.ok else 1
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.action == "validate-charts":
+        return validate_charts(args.outdir, not args.no_synth)
     cluster = LocalCluster()
     if args.action == "build":
         from local.build import build_all

@@ -13,3 +13,5 @@ GO_TOOLCHAIN = "go1.26.11"
 # The AWS provider whose interruption controller the local Karpenter runs (local/karpenter/main.go): the
 # same version as core, since the provider pins core exactly.
 KARPENTER_AWS = "v1.14.3"
+# Helm, for `helm template` of the Karpenter and Kueue charts before any apply (local/validate_charts.py).
+HELM = "v3.22.0"

@@ -1,0 +1,43 @@
+"""Helm, built from the Go module proxy at a pinned v3 release, cached outside the clone like the local
+target's binaries (local/build.py): `go install helm.sh/helm/v3/cmd/helm@<pin>` into a folder keyed by the
+pin, so changing the pin builds one new binary and nothing else."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from local import build, versions
+
+MODULE = "helm.sh/helm/v3"
+
+
+def helm_path() -> Path:
+    return build.CACHE / "bin" / f"helm-{versions.HELM}" / "helm"
+
+
+def ensure_helm() -> Path:
+    """The pinned helm binary; built (a few minutes, once per pin) when the cache does not hold it."""
+    path = helm_path()
+    if path.is_file() and os.access(path, os.X_OK):
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    work = build.CACHE / "work"
+    work.mkdir(parents=True, exist_ok=True)
+    # a private GOBIN, then one rename: two concurrent builds never leave a half-written binary in the cache
+    with tempfile.TemporaryDirectory(dir=path.parent) as gobin:
+        ldflags = f"-s -w -X {MODULE}/internal/version.version={versions.HELM}"
+        cmd = ["env", f"GOBIN={gobin}", "go", "install", "-trimpath", "-ldflags", ldflags]
+        build.run([*cmd, f"{MODULE}/cmd/helm@{versions.HELM}"], work, build.CACHE / "helm-build.log")
+        os.replace(Path(gobin) / "helm", path)
+    return path
+
+
+if __name__ == "__main__":
+    try:
+        print(ensure_helm())
+    except build.BuildError as exc:
+        print(exc, file=sys.stderr)
+        sys.exit(1)

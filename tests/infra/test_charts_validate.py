@@ -1,0 +1,174 @@
+"""What `make up` would apply, judged by the real components: helm renders the pinned charts with the
+stack's values, a throwaway kube-apiserver with the charts' CRDs dry-runs every object (strict fields,
+CRD schemas and CEL). The adjacent cases prove the check refuses what the server refuses."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from facts.config import load_config
+from infra import objects
+from local import validate_charts as vc
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def config():
+    return load_config()
+
+
+@pytest.fixture(scope="module")
+def report() -> vc.Report:
+    return vc.Report()
+
+
+@pytest.fixture(scope="module")
+def rendered(synthesized, config, report, tmp_path_factory) -> dict[str, vc.Manifests]:
+    sets = vc.render_all(config, synthesized.outdir, tmp_path_factory.mktemp("render"), report)
+    return {m.source: m for m in sets}
+
+
+@pytest.fixture(scope="module")
+def server(config, report, tmp_path_factory) -> Iterator[Any]:
+    """etcd + kube-apiserver on free ports with the CRDs installed; stopped after the module."""
+    from local.validation_server import ValidationServer
+
+    with ValidationServer(tmp_path_factory.mktemp("apiserver")) as srv:
+        api = srv.api_client()
+        report.crds = vc.install_crds(api, vc.crd_files(config))
+        yield api
+
+
+@pytest.fixture(scope="module")
+def dry(server, rendered) -> vc.DryRun:
+    d = vc.DryRun(server)
+    d.create_namespaces(vc.namespaces_of(list(rendered.values())))
+    return d
+
+
+def _env(docs: list[dict], kind: str) -> dict[str, str]:
+    (dep,) = [d for d in docs if d["kind"] == kind]
+    (container,) = dep["spec"]["template"]["spec"]["containers"]
+    return {e["name"]: e.get("value", "") for e in container.get("env", [])}
+
+
+def test_both_charts_render_at_their_pins_with_the_stacks_values(rendered, config):
+    karpenter = rendered[f"karpenter chart {config.versions.karpenter_chart}"]
+    kueue = rendered[f"kueue chart {config.versions.kueue_chart}"]
+    env = _env(karpenter.docs, "Deployment")
+    stand_in = vc.stand_ins(config)
+    observed = {k: env.get(k) for k in ("CLUSTER_NAME", "INTERRUPTION_QUEUE", "CLUSTER_ENDPOINT")}
+    assert observed == {
+        "CLUSTER_NAME": config.cluster_name,
+        "INTERRUPTION_QUEUE": stand_in[("aws_sqs_queue", "name")],
+        "CLUSTER_ENDPOINT": stand_in[("aws_eks_cluster", "endpoint")],
+    }
+    assert "NodeOverlay=true" in env.get("FEATURE_GATES", ""), env.get("FEATURE_GATES")
+    assert {"Deployment", "ValidatingWebhookConfiguration"} <= {d["kind"] for d in kueue.docs}
+
+
+def test_the_cr_chart_renders_with_the_stacks_set_entries(rendered, config):
+    crs = rendered["gpu-finops-crs chart"]
+    (dep,) = [d for d in crs.docs if d["kind"] == "Deployment"]
+    (container,) = dep["spec"]["template"]["spec"]["containers"]
+    repo = vc.stand_ins(config)[("aws_ecr_repository", "repository_url")]
+    assert container["image"] == f"{repo}:{config.versions.collector_image_tag}"
+    kinds = {d["kind"] for d in crs.docs}
+    assert {
+        "EC2NodeClass",
+        "NodePool",
+        "NodeOverlay",
+        "ResourceFlavor",
+        "ClusterQueue",
+        "LocalQueue",
+    } <= kinds
+
+
+def test_every_values_key_we_set_is_one_the_chart_has(rendered, report):
+    assert report.unknown_values == [], "\n".join(report.unknown_values)
+
+
+def test_a_misspelled_values_key_is_found_against_the_real_values_yaml(tmp_path, config, synthesized):
+    rel = vc.releases(synthesized.stack("addons"), config)["karpenter"]
+    chart = vc.chart_dir("karpenter", rel, tmp_path)
+    defaults = yaml.safe_load((chart / "values.yaml").read_text())
+    ours = {
+        "settings": {"clusterNmae": "x", "featureGates": {"nodeOverlay": True}},
+        "podAnnotations": {"a": "b"},
+    }
+    assert vc.unknown_values_keys(ours, defaults) == ["settings.clusterNmae"]
+
+
+def test_every_rendered_object_is_accepted_by_the_api_server(rendered, dry, report):
+    for m in rendered.values():
+        report.rendered[m.source] = len(m.docs)
+        report.rejections += dry.check_all(m.docs, m.source, m.namespace)
+    assert report.rejections == [], report.summary()
+    assert sum(report.rendered.values()) > 100, report.rendered
+
+
+# --- adjacent cases: the server refuses, for its reason ----------------------------------------------------
+def _refused(dry: vc.DryRun, doc: dict[str, Any]) -> vc.Rejection:
+    rejection = dry.check(doc, "adjacent case", "team-a")
+    assert rejection is not None, f"{doc['kind']} {doc['metadata']['name']} was accepted"
+    return rejection
+
+
+def test_an_ec2nodeclass_with_a_misspelled_field_is_refused(dry, config):
+    doc = objects.ec2nodeclass(config, "role")
+    doc["spec"]["amiSelectorTerm"] = doc["spec"].pop("amiSelectorTerms")
+    r = _refused(dry, doc)
+    assert 'unknown field "spec.amiSelectorTerm"' in r.message, r
+    assert r.field == "spec.amiSelectorTerm", r
+
+
+def test_a_nodepool_requirement_with_an_invalid_operator_is_refused(dry, config):
+    doc = objects.nodepool(config)
+    doc["spec"]["template"]["spec"]["requirements"][0]["operator"] = "Within"
+    r = _refused(dry, doc)
+    assert 'Unsupported value: "Within"' in r.message, r
+    assert "spec.template.spec.requirements[0].operator" in r.field, r
+
+
+def test_a_clusterqueue_with_a_borrowing_limit_outside_a_cohort_is_refused(dry, config):
+    (doc, *_) = objects.cluster_queues(config)
+    doc = copy.deepcopy(doc)
+    del doc["spec"]["cohortName"]
+    r = _refused(dry, doc)
+    assert "borrowingLimit must be nil when cohort is empty" in r.message, r
+
+
+def test_a_clusterqueue_naming_an_undefined_flavor_is_accepted_by_the_server(dry, config):
+    """Not a server check: Kueue accepts it and marks the queue inactive at run time (docs/infra.md)."""
+    (doc, *_) = objects.cluster_queues(config)
+    doc = copy.deepcopy(doc)
+    doc["spec"]["resourceGroups"][0]["flavors"][0]["name"] = "no-such-flavor"
+    assert dry.check(doc, "adjacent case") is None
+
+
+def test_a_nodeoverlay_capacity_on_cpu_is_refused(dry, config):
+    doc = objects.shared_capacity_overlay(config)
+    doc["spec"]["capacity"] = {"cpu": "8"}
+    r = _refused(dry, doc)
+    assert "invalid resource restricted" in r.message, r
+    assert "spec.capacity" in r.field, r
+
+
+def test_an_existing_object_is_still_checked_strictly(dry):
+    """Objects the server already holds (namespaces, the Kueue chart's CRDs) go through server-side apply."""
+    doc = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}, "spec": {"finalizer": []}}
+    r = _refused(dry, doc)
+    assert "spec.finalizer" in r.message, r
+
+
+def test_make_ups_first_step_runs_the_same_validation(synthesized, capsys):
+    from gpu_finops.cli import main
+
+    assert main(["local", "validate-charts", "--outdir", str(synthesized.outdir), "--no-synth"]) == 0
+    assert "none rejected" in capsys.readouterr().out
