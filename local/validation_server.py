@@ -17,7 +17,7 @@ from typing import Any
 from harness.waits import eventually
 from local import build
 from local.certs import Pki
-from local.prometheus import free_port
+from local.prometheus_server import free_port
 from local.supervisor import Supervisor
 
 SERVER_READY = 90.0  # seconds etcd, then kube-apiserver, may take to answer healthy

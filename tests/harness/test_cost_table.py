@@ -62,7 +62,9 @@ def observe(boto_session, spot_history: list[dict]) -> CostObs:
     store.upsert(collector_records(spot_history))
     records = node_records(store, NODE.name, iso(T0))
     prices = expected_unit_prices(records, CURVE.cost, NODE.created)
-    return CostObs(NODE.name, records, prices, min_records=3, expected_rate_source=RATE_SPOT)
+    return CostObs(
+        NODE.name, records, prices, min_records=3, expected_rate_source=RATE_SPOT, node_created=NODE.created
+    )
 
 
 def test_records_read_back_from_dynamodb_agree_with_the_spot_curve(boto_session):

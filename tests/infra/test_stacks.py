@@ -86,28 +86,35 @@ def test_versions_are_pinned_and_kueue_comes_from_the_release_registry(synthesiz
 
 
 def test_nodepool_is_spot_only_pinned_and_limited_by_the_quota(synthesized):
-    docs = {d["kind"]: d for d in synthesized.chart_docs("karpenter.yaml")}
-    spec = docs["NodePool"]["spec"]
+    pools = {
+        d["metadata"]["name"]: d for d in synthesized.chart_docs("karpenter.yaml") if d["kind"] == "NodePool"
+    }
+    spec = pools[C.nodepool_name]["spec"]
     reqs = {r["key"]: r for r in spec["template"]["spec"]["requirements"]}
     assert reqs["karpenter.sh/capacity-type"]["values"] == ["spot"]
     assert reqs["node.kubernetes.io/instance-type"]["values"] == list(C.gpu_instance_types)
     assert reqs["karpenter.k8s.aws/instance-cpu"]["values"] == [str(C.gpu_node_vcpu)]
     assert reqs["karpenter.k8s.aws/instance-gpu-count"]["values"] == [str(C.gpus_per_node)]
+    # the pools launch exactly the cards the quotas admit, and together fit in the account's spot vCPUs
     assert spec["limits"] == {
-        "cpu": str(C.gvt_spot_vcpu_quota // C.gpu_node_vcpu * C.gpu_node_vcpu),
-        "nvidia.com/gpu": str(C.gvt_spot_vcpu_quota // C.gpu_node_vcpu * C.gpus_per_node),
+        "cpu": str(C.whole_cards * C.gpu_node_vcpu),
+        "nvidia.com/gpu": str(C.whole_cards),
     }
-    # Kueue never admits more GPUs than the NodePool can launch.
+    shared = pools[C.shared_nodepool_name]["spec"]["limits"]
+    assert shared == {"cpu": str(C.shared_cards * C.gpu_node_vcpu), "nvidia.com/gpu": str(C.shared_cards)}
+    assert int(spec["limits"]["cpu"]) + int(shared["cpu"]) <= C.gvt_spot_vcpu_quota
+    # Kueue never admits more cards than the pools can launch: cards on gpu-spot, replicas on gpu-shared.
     kueue = synthesized.chart_docs("kueue.yaml")
-    quotas = [
-        q["nominalQuota"]
-        for cq in kueue
-        if cq["kind"] == "ClusterQueue"
-        for g in cq["spec"]["resourceGroups"]
-        for f in g["flavors"]
-        for q in f["resources"]
-    ]
-    assert sum(quotas) <= int(spec["limits"]["nvidia.com/gpu"])
+    quotas: dict[str, int] = {}
+    for cq in kueue:
+        if cq["kind"] != "ClusterQueue":
+            continue
+        for g in cq["spec"]["resourceGroups"]:
+            for f in g["flavors"]:
+                for q in f["resources"]:
+                    quotas[q["name"]] = quotas.get(q["name"], 0) + q["nominalQuota"]
+    assert quotas["nvidia.com/gpu"] == int(spec["limits"]["nvidia.com/gpu"])
+    assert quotas["nvidia.com/gpu.shared"] == int(shared["nvidia.com/gpu"]) * C.timeslicing_replicas
 
 
 def test_kueue_queues_one_per_tenant_in_one_cohort_v1beta2(synthesized):
