@@ -21,6 +21,7 @@ from acts.jobs import gpu_job
 from assertions.cost import CostObs, check_cost
 from assertions.verdict import require
 from facts import timeouts
+from facts.kube_keys import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
 from facts.timestamps import iso
 from finops.collector import Collector, align
 from finops.nodes import KubeNodeSource
@@ -131,7 +132,7 @@ def collect_locally(kube, act_target, ns, tenant, run, tmp_path, caplog) -> Coll
         sim.stop()
     node = kube.core.read_node(pod.node)
     labels = node.metadata.labels
-    price = prices()[(labels["node.kubernetes.io/instance-type"], labels["karpenter.sh/capacity-type"])]
+    price = prices()[(labels[LABEL_INSTANCE_TYPE], labels[LABEL_CAPACITY_TYPE])]
     log = [
         f"{r.levelname} {r.name}: {r.getMessage()}" for r in caplog.records if r.levelno >= logging.WARNING
     ]
@@ -168,8 +169,8 @@ def collect_on_aws(kube, act_target, config, ns, tenant, run) -> Collected:
         records = exc.last if isinstance(exc.last, list) else []
     node = kube.core.read_node(pod.node)
     labels = node.metadata.labels
-    instance_type, zone = labels["node.kubernetes.io/instance-type"], labels["topology.kubernetes.io/zone"]
-    capacity = labels["karpenter.sh/capacity-type"]
+    instance_type, zone = labels[LABEL_INSTANCE_TYPE], labels[LABEL_ZONE]
+    capacity = labels[LABEL_CAPACITY_TYPE]
     created = node.metadata.creation_timestamp.astimezone(UTC)
     if capacity == "spot":
         spot = SpotPrices(boto3.client("ec2", region_name=config.region))

@@ -28,14 +28,15 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
+from facts.kube_keys import LABEL_NODEPOOL, LABEL_TENANT
 from finops.allocation import QUANTITY_QUANTUM, UNALLOCATED, shares, split, to_decimal
 from finops.gpu_holdings import GpuHolding
 from finops.records import CostRecord
 
 FOCUS_VERSION = "1.2"
-TENANT_TAG = "gpu-finops.io/tenant"
+TENANT_TAG = LABEL_TENANT
 NAMESPACE_TAG = "kubernetes.io/namespace"
-NODEPOOL_TAG = "karpenter.sh/nodepool"
+NODEPOOL_TAG = LABEL_NODEPOOL
 ALLOCATION_METHOD = "gpu-seconds"
 
 # Kinds of column, for the Parquet schema (finops/export.py) and the Athena DDL (docs/finops.md).

@@ -18,11 +18,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from facts.kube_keys import GPU_RESOURCE
+from facts.kube_keys import GPU_RESOURCE, LABEL_GPU_REPLICAS, LABEL_QUEUE_NAME, LABEL_TENANT
 
-TENANT_LABEL = "gpu-finops.io/tenant"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-REPLICAS_LABEL = "nvidia.com/gpu.replicas"
+TENANT_LABEL, QUEUE_LABEL, REPLICAS_LABEL = LABEL_TENANT, LABEL_QUEUE_NAME, LABEL_GPU_REPLICAS
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
 
 

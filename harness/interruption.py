@@ -20,6 +20,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from facts.kube_keys import LABEL_ZONE
+from facts.names import TAG_PROJECT
+
 SPOT_WARNING = "EC2 Spot Instance Interruption Warning"
 FIS_ACTION = "aws:ec2:send-spot-instance-interruptions"
 FIS_TARGET = "aws:ec2:spot-instance"
@@ -89,7 +92,7 @@ class SqsInterrupter:
 
     def interrupt(self, node: Any) -> Delivery:
         instance = kwok_instance_id(node.name)
-        zone = node.labels.get("topology.kubernetes.io/zone", self.region + "a")
+        zone = node.labels.get(LABEL_ZONE, self.region + "a")
         url = self.sqs.get_queue_url(QueueName=self.queue)["QueueUrl"]
         sent_at = datetime.now(UTC)
         event = spot_warning_event(instance, self.region, zone, self.account, sent_at)
@@ -108,14 +111,14 @@ class FisInterrupter:
 
     def stack_template(self) -> dict[str, Any] | None:
         for t in self.fis.list_experiment_templates()["experimentTemplates"]:
-            if (t.get("tags") or {}).get("gpu-finops.io/project") == self.project:
+            if (t.get("tags") or {}).get(TAG_PROJECT) == self.project:
                 return self.fis.get_experiment_template(id=t["id"])["experimentTemplate"]
         return None
 
     def not_ready(self) -> str | None:
         if self.stack_template() is None:
             return (
-                f"no FIS experiment template tagged gpu-finops.io/project={self.project} in {self.region}: "
+                f"no FIS experiment template tagged {TAG_PROJECT}={self.project} in {self.region}: "
                 "is the cluster stack applied (`make up`)?"
             )
         return None
@@ -142,7 +145,7 @@ class FisInterrupter:
                     "targets": {"SpotInstances": "instance"},
                 }
             },
-            tags={"gpu-finops.io/project": self.project, "Name": f"act5-{instance}"},
+            tags={TAG_PROJECT: self.project, "Name": f"act5-{instance}"},
         )["experimentTemplate"]
         sent_at = datetime.now(UTC)
         try:

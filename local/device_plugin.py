@@ -36,17 +36,24 @@ from typing import Any
 
 import yaml
 
+from facts.kube_keys import (
+    GPU_RESOURCE,
+    LABEL_DEVICE_PLUGIN_CONFIG,
+    LABEL_GPU_COUNT,
+    LABEL_GPU_REPLICAS,
+    LABEL_GPU_SHARING,
+    LABEL_INSTANCE_TYPE,
+)
+
 log = logging.getLogger("device-plugin")
 
-GPU = "nvidia.com/gpu"
+GPU = GPU_RESOURCE
 CONFIG_NAMESPACE = "nvidia-device-plugin"
 CONFIG_MAP = "nvidia-device-plugin-configs"
 DEFAULT_CONFIG_KEY = "gpu-finops.io/default-config"  # the chart's config.default, kept in the ConfigMap
-NODE_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+NODE_CONFIG_LABEL = LABEL_DEVICE_PLUGIN_CONFIG
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
-GFD_COUNT = "nvidia.com/gpu.count"
-GFD_REPLICAS = "nvidia.com/gpu.replicas"
-GFD_STRATEGY = "nvidia.com/gpu.sharing-strategy"
+GFD_COUNT, GFD_REPLICAS, GFD_STRATEGY = LABEL_GPU_COUNT, LABEL_GPU_REPLICAS, LABEL_GPU_SHARING
 GFD_PRODUCT = "nvidia.com/gpu.product"
 TERMINAL = ("Succeeded", "Failed")
 PRODUCTS = {"g6e": "NVIDIA-L40S", "g6": "NVIDIA-L4", "g5": "NVIDIA-A10G", "g4dn": "Tesla-T4"}
@@ -178,7 +185,7 @@ class DevicePlugin:
             n.metadata.name: n
             for n in self.kube.core.list_node().items
             if (n.metadata.annotations or {}).get(KWOK_ANNOTATION) == "fake"
-            and physical_gpus((n.metadata.labels or {}).get("node.kubernetes.io/instance-type"))
+            and physical_gpus((n.metadata.labels or {}).get(LABEL_INSTANCE_TYPE))
         }
         ads: dict[str, Advertisement] = {}
         for name, n in nodes.items():
@@ -188,7 +195,7 @@ class DevicePlugin:
                 log.error("node %s asks for device plugin config %r; the ConfigMap has %s", name, chosen,
                           sorted(sharing))  # fmt: skip
                 continue
-            itype = labels.get("node.kubernetes.io/instance-type")
+            itype = labels.get(LABEL_INSTANCE_TYPE)
             product = PRODUCTS.get((itype or "").split(".")[0], "NVIDIA-GPU")
             ad = advertise(name, itype, sharing[chosen], product)
             ads[name] = ad
