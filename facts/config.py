@@ -45,7 +45,7 @@ class Tenant:
 class Versions:
     """Every pinned version, in one place (docs/infra.md says why each)."""
 
-    kubernetes: str = "1.34"
+    kubernetes: str = "1.36"  # in standard support; the local target runs the same minor (v1.36.3)
     karpenter_chart: str = "1.14.3"
     kueue_chart: str = "0.19.2"
     device_plugin_chart: str = "0.18.0"

@@ -28,7 +28,7 @@ from infra.guard import EXIT_DEADLINE, Deadline, GuardError, estimate, render, r
 from tests.finops.aws_shapes import price_list_item
 
 OFFLINE = {"g6e.xlarge": 1.861, "g6e.12xlarge": 10.493, "m7i.large": 0.1008}
-# The ceilings below are for a run on 2026-11-30 (EKS 1.34 still in standard support); the EKS tests
+# The ceilings below are for a run on 2026-11-30 (EKS 1.36, in standard support); the EKS tests
 # further down move the date across each boundary.
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 START = ("--start", NOW.isoformat())
@@ -275,7 +275,10 @@ def test_the_ceiling_uses_the_extended_price_once_134_is_past_standard_support()
     assert "warning: EKS 1.34 leaves standard support on 2026-12-02" in render(before)
 
 
-def test_the_cli_prints_the_extended_price_and_the_warning(capsys):
+def test_the_cli_prints_the_extended_price_and_the_warning(capsys, tmp_path, monkeypatch):
+    old = tmp_path / "config.yaml"
+    old.write_text("versions: {kubernetes: '1.34'}\n")  # a stack still on 1.34
+    monkeypatch.setenv("GPU_FINOPS_CONFIG", str(old))
     code = main(
         guard("estimate", "--rates", "catalog", "--max-hours", "3", "--start", "2026-12-02T09:00:00Z")
     )
