@@ -33,7 +33,10 @@ ship yet, so it fails saying so rather than pass on annotations silicon ignores.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -41,6 +44,7 @@ from typing import Any
 
 import pytest
 
+from acts.conftest import REPORT_DIR
 from acts.jobs import gpu_job, gpu_pod
 from acts.targets import Target, local_description, pod_devices
 from assertions.diagnosis import DiagnosisActObs, DiagnosisObs, Situation, check_diagnosis
@@ -55,6 +59,7 @@ from finops.kube import Kube
 from harness.observe import job_of, job_pods, workloads
 from harness.waits import WaitTimeout, eventually
 
+log = logging.getLogger(__name__)
 ORDER_ENV = "GPU_FINOPS_DIAGNOSIS_ORDER"  # e.g. "admission,placement,allocation,memory,application"
 WINDOW_S = 20  # the DCGM window the diagnosis averages over (the simulator is scraped every second)
 RESIDENT_REPLICAS = 3  # shared-card holders with a resident model; the memory pod takes the fourth replica
@@ -129,6 +134,7 @@ def test_each_waiting_gpu_pod_is_diagnosed_with_the_cause_it_was_built_with(
         ]  # fmt: skip
         with report.phase("diagnose: admission, memory, allocation, two causes, application"):
             first = diagnose(kube, prom_url, order)
+            keep_cli_output(act_target, prom_url, REPORT_DIR / "act-7-diagnose-all.txt")
         with report.phase("placement: one whole card freed, its node tainted for the act"):
             stop(kube, ns_b, jobs=(f"second-{run}",))
             stop(kube, ns_a, pods=("waits-application",))
@@ -198,6 +204,23 @@ def diagnose(kube: Kube, prom_url: str, order: tuple[str, ...]) -> list[dict[str
         window_s=WINDOW_S,
     )
     return [d.to_dict() for d in diagnose_all(pods, cluster, order)]
+
+
+def keep_cli_output(t: Target, prom_url: str, path: Path) -> None:
+    """What `gpu-finops diagnose --all` prints for the situations, kept beside the report (docs/diagnose.md
+    quotes it). Evidence only: it never decides the act."""
+    cmd = [sys.executable, "-m", "gpu_finops.cli", "diagnose", "--all", f"--prometheus-url={prom_url}",
+           f"--window={WINDOW_S}s", f"--kubeconfig={t.kubeconfig}"]  # fmt: skip
+    try:
+        r = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "150"}
+        )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(
+            f"$ gpu-finops diagnose --all --window {WINDOW_S}s   # exit {r.returncode}\n{r.stdout}{r.stderr}"
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        log.warning("gpu-finops diagnose --all could not be kept: %s", exc)
 
 
 # --- set up ---------------------------------------------------------------------------------------------
