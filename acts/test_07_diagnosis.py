@@ -13,8 +13,9 @@ and Kueue quotas have it), in two steps because one card cannot be both full and
      kwok's pod-ready stage fires; the pod carries kwok's own per-pod delay for that stage
      (`pod-ready.stage.kwok.x-k8s.io/delay`, 24h), so it stays bound and Pending, as a pod whose
      containers cannot start does. The engine's rule for a bound-but-Pending pod checks its node's cards.
-   - allocation: a replica pod asking for the fourth replica, now held by that pod: every replica is held,
-     three by servers at 5 % SM_ACTIVE;
+   - allocation: a replica pod pinned to the shared node (so Karpenter, which on kwok miscounts the
+     shared pool's limit, does not launch another): every replica is held, three by servers at 5 %
+     SM_ACTIVE;
    - two causes at once: the same ask without the GPU toleration: every replica is held (allocation) and
      the taint rules the only shared node out (placement); the order names allocation;
    - application: a whole-card pod: both cards are held by data-starved trainers (SM 2 %, PCIe 10 MB/s).
@@ -50,7 +51,7 @@ from acts.targets import Target, local_description, pod_devices
 from assertions.diagnosis import DiagnosisActObs, DiagnosisObs, Situation, check_diagnosis
 from assertions.verdict import require
 from facts import timeouts
-from facts.kube_keys import GPU_RESOURCE, LABEL_NODEPOOL, SHARED_GPU_RESOURCE
+from facts.kube_keys import GPU_RESOURCE, LABEL_HOSTNAME, LABEL_NODEPOOL, SHARED_GPU_RESOURCE
 from finops.diagnose import ORDER, Cluster, diagnose_all
 from finops.diagnose.kube_observer import KubeObserver
 from finops.diagnose.profiles import DATA_STARVED, RESIDENT_MODEL
@@ -92,6 +93,7 @@ def test_each_waiting_gpu_pod_is_diagnosed_with_the_cause_it_was_built_with(
     ns_a, ns_b = tenant_namespaces[a], tenant_namespaces[b]
     run = uuid.uuid4().hex[:6]
     eventually_expect_nothing_holds_a_gpu(kube)
+    eventually_expect_gpu_nodes_within_the_pools(kube, config)
     with dcgm_prometheus(act_target, kube, tmp_path) as prom_url:
         with report.phase("holders: two data-starved trainers, three resident-model servers"):
             trainers = {
@@ -114,10 +116,15 @@ def test_each_waiting_gpu_pod_is_diagnosed_with_the_cause_it_was_built_with(
             create_pod(kube, ns_a, gpu_pod(act_target, "waits-memory", ns_a, run, resource=SHARED_GPU_RESOURCE,
                                           never_starts=True))  # fmt: skip
             eventually_bound_not_started(kube, ns_a, "waits-memory", shared_node)
-            for name, tolerate in (("waits-allocation", True), ("waits-two-causes", False)):
-                create_pod(kube, ns_a, gpu_pod(act_target, name, ns_a, run, resource=SHARED_GPU_RESOURCE,
-                                              tolerate_gpu_taint=tolerate))  # fmt: skip
-            create_pod(kube, ns_a, gpu_pod(act_target, "waits-application", ns_a, run, resource=GPU_RESOURCE))
+            # Pinned to the shared node (Karpenter cannot launch a node with a given hostname, and on kwok it
+            # miscounts the shared pool's limit, whose nodes advertise no nvidia.com/gpu), as the application
+            # pod is to the whole-card pool, as Kueue's flavor would pin it.
+            create_pod(kube, ns_a, gpu_pod(act_target, "waits-allocation", ns_a, run, resource=SHARED_GPU_RESOURCE,
+                                          node_affinity=on_node(kube, shared_node)))  # fmt: skip
+            create_pod(kube, ns_a, gpu_pod(act_target, "waits-two-causes", ns_a, run, resource=SHARED_GPU_RESOURCE,
+                                          tolerate_gpu_taint=False))  # fmt: skip
+            create_pod(kube, ns_a, gpu_pod(act_target, "waits-application", ns_a, run, resource=GPU_RESOURCE,
+                                          node_affinity=in_pool(config.nodepool_name)))  # fmt: skip
             for name in ("waits-allocation", "waits-two-causes", "waits-application"):
                 eventually_unschedulable(kube, ns_a, name)
             workload = eventually_quota_refused(kube, ns_b, f"second-{run}")
@@ -140,12 +147,8 @@ def test_each_waiting_gpu_pod_is_diagnosed_with_the_cause_it_was_built_with(
             stop(kube, ns_a, pods=("waits-application",))
             with tainted(kube, node_of[b]):
                 stop(kube, ns_b, jobs=(trainers[b],))
-                affinity = [{"matchExpressions": [
-                    {"key": LABEL_NODEPOOL, "operator": "In", "values": [config.nodepool_name]}
-                ]}]  # fmt: skip
-                create_pod(
-                    kube, ns_a, gpu_pod(act_target, "waits-placement", ns_a, run, node_affinity=affinity)
-                )
+                create_pod(kube, ns_a, gpu_pod(act_target, "waits-placement", ns_a, run,
+                                              node_affinity=in_pool(config.nodepool_name)))  # fmt: skip
                 eventually_unschedulable(kube, ns_a, "waits-placement")
                 second = diagnose(kube, prom_url, order)
         situations.append(
@@ -259,6 +262,39 @@ def eventually_expect_nothing_holds_a_gpu(kube: Kube) -> None:
                    what="no pod holding or waiting for a GPU")  # fmt: skip
     except WaitTimeout as exc:
         pytest.fail(f"precondition: GPU pods already hold or wait for GPUs: {exc.last}", pytrace=False)
+
+
+def eventually_expect_gpu_nodes_within_the_pools(kube: Kube, config: Any) -> None:
+    """Precondition: no more GPU nodes than the NodePools are meant to hold (an earlier act's empty node
+    is consolidated by Karpenter within its consolidateAfter), so every card the act counts is one it fills."""
+    want = {config.nodepool_name: config.whole_cards // config.gpus_per_node,
+            config.shared_nodepool_name: config.shared_cards}  # fmt: skip
+
+    def observe() -> dict[str, list[str]]:
+        pools: dict[str, list[str]] = {}
+        for n in kube.core.list_node().items:
+            pool = (n.metadata.labels or {}).get(LABEL_NODEPOOL)
+            if pool in want:
+                pools.setdefault(pool, []).append(n.metadata.name)
+        return pools
+
+    try:
+        eventually(observe, lambda p: all(len(p.get(k, [])) <= v for k, v in want.items()),
+                   timeout=timeouts.EMPTY_NODE_GONE, interval=5, what=f"GPU nodes per NodePool at most {want}")  # fmt: skip
+    except WaitTimeout as exc:
+        pytest.fail(
+            f"precondition: more GPU nodes than the NodePools hold ({want}): {exc.last}", pytrace=False
+        )
+
+
+def in_pool(pool: str) -> list[dict[str, Any]]:
+    return [{"matchExpressions": [{"key": LABEL_NODEPOOL, "operator": "In", "values": [pool]}]}]
+
+
+def on_node(kube: Kube, node: str) -> list[dict[str, Any]]:
+    """Required affinity for one node, by its hostname label (Karpenter's is the NodeClaim's name)."""
+    hostname = (kube.core.read_node(node).metadata.labels or {}).get(LABEL_HOSTNAME, node)
+    return [{"matchExpressions": [{"key": LABEL_HOSTNAME, "operator": "In", "values": [hostname]}]}]
 
 
 def create_pod(kube: Kube, namespace: str, body: dict[str, Any]) -> None:

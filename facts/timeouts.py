@@ -22,6 +22,7 @@ REPLACEMENT_NODE = 900.0
 COST_RECORDS = 300.0
 UNSCHEDULABLE = 60.0  # a new pod tried by the scheduler and found no node (PodScheduled False)
 DCGM_SERIES = 90.0  # every holder's DCGM series, with its profile's values, readable in Prometheus
+EMPTY_NODE_GONE = 300.0  # an empty node consolidated by Karpenter (the NodePools' consolidateAfter is 120s)
 HOLDER_GONE = 60.0  # a deleted pod gone and its devices freed (kwok's stop plus the Job's finalizer)
 
 # AWS teardown

@@ -34,7 +34,11 @@ def stats(node: str, uuid: str, holder: str | None, profile: str) -> GpuStats:
 
 
 def node(name: str, pool: str, resource: str, count: int, *extra: Taint) -> NodeFacts:
-    labels = {"karpenter.sh/nodepool": pool, "nvidia.com/gpu.replicas": "4" if resource == SHARED else "1"}
+    labels = {
+        "karpenter.sh/nodepool": pool,
+        "kubernetes.io/hostname": f"claim-{name}",
+        "nvidia.com/gpu.replicas": "4" if resource == SHARED else "1",
+    }
     return NodeFacts(name, labels, (GPU_TAINT, *extra), {resource: count})
 
 
@@ -57,6 +61,10 @@ def pod(
     )
 
 
+def term(key: str, value: str) -> list[dict]:
+    return [{"matchExpressions": [{"key": key, "operator": "In", "values": [value]}]}]
+
+
 SERVERS = ["a/server-0", "a/server-1", "a/server-2"]
 SERVER_HOLDERS = tuple(Holder("a", s.split("/")[1], "shared", {SHARED: 1}) for s in SERVERS)
 SERVER_STATS = tuple(stats("shared", "GPU-s", s, RESIDENT_MODEL) for s in SERVERS)
@@ -69,9 +77,9 @@ WL = WorkloadFacts(
 def first_step() -> tuple[list[PodFacts], Cluster]:
     pods = [
         pod("waits-memory", SHARED, node_name="shared"),
-        pod("waits-allocation", SHARED),
+        pod("waits-allocation", SHARED, affinity=term("kubernetes.io/hostname", "claim-shared")),
         pod("waits-two-causes", SHARED, tolerate=False),
-        pod("waits-application", GPU),
+        pod("waits-application", GPU, affinity=term("karpenter.sh/nodepool", "gpu-spot")),
     ]
     cluster = Cluster(
         nodes=(node("n-a", "gpu-spot", GPU, 1), node("n-b", "gpu-spot", GPU, 1), node("shared", "gpu-shared", SHARED, 4)),
