@@ -44,4 +44,11 @@ def test_placement_checked_before_allocation_fails_act_7_naming_the_two_causes_p
     code, acts, out = run_acts(tmp_path, ACT, env={"GPU_FINOPS_DIAGNOSIS_ORDER": PLACEMENT_FIRST})
     act = outcome(acts)
     assert code != 0 and act["outcome"] == "failed", out[-8000:]
-    assert "/waits-two-causes: first cause placement, expected allocation" in act["message"], act["message"]
+    verdict = act["verdict"]  # the message keeps only the tail of a long verdict; the verdict is whole
+    assert verdict and not verdict["holds"], act["message"][-3000:]
+    assert "/waits-two-causes: first cause placement, expected allocation" in verdict["observed"], verdict[
+        "observed"
+    ]
+    assert "first cause" not in verdict["observed"].replace("waits-two-causes: first cause", ""), verdict[
+        "observed"
+    ]
