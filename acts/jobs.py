@@ -5,8 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from acts.targets import Target
+from facts.kube_keys import ANNOTATION_GPU_PROFILE, ANNOTATION_SM_ACTIVE, GPU_RESOURCE
 
 RUN_LABEL = "gpu-finops.io/act-run"
+GPU_TOLERATION = {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
+# kwok's pod-ready stage waits this long (read from the pod's annotation) before it starts the containers
+NEVER_STARTS = "24h"
 
 
 def gpu_job(
@@ -21,11 +25,13 @@ def gpu_job(
     sm_active: float | None = None,
     resource: str = "nvidia.com/gpu",
     survives_eviction: bool = False,
+    profile: str | None = None,
 ) -> dict[str, Any]:
     """A one-GPU Job through the tenant's LocalQueue. `resource`: a whole card (nvidia.com/gpu) or a
     time-sliced replica (nvidia.com/gpu.shared). `survives_eviction`: a pod evicted by a drain (condition
     DisruptionTarget) is not counted as a failure and the Job makes a new pod, as a workload that must live
-    through a spot interruption would be written."""
+    through a spot interruption would be written. `profile`: the workload kind the GPU simulator reports
+    for the pod's card (finops.diagnose.profiles)."""
     labels = {"kueue.x-k8s.io/queue-name": queue, RUN_LABEL: run_id}
     if priority:
         labels["kueue.x-k8s.io/priority-class"] = priority
@@ -38,7 +44,9 @@ def gpu_job(
             "pod-complete.stage.kwok.x-k8s.io/jitter-delay": f"{seconds}s",
         }
     if sm_active is not None:
-        pod_annotations["gpu-finops.io/sm-active"] = str(sm_active)  # what the GPU simulator reports
+        pod_annotations[ANNOTATION_SM_ACTIVE] = str(sm_active)  # what the GPU simulator reports
+    if profile is not None:
+        pod_annotations[ANNOTATION_GPU_PROFILE] = profile
     container: dict[str, Any] = {
         "name": "gpu",
         "image": t.gpu_image,
@@ -69,9 +77,62 @@ def gpu_job(
                 "spec": {
                     "restartPolicy": "Never",
                     "containers": [container],
-                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                    "tolerations": [GPU_TOLERATION],
                     "terminationGracePeriodSeconds": 5,
                 },
             },
         },
+    }
+
+
+def gpu_pod(
+    t: Target,
+    name: str,
+    namespace: str,
+    run_id: str,
+    *,
+    resource: str = GPU_RESOURCE,
+    profile: str | None = None,
+    tolerate_gpu_taint: bool = True,
+    node_affinity: list[dict[str, Any]] | None = None,
+    never_starts: bool = False,
+) -> dict[str, Any]:
+    """A bare one-GPU pod, outside Kueue (no queue label; Kueue manages Jobs only): the scheduler alone
+    decides where it runs, and it runs until deleted. `node_affinity`: required nodeSelectorTerms.
+    `never_starts` (kwok only): bound by the scheduler, its containers never start (see act 7)."""
+    annotations: dict[str, str] = {}
+    if profile is not None:
+        annotations[ANNOTATION_GPU_PROFILE] = profile
+    if never_starts and t.simulated:
+        annotations["pod-ready.stage.kwok.x-k8s.io/delay"] = NEVER_STARTS
+        annotations["pod-ready.stage.kwok.x-k8s.io/jitter-delay"] = NEVER_STARTS
+    container: dict[str, Any] = {
+        "name": "gpu",
+        "image": t.gpu_image,
+        "resources": {"limits": {resource: "1"}, "requests": {resource: "1"}},
+    }
+    if not t.simulated:
+        container["command"] = ["/bin/sh", "-c", "/cuda-samples/vectorAdd && sleep infinity"]
+    spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "containers": [container],
+        "tolerations": [GPU_TOLERATION] if tolerate_gpu_taint else [],
+        "terminationGracePeriodSeconds": 5,
+    }
+    if node_affinity is not None:
+        spec["affinity"] = {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": node_affinity}
+            }
+        }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {RUN_LABEL: run_id},
+            "annotations": annotations,
+        },
+        "spec": spec,
     }

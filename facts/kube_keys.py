@@ -35,6 +35,9 @@ LABEL_ACT_RUN = "gpu-finops.io/act-run"
 LABEL_TENANT = "gpu-finops.io/tenant"
 LABEL_POOL = "gpu-finops.io/pool"
 ANNOTATION_SM_ACTIVE = "gpu-finops.io/sm-active"  # what a simulated workload keeps its SMs busy at (0..1)
+# a simulated workload's kind (resident-model | data-starved | busy-trainer | small-batch-server): the GPU
+# simulator reports that profile's DCGM values for the GPU the pod holds (finops.diagnose.profiles)
+ANNOTATION_GPU_PROFILE = "gpu-finops.io/gpu-profile"
 ANNOTATION_CONTROLLER_ROLE = "gpu-finops.io/controller-role"
 
 

@@ -20,6 +20,10 @@ TIMESLICED_RUN = 180.0  # four replica pods, once the first is bound, to run tog
 INTERRUPTION_CORDON = 300.0
 REPLACEMENT_NODE = 900.0
 COST_RECORDS = 300.0
+UNSCHEDULABLE = 60.0  # a new pod tried by the scheduler and found no node (PodScheduled False)
+DCGM_SERIES = 90.0  # every holder's DCGM series, with its profile's values, readable in Prometheus
+EMPTY_NODE_GONE = 300.0  # an empty node consolidated by Karpenter (the NodePools' consolidateAfter is 120s)
+HOLDER_GONE = 60.0  # a deleted pod gone and its devices freed (kwok's stop plus the Job's finalizer)
 
 # AWS teardown
 AWS_DELETE = 900.0  # one resource from delete call to gone (NAT gateways take minutes)

@@ -1,85 +1,179 @@
 """The GPU simulator for kwok GPU nodes: DCGM-shaped series per GPU per node, driven by what the pods on
-each node declare, exported only where the metrics CSV exports them (as dcgm-exporter does)."""
+each node declare, exported only where the metrics CSV exports them (as dcgm-exporter does).
+
+A Running pod that holds a GPU declares its load with annotations: `gpu-finops.io/gpu-profile` (a
+workload kind from `finops.diagnose.profiles`: resident-model, data-starved, busy-trainer,
+small-batch-server) gives every DCGM field that kind's value; `gpu-finops.io/sm-active` sets SM_ACTIVE
+(alone, the other fields follow from it). Which physical card a pod holds comes from the simulated device
+plugin's allocation (the kubelet's pod-resources answer: `GPU-<uuid>` or `GPU-<uuid>::<replica>`), so the
+time-sliced holders of one card are all reported on that card, one series per holder, as dcgm-exporter
+does with pod labels; a pod the allocation does not show yet takes the first card nobody holds.
+"""
 
 from __future__ import annotations
 
+import json
+import logging
 import threading
 import time
+import urllib.request
 from typing import Any
 
 from facts import dcgm
-from facts.kube_keys import GPU_RESOURCE, LABEL_GPU_COUNT
+from facts.kube_keys import ANNOTATION_GPU_PROFILE, ANNOTATION_SM_ACTIVE, GPU_RESOURCE, LABEL_GPU_COUNT
+from finops.diagnose.profiles import UNHELD, profile_values
 from finops.kube import Kube
 from harness.observe import is_gpu_node
 from local.dcgm_sim import DcgmSimulator, SimGpu
 from local.device_plugin import gpu_uuid
 
-SM_ACTIVE_ANNOTATION = "gpu-finops.io/sm-active"  # what a simulated workload keeps its SMs busy at (0..1)
+log = logging.getLogger(__name__)
+
+SM_ACTIVE_ANNOTATION = ANNOTATION_SM_ACTIVE  # kept: act 6 and older callers name it here
+PodDevices = dict[tuple[str, str], tuple[str, ...]]  # (namespace, pod) -> physical GPU UUIDs it holds
 
 
-def gpus_from_cluster(nodes: list[Any], pods: list[Any]) -> list[SimGpu]:
-    """One SimGpu per physical GPU on each GPU node; a GPU held by a Running pod reports that pod's load."""
-    running: dict[str, list[Any]] = {}
-    for p in pods:
-        if p.status.phase == "Running" and p.spec.node_name:
-            running.setdefault(p.spec.node_name, []).append(p)
-    out = []
-    for n in nodes:
-        labels = n.metadata.labels or {}
-        # physical cards: GFD's count (time-slicing multiplies what the node advertises, not the cards)
-        count = int(labels.get(LABEL_GPU_COUNT) or str((n.status.capacity or {}).get(GPU_RESOURCE, "0")))
-        holders = [
-            p
-            for p in running.get(n.metadata.name, [])
-            if any(
-                any(r == GPU_RESOURCE or r.startswith(GPU_RESOURCE + ".") for r in (c.resources.limits or {}))
-                for c in p.spec.containers
-                if c.resources
-            )
+def devices_from_pod_resources(body: dict[str, Any]) -> PodDevices:
+    """The kubelet pod-resources v1 List answer -> the physical cards per pod (a replica id's card)."""
+    out: PodDevices = {}
+    for entry in body.get("podResources") or ():
+        ids = [
+            d.split("::", 1)[0]
+            for c in entry.get("containers") or ()
+            for dev in c.get("devices") or ()
+            if str(dev.get("resourceName", "")).startswith(GPU_RESOURCE)
+            for d in dev.get("deviceIds") or ()
         ]
-        for i in range(count):
-            uuid = gpu_uuid(n.metadata.name, i)  # the UUID the device plugin hands out for this card
-            pod = holders[i] if i < len(holders) else None
-            if pod is None:
-                values = {
-                    dcgm.GPU_UTIL: 0.0,
-                    dcgm.SM_ACTIVE: 0.0,
-                    dcgm.SM_OCCUPANCY: 0.0,
-                    dcgm.POWER_USAGE: 70.0,
-                    dcgm.SM_CLOCK: 210.0,
-                    dcgm.FB_USED: 0.0,
-                    dcgm.FB_FREE: 46068.0,
-                }
-                holder = None
-            else:
-                sm = float((pod.metadata.annotations or {}).get(SM_ACTIVE_ANNOTATION, "0.5"))
-                values = {
-                    dcgm.GPU_UTIL: 100.0,
-                    dcgm.SM_ACTIVE: sm,
-                    dcgm.SM_OCCUPANCY: round(sm * 0.6, 4),
-                    dcgm.POWER_USAGE: 80.0 + 270.0 * sm,
-                    dcgm.SM_CLOCK: 1980.0,
-                    dcgm.FB_USED: 12000.0,
-                    dcgm.FB_FREE: 34068.0,
-                }
-                holder = (pod.metadata.namespace, pod.metadata.name, pod.spec.containers[0].name)
-            out.append(SimGpu(n.metadata.name, i, uuid, values=values, pod=holder))
+        if ids:
+            out[(entry["namespace"], entry["name"])] = tuple(dict.fromkeys(ids))
     return out
 
 
-class ClusterGpuSimulator:
-    """Refreshes a DcgmSimulator from the cluster every `period` seconds on a background thread."""
+def holder_values(annotations: dict[str, str], pod: str = "") -> dict[str, float]:
+    """DCGM values for a GPU held by a pod with these annotations (see the module docstring)."""
+    profile = annotations.get(ANNOTATION_GPU_PROFILE)
+    sm_text = annotations.get(ANNOTATION_SM_ACTIVE)
+    if profile:
+        try:
+            values = profile_values(profile)
+        except ValueError as exc:  # a typo in an annotation: said, and the pod reports the default load
+            log.error("pod %s: %s", pod, exc)
+        else:
+            if sm_text is not None:
+                values[dcgm.SM_ACTIVE] = float(sm_text)
+            return values
+    sm = float(sm_text) if sm_text is not None else 0.5
+    return {
+        dcgm.GPU_UTIL: 100.0,
+        dcgm.SM_ACTIVE: sm,
+        dcgm.SM_OCCUPANCY: round(sm * 0.6, 4),
+        dcgm.POWER_USAGE: 80.0 + 270.0 * sm,
+        dcgm.SM_CLOCK: 1980.0,
+        dcgm.FB_USED: 12000.0,
+        dcgm.FB_FREE: 34068.0,
+    }
 
-    def __init__(self, kube: Kube, exported_fields: frozenset[str], period: float = 1.0):
+
+def _holds_gpu(pod: Any) -> bool:
+    return any(
+        any(r == GPU_RESOURCE or r.startswith(GPU_RESOURCE + ".") for r in (c.resources.limits or {}))
+        for c in pod.spec.containers
+        if c.resources
+    )
+
+
+def gpus_from_cluster(
+    nodes: list[Any], pods: list[Any], devices: dict[str, PodDevices] | None = None
+) -> list[SimGpu]:
+    """One SimGpu per physical GPU on each GPU node, or one per holder of a shared card; a GPU held by a
+    Running pod reports that pod's load. `devices`: node -> the device plugin's allocation on it."""
+    running: dict[str, list[Any]] = {}
+    for p in pods:
+        if p.status.phase == "Running" and p.spec.node_name and _holds_gpu(p):
+            running.setdefault(p.spec.node_name, []).append(p)
+    out = []
+    for n in nodes:
+        name = n.metadata.name
+        labels = n.metadata.labels or {}
+        # physical cards: GFD's count (time-slicing multiplies what the node advertises, not the cards)
+        count = int(labels.get(LABEL_GPU_COUNT) or str((n.status.capacity or {}).get(GPU_RESOURCE, "0")))
+        index_of = {gpu_uuid(name, i): i for i in range(count)}  # the UUIDs the device plugin hands out
+        allocated = (devices or {}).get(name) or {}
+        on_card: dict[int, list[Any]] = {i: [] for i in range(count)}
+        unplaced = []
+        for pod in running.get(name, []):
+            cards = [
+                index_of[u]
+                for u in allocated.get((pod.metadata.namespace, pod.metadata.name), ())
+                if u in index_of
+            ]
+            if cards:
+                for i in cards:
+                    on_card[i].append(pod)
+            else:
+                unplaced.append(pod)
+        for pod in unplaced:  # no allocation seen for it: the first card nobody holds, as before
+            free = next((i for i in range(count) if not on_card[i]), None)
+            if free is not None:
+                on_card[free].append(pod)
+        for i in range(count):
+            uuid = gpu_uuid(name, i)
+            if not on_card[i]:
+                out.append(SimGpu(name, i, uuid, values=profile_values(UNHELD)))
+            for pod in on_card[i]:
+                key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+                out.append(
+                    SimGpu(
+                        name,
+                        i,
+                        uuid,
+                        values=holder_values(pod.metadata.annotations or {}, key),
+                        pod=(pod.metadata.namespace, pod.metadata.name, pod.spec.containers[0].name),
+                    )
+                )
+    return out
+
+
+def read_pod_resources(url: str, node: str, timeout: float = 5.0) -> PodDevices:
+    """The device plugin's allocation on one node, from its pod-resources endpoint."""
+    with urllib.request.urlopen(f"{url}/v1/nodes/{node}/pod-resources", timeout=timeout) as r:
+        return devices_from_pod_resources(json.loads(r.read()))
+
+
+class ClusterGpuSimulator:
+    """Refreshes a DcgmSimulator from the cluster every `period` seconds on a background thread.
+
+    `pod_resources_url`: the simulated device plugin's pod-resources endpoint (the local target's
+    `pod_resources_url`); without it, or when it does not answer, holders take cards in order."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        exported_fields: frozenset[str],
+        period: float = 1.0,
+        pod_resources_url: str | None = None,
+    ):
         self.kube, self.period = kube, period
+        self.pod_resources_url = pod_resources_url
         self.sim = DcgmSimulator(exported_fields)
         self._stop = threading.Event()
         self.server = None
 
+    def devices(self, nodes: list[Any]) -> dict[str, PodDevices]:
+        if not self.pod_resources_url:
+            return {}
+        out = {}
+        for n in nodes:
+            try:
+                out[n.metadata.name] = read_pod_resources(self.pod_resources_url, n.metadata.name)
+            except OSError as exc:  # not answering: this node's holders take cards in order
+                log.warning("pod-resources for %s: %s", n.metadata.name, exc)
+        return out
+
     def refresh(self) -> None:
         nodes = [n for n in self.kube.core.list_node().items if is_gpu_node(n)]
         pods = self.kube.core.list_pod_for_all_namespaces().items
-        self.sim.set_gpus(gpus_from_cluster(nodes, pods))
+        self.sim.set_gpus(gpus_from_cluster(nodes, pods, self.devices(nodes)))
 
     def start(self, port: int = 0) -> int:
         self.refresh()

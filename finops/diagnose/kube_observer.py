@@ -7,6 +7,7 @@ through the same parser.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from finops.diagnose.model import (
@@ -251,12 +252,15 @@ class KubeObserver:
         return [as_json(p) for p in items]
 
     def _events(self, namespace: str | None) -> list[Any]:
+        """Raw JSON: the client's events.k8s.io model rejects an event without eventTime, which every
+        event written through core/v1 (kwok's, Karpenter's, older components') reads back as."""
         ev = self.kube.events
-        return (
-            ev.list_namespaced_event(namespace).items
+        resp = (
+            ev.list_namespaced_event(namespace, _preload_content=False)
             if namespace
-            else ev.list_event_for_all_namespaces().items
+            else ev.list_event_for_all_namespaces(_preload_content=False)
         )
+        return json.loads(resp.data).get("items", [])
 
     def _workloads(self, namespace: str | None) -> list[dict[str, Any]]:
         custom = self.kube.custom

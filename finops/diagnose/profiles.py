@@ -8,8 +8,9 @@ thresholds in `finops.diagnose.activity`, so each profile classifies as its name
 from __future__ import annotations
 
 from facts import dcgm
+from facts.kube_keys import ANNOTATION_GPU_PROFILE
 
-PROFILE_ANNOTATION = "gpu-finops.io/gpu-profile"
+PROFILE_ANNOTATION = ANNOTATION_GPU_PROFILE
 
 RESIDENT_MODEL = "resident-model"  # a serving pod with a large model warm in VRAM and little traffic
 DATA_STARVED = "data-starved"  # a trainer waiting on a slow data source

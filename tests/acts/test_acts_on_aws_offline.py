@@ -13,7 +13,7 @@ from pathlib import Path
 from local.prometheus_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-ACTS = 6
+ACTS = 7
 
 
 def run_acts(tmp_path: Path, env: dict[str, str], *extra: str) -> tuple[int, dict, str]:

@@ -3,7 +3,9 @@ them through the same list/read calls the observers make."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 from kubernetes import client as k
@@ -189,14 +191,24 @@ class _Core:
 
 
 class _Events:
+    """events.k8s.io/v1 lists. With _preload_content=False (what the observer asks) the raw JSON body, as
+    the API serves it: events written through core/v1 come back without eventTime (`raw_events`)."""
+
     def __init__(self, state: FakeKube):
         self.s = state
 
-    def list_namespaced_event(self, namespace):
-        return k.EventsV1EventList(items=[e for e in self.s.event_items if e.metadata.namespace == namespace])
+    def _answer(self, items, preload: bool):
+        if preload:
+            return k.EventsV1EventList(items=items)
+        body = [k.ApiClient().sanitize_for_serialization(e) for e in items] + list(self.s.raw_events)
+        return SimpleNamespace(data=json.dumps({"items": body}).encode())
 
-    def list_event_for_all_namespaces(self):
-        return k.EventsV1EventList(items=self.s.event_items)
+    def list_namespaced_event(self, namespace, _preload_content=True):
+        items = [e for e in self.s.event_items if e.metadata.namespace == namespace]
+        return self._answer(items, _preload_content)
+
+    def list_event_for_all_namespaces(self, _preload_content=True):
+        return self._answer(self.s.event_items, _preload_content)
 
 
 class _Custom:
@@ -226,8 +238,9 @@ class _Batch:
 class FakeKube:
     """Stands in for finops.kube.Kube: the same .core/.events/.custom/.batch surfaces."""
 
-    def __init__(self, *, nodes=(), pods=(), events=(), workloads=(), jobs=(), down=False):
+    def __init__(self, *, nodes=(), pods=(), events=(), workloads=(), jobs=(), down=False, raw_events=()):
         self.nodes, self.pods, self.event_items = list(nodes), list(pods), list(events)
+        self.raw_events = list(raw_events)  # JSON events the client's model would reject (no eventTime)
         self.workloads, self.jobs, self.down = list(workloads), list(jobs), down
         self.core, self.events = _Core(self), _Events(self)
         self.custom, self.batch = _Custom(self), _Batch(self)

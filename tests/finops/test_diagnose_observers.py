@@ -259,3 +259,30 @@ def test_against_a_real_prometheus(sim, prometheus):
     hs = holders([ks.pod("llm", phase="Running", node="diag-a", gpus=2)])
     d = diagnose_pod(pod_facts(ks.pod("waiting")), Cluster(tuple(nodes), tuple(hs), (), tuple(rows)))
     assert d.first_cause == "allocation" and "holder:team-a/llm" in d.first.key_evidence
+
+
+def test_kube_observer_reads_events_written_through_core_v1_which_have_no_event_time():
+    """kwok's and Karpenter's events come back from events.k8s.io/v1 with eventTime null; the client's model
+    rejects those, so the observer reads the raw JSON (found on the local target by act 7)."""
+    kube = situation()
+    kube.event_items = []
+    kube.raw_events = [
+        {
+            "metadata": {"namespace": "team-a", "name": "e1", "creationTimestamp": "2026-11-30T16:00:00Z"},
+            "eventTime": None,
+            "reason": "Created",
+            "note": "Created container",
+            "regarding": {"kind": "Pod", "namespace": "team-a", "name": "llm"},
+        },
+        {
+            "metadata": {"namespace": "team-a", "name": "e2", "creationTimestamp": "2026-11-30T16:00:01Z"},
+            "eventTime": None,
+            "deprecatedLastTimestamp": "2026-11-30T16:00:01Z",
+            "reason": "FailedScheduling",
+            "note": "0/3 nodes are available: 3 Insufficient nvidia.com/gpu.",
+            "regarding": {"kind": "Pod", "namespace": "team-a", "name": "train-x"},
+        },
+    ]
+    pods, *_ = KubeObserver(kube).observe(None)
+    train = next(p for p in pods if p.name == "train-x")
+    assert train.scheduler_message == "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."

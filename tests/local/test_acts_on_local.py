@@ -70,6 +70,8 @@ ACTS = {
         "acts/test_05_spot_interruption.py"
     ),
     "test_every_record_has_gpu_util_sm_active_cost_and_idle_share": "acts/test_06_cost_collection.py",
+    # act 7's own mutation lives in tests/local/test_act_7_on_local.py
+    "test_each_waiting_gpu_pod_is_diagnosed_with_the_cause_it_was_built_with": "acts/test_07_diagnosis.py",
 }
 
 

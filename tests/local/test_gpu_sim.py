@@ -1,0 +1,102 @@
+"""The cluster-driven GPU simulator: a pod's profile drives its card's DCGM values, time-sliced holders
+are reported on the card the device plugin gave them, and the old annotation and fallback still work."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace as NS
+
+from facts import dcgm
+from finops.diagnose.profiles import DATA_STARVED, RESIDENT_MODEL, profile_values
+from local.device_plugin import gpu_uuid
+from local.gpu_sim import devices_from_pod_resources, gpus_from_cluster
+
+
+def node(name: str, cards: int) -> NS:
+    return NS(
+        metadata=NS(name=name, labels={"nvidia.com/gpu.count": str(cards)}),
+        status=NS(capacity={"nvidia.com/gpu": str(cards)}),
+    )
+
+
+def pod(
+    name: str, on: str, annotations: dict[str, str], *, phase: str = "Running", res: str = "nvidia.com/gpu"
+):
+    return NS(
+        metadata=NS(namespace="ns", name=name, annotations=annotations),
+        spec=NS(node_name=on, containers=[NS(name="gpu", resources=NS(limits={res: "1"}))]),
+        status=NS(phase=phase),
+    )
+
+
+def answer(node_name: str, entries: dict[str, str]) -> dict:
+    """A pod-resources List answer: pod -> device id."""
+    return {
+        "podResources": [
+            {
+                "namespace": "ns",
+                "name": p,
+                "containers": [
+                    {"name": "gpu", "devices": [{"resourceName": "nvidia.com/gpu.shared", "deviceIds": [d]}]}
+                ],
+            }
+            for p, d in entries.items()
+        ]
+    }
+
+
+def test_a_profile_annotation_drives_every_field_of_its_card():
+    (gpu,) = gpus_from_cluster(
+        [node("n1", 1)], [pod("llm", "n1", {"gpu-finops.io/gpu-profile": RESIDENT_MODEL})]
+    )
+    assert gpu.pod == ("ns", "llm", "gpu")
+    assert gpu.values == profile_values(RESIDENT_MODEL)
+
+
+def test_sm_active_annotation_still_sets_sm_alone_and_overrides_a_profile():
+    (alone,) = gpus_from_cluster([node("n1", 1)], [pod("a", "n1", {"gpu-finops.io/sm-active": "0.4582"})])
+    assert alone.values[dcgm.SM_ACTIVE] == 0.4582 and alone.values[dcgm.GPU_UTIL] == 100.0
+    (both,) = gpus_from_cluster(
+        [node("n1", 1)],
+        [pod("b", "n1", {"gpu-finops.io/gpu-profile": DATA_STARVED, "gpu-finops.io/sm-active": "0.3"})],
+    )
+    assert (
+        both.values[dcgm.SM_ACTIVE] == 0.3
+        and both.values[dcgm.FB_USED] == profile_values(DATA_STARVED)[dcgm.FB_USED]
+    )
+
+
+def test_an_unknown_profile_falls_back_to_the_default_load_rather_than_stopping_the_simulator():
+    (gpu,) = gpus_from_cluster(
+        [node("n1", 1)], [pod("typo", "n1", {"gpu-finops.io/gpu-profile": "resident"})]
+    )
+    assert gpu.values[dcgm.SM_ACTIVE] == 0.5
+
+
+def test_time_sliced_holders_are_reported_on_the_card_the_device_plugin_gave_them():
+    n = node("shared", 2)
+    u0, u1 = gpu_uuid("shared", 0), gpu_uuid("shared", 1)
+    devices = {"shared": devices_from_pod_resources(answer("shared", {"a": f"{u1}::0", "b": f"{u1}::3"}))}
+    pods = [
+        pod("a", "shared", {"gpu-finops.io/gpu-profile": RESIDENT_MODEL}, res="nvidia.com/gpu.shared"),
+        pod("b", "shared", {"gpu-finops.io/gpu-profile": RESIDENT_MODEL}, res="nvidia.com/gpu.shared"),
+    ]
+    gpus = gpus_from_cluster([n], pods, devices)
+    by_card = {(g.uuid, g.pod[1] if g.pod else None) for g in gpus}
+    assert by_card == {(u0, None), (u1, "a"), (u1, "b")}  # card 0 unheld, both replicas on card 1
+
+
+def test_without_an_allocation_holders_take_the_first_free_cards_and_pending_pods_hold_nothing():
+    pods = [
+        pod("late", "n1", {}, phase="Pending"),
+        pod("first", "n1", {}),
+        pod("second", "n1", {}),
+        pod("third", "n1", {}),  # more holders than cards: not reported, as before
+    ]
+    gpus = gpus_from_cluster([node("n1", 2)], pods, {})
+    assert [(g.index, g.pod[1]) for g in gpus if g.pod] == [(0, "first"), (1, "second")]
+
+
+def test_pod_resources_keep_the_physical_card_once_per_pod():
+    body = answer("n", {"p": "GPU-abc::1"})
+    body["podResources"][0]["containers"][0]["devices"][0]["deviceIds"] = ["GPU-abc::1", "GPU-abc::2"]
+    assert devices_from_pod_resources(body) == {("ns", "p"): ("GPU-abc",)}
