@@ -1,6 +1,6 @@
 """The acts, for real, on the local rehearsal target — and proof that each can fail there.
 
-Brings the local target up once (binaries cached outside the clone), runs the six acts as a user does
+Brings the local target up once (binaries cached outside the clone), runs the seven acts as a user does
 (`pytest acts --target=local`, a skip counting as a failure), then breaks, one at a time, the thing each act
 exists to catch, and asserts the act fails for that precise reason: an on-demand-only NodePool (act 1),
 quota two per tenant (act 2), no preemption policy (act 3), a device plugin that gives one replica (act 4),
@@ -75,7 +75,7 @@ ACTS = {
 }
 
 
-def test_all_six_acts_pass_on_the_local_target_and_none_is_skipped(local_cluster, tmp_path):
+def test_all_seven_acts_pass_on_the_local_target_and_none_is_skipped(local_cluster, tmp_path):
     code, acts, out = run_acts(tmp_path, env={"GPU_FINOPS_REQUIRE_ALL_ACTS": "1"})
     assert code == 0, out[-8000:]
     outcomes = {name.split("::")[-1]: a["outcome"] for name, a in acts.items()}
