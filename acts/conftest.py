@@ -19,6 +19,7 @@ from acts.targets import Target, broken_stack, target, unavailable_reason
 from assertions.verdict import Verdict
 from facts import timeouts
 from facts.config import load_config
+from facts.kube_keys import KUEUE_GROUP, LABEL_ACT_RUN
 from finops.kube import Kube
 
 REPORT_DIR = Path(os.environ.get("GPU_FINOPS_REPORT_DIR", "reports"))
@@ -101,12 +102,12 @@ def tenant_namespaces(kube: Kube, config) -> Iterator[dict[str, str]]:
             {
                 "apiVersion": "v1",
                 "kind": "Namespace",
-                "metadata": {"name": ns, "labels": {"gpu-finops.io/act-run": run}},
+                "metadata": {"name": ns, "labels": {LABEL_ACT_RUN: run}},
             }
         )
         objs.append(
             {
-                "apiVersion": "kueue.x-k8s.io/v1beta2",
+                "apiVersion": f"{KUEUE_GROUP}/v1beta2",
                 "kind": "LocalQueue",
                 "metadata": {"name": tenant, "namespace": ns},
                 "spec": {"clusterQueue": tenant},

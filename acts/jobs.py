@@ -5,9 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from acts.targets import Target
-from facts.kube_keys import ANNOTATION_GPU_PROFILE, ANNOTATION_SM_ACTIVE, GPU_RESOURCE
+from facts.kube_keys import (
+    ANNOTATION_GPU_PROFILE,
+    ANNOTATION_SM_ACTIVE,
+    GPU_RESOURCE,
+    LABEL_ACT_RUN,
+    LABEL_PRIORITY_CLASS,
+    LABEL_QUEUE_NAME,
+)
 
-RUN_LABEL = "gpu-finops.io/act-run"
+RUN_LABEL = LABEL_ACT_RUN
 GPU_TOLERATION = {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
 # kwok's pod-ready stage waits this long (read from the pod's annotation) before it starts the containers
 NEVER_STARTS = "24h"
@@ -23,7 +30,7 @@ def gpu_job(
     seconds: int = 30,
     priority: str | None = None,
     sm_active: float | None = None,
-    resource: str = "nvidia.com/gpu",
+    resource: str = GPU_RESOURCE,
     survives_eviction: bool = False,
     profile: str | None = None,
 ) -> dict[str, Any]:
@@ -32,9 +39,9 @@ def gpu_job(
     DisruptionTarget) is not counted as a failure and the Job makes a new pod, as a workload that must live
     through a spot interruption would be written. `profile`: the workload kind the GPU simulator reports
     for the pod's card (finops.diagnose.profiles)."""
-    labels = {"kueue.x-k8s.io/queue-name": queue, RUN_LABEL: run_id}
+    labels = {LABEL_QUEUE_NAME: queue, RUN_LABEL: run_id}
     if priority:
-        labels["kueue.x-k8s.io/priority-class"] = priority
+        labels[LABEL_PRIORITY_CLASS] = priority
     pod_annotations = {}
     if t.simulated:
         # kwok's pod-complete stage: the pod stays Running this long, then Succeeds.
