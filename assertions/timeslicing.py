@@ -3,7 +3,7 @@ once, on one GPU UUID, and each ran to success."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from assertions.decide import decide
@@ -25,6 +25,7 @@ class TimeSlicingObs:
     replicas: int = 4
     observed_at: datetime | None = None
     flavor: str = "gpu-shared"  # the ResourceFlavor replicas are admitted on
+    replaced: dict[str, str] = field(default_factory=dict)  # pods disrupted before running -> reason
 
 
 def physical(device: str) -> str:
@@ -120,4 +121,5 @@ def check_timeslicing(o: TimeSlicingObs) -> Verdict:
         node=n.name,
         pods={p.name: list(p.devices) for p in pods},
         uuids=cards_seen,
+        replaced_pods=o.replaced,
     )
