@@ -92,7 +92,7 @@ destroy: setup ## NodePools first, then addons -> cluster -> network, then verif
 	$(VENV)/bin/gpu-finops infra destroy
 	$(VENV)/bin/gpu-finops teardown destroy $(TEARDOWN_ARGS)
 
-bench: setup ## benchmarks (figures and ratios, never pass/fail): synth, collector, teardown verify
+bench: setup ## benchmarks (figures and ratios, never pass/fail): synth, collector, teardown verify, ledger
 	$(VENV)/bin/python -m benchmarks
 
 local-up: setup ## build (cached) and start the local rehearsal cluster

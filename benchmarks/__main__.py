@@ -1,5 +1,6 @@
 """Benchmarks: synthesis time, one collector cycle at fleet scale against real Prometheus, teardown verify
-over a large account. Prints figures; asserts nothing (a noisy machine's absolute time is not a test)."""
+over a large account, and the ledger (`python -m benchmarks ledger --help`: `ledger month` over a
+backfilled month, rule evaluation per step). Prints figures; asserts nothing (a noisy machine's absolute time is not a test)."""
 
 from __future__ import annotations
 
@@ -170,14 +171,27 @@ def bench_verify(resources: int) -> None:
 
 
 def main() -> None:
+    import sys
+
+    if sys.argv[1:2] == ["ledger"]:  # `python -m benchmarks ledger --gpus N --days D [--quick]`
+        from benchmarks.ledger import main as ledger_main
+
+        ledger_main(sys.argv[2:])
+        return
     parser = argparse.ArgumentParser()
     parser.add_argument("--synth-runs", type=int, default=3)
     parser.add_argument("--gpus", type=int, nargs="*", default=[1000, 10000])
     parser.add_argument("--verify-resources", type=int, default=2000)
+    parser.add_argument(
+        "--ledger-quick", action="store_true", help="the ledger benchmarks at their quick size"
+    )
     args = parser.parse_args()
     bench_synth(args.synth_runs)
     bench_collector(args.gpus)
     bench_verify(args.verify_resources)
+    from benchmarks.ledger import main as ledger_main
+
+    ledger_main(["--quick"] if args.ledger_quick else [])
 
 
 if __name__ == "__main__":
