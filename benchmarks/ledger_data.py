@@ -171,17 +171,17 @@ class Fleet:
 
 
 def node_counts(nodes: int) -> dict[str, int]:
-    """Nodes per kind by largest remainder, at least one of each kind (taken from training stepping)."""
-    if nodes < len(NODE_KINDS) + 1:
-        raise ValueError(f"need at least {8 * (len(NODE_KINDS) + 1)} GPUs for one node of each kind")
-    quotas = {k: Decimal(str(w)) * nodes for k, w in NODE_KINDS.items()}
+    """Nodes per kind: one of each, the rest by largest remainder of the kinds' shares."""
+    if nodes < len(NODE_KINDS):
+        raise ValueError(
+            f"need at least {8 * len(NODE_KINDS)} GPUs for one node of each kind, got {8 * nodes}"
+        )
+    rest = nodes - len(NODE_KINDS)
+    quotas = {k: Decimal(str(w)) * rest for k, w in NODE_KINDS.items()}
     counts = {k: int(q) for k, q in quotas.items()}
-    for k in sorted(quotas, key=lambda k: -(quotas[k] - counts[k]))[: nodes - sum(counts.values())]:
+    for k in sorted(quotas, key=lambda k: -(quotas[k] - counts[k]))[: rest - sum(counts.values())]:
         counts[k] += 1
-    for k in counts:
-        if counts[k] == 0:
-            counts[k], counts["stepping"] = 1, counts["stepping"] - 1
-    return counts
+    return {k: c + 1 for k, c in counts.items()}
 
 
 def fleet_exposition(gpus: int) -> tuple[dict[str, bytes], Fleet]:
