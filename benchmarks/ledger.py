@@ -4,124 +4,33 @@ recording rules' evaluation time per step over a scraped 10,000-GPU fleet. Print
 
 from __future__ import annotations
 
+import json
 import os
-import re
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from resource import RUSAGE_SELF, getrusage
 
 import yaml
 
 from benchmarks.ledger_data import fleet_exposition, month_openmetrics
+from benchmarks.processes import MIB, mib, own_metrics, peak_rss, prometheus, self_maxrss, serve, tool
 from facts import timeouts
 from finops.ledger import accounting, render, rules, source
 from finops.ledger.conventions import interval_seconds
 from finops.promql import PrometheusClient
 from harness.waits import eventually
-from local.prometheus_server import free_port
 
 MONTH_START = datetime(2026, 7, 1, tzinfo=UTC)
-MIB = 2**20
 
 
 class BenchmarkDataError(RuntimeError):
     """Prometheus does not hold what the benchmark generated: the figures would measure nothing."""
-
-
-def _tool(name: str) -> str:
-    path = shutil.which(name)
-    if not path:
-        raise FileNotFoundError(
-            f"{name} not found on PATH; `make setup` installs Debian's prometheus package"
-        )
-    return path
-
-
-@contextmanager
-def prometheus(workdir: Path, config: dict, data: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """Debian's Prometheus on a free loopback port; yields (url, process). Retention is long because it
-    counts back from the newest block and a backfilled month lies in the past."""
-    (workdir / "prometheus.yml").write_text(yaml.safe_dump(config))
-    port = free_port()
-    log_path = workdir / "prometheus.log"
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            [
-                _tool("prometheus"),
-                f"--config.file={workdir / 'prometheus.yml'}",
-                f"--storage.tsdb.path={data}",
-                f"--web.listen-address=127.0.0.1:{port}",
-                "--storage.tsdb.retention.time=10y",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        url = f"http://127.0.0.1:{port}"
-        client = PrometheusClient(url, retry_for=1)
-
-        def observe() -> str:
-            if process.poll() is not None:
-                raise RuntimeError(f"prometheus exited {process.returncode}: {log_path.read_text()[-2000:]}")
-            return "ready" if client.ready() else "not ready"
-
-        try:
-            eventually(
-                observe,
-                lambda s: s == "ready",
-                timeout=timeouts.PROM_READY * 3,
-                interval=0.2,
-                what=f"{url} ready",
-            )
-            yield url, process
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
-def own_metrics(url: str) -> dict[str, float]:
-    """Prometheus' own /metrics as {'name{labels}': value} (summaries and histograms included)."""
-    text = urllib.request.urlopen(f"{url}/metrics", timeout=timeouts.PROM_QUERY).read().decode()
-    out = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            key, _, value = line.rpartition(" ")
-            out[key] = float(value)
-    return out
-
-
-def peak_rss(pid: int) -> int:
-    """A process' peak resident set (VmHWM) in bytes, from /proc."""
-    match = re.search(r"^VmHWM:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text(), re.M)
-    if not match:
-        raise RuntimeError(f"/proc/{pid}/status has no VmHWM line")
-    return int(match.group(1)) * 1024
-
-
-def _self_maxrss() -> int:
-    return getrusage(RUSAGE_SELF).ru_maxrss * 1024  # kB on Linux
-
-
-def _mib(n: float) -> str:
-    return f"{n / MIB:,.0f} MiB"
-
-
-# --- (a) ledger month over a backfilled month -------------------------------------------------------
 
 
 class SampleCountingClient(source.RangeClient):
@@ -201,7 +110,7 @@ def bench_month(gpus: int, days: int, runs: int = 3) -> dict[str, object]:
         t = time.perf_counter()
         subprocess.run(
             [
-                _tool("promtool"),
+                tool("promtool"),
                 "tsdb",
                 "create-blocks-from",
                 "openmetrics",
@@ -251,8 +160,8 @@ def bench_month(gpus: int, days: int, runs: int = 3) -> dict[str, object]:
     print(
         f"ledger month, {gpus:,} GPUs, {days} days at {step}s: {walls[0]:.2f}s first, median {result['median']:.2f}s of {runs} "
         f"(queries + arithmetic + JSON), {queries} queries reading {counting.samples:,} samples; "
-        f"CLI process end to end {cli['wall']:.2f}s, peak RSS {_mib(cli['maxrss'])}; "
-        f"Prometheus peak RSS {_mib(prom_peak)} (resident now {_mib(prom_rss)}); goal <= 30 s",
+        f"CLI process end to end {cli['wall']:.2f}s, peak RSS {mib(cli['maxrss'])}; "
+        f"Prometheus peak RSS {mib(prom_peak)} (resident now {mib(prom_rss)}); goal <= 30 s",
         flush=True,
     )
     return result
@@ -293,29 +202,6 @@ def _cli_month(url: str, window: source.Window, step: int) -> dict[str, float]:
 # --- (b) rule evaluation per step over a scraped fleet ------------------------------------------------
 
 
-def _serve(pages: dict[str, bytes]) -> ThreadingHTTPServer:
-    """A tiny HTTP server answering /<name> with a pre-rendered exposition (rendered once, not per scrape)."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = pages.get(self.path.strip("/"))
-            if body is None:
-                self.send_error(404)
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
 def _group_value(metrics: dict[str, float], name: str) -> float | None:
     for key, value in metrics.items():
         if key.startswith(name + "{") and f';{rules.GROUP}"' in key:
@@ -332,13 +218,25 @@ def _ledger_now(client: PrometheusClient) -> dict[str, dict[str, int]]:
     return out
 
 
+def _slowest_rules(url: str, n: int = 3) -> list[tuple[str, float]]:
+    """The rules that took longest at the group's last evaluation (`/api/v1/rules` evaluationTime)."""
+    body = json.loads(urllib.request.urlopen(f"{url}/api/v1/rules", timeout=timeouts.PROM_QUERY).read())
+    times = [
+        (rule["name"], float(rule["evaluationTime"]))
+        for group in body["data"]["groups"]
+        for rule in group["rules"]
+        if group["name"] == rules.GROUP
+    ]
+    return sorted(times, key=lambda nt: -nt[1])[:n]
+
+
 def bench_rules(gpus: int, interval: str = "15s", evaluations: int = 5) -> dict[str, object]:
     production = interval_seconds(str(rules.load()["groups"][0]["interval"]))
     every = interval_seconds(interval)
     t = time.perf_counter()
     pages, fleet = fleet_exposition(gpus)
     generate = time.perf_counter() - t
-    server = _serve(pages)
+    server = serve(pages)
     target = f"127.0.0.1:{server.server_port}"
     print(
         f"ledger rules data: {gpus:,} GPUs on {gpus // 8:,} nodes, {fleet.pods:,} running GPU pods + {fleet.pending_pods} pending, "
@@ -414,6 +312,7 @@ def bench_rules(gpus: int, interval: str = "15s", evaluations: int = 5) -> dict[
                 }
                 scrape = {s.labels["job"]: s.value for s in client.query("scrape_duration_seconds")}
                 matches_after = matches(_ledger_now(client))
+                slowest = _slowest_rules(url)
                 prom_peak = peak_rss(process.pid)
                 prom_rss = m["process_resident_memory_bytes"]
     finally:
@@ -429,8 +328,12 @@ def bench_rules(gpus: int, interval: str = "15s", evaluations: int = 5) -> dict[
         f"fraction of the production interval ({production}s): median {med / production:.4f}, max {worst / production:.4f} "
         f"(of the {every}s used here: {worst / every:.3f}); per rule p50 {per_rule['0.5'] or 0:.4f}s, p99 {per_rule['0.99'] or 0:.4f}s; "
         f"missed iterations {missed or 0:.0f}; scrape {', '.join(f'{j} {v:.2f}s' for j, v in sorted(scrape.items()))}; "
-        f"Prometheus peak RSS {_mib(prom_peak)} (resident now {_mib(prom_rss)}); this process peak RSS {_mib(_self_maxrss())}; "
+        f"Prometheus peak RSS {mib(prom_peak)} (resident now {mib(prom_rss)}); this process peak RSS {mib(self_maxrss())}; "
         "goal: a small fraction of the interval",
+        flush=True,
+    )
+    print(
+        f"  slowest rules at the last evaluation: {'; '.join(f'{name} {t:.3f}s' for name, t in slowest)}",
         flush=True,
     )
     return {"gpus": gpus, "median": med, "max": worst, "fraction": worst / production, "prom_peak": prom_peak}
@@ -451,10 +354,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.quick:
         args.gpus, args.days, args.evaluations, args.runs = 800, 2, 3, 2
     print(
-        f"ledger benchmarks: {args.gpus:,} GPUs, {args.days} days, pid {os.getpid()}, {datetime.now(UTC):%Y-%m-%d %H:%M}Z",
+        f"ledger benchmarks: {args.gpus:,} GPUs, {args.days} days, {datetime.now(UTC):%Y-%m-%d %H:%M}Z, "
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}",
         flush=True,
     )
     if args.only in (None, "month"):
         bench_month(args.gpus, args.days, args.runs)
     if args.only in (None, "rules"):
         bench_rules(args.gpus, args.interval, args.evaluations)
+    print(f"ledger benchmarks done, load average {os.getloadavg()[0]:.1f}", flush=True)

@@ -23,6 +23,7 @@ from benchmarks.ledger_data import (
     month_openmetrics,
     node_counts,
 )
+from benchmarks.processes import prometheus
 from finops.ledger import accounting, source
 from finops.ledger.conventions import BUCKETS, DCGM_INPUTS, KSM_INPUTS, RUNGS
 from finops.ledger.rules import BUCKET, INPUTS, LARGEST_PLACEABLE, RUNG
@@ -180,7 +181,7 @@ needs_prometheus = pytest.mark.skipif(
 @needs_prometheus
 def test_the_month_benchmark_errors_on_an_empty_prometheus(tmp_path: Path):
     config = {"global": {}, "scrape_configs": []}
-    with bench.prometheus(tmp_path, config, tmp_path / "data") as (url, _):
+    with prometheus(tmp_path, config, tmp_path / "data") as (url, _):
         window = source.Window(START, START + timedelta(days=1))
         with pytest.raises(source.NoLedgerData, match="has no samples"):
             bench._month_once(url, window, 60, accounting.load_owners())
