@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import shutil
+import subprocess
 from collections import defaultdict
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -12,6 +13,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+import yaml
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families as parse_text
 
@@ -24,7 +26,7 @@ from benchmarks.ledger_data import (
     node_counts,
 )
 from benchmarks.processes import prometheus
-from finops.ledger import accounting, source
+from finops.ledger import accounting, rules, source
 from finops.ledger.conventions import BUCKETS, DCGM_INPUTS, KSM_INPUTS, RUNGS
 from finops.ledger.rules import BUCKET, INPUTS, LARGEST_PLACEABLE, RUNG
 
@@ -193,3 +195,43 @@ def test_the_month_benchmark_reads_back_a_tiny_backfill(capsys):
     assert result["queries"] == 4
     assert result["samples"] == 1440 * (2 + len(KSM_INPUTS) + len(DCGM_INPUTS) + len(BUCKETS))
     assert "ledger month, 800 GPUs, 1 days at 60s" in capsys.readouterr().out
+
+
+@needs_prometheus
+def test_the_real_rules_over_the_generated_fleet_give_the_ledger_it_claims(tmp_path: Path):
+    """`promtool test rules`: finops/ledger/rules.yaml over the tiny fleet's series, held for 5 minutes,
+    records exactly the buckets and rungs the generator states (what the rules benchmark waits for)."""
+    pages, fleet = fleet_exposition(96)
+    inputs = []
+    for page in pages.values():
+        for name, rows in _parse_exposition(page).items():
+            for labels, value in rows:
+                selector = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+                inputs.append({"series": f"{name}{{{selector}}}", "values": f"{value:g}x5"})
+    expected = [{"labels": f'{BUCKET}{{bucket="{b}"}}', "value": v} for b, v in fleet.buckets.items()] + [
+        {"labels": f'{RUNG}{{rung="{r}"}}', "value": v} for r, v in fleet.rungs.items()
+    ]
+    test = {
+        "rule_files": [str(rules.RULES_PATH)],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": inputs,
+                "promql_expr_test": [
+                    {
+                        "expr": f'{BUCKET} or {RUNG}{{rung!~"useful_training"}}',
+                        "eval_time": "4m",
+                        "exp_samples": expected,
+                    }
+                ],
+            }
+        ],
+    }
+    path = tmp_path / "fleet.test.yaml"
+    path.write_text(yaml.safe_dump(test))
+    done = subprocess.run(
+        [shutil.which("promtool"), "test", "rules", str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert len(expected) == len(BUCKETS) + 5 and len(inputs) == sum(fleet.series.values())
