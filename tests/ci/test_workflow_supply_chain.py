@@ -31,7 +31,9 @@ def pin_problems(text: str, where: str = "workflow") -> list[str]:
             continue
         ref = used["ref"]
         if ref.startswith(("./", "docker://")):
-            problems.append(f"{where}:{n}: {ref}: local and docker actions are not used here; pin a repository")
+            problems.append(
+                f"{where}:{n}: {ref}: local and docker actions are not used here; pin a repository"
+            )
         elif not PINNED.match(line):
             problems.append(
                 f"{where}:{n}: {ref!r} is not pinned as owner/repo@<40-hex commit> # vX.Y.Z "
@@ -71,7 +73,9 @@ def test_each_unpinned_form_is_caught(line, why):
 
 
 def test_a_pinned_line_passes():
-    assert pin_problems("      - uses: actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1 # v7.0.1") == []
+    assert (
+        pin_problems("      - uses: actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1 # v7.0.1") == []
+    )
 
 
 def test_terraform_is_one_exact_release():

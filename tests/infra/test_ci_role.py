@@ -14,8 +14,10 @@ import yaml
 from botocore.stub import Stubber
 
 from facts.config import Config, ConfigError, load_config
+from infra.ci_policies import ec2_classes
 from infra.ci_role import (
     CI_TAG,
+    CI_WORKFLOW_PATH,
     HARNESS_ACTIONS,
     MANAGED_POLICY_MAX_CHARS,
     MAX_SESSION_SECONDS,
@@ -26,6 +28,8 @@ from infra.ci_role import (
     role_name,
     trust_policy,
 )
+from infra.iam_eval import Request, decide
+from tests.infra.ec2_requests import requests_for
 
 ACCOUNT = "123456789012"
 CONFIG = Config(allowed_accounts=(ACCOUNT,), github_repository="acme/gpu-finops")
@@ -67,7 +71,7 @@ def test_no_wildcard_actions_and_every_star_resource_is_conditioned_or_read_only
             actions = [s["Action"]] if isinstance(s["Action"], str) else s["Action"]
             assert all("*" not in a for a in actions), (name, s["Sid"], actions)
             resources = [s["Resource"]] if isinstance(s["Resource"], str) else s["Resource"]
-            if "*" in resources and "Condition" not in s:
+            if s["Effect"] == "Allow" and "*" in resources and "Condition" not in s:
                 unscoped = [a for a in actions if not a.split(":")[1].startswith(READ_ONLY_PREFIXES)]
                 assert not unscoped, f"{name}/{s['Sid']}: writes on every resource: {unscoped}"
 
@@ -94,8 +98,48 @@ def test_trust_admits_only_this_repository_and_environment_through_oidc():
         "StringEquals": {
             "token.actions.githubusercontent.com:aud": "sts.amazonaws.com",
             "token.actions.githubusercontent.com:sub": "repo:acme/gpu-finops:environment:sandbox",
+            "token.actions.githubusercontent.com:job_workflow_ref": (
+                "acme/gpu-finops/.github/workflows/nightly.yml@refs/heads/main"
+            ),
+            "token.actions.githubusercontent.com:ref": "refs/heads/main",
         }
     }  # StringEquals, never StringLike with a '*': any branch or fork would match that
+
+
+GOOD_CLAIMS = {
+    "token.actions.githubusercontent.com:aud": "sts.amazonaws.com",
+    "token.actions.githubusercontent.com:sub": "repo:acme/gpu-finops:environment:sandbox",
+    "token.actions.githubusercontent.com:job_workflow_ref": (
+        "acme/gpu-finops/.github/workflows/nightly.yml@refs/heads/main"
+    ),
+    "token.actions.githubusercontent.com:ref": "refs/heads/main",
+}
+
+
+@pytest.mark.parametrize(
+    "claim, value",
+    [
+        ("sub", "repo:acme/gpu-finops:ref:refs/heads/main"),  # a job outside the environment
+        ("sub", "repo:fork/gpu-finops:environment:sandbox"),  # a fork
+        ("ref", "refs/heads/feature"),  # dispatched from another branch
+        ("job_workflow_ref", "acme/gpu-finops/.github/workflows/other.yml@refs/heads/main"),
+        ("job_workflow_ref", "acme/gpu-finops/.github/workflows/nightly.yml@refs/heads/feature"),
+        ("aud", "https://github.com/acme"),
+    ],
+)
+def test_trust_refuses_each_near_miss_claim(claim, value):
+    trust = [trust_policy(CONFIG, ACCOUNT)]
+    assume = "sts:AssumeRoleWithWebIdentity"
+    assert decide(trust, Request(assume, context=GOOD_CLAIMS)).allowed
+    bad = {**GOOD_CLAIMS, f"token.actions.githubusercontent.com:{claim}": value}
+    assert not decide(trust, Request(assume, context=bad)).allowed
+    missing = {k: v for k, v in GOOD_CLAIMS.items() if not k.endswith(f":{claim}")}
+    assert not decide(trust, Request(assume, context=missing)).allowed
+
+
+def test_the_trusted_workflow_path_exists():
+    root = Path(__file__).resolve().parents[2]
+    assert (root / CI_WORKFLOW_PATH).is_file(), CI_WORKFLOW_PATH
 
 
 def test_trust_without_a_repository_is_an_error_naming_the_key(tmp_path):
@@ -128,14 +172,32 @@ def test_the_synthesized_ci_stack(synthesized_with_ci):
 
 
 # --- recorded calls --------------------------------------------------------------------------------------
+class Recorded(set):
+    """Every API call made while the fixture is active, as IAM actions (signing name : operation); and
+    for each EC2 change or deletion, the IAM requests it made, with the target's tags at call time."""
+
+    requests: list[Request]
+
+
 @pytest.fixture
-def recorded(monkeypatch) -> set[str]:
-    """Every API call made while the fixture is active, as IAM actions (signing name : operation)."""
-    calls: set[str] = set()
+def recorded(monkeypatch) -> Recorded:
+    calls = Recorded()
+    calls.requests = []
     original = botocore.client.BaseClient._make_api_call
+    changes = set(ec2_classes()["change"])
+    busy = []
 
     def record(self, operation_name, api_params):
-        calls.add(f"{self.meta.service_model.signing_name}:{operation_name}")
+        action = f"{self.meta.service_model.signing_name}:{operation_name}"
+        if busy:  # our own look-ups below are not the harness's calls
+            return original(self, operation_name, api_params)
+        calls.add(action)
+        if action in changes:
+            busy.append(action)
+            try:
+                calls.requests += requests_for(self, action, api_params, self.meta.region_name, ACCOUNT)
+            finally:
+                busy.pop()
         return original(self, operation_name, api_params)
 
     monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", record)
@@ -182,6 +244,13 @@ def test_every_call_teardown_preflight_and_the_guard_make_is_allowed(
     assert len(recorded) > 30, sorted(recorded)
     missing = sorted(a for a in recorded if not allows(POLICIES.values(), a))
     assert not missing, f"calls the nightly role could not make: {missing}"
+    # The destructive EC2 calls, decided with the target's own tags: teardown deletes only what the
+    # tag-scoped statements let the role delete (the project tag, or Karpenter's, EKS's or the CNI's).
+    decided = {r.action for r in recorded.requests}
+    assert {"ec2:TerminateInstances", "ec2:DeleteNetworkInterface", "ec2:DeleteVpc"} <= decided, decided
+    denied = [(r.action, r.resource, d.reason) for r in recorded.requests
+              if not (d := decide(POLICIES.values(), r)).allowed]  # fmt: skip
+    assert not denied, f"teardown deletes that the tag conditions would refuse: {denied}"
 
 
 def test_teardown_never_claims_the_ci_role(boto_session):
