@@ -55,6 +55,8 @@ EC2_CREATES = (
     "CreateSecurityGroup",
     "CreateLaunchTemplate",
 )
+# Reads that take a resource ARN (the rest of EC2's Describe calls take none).
+EC2_SCOPED_READS = ("ec2:DescribeVpcAttribute",)
 # Calls that change or delete what exists: allowed only on resources tagged as ours.
 _EC2_SPECIAL = {"ec2:CreateTags", "ec2:DeleteTags", "ec2:RunInstances", "ec2:DescribeSpotPriceHistory"}
 # What Karpenter, EKS and the VPC CNI launch for our cluster carries their tag, not ours: teardown deletes
@@ -136,7 +138,10 @@ def network_policy(c: Config, account: str) -> dict[str, Any]:
     return {
         "Version": "2012-10-17",
         "Statement": [
-            _stmt("Ec2ReadsInOurRegion", cls["read"], "*", in_region),
+            _stmt(
+                "Ec2ReadsInOurRegion", [a for a in cls["read"] if a not in EC2_SCOPED_READS], "*", in_region
+            ),
+            _stmt("Ec2ReadsThatTakeOurResource", list(EC2_SCOPED_READS), mine),
             _stmt(
                 "CreateOnlyTaggedAsOurs",
                 cls["create"],
@@ -401,7 +406,11 @@ def services_policy(c: Config, account: str) -> dict[str, Any]:
             ours(
                 "FisTemplatesAndExperimentsInOurRegion",
                 "fis:",
-                [arn("fis", "experiment-template/*"), arn("fis", "experiment/*"), arn("fis", "action/*", "")],
+                [
+                    arn("fis", "experiment-template/*"),
+                    arn("fis", "experiment/*"),
+                    arn("fis", "action/*", "*"),
+                ],
                 exclude=fis_changes,
             ),
             _stmt(
