@@ -14,7 +14,17 @@ import yaml
 from botocore.stub import Stubber
 
 from facts.config import Config, ConfigError, load_config
-from infra.ci_policies import ec2_classes
+from facts.names import TAG_PROJECT
+from infra.ci_boundary import boundary_policy
+from infra.ci_policies import (
+    ATTACHABLE_MANAGED_POLICIES,
+    AWS_MANAGED,
+    boundary_arn,
+    boundary_policy_name,
+    ec2_classes,
+    our_tag_keys,
+    ownership_tags,
+)
 from infra.ci_role import (
     CI_TAG,
     CI_WORKFLOW_PATH,
@@ -163,10 +173,13 @@ def test_the_synthesized_ci_stack(synthesized_with_ci):
         == "${aws_iam_openid_connect_provider.github-oidc.arn}"
     )
     policies = stack["resource"]["aws_iam_policy"]
-    assert set(policies) == set(
-        deploy_policies(load_config(synthesized_with_ci.outdir / "config.yaml"), ACCOUNT)
-    )
-    assert len(stack["resource"]["aws_iam_role_policy_attachment"]) == len(policies)
+    deploy = set(deploy_policies(load_config(synthesized_with_ci.outdir / "config.yaml"), ACCOUNT))
+    assert set(policies) == deploy | {"boundary"}
+    attached = {a["policy_arn"] for a in stack["resource"]["aws_iam_role_policy_attachment"].values()}
+    assert len(attached) == len(deploy) and "${aws_iam_policy.boundary.arn}" not in attached
+    assert (
+        "permissions_boundary" not in role
+    )  # the nightly's own role must write IAM: it is the one unbounded
     for p in policies.values():
         assert "${data.aws_caller_identity.me.account_id}" in p["policy"]
 
@@ -283,3 +296,67 @@ def test_the_runbook_and_workflow_name_the_same_role_variables():
     runbook = (root / "docs" / "runbook.md").read_text()
     for var in ("GPU_FINOPS_ROLE_ARN", "GPU_FINOPS_ACCOUNT_ID", "AWS_REGION"):
         assert f"vars.{var}" in wf and var in runbook, var
+
+
+# --- the boundary on every role the stacks create ----------------------------------------------------------
+def test_every_role_the_stacks_create_carries_the_boundary(synthesized_with_ci):
+    c = load_config(synthesized_with_ci.outdir / "config.yaml")
+    want = boundary_arn(c, "${data.aws_caller_identity.account.account_id}")
+    roles = {
+        f"{stack}/{rid}": r
+        for stack in ("network", "cluster", "addons")
+        for rid, r in synthesized_with_ci.stack(stack).get("resource", {}).get("aws_iam_role", {}).items()
+    }
+    assert len(roles) == 6, sorted(roles)  # cluster, two node roles, Karpenter, FIS, the collector
+    unbounded = sorted(k for k, r in roles.items() if r.get("permissions_boundary") != want)
+    assert not unbounded, f"roles without permissions_boundary = {want}: {unbounded}"
+
+
+def test_the_ci_stack_creates_the_boundary_it_names(synthesized_with_ci):
+    c = load_config(synthesized_with_ci.outdir / "config.yaml")
+    policies = synthesized_with_ci.stack("ci-role")["resource"]["aws_iam_policy"]
+    assert policies["boundary"]["name"] == boundary_policy_name(c) == "nightly-gpu-finops-boundary"
+    assert json.loads(policies["boundary"]["policy"]) == boundary_policy(
+        c, "${data.aws_caller_identity.me.account_id}"
+    )
+    # the role may manage policies named <cluster>-*: the boundary is outside that, so it cannot rewrite it
+    assert not boundary_policy_name(c).startswith(f"{c.cluster_name}-")
+
+
+def test_the_attachable_managed_policies_are_exactly_those_the_stack_attaches(synthesized_with_ci):
+    attached = {
+        a["policy_arn"]
+        for a in synthesized_with_ci.stack("cluster")["resource"]["aws_iam_role_policy_attachment"].values()
+    }
+    assert attached == {AWS_MANAGED + p for p in ATTACHABLE_MANAGED_POLICIES}
+
+
+def tag_keys(stack: dict) -> set[str]:
+    keys = {
+        k
+        for p in stack.get("provider", {}).get("aws", [])
+        for d in p.get("default_tags", [])
+        for k in d["tags"]
+    }
+    for items in stack.get("resource", {}).values():
+        for r in items.values():
+            keys |= set(r.get("tags") or {})
+            for spec in r.get("tag_specifications") or []:
+                keys |= set(spec.get("tags") or {})
+    return keys
+
+
+def test_our_tag_keys_cover_every_tag_the_network_and_cluster_stacks_set(synthesized_with_ci):
+    c = load_config(synthesized_with_ci.outdir / "config.yaml")
+    used = tag_keys(synthesized_with_ci.stack("network")) | tag_keys(synthesized_with_ci.stack("cluster"))
+    assert TAG_PROJECT in used and "Name" in used
+    assert used <= set(our_tag_keys(c)), f"add to our_tag_keys: {sorted(used - set(our_tag_keys(c)))}"
+
+
+def test_the_roles_ownership_tags_are_teardowns():
+    from teardown.model import TeardownConfig
+
+    tc = TeardownConfig("us-east-1", cluster_name=CONFIG.cluster_name)
+    for key, value in ownership_tags(CONFIG):
+        assert tc.owns_tags({key: value}), (key, value)
+    assert tc.owns_tags({TAG_PROJECT: CONFIG.project})
