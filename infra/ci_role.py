@@ -32,8 +32,8 @@ from infra.ci_policies import (
     boundary_arn,
     boundary_policy_name,
     by_prefix,
-    deploy_policies,
 )
+from infra.ci_policies_iam import deploy_policies
 from infra.iam_eval import coverage
 
 __all__ = [

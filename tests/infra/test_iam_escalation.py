@@ -11,7 +11,8 @@ import pytest
 from facts.config import Config
 from facts.names import TAG_PROJECT
 from infra.ci_boundary import boundary_policy
-from infra.ci_policies import ATTACHABLE_MANAGED_POLICIES, AWS_MANAGED, boundary_arn, deploy_policies
+from infra.ci_policies import ATTACHABLE_MANAGED_POLICIES, AWS_MANAGED, boundary_arn
+from infra.ci_policies_iam import deploy_policies
 from infra.iam_escalation import boundary_findings, policy_findings, statement_findings
 from infra.iam_eval import Request, decide
 
