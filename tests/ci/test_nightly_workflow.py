@@ -128,8 +128,10 @@ BROKEN = {
     "no id-token": (lambda wf: job(wf)["permissions"].pop("id-token"), "permissions id-token is None"),
     # job-level permissions replace the workflow's: id-token granted only at the top no longer reaches the job
     "id-token only at the workflow level": (
-        lambda wf: wf.__setitem__("permissions", {"id-token": "write"})
-        or job(wf).__setitem__("permissions", {"contents": "read"}),
+        lambda wf: (
+            wf.__setitem__("permissions", {"id-token": "write"})
+            or job(wf).__setitem__("permissions", {"contents": "read"})
+        ),
         "permissions id-token is None",
     ),
     "no concurrency": (lambda wf: wf.pop("concurrency"), "no concurrency group"),
