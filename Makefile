@@ -74,12 +74,13 @@ print-actionlint: # where the actionlint binary lives (tests/ci runs it)
 test: setup $(ACTIONLINT) ## run the offline test suite (the CI command)
 	$(VENV)/bin/pytest --target=$(TARGET)
 
-lint: setup $(ACTIONLINT) ## ruff over the tree; the import floors (lint-imports); actionlint (with shellcheck when installed) over the workflows
+lint: setup $(ACTIONLINT) ## ruff over the tree; the import floors (lint-imports); actionlint (with shellcheck when installed) and zizmor over the workflows
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 	@command -v shellcheck >/dev/null || echo "note: shellcheck is not installed, so actionlint skips the run: scripts (apt-get install shellcheck)"
 	$(ACTIONLINT) -no-color
+	$(VENV)/bin/zizmor --offline --persona auditor --no-progress .github/workflows
 
 synth: setup ## write the Terraform JSON of the network, cluster and addons stacks to cdktf.out/
 	$(VENV)/bin/gpu-finops infra synth

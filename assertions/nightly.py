@@ -152,7 +152,9 @@ def check_nightly_workflow(
         f.append(f"expected one job that does up, acts and teardown in order, found {sorted(jobs)}")
         return decide(CLAIM, "one job", f, "")
     job_name, job = next(iter(jobs.items()))
-    perms = {**(wf.get("permissions") or {}), **(job.get("permissions") or {})}
+    # A job's `permissions` replace the workflow's (GitHub does not merge them).
+    perms = job.get("permissions") if "permissions" in job else wf.get("permissions")
+    perms = perms if isinstance(perms, dict) else {}
     if perms.get("id-token") != "write":
         f.append(f"permissions id-token is {perms.get('id-token')!r}, expected 'write' (OIDC needs it)")
     concurrency = job.get("concurrency") or wf.get("concurrency")

@@ -39,6 +39,7 @@ from facts.config import Config
 from facts.kube_keys import LABEL_DISCOVERY, LABEL_NODEPOOL
 from facts.names import COLLECTOR, SPOT_SLR, TAG_PROJECT
 from infra import iam_policies as pol
+from infra.ci_policies import boundary_arn
 from infra.jsii_structs import camel
 from infra.network import NetworkStack, aws_provider, local_state
 
@@ -62,7 +63,13 @@ NODE_POLICIES = (
 class ClusterStack(TerraformStack):
     def node_role_with_policies(self, prefix: str, name: str) -> IamRole:
         """An EC2 node role named `name` with the managed policies every EKS node needs."""
-        role = IamRole(self, f"{prefix}-role", name=name, assume_role_policy=pol.trust("ec2.amazonaws.com"))
+        role = IamRole(
+            self,
+            f"{prefix}-role",
+            name=name,
+            assume_role_policy=pol.trust("ec2.amazonaws.com"),
+            permissions_boundary=self.boundary,
+        )
         for i, p in enumerate(NODE_POLICIES):
             IamRolePolicyAttachment(self, f"{prefix}-policy-{i}", role=role.name, policy_arn=MANAGED + p)
         return role
@@ -72,6 +79,8 @@ class ClusterStack(TerraformStack):
         aws_provider(self, c)
         local_state(self, c, "cluster")
         self.account = DataAwsCallerIdentity(self, "account").account_id
+        # Every role here carries the nightly's permissions boundary (infra/ci_boundary.py).
+        self.boundary = boundary_arn(c, self.account)
         # Read, never managed: preflight guarantees it exists (see module docstring).
         self.spot_slr = DataAwsIamRole(self, "spot-slr", name=SPOT_SLR)
         # Nodes boot only with egress: this holds the NAT routes, and every node launcher depends on it.
@@ -138,6 +147,7 @@ class ClusterStack(TerraformStack):
             "cluster-role",
             name=c.cluster_role,
             assume_role_policy=pol.trust("eks.amazonaws.com", actions=("sts:AssumeRole", "sts:TagSession")),
+            permissions_boundary=self.boundary,
         )
         IamRolePolicyAttachment(
             self, "cluster-policy", role=cluster_role.name, policy_arn=MANAGED + "AmazonEKSClusterPolicy"
@@ -271,6 +281,7 @@ class ClusterStack(TerraformStack):
             "karpenter-controller-role",
             name=c.karpenter_controller_role,
             assume_role_policy=pol.POD_IDENTITY_TRUST,
+            permissions_boundary=self.boundary,
         )
         IamRolePolicy(
             self,
@@ -291,7 +302,11 @@ class ClusterStack(TerraformStack):
         """FIS: interrupt only this project's spot GPU instances."""
         name, account = c.cluster_name, self.account
         fis_role = IamRole(
-            self, "fis-role", name=c.fis_role, assume_role_policy=pol.trust("fis.amazonaws.com")
+            self,
+            "fis-role",
+            name=c.fis_role,
+            assume_role_policy=pol.trust("fis.amazonaws.com"),
+            permissions_boundary=self.boundary,
         )
         IamRolePolicy(
             self,
@@ -349,7 +364,11 @@ class ClusterStack(TerraformStack):
             deletion_protection_enabled=False,
         )
         collector_role = IamRole(
-            self, "collector-role", name=c.collector_role, assume_role_policy=pol.POD_IDENTITY_TRUST
+            self,
+            "collector-role",
+            name=c.collector_role,
+            assume_role_policy=pol.POD_IDENTITY_TRUST,
+            permissions_boundary=self.boundary,
         )
         IamRolePolicy(
             self, "collector-policy", role=collector_role.name, policy=pol.collector(self.table.arn, c.region)

@@ -125,7 +125,15 @@ BROKEN = {
         "static AWS keys are referenced",
     ),
     "no role": (lambda wf: step(wf, r"configure-aws-credentials")["with"].pop("role-to-assume"), "not OIDC"),
-    "no id-token": (lambda wf: wf["permissions"].pop("id-token"), "permissions id-token is None"),
+    "no id-token": (lambda wf: job(wf)["permissions"].pop("id-token"), "permissions id-token is None"),
+    # job-level permissions replace the workflow's: id-token granted only at the top no longer reaches the job
+    "id-token only at the workflow level": (
+        lambda wf: (
+            wf.__setitem__("permissions", {"id-token": "write"})
+            or job(wf).__setitem__("permissions", {"contents": "read"})
+        ),
+        "permissions id-token is None",
+    ),
     "no concurrency": (lambda wf: wf.pop("concurrency"), "no concurrency group"),
     "cancelling concurrency": (
         lambda wf: wf["concurrency"].__setitem__("cancel-in-progress", True),

@@ -14,8 +14,20 @@ import yaml
 from botocore.stub import Stubber
 
 from facts.config import Config, ConfigError, load_config
+from facts.names import TAG_PROJECT
+from infra.ci_boundary import boundary_policy
+from infra.ci_policies import (
+    ATTACHABLE_MANAGED_POLICIES,
+    AWS_MANAGED,
+    boundary_arn,
+    boundary_policy_name,
+    ec2_classes,
+    our_tag_keys,
+    ownership_tags,
+)
 from infra.ci_role import (
     CI_TAG,
+    CI_WORKFLOW_PATH,
     HARNESS_ACTIONS,
     MANAGED_POLICY_MAX_CHARS,
     MAX_SESSION_SECONDS,
@@ -26,6 +38,8 @@ from infra.ci_role import (
     role_name,
     trust_policy,
 )
+from infra.iam_eval import Request, decide
+from tests.infra.ec2_requests import requests_for
 
 ACCOUNT = "123456789012"
 CONFIG = Config(allowed_accounts=(ACCOUNT,), github_repository="acme/gpu-finops")
@@ -67,7 +81,7 @@ def test_no_wildcard_actions_and_every_star_resource_is_conditioned_or_read_only
             actions = [s["Action"]] if isinstance(s["Action"], str) else s["Action"]
             assert all("*" not in a for a in actions), (name, s["Sid"], actions)
             resources = [s["Resource"]] if isinstance(s["Resource"], str) else s["Resource"]
-            if "*" in resources and "Condition" not in s:
+            if s["Effect"] == "Allow" and "*" in resources and "Condition" not in s:
                 unscoped = [a for a in actions if not a.split(":")[1].startswith(READ_ONLY_PREFIXES)]
                 assert not unscoped, f"{name}/{s['Sid']}: writes on every resource: {unscoped}"
 
@@ -94,8 +108,48 @@ def test_trust_admits_only_this_repository_and_environment_through_oidc():
         "StringEquals": {
             "token.actions.githubusercontent.com:aud": "sts.amazonaws.com",
             "token.actions.githubusercontent.com:sub": "repo:acme/gpu-finops:environment:sandbox",
+            "token.actions.githubusercontent.com:job_workflow_ref": (
+                "acme/gpu-finops/.github/workflows/nightly.yml@refs/heads/main"
+            ),
+            "token.actions.githubusercontent.com:ref": "refs/heads/main",
         }
     }  # StringEquals, never StringLike with a '*': any branch or fork would match that
+
+
+GOOD_CLAIMS = {
+    "token.actions.githubusercontent.com:aud": "sts.amazonaws.com",
+    "token.actions.githubusercontent.com:sub": "repo:acme/gpu-finops:environment:sandbox",
+    "token.actions.githubusercontent.com:job_workflow_ref": (
+        "acme/gpu-finops/.github/workflows/nightly.yml@refs/heads/main"
+    ),
+    "token.actions.githubusercontent.com:ref": "refs/heads/main",
+}
+
+
+@pytest.mark.parametrize(
+    "claim, value",
+    [
+        ("sub", "repo:acme/gpu-finops:ref:refs/heads/main"),  # a job outside the environment
+        ("sub", "repo:fork/gpu-finops:environment:sandbox"),  # a fork
+        ("ref", "refs/heads/feature"),  # dispatched from another branch
+        ("job_workflow_ref", "acme/gpu-finops/.github/workflows/other.yml@refs/heads/main"),
+        ("job_workflow_ref", "acme/gpu-finops/.github/workflows/nightly.yml@refs/heads/feature"),
+        ("aud", "https://github.com/acme"),
+    ],
+)
+def test_trust_refuses_each_near_miss_claim(claim, value):
+    trust = [trust_policy(CONFIG, ACCOUNT)]
+    assume = "sts:AssumeRoleWithWebIdentity"
+    assert decide(trust, Request(assume, context=GOOD_CLAIMS)).allowed
+    bad = {**GOOD_CLAIMS, f"token.actions.githubusercontent.com:{claim}": value}
+    assert not decide(trust, Request(assume, context=bad)).allowed
+    missing = {k: v for k, v in GOOD_CLAIMS.items() if not k.endswith(f":{claim}")}
+    assert not decide(trust, Request(assume, context=missing)).allowed
+
+
+def test_the_trusted_workflow_path_exists():
+    root = Path(__file__).resolve().parents[2]
+    assert (root / CI_WORKFLOW_PATH).is_file(), CI_WORKFLOW_PATH
 
 
 def test_trust_without_a_repository_is_an_error_naming_the_key(tmp_path):
@@ -119,23 +173,44 @@ def test_the_synthesized_ci_stack(synthesized_with_ci):
         == "${aws_iam_openid_connect_provider.github-oidc.arn}"
     )
     policies = stack["resource"]["aws_iam_policy"]
-    assert set(policies) == set(
-        deploy_policies(load_config(synthesized_with_ci.outdir / "config.yaml"), ACCOUNT)
-    )
-    assert len(stack["resource"]["aws_iam_role_policy_attachment"]) == len(policies)
+    deploy = set(deploy_policies(load_config(synthesized_with_ci.outdir / "config.yaml"), ACCOUNT))
+    assert set(policies) == deploy | {"boundary"}
+    attached = {a["policy_arn"] for a in stack["resource"]["aws_iam_role_policy_attachment"].values()}
+    assert len(attached) == len(deploy) and "${aws_iam_policy.boundary.arn}" not in attached
+    assert (
+        "permissions_boundary" not in role
+    )  # the nightly's own role must write IAM: it is the one unbounded
     for p in policies.values():
         assert "${data.aws_caller_identity.me.account_id}" in p["policy"]
 
 
 # --- recorded calls --------------------------------------------------------------------------------------
+class Recorded(set):
+    """Every API call made while the fixture is active, as IAM actions (signing name : operation); and
+    for each EC2 change or deletion, the IAM requests it made, with the target's tags at call time."""
+
+    requests: list[Request]
+
+
 @pytest.fixture
-def recorded(monkeypatch) -> set[str]:
-    """Every API call made while the fixture is active, as IAM actions (signing name : operation)."""
-    calls: set[str] = set()
+def recorded(monkeypatch) -> Recorded:
+    calls = Recorded()
+    calls.requests = []
     original = botocore.client.BaseClient._make_api_call
+    changes = set(ec2_classes()["change"])
+    busy = []
 
     def record(self, operation_name, api_params):
-        calls.add(f"{self.meta.service_model.signing_name}:{operation_name}")
+        action = f"{self.meta.service_model.signing_name}:{operation_name}"
+        if busy:  # our own look-ups below are not the harness's calls
+            return original(self, operation_name, api_params)
+        calls.add(action)
+        if action in changes:
+            busy.append(action)
+            try:
+                calls.requests += requests_for(self, action, api_params, self.meta.region_name, ACCOUNT)
+            finally:
+                busy.pop()
         return original(self, operation_name, api_params)
 
     monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", record)
@@ -182,6 +257,13 @@ def test_every_call_teardown_preflight_and_the_guard_make_is_allowed(
     assert len(recorded) > 30, sorted(recorded)
     missing = sorted(a for a in recorded if not allows(POLICIES.values(), a))
     assert not missing, f"calls the nightly role could not make: {missing}"
+    # The destructive EC2 calls, decided with the target's own tags: teardown deletes only what the
+    # tag-scoped statements let the role delete (the project tag, or Karpenter's, EKS's or the CNI's).
+    decided = {r.action for r in recorded.requests}
+    assert {"ec2:TerminateInstances", "ec2:DeleteNetworkInterface", "ec2:DeleteVpc"} <= decided, decided
+    denied = [(r.action, r.resource, d.reason) for r in recorded.requests
+              if not (d := decide(POLICIES.values(), r)).allowed]  # fmt: skip
+    assert not denied, f"teardown deletes that the tag conditions would refuse: {denied}"
 
 
 def test_teardown_never_claims_the_ci_role(boto_session):
@@ -214,3 +296,67 @@ def test_the_runbook_and_workflow_name_the_same_role_variables():
     runbook = (root / "docs" / "runbook.md").read_text()
     for var in ("GPU_FINOPS_ROLE_ARN", "GPU_FINOPS_ACCOUNT_ID", "AWS_REGION"):
         assert f"vars.{var}" in wf and var in runbook, var
+
+
+# --- the boundary on every role the stacks create ----------------------------------------------------------
+def test_every_role_the_stacks_create_carries_the_boundary(synthesized_with_ci):
+    c = load_config(synthesized_with_ci.outdir / "config.yaml")
+    want = boundary_arn(c, "${data.aws_caller_identity.account.account_id}")
+    roles = {
+        f"{stack}/{rid}": r
+        for stack in ("network", "cluster", "addons")
+        for rid, r in synthesized_with_ci.stack(stack).get("resource", {}).get("aws_iam_role", {}).items()
+    }
+    assert len(roles) == 6, sorted(roles)  # cluster, two node roles, Karpenter, FIS, the collector
+    unbounded = sorted(k for k, r in roles.items() if r.get("permissions_boundary") != want)
+    assert not unbounded, f"roles without permissions_boundary = {want}: {unbounded}"
+
+
+def test_the_ci_stack_creates_the_boundary_it_names(synthesized_with_ci):
+    c = load_config(synthesized_with_ci.outdir / "config.yaml")
+    policies = synthesized_with_ci.stack("ci-role")["resource"]["aws_iam_policy"]
+    assert policies["boundary"]["name"] == boundary_policy_name(c) == "nightly-gpu-finops-boundary"
+    assert json.loads(policies["boundary"]["policy"]) == boundary_policy(
+        c, "${data.aws_caller_identity.me.account_id}"
+    )
+    # the role may manage policies named <cluster>-*: the boundary is outside that, so it cannot rewrite it
+    assert not boundary_policy_name(c).startswith(f"{c.cluster_name}-")
+
+
+def test_the_attachable_managed_policies_are_exactly_those_the_stack_attaches(synthesized_with_ci):
+    attached = {
+        a["policy_arn"]
+        for a in synthesized_with_ci.stack("cluster")["resource"]["aws_iam_role_policy_attachment"].values()
+    }
+    assert attached == {AWS_MANAGED + p for p in ATTACHABLE_MANAGED_POLICIES}
+
+
+def tag_keys(stack: dict) -> set[str]:
+    keys = {
+        k
+        for p in stack.get("provider", {}).get("aws", [])
+        for d in p.get("default_tags", [])
+        for k in d["tags"]
+    }
+    for items in stack.get("resource", {}).values():
+        for r in items.values():
+            keys |= set(r.get("tags") or {})
+            for spec in r.get("tag_specifications") or []:
+                keys |= set(spec.get("tags") or {})
+    return keys
+
+
+def test_our_tag_keys_cover_every_tag_the_network_and_cluster_stacks_set(synthesized_with_ci):
+    c = load_config(synthesized_with_ci.outdir / "config.yaml")
+    used = tag_keys(synthesized_with_ci.stack("network")) | tag_keys(synthesized_with_ci.stack("cluster"))
+    assert TAG_PROJECT in used and "Name" in used
+    assert used <= set(our_tag_keys(c)), f"add to our_tag_keys: {sorted(used - set(our_tag_keys(c)))}"
+
+
+def test_the_roles_ownership_tags_are_teardowns():
+    from teardown.model import TeardownConfig
+
+    tc = TeardownConfig("us-east-1", cluster_name=CONFIG.cluster_name)
+    for key, value in ownership_tags(CONFIG):
+        assert tc.owns_tags({key: value}), (key, value)
+    assert tc.owns_tags({TAG_PROJECT: CONFIG.project})

@@ -1,0 +1,224 @@
+"""The nightly role's IAM and services policies, and the set of managed policies it carries (the EC2 ones
+and the shared action table are in infra/ci_policies.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from facts.config import Config
+from facts.names import PROJECT, SPOT_SLR, TAG_PROJECT
+from infra.ci_policies import (
+    ATTACHABLE_MANAGED_POLICIES,
+    AWS_MANAGED,
+    UNSCOPED_LISTS,
+    _stmt,
+    boundary_arn,
+    by_prefix,
+    ec2_changes_policy,
+    network_policy,
+    our_tag_keys,
+)
+
+# IAM writes that could grant permissions: only under the boundary.
+BOUNDED_IAM_WRITES = ("iam:CreateRole", "iam:PutRolePolicy", "iam:PutRolePermissionsBoundary")
+_IAM_SEPARATE = {
+    *BOUNDED_IAM_WRITES,
+    "iam:AttachRolePolicy",
+    "iam:PassRole",
+    "iam:CreateServiceLinkedRole",
+    "iam:DeleteServiceLinkedRole",
+    "iam:GetServiceLinkedRoleDeletionStatus",
+    "iam:ListRoles",
+    "iam:ListInstanceProfiles",
+    "iam:ListPolicies",
+}
+# Never, whatever else a statement says: lift a boundary, or touch the boundary or the nightly's own role.
+PROTECTED_IAM_WRITES = (
+    "iam:CreatePolicyVersion",
+    "iam:SetDefaultPolicyVersion",
+    "iam:DeletePolicy",
+    "iam:DeletePolicyVersion",
+    "iam:AttachRolePolicy",
+    "iam:DetachRolePolicy",
+    "iam:PutRolePolicy",
+    "iam:DeleteRolePolicy",
+    "iam:UpdateAssumeRolePolicy",
+    "iam:PutRolePermissionsBoundary",
+    "iam:DeleteRole",
+    "iam:TagRole",
+    "iam:UntagRole",
+)
+
+
+def iam_policy(c: Config, account: str) -> dict[str, Any]:
+    """Our roles, profiles and policies; new permissions only under the boundary; PassRole only to their
+    services; the spot role only when ours."""
+    name, iam = c.cluster_name, f"arn:aws:iam::{account}"
+    boundary = {"StringEquals": {"iam:PermissionsBoundary": boundary_arn(c, account)}}
+    our_roles = f"{iam}:role/{name}-*"
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            _stmt(
+                "OurRolesProfilesAndPolicies",
+                by_prefix("iam:", exclude=_IAM_SEPARATE),
+                [
+                    our_roles,
+                    f"{iam}:instance-profile/{name}-*",
+                    f"{iam}:instance-profile/{name}_*",  # Karpenter's per-EC2NodeClass profiles
+                    f"{iam}:policy/{name}-*",
+                    f"{iam}:role/aws-service-role/spot.amazonaws.com/{SPOT_SLR}",
+                ],
+            ),
+            _stmt("NewPermissionsOnlyUnderTheBoundary", list(BOUNDED_IAM_WRITES), our_roles, boundary),
+            _stmt(
+                "AttachOnlyTheManagedPoliciesWeUseUnderTheBoundary",
+                "iam:AttachRolePolicy",
+                our_roles,
+                {
+                    **boundary,
+                    "ArnEquals": {"iam:PolicyARN": [AWS_MANAGED + p for p in ATTACHABLE_MANAGED_POLICIES]},
+                },
+            ),
+            _stmt("NeverLiftABoundary", "iam:DeleteRolePermissionsBoundary", "*", effect="Deny"),
+            _stmt(
+                "NeverTouchTheBoundaryOrTheNightlysOwnRoleAndPolicies",
+                list(PROTECTED_IAM_WRITES),
+                [boundary_arn(c, account), f"{iam}:policy/{c.ci_role}-*", f"{iam}:role/{c.ci_role}"],
+                effect="Deny",
+            ),
+            _stmt(
+                "PassOurRolesToTheirServicesOnly",
+                "iam:PassRole",
+                our_roles,
+                {
+                    "StringEquals": {
+                        "iam:PassedToService": [
+                            "eks.amazonaws.com",
+                            "ec2.amazonaws.com",
+                            "fis.amazonaws.com",
+                            "pods.eks.amazonaws.com",
+                        ]
+                    }
+                },
+            ),
+            _stmt(
+                "ServiceLinkedRolesEksAndSpotNeed",
+                "iam:CreateServiceLinkedRole",
+                f"{iam}:role/aws-service-role/*",
+                {
+                    "StringEquals": {
+                        "iam:AWSServiceName": [
+                            "eks.amazonaws.com",
+                            "eks-nodegroup.amazonaws.com",
+                            "spot.amazonaws.com",
+                        ]
+                    }
+                },
+            ),
+            _stmt(
+                "DeleteOnlyTheSpotRoleWeCreated",
+                ["iam:DeleteServiceLinkedRole", "iam:GetServiceLinkedRoleDeletionStatus"],
+                f"{iam}:role/aws-service-role/spot.amazonaws.com/*",
+            ),
+            _stmt(
+                "TeardownInventoryLists",
+                ["iam:ListRoles", "iam:ListInstanceProfiles", "iam:ListPolicies"],
+                "*",
+            ),
+        ],
+    }
+
+
+def services_policy(c: Config, account: str) -> dict[str, Any]:
+    """EKS, SQS, EventBridge, DynamoDB, Logs, ECR and SSM scoped to our names; KMS keys and FIS templates
+    changed or deleted only when tagged ours."""
+    name, r, project = c.cluster_name, c.region, c.project
+    in_region = {"StringEquals": {"aws:RequestedRegion": r}}
+    tagged_ours = {"StringEquals": {f"aws:ResourceTag/{TAG_PROJECT}": project}}
+
+    def arn(service: str, resource: str, acct: str = account) -> str:
+        return f"arn:aws:{service}:{r}:{acct}:{resource}"
+
+    def ours(sid: str, prefix: str, resource: str | list[str], exclude: Iterable[str] = ()) -> dict[str, Any]:
+        return _stmt(sid, by_prefix(prefix, exclude=exclude), resource)
+
+    eks = [
+        arn("eks", x)
+        for x in (
+            f"cluster/{name}",
+            f"nodegroup/{name}/*",
+            f"addon/{name}/*",
+            f"access-entry/{name}/*",
+            f"podidentityassociation/{name}/*",
+        )
+    ]
+    key = arn("kms", "key/*")
+    fis_changes = ["fis:UpdateExperimentTemplate", "fis:DeleteExperimentTemplate"]
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            ours("OurCluster", "eks:", [*eks, "arn:aws:eks::aws:cluster-access-policy/*"]),
+            ours("OurQueue", "sqs:", arn("sqs", f"{name}-*")),
+            ours("OurEventRules", "events:", arn("events", f"rule/{name}-*")),
+            ours("OurCostTable", "dynamodb:", arn("dynamodb", f"table/{c.cost_table}")),
+            ours("OurLogGroup", "logs:", arn("logs", f"log-group:/aws/eks/{name}/*")),
+            ours("OurCollectorRepository", "ecr:", arn("ecr", f"repository/{name}/*")),
+            ours("OurSpotRoleRecord", "ssm:", arn("ssm", f"parameter/{PROJECT}/{name}/*")),
+            _stmt(
+                "CreateKeysOnlyTaggedAsOurs",
+                "kms:CreateKey",
+                "*",
+                {"StringEquals": {"aws:RequestedRegion": r, f"aws:RequestTag/{TAG_PROJECT}": project}},
+            ),
+            # CreateKey with tags needs kms:TagResource on the key it is creating, which has no tags yet.
+            _stmt(
+                "TagKeysOnlyAsOursWithOurKeys",
+                "kms:TagResource",
+                key,
+                {
+                    "StringEquals": {f"aws:RequestTag/{TAG_PROJECT}": project},
+                    "ForAllValues:StringEquals": {"aws:TagKeys": our_tag_keys(c)},
+                },
+            ),
+            _stmt(
+                "UseChangeAndRetireOnlyKeysTaggedOurs",
+                by_prefix("kms:", exclude=("kms:CreateKey", "kms:TagResource")),
+                key,
+                tagged_ours,
+            ),
+            ours(
+                "FisTemplatesAndExperimentsInOurRegion",
+                "fis:",
+                [
+                    arn("fis", "experiment-template/*"),
+                    arn("fis", "experiment/*"),
+                    arn("fis", "action/*", "*"),
+                ],
+                exclude=fis_changes,
+            ),
+            _stmt(
+                "ChangeOrDeleteOnlyFisTemplatesTaggedOurs",
+                fis_changes,
+                arn("fis", "experiment-template/*"),
+                tagged_ours,
+            ),
+            _stmt("ListsThatTakeNoResource", list(UNSCOPED_LISTS), "*", in_region),
+            _stmt(
+                "PricesAndQuotasForPreflightAndTheCostGuard",
+                ["pricing:GetProducts", "servicequotas:GetServiceQuota"],
+                "*",
+            ),
+        ],
+    }
+
+
+def deploy_policies(c: Config, account: str) -> dict[str, dict[str, Any]]:
+    """The role's managed policies, by name, each under IAM's size limit."""
+    return {
+        f"{c.ci_role}-network": network_policy(c, account),
+        f"{c.ci_role}-ec2-changes": ec2_changes_policy(c, account),
+        f"{c.ci_role}-iam": iam_policy(c, account),
+        f"{c.ci_role}-services": services_policy(c, account),
+    }

@@ -1,0 +1,179 @@
+"""Privilege-escalation paths in identity policies, named statement by statement.
+
+Each rule reads one Allow statement (wildcards in its actions expanded as IAM matches them) and says what
+it would let the holder do beyond its job, in a sentence that names the statement and the missing guard:
+
+- create a role, put or attach a policy, or set a boundary without `iam:PermissionsBoundary` = ours;
+- attach a policy without an `iam:PolicyARN` condition; pass a role on `*` or to any service;
+- tag EC2 resources unconditioned (tag anything as ours, then delete it as ours);
+- `iam:*` or `sts:AssumeRole` on `*`; change a trust policy; write a policy version that is not ours;
+- delete or terminate on `*` without an `aws:ResourceTag` condition;
+- and, for the policy set, no Deny of `iam:DeleteRolePermissionsBoundary`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from infra.iam_eval import action_matches, as_list, resource_matches
+
+BOUNDED_WRITES = (
+    "iam:CreateRole",
+    "iam:PutRolePolicy",
+    "iam:AttachRolePolicy",
+    "iam:PutRolePermissionsBoundary",
+    "iam:CreateUser",
+    "iam:PutUserPolicy",
+    "iam:AttachUserPolicy",
+    "iam:PutUserPermissionsBoundary",
+)
+POLICY_VERSION_WRITES = ("iam:CreatePolicyVersion", "iam:SetDefaultPolicyVersion")
+DESTRUCTIVE = (
+    "ec2:TerminateInstances",
+    "ec2:DeleteVpc",
+    "ec2:DeleteSecurityGroup",
+    "ec2:DeleteVolume",
+    "ec2:DeleteNetworkInterface",
+    "kms:ScheduleKeyDeletion",
+    "kms:PutKeyPolicy",
+    "eks:DeleteCluster",
+    "sqs:DeleteQueue",
+    "dynamodb:DeleteTable",
+    "iam:DeleteRole",
+)
+
+
+def _condition_value(stmt: Mapping[str, Any], operators: tuple[str, ...], key: str) -> list[str] | None:
+    for op, block in (stmt.get("Condition") or {}).items():
+        if op in operators:
+            for k, v in block.items():
+                if k.lower() == key.lower():
+                    return [str(x) for x in as_list(v)]
+    return None
+
+
+def _has_key(stmt: Mapping[str, Any], prefix: str) -> bool:
+    return any(
+        k.lower().startswith(prefix.lower()) for b in (stmt.get("Condition") or {}).values() for k in b
+    )
+
+
+def statement_findings(
+    stmt: Mapping[str, Any], *, boundary: str, our_policies: Iterable[str] = ()
+) -> list[str]:
+    """What one Allow statement would let its holder do beyond its job ([] when nothing)."""
+    if stmt.get("Effect") != "Allow":
+        return []
+    sid = stmt.get("Sid", "(no Sid)")
+    if "NotAction" in stmt:
+        return [f"{sid}: NotAction allows every action it does not name; list the actions"]
+    actions, resources = stmt.get("Action", []), as_list(stmt.get("Resource", []))
+
+    def grants(*names: str) -> list[str]:
+        return [n for n in names if action_matches(actions, n)]
+
+    on_star = "*" in resources
+    out = []
+    if on_star and action_matches(actions, "iam:AnyActionAtAll"):  # only `iam:*` or `*` match this
+        out.append(f"{sid}: iam:* on '*' (every IAM action on every resource)")
+    if on_star and grants("sts:AssumeRole"):
+        out.append(f"{sid}: sts:AssumeRole on '*' (assume any role that trusts this account)")
+    for action in grants(*BOUNDED_WRITES):
+        if _condition_value(stmt, ("StringEquals", "ArnEquals"), "iam:PermissionsBoundary") != [boundary]:
+            out.append(
+                f"{sid}: {action} without the permissions boundary condition (iam:PermissionsBoundary = {boundary})"
+            )
+    if grants("iam:AttachRolePolicy", "iam:AttachUserPolicy") and not _condition_value(
+        stmt, ("ArnEquals", "ArnLike", "StringEquals", "StringLike"), "iam:PolicyARN"
+    ):
+        out.append(f"{sid}: attaches any policy (no iam:PolicyARN condition)")
+    if grants("iam:PassRole"):
+        if any(r == "*" or r.endswith(":role/*") or r.endswith(":*") for r in resources):
+            out.append(f"{sid}: iam:PassRole on {resources} (any role, not only ours)")
+        if not _condition_value(stmt, ("StringEquals", "StringLike"), "iam:PassedToService"):
+            out.append(f"{sid}: iam:PassRole to any service (no iam:PassedToService condition)")
+    if grants("iam:UpdateAssumeRolePolicy"):
+        out.append(f"{sid}: iam:UpdateAssumeRolePolicy (open a role to another principal)")
+    if grants("iam:DeleteRolePermissionsBoundary"):
+        out.append(f"{sid}: iam:DeleteRolePermissionsBoundary (lift a role's boundary)")
+    for action in grants(*POLICY_VERSION_WRITES):
+        foreign = [r for r in resources if not any(resource_matches(p, r) for p in our_policies)]
+        if foreign:
+            out.append(f"{sid}: {action} on {foreign}, not only our policies")
+    if grants("ec2:CreateTags") and not (
+        _has_key(stmt, "ec2:CreateAction")
+        or _has_key(stmt, "aws:ResourceTag/")
+        or ("Null" in (stmt.get("Condition") or {}) and _has_key(stmt, "aws:RequestTag/"))
+    ):
+        out.append(f"{sid}: ec2:CreateTags unconditioned (tag anything as ours, then delete it as ours)")
+    # On create (ec2:CreateAction) tags land only on what the call creates; anywhere else, only our keys.
+    if (
+        grants("ec2:CreateTags")
+        and not _has_key(stmt, "ec2:CreateAction")
+        and not _has_key(stmt, "aws:TagKeys")
+    ):
+        out.append(f"{sid}: ec2:CreateTags with any tag keys (no aws:TagKeys condition)")
+    if on_star or any(r.endswith(":*") for r in resources):
+        for action in grants(*DESTRUCTIVE):
+            if not _has_key(stmt, "aws:ResourceTag/"):
+                out.append(f"{sid}: {action} on {resources} without an aws:ResourceTag condition")
+    return out
+
+
+def policy_findings(
+    policies: Iterable[Mapping[str, Any]], *, boundary: str, our_policies: Iterable[str] = ()
+) -> list[str]:
+    """Every statement's findings, and the set's own: a set that can write IAM must deny lifting a
+    boundary."""
+    docs = list(policies)
+    stmts = [s for p in docs for s in as_list(p["Statement"])]
+    out = [f for s in stmts for f in statement_findings(s, boundary=boundary, our_policies=our_policies)]
+    writes_iam = any(s.get("Effect") == "Allow" and action_matches(s.get("Action", []), a)
+                     for s in stmts for a in BOUNDED_WRITES)  # fmt: skip
+    denies_lift = any(s.get("Effect") == "Deny" and action_matches(s.get("Action", []),
+                      "iam:DeleteRolePermissionsBoundary") and "*" in as_list(s.get("Resource", []))
+                      for s in stmts)  # fmt: skip
+    if writes_iam and not denies_lift:
+        out.append("policy set: writes IAM but does not deny iam:DeleteRolePermissionsBoundary on '*'")
+    return out
+
+
+# What a role under the boundary may do in IAM: Karpenter's instance profiles, pass our node role to EC2,
+# ELB's service-linked role. Anything else that writes IAM or assumes a role is an escalation path.
+SENSITIVE = (
+    "iam:CreateRole",
+    "iam:PutRolePolicy",
+    "iam:AttachRolePolicy",
+    "iam:UpdateAssumeRolePolicy",
+    "iam:DeleteRolePermissionsBoundary",
+    "iam:PutRolePermissionsBoundary",
+    "iam:CreatePolicy",
+    "iam:CreatePolicyVersion",
+    "iam:SetDefaultPolicyVersion",
+    "iam:CreateUser",
+    "iam:CreateAccessKey",
+    "iam:CreateLoginProfile",
+    "iam:AddUserToGroup",
+    "iam:TagRole",
+    "sts:AssumeRole",
+    "sts:AssumeRoleWithWebIdentity",
+)
+
+
+def boundary_findings(boundary: Mapping[str, Any]) -> list[str]:
+    """A boundary caps every role under it: it must not allow IAM writes or role assumption."""
+    out = []
+    for s in as_list(boundary["Statement"]):
+        if s.get("Effect") != "Allow":
+            continue
+        sid = s.get("Sid", "(no Sid)")
+        if "NotAction" in s:
+            out.append(f"{sid}: NotAction in a boundary allows every action it does not name")
+            continue
+        out += [
+            f"{sid}: the boundary allows {a}" for a in SENSITIVE if action_matches(s.get("Action", []), a)
+        ]
+        if action_matches(s.get("Action", []), "iam:PassRole"):
+            out += statement_findings({**s, "Action": "iam:PassRole"}, boundary="")
+    return out
