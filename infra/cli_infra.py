@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from facts.config import ConfigError, load_config
+from facts.config import load_config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,11 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        config = load_config(args.config)
-    except ConfigError as exc:
-        print(f"invalid configuration: {exc}")
-        return 2
+    config = load_config(args.config)  # a ConfigError is exit 2, one line (gpu_finops/cli.py)
     if args.action == "synth":
         from infra.app import STACKS, synth
 
