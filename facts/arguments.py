@@ -88,3 +88,17 @@ def writable_file(text: str) -> Path:
     if not os.access(target, os.W_OK | (0 if path.exists() else os.X_OK)):
         raise argparse.ArgumentTypeError(f"cannot write {text}: permission denied on {target}")
     return path
+
+
+def region(text: str) -> str:
+    """An AWS region botocore's bundled endpoint data knows (offline), as facts/config.py checks it."""
+    from facts.config import known_regions
+
+    if text not in known_regions():
+        import difflib
+
+        close = difflib.get_close_matches(text, known_regions(), n=1)
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an AWS region" + (f"; did you mean {close[0]!r}?" if close else "")
+        )
+    return text

@@ -8,6 +8,7 @@ import os
 
 from rich.console import Console
 
+from facts.errors import UsageError
 from finops.cli_common import add_store_argument
 from finops.cli_common import console as wide_console
 from finops.export import write_dataset
@@ -53,7 +54,7 @@ def _holdings(spec: str, kubeconfig: str | None):
         from finops.kube import Kube
 
         return gpu_holdings.gpu_holdings(Kube.from_kubeconfig(kubeconfig))
-    raise SystemExit(f"--holdings must be 'none', 'kube' or file:PATH, got {spec!r}")
+    raise UsageError(f"--holdings must be 'none', 'kube' or file:PATH, got {spec!r}")
 
 
 def run_export(args: argparse.Namespace) -> int:

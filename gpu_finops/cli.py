@@ -48,6 +48,9 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+QUIET_LIBRARIES = ("botocore", "boto3", "urllib3", "kubernetes")
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, with a usage error as one line naming the option and the value (exit 2)."""
 
@@ -103,6 +106,9 @@ def _run(argv: list[str], state: _Running) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if not args.verbose:  # the libraries' INFO lines ("Found credentials...") would bury the one error line
+        for library in QUIET_LIBRARIES:
+            logging.getLogger(library).setLevel(logging.WARNING)
     return int(module.run(args) or 0)
 
 

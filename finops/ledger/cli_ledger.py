@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from facts.errors import UsageError
 from finops.cli_common import console as wide_console
 from finops.ledger import accounting, render, rules, source
 from finops.ledger.conventions import interval_seconds
@@ -77,7 +78,7 @@ def _window(args: argparse.Namespace) -> source.Window:
     if args.month:
         return source.month_window(args.month)
     if not args.end:
-        raise SystemExit("--from needs --to")
+        raise UsageError("--from needs --to (the window's end, exclusive, ISO 8601)")
     return source.Window(_when(args.start), _when(args.end))
 
 
