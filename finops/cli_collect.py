@@ -9,7 +9,7 @@ import math
 import os
 import signal
 
-from facts import arguments
+from facts import arguments, timeouts
 from facts.errors import CONTRACT, CheckFailed, UsageError
 from finops.cli_common import add_nodes_argument, add_store_argument, node_source
 from finops.collector import DEFAULT_GRACE, DEFAULT_INTERVAL, Collector
@@ -50,6 +50,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=arguments.number(0),
         default=DEFAULT_GRACE,
         help="seconds a new node may show no GPU series before it is an error (default 300)",
+    )
+    parser.add_argument(
+        "--prometheus-retry",
+        type=arguments.number(0),
+        default=timeouts.PROM_RETRY,
+        help="seconds to retry Prometheus before counting it unreachable (default %(default)s)",
     )
     parser.add_argument("--once", action="store_true", help="collect the last complete interval, then exit")
     parser.add_argument(
@@ -107,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     server = serve(metrics, args.port) if args.port else None
     collector = Collector(
         node_source(args),
-        PrometheusClient(args.prometheus_url),
+        PrometheusClient(args.prometheus_url, retry_for=args.prometheus_retry),
         rate_book(args),
         open_store(args.store),
         interval=args.interval,

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from rich.console import Console
 
-from facts.errors import UsageError
+from facts.errors import CheckFailed, UsageError
 from finops.cli_common import console as wide_console
 from finops.ledger import accounting, render, rules, source
 from finops.ledger.conventions import interval_seconds
@@ -88,19 +87,16 @@ def run(args: argparse.Namespace) -> int:
         window = _window(args)
         step = interval_seconds(args.step or _default_step())
     except ValueError as exc:
-        err.print(f"[red]{exc}[/red]")
-        return 2
+        raise UsageError(f"{exc}; see `gpu-finops ledger {args.action} --help`") from None
     if window.seconds <= 0 or window.seconds % step:
-        err.print(f"[red]the window must be a positive whole number of {step}s steps: {window.label()}[/red]")
-        return 2
+        raise UsageError(f"the window must be a positive whole number of {step}s steps: {window.label()}")
     client = source.RangeClient(args.prometheus_url)
     try:
         if args.action == "month":
             return _month(args, client, window, step, err)
         return _ladder(args, client, window, step, err)
     except source.NoLedgerData as exc:
-        print(str(exc), file=sys.stderr)
-        return 1
+        raise CheckFailed(str(exc)) from None
 
 
 def _emit(args: argparse.Namespace, table, as_json, as_csv) -> None:
