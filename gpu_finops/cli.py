@@ -49,6 +49,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 
 
 QUIET_LIBRARIES = ("botocore", "boto3", "urllib3", "kubernetes")
+VERBOSE = ("-v", "--verbose")
 
 
 class Parser(argparse.ArgumentParser):
@@ -87,7 +88,7 @@ class _Running:
     args: argparse.Namespace | None = None
 
 
-def _run(argv: list[str], state: _Running) -> int:
+def _run(argv: list[str], state: _Running, verbose: bool) -> int:
     top = build_parser()
     # Find the subcommand without parsing its own options, then let its module build the real parser.
     command = next((a for a in argv if not a.startswith("-")), None)
@@ -102,6 +103,7 @@ def _run(argv: list[str], state: _Running) -> int:
     module.add_arguments(parser)
     index = argv.index(command)
     args = state.args = parser.parse_args(argv[:index] + argv[index + 1 :])
+    args.verbose = args.verbose or verbose
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -124,11 +126,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     from gpu_finops.failures import classify
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    ours = argv[: argv.index("--")] if "--" in argv else argv  # what follows `--` is another command's
-    verbose = "-v" in ours or "--verbose" in ours
+    # -v anywhere before `--` (what follows it is another command's), even after a nested action
+    end = argv.index("--") if "--" in argv else len(argv)
+    verbose = any(a in VERBOSE for a in argv[:end])
+    argv = [a for a in argv[:end] if a not in VERBOSE] + argv[end:]
     state = _Running()
     try:
-        return _run(argv, state)
+        return _run(argv, state, verbose)
     except KeyboardInterrupt:
         line, code = _interrupted(state), EXIT_INTERRUPTED
         if verbose:

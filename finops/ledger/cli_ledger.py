@@ -25,8 +25,11 @@ def _default_step() -> str:
     return str(rules.load()["groups"][0]["interval"])
 
 
-def _when(text: str) -> datetime:
-    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+def _when(text: str, option: str) -> datetime:
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"{option} {text!r} is not an ISO 8601 time like 2026-11-01T00:00:00Z") from None
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
@@ -72,13 +75,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _window(args: argparse.Namespace) -> source.Window:
     if args.action == "ladder":
-        end = _when(args.at) if args.at else datetime.now(UTC)
+        end = _when(args.at, "--at") if args.at else datetime.now(UTC)
         return source.Window(end - timedelta(seconds=interval_seconds(args.window)), end)
     if args.month:
-        return source.month_window(args.month)
+        try:
+            return source.month_window(args.month)
+        except ValueError:
+            raise UsageError(f"--month {args.month!r} is not a calendar month YYYY-MM") from None
     if not args.end:
         raise UsageError("--from needs --to (the window's end, exclusive, ISO 8601)")
-    return source.Window(_when(args.start), _when(args.end))
+    return source.Window(_when(args.start, "--from"), _when(args.end, "--to"))
 
 
 def run(args: argparse.Namespace) -> int:
