@@ -119,7 +119,9 @@ def test_over_budget_is_refused_before_anything_starts(tmp_path, capsys):
     )
     out, err = capsys.readouterr()
     assert code == 1, out  # the check "within budget" is false (facts/errors.py), not "unreachable"
-    assert "gpu-finops guard: cost guard: refusing to start: the ceiling $18.30 is over the budget $5.00" in err
+    assert (
+        "gpu-finops guard: cost guard: refusing to start: the ceiling $18.30 is over the budget $5.00" in err
+    )
     assert not deadline.exists()
 
 
