@@ -8,6 +8,7 @@ import logging
 import math
 import os
 import signal
+import textwrap
 
 from facts import arguments, timeouts
 from facts.errors import CONTRACT, CheckFailed, UsageError
@@ -66,9 +67,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = (
-        "exit codes with --once: 0 records written and healthy; 1 a problem was found (missing SM_ACTIVE, "
-        "no GPU series, no price: records keep the gaps; or no GPU node observed: nothing written); "
-        "2 a bad argument or rates file; 3 Kubernetes, Prometheus or AWS unreachable (nothing written)\n\n"
+        textwrap.fill(
+            "exit codes with --once: 0 records written and healthy; 1 a problem was found (missing "
+            "SM_ACTIVE, no GPU series, no price: records keep the gaps; or no GPU node observed: nothing "
+            "written); 2 a bad argument or rates file; 3 Kubernetes, Prometheus or AWS unreachable (nothing "
+            "written)",
+            width=100,
+        )
+        + "\n\n"
         + CONTRACT
     )
 

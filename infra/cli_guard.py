@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import textwrap
 from datetime import datetime
 from pathlib import Path
 
@@ -26,9 +27,14 @@ from infra.guard import (
 
 DEFAULT_DEADLINE_FILE = Path("reports/guard-deadline.json")
 EPILOG = (
-    "exit codes: 0 within budget (estimate) or the command's own code (run); "
-    f"{EXIT_OVER_BUDGET} the ceiling is over --budget-usd (nothing started); 2 guard or configuration error "
-    "(no price, no deadline file, a bad number); 124 the command was stopped at the deadline. " + CONTRACT
+    textwrap.fill(
+        "exit codes: 0 within budget (estimate) or the command's own code (run); "
+        f"{EXIT_OVER_BUDGET} the ceiling is over --budget-usd (nothing started); 2 guard or configuration "
+        "error (no price, no deadline file, a bad number); 124 the command was stopped at the deadline.",
+        width=100,
+    )
+    + "\n\n"
+    + CONTRACT
 )
 
 
