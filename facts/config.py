@@ -1,91 +1,178 @@
-"""One typed, frozen configuration for every package, loaded from YAML and validated key by key, with
-every name derived from it (roles, queue, table, namespaces, ports) as a property, so each is written once.
+"""One typed, frozen configuration for every package, loaded from YAML and validated completely up front,
+with every name derived from it (roles, queue, table, namespaces, ports) as a property, so each is written once.
 
-Every error names the bad key, what was expected and what was found. Defaults suit a sandbox account;
-users edit facts/config.yaml, or name another file in $GPU_FINOPS_CONFIG.
+The fields are plain dataclass fields; their types say the rules (pydantic checks them: strict integers and
+booleans, ranges, CIDRs, ARNs, regions botocore knows), so adding a key is one line. `validate()` then checks
+what spans keys (zones of the region, quotas the hardware can hold). Every error names the bad key, what was
+expected and what was found. Defaults suit a sandbox account; users edit facts/config.yaml, or name another
+file in $GPU_FINOPS_CONFIG.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import functools
+import ipaddress
 import os
 import re
-import types
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
+from pydantic import AfterValidator, ConfigDict, Field, StrictBool, StrictInt, TypeAdapter, ValidationError
 
 from facts import names
+from facts.arguments import CLUSTER_NAME
+from facts.errors import FILE, ConfigError
 from facts.kube_keys import GPU_RESOURCE
 
 DEFAULT_FILE = Path(__file__).with_name("config.yaml")
 CONFIG_ENV = "GPU_FINOPS_CONFIG"  # a config file used instead of the default (the nightly writes one)
+# Every key is checked; values are never coerced (a quoted "4" is not an integer, `yes` is not a name).
+RULES = ConfigDict(extra="forbid", revalidate_instances="always")
+# CloudWatch Logs accepts only these retention periods (PutRetentionPolicy); 0 would mean "never expire".
+LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557)
+LOG_RETENTION_DAYS += (2922, 3288, 3653)
+
+__all__ = ["Config", "ConfigError", "Tenant", "Versions", "load_config"]
 
 
-class ConfigError(ValueError):
-    """A configuration value that cannot work. Names the key."""
+def _matches(pattern: str, what: str):
+    def check(value: str) -> str:
+        if not re.fullmatch(pattern, value):
+            raise ValueError(f"{value!r} is not {what}")
+        return value
 
-    def __init__(self, key: str, problem: str):
-        self.key = key
-        super().__init__(f"config key '{key}': {problem}")
+    return AfterValidator(check)
+
+
+@functools.cache
+def known_regions() -> frozenset[str]:
+    """Every region botocore's bundled endpoint data lists for EC2, in every partition (offline)."""
+    import botocore.session
+
+    session = botocore.session.get_session()
+    return frozenset(
+        region
+        for partition in session.get_available_partitions()
+        for region in session.get_available_regions("ec2", partition_name=partition)
+    )
+
+
+def _region(value: str) -> str:
+    if value not in known_regions():
+        import botocore
+
+        close = difflib.get_close_matches(value, known_regions(), n=1)
+        raise ValueError(
+            f"{value!r} is not an AWS region botocore {botocore.__version__} knows"
+            + (f"; did you mean {close[0]!r}?" if close else "")
+            + " (a region newer than botocore: upgrade boto3)"
+        )
+    return value
+
+
+def _cidr(value: str) -> str:
+    try:
+        net = ipaddress.ip_network(value, strict=True)
+    except ValueError as exc:
+        why = "" if "does not appear" in str(exc) else f": {exc}"
+        raise ValueError(f"{value!r} is not a CIDR block like 10.0.0.0/16{why}") from None
+    if net.version != 4:
+        raise ValueError(f"{value!r}: only IPv4 CIDR blocks are supported")
+    return value
+
+
+def _retention(value: int) -> int:
+    if value not in LOG_RETENTION_DAYS:
+        raise ValueError(
+            f"{value} is not a retention period CloudWatch Logs accepts: one of {list(LOG_RETENTION_DAYS)}"
+        )
+    return value
+
+
+# The types the fields use (each says its rule, so a new key is one line).
+Count = Annotated[StrictInt, Field(ge=0)]  # an integer >= 0
+Positive = Annotated[StrictInt, Field(ge=1)]  # an integer >= 1
+Flag = StrictBool
+Name = Annotated[str, Field(min_length=1), _matches(r"\S(.*\S)?", "a non-empty name without edge spaces")]
+Region = Annotated[str, AfterValidator(_region)]
+Cidr = Annotated[str, AfterValidator(_cidr)]
+AccountId = Annotated[str, _matches(r"\d{12}", "a 12-digit account id")]
+ClusterName = Annotated[
+    str, _matches(CLUSTER_NAME.pattern, "a cluster name: lowercase letters, digits and '-', 2-39 chars")
+]
+KubeName = Annotated[str, _matches(r"[a-z][a-z0-9-]{0,40}", "a valid Kubernetes name")]
+InstanceType = Annotated[str, _matches(r"[a-z][a-z0-9-]*\.[a-z0-9]+", "an EC2 instance type like g6e.xlarge")]
+PrincipalArn = Annotated[
+    str, _matches(r"arn:aws[a-z-]*:(iam|sts)::\d{12}:[\w+=,.@/-]+", "an IAM principal ARN")
+]
+Version = Annotated[str, _matches(r"v?\d+(\.\d+)*([.+-][\w.+-]+)?", "a version like 1.2.3")]
+RetentionDays = Annotated[StrictInt, AfterValidator(_retention)]
 
 
 @dataclass(frozen=True)
 class Tenant:
-    name: str
-    gpu_quota: int  # whole cards: nvidia.com/gpu nominal quota of the tenant's ClusterQueue (no borrowing)
+    __pydantic_config__ = RULES
+    name: KubeName
+    gpu_quota: (
+        Positive  # whole cards: nvidia.com/gpu nominal quota of the tenant's ClusterQueue (no borrowing)
+    )
     # time-sliced replicas: nvidia.com/gpu.shared nominal quota, on the shared NodePool's cards
-    shared_gpu_quota: int = 0
+    shared_gpu_quota: Count = 0
 
 
 @dataclass(frozen=True)
 class Versions:
     """Every pinned version, in one place (docs/infra.md says why each)."""
 
-    kubernetes: str = "1.36"  # in standard support; the local target runs the same minor (v1.36.3)
-    karpenter_chart: str = "1.14.3"
-    kueue_chart: str = "0.19.2"
-    device_plugin_chart: str = "0.18.0"
-    dcgm_exporter_chart: str = "4.1.3"
-    dcgm_exporter_image: str = "4.2.3-4.1.3-ubuntu22.04"  # before 4.8.3 renamed Hostname -> hostname
-    prometheus_chart: str = "27.20.0"
-    collector_image_tag: str = "0.1.0"
+    __pydantic_config__ = RULES
+    kubernetes: Annotated[str, _matches(r"1\.\d+", "a Kubernetes minor like 1.36 (quote it in YAML)")] = (
+        "1.36"
+    )
+    karpenter_chart: Version = "1.14.3"
+    kueue_chart: Version = "0.19.2"
+    device_plugin_chart: Version = "0.18.0"
+    dcgm_exporter_chart: Version = "4.1.3"
+    dcgm_exporter_image: Version = "4.2.3-4.1.3-ubuntu22.04"  # before 4.8.3 renamed Hostname -> hostname
+    prometheus_chart: Version = "27.20.0"
+    collector_image_tag: Version = "0.1.0"
 
 
 @dataclass(frozen=True)
 class Config:
-    region: str = "us-east-1"
-    allowed_accounts: tuple[str, ...] = ()
-    cluster_name: str = names.PROJECT
-    project: str = names.PROJECT
-    vpc_cidr: str = "10.42.0.0/16"
-    availability_zones: tuple[str, ...] = ("us-east-1a", "us-east-1b")
+    __pydantic_config__ = RULES
+    region: Region = "us-east-1"
+    allowed_accounts: tuple[AccountId, ...] = ()
+    cluster_name: ClusterName = names.PROJECT
+    project: Name = names.PROJECT
+    vpc_cidr: Cidr = "10.42.0.0/16"
+    availability_zones: tuple[Name, ...] = ("us-east-1a", "us-east-1b")
     tenants: tuple[Tenant, ...] = (Tenant("team-a", 1, 4), Tenant("team-b", 1, 0))
-    gpu_instance_types: tuple[str, ...] = ("g6e.xlarge",)
-    gpu_node_vcpu: int = 4  # every allowed type has exactly this many vCPUs (pinned in the NodePool)
-    gpus_per_node: int = 1  # and exactly this many physical GPUs
+    gpu_instance_types: tuple[InstanceType, ...] = ("g6e.xlarge",)
+    gpu_node_vcpu: Positive = 4  # every allowed type has exactly this many vCPUs (pinned in the NodePool)
+    gpus_per_node: Positive = 1  # and exactly this many physical GPUs
     # "All G and VT Spot Instance Requests" (L-3819A6DF) in this account: two whole cards and one shared
-    gvt_spot_vcpu_quota: int = 12
-    timeslicing_replicas: int = 4
-    system_instance_type: str = "m7i.large"
-    system_node_count: int = 2
-    nodepool_name: str = "gpu-spot"  # whole cards
-    shared_nodepool_name: str = "gpu-shared"  # cards the device plugin time-slices into replicas
-    admin_principal_arns: tuple[str, ...] = ()
-    collector_interval_seconds: int = 60
-    log_retention_days: int = 365
-    api_public_cidrs: tuple[str, ...] = (
+    gvt_spot_vcpu_quota: Count = 12
+    timeslicing_replicas: Positive = 4
+    system_instance_type: InstanceType = "m7i.large"
+    system_node_count: Positive = 2
+    nodepool_name: KubeName = "gpu-spot"  # whole cards
+    shared_nodepool_name: KubeName = "gpu-shared"  # cards the device plugin time-slices into replicas
+    admin_principal_arns: tuple[PrincipalArn, ...] = ()
+    collector_interval_seconds: Positive = 60
+    log_retention_days: RetentionDays = 365
+    api_public_cidrs: tuple[Cidr, ...] = (
         "0.0.0.0/0",
     )  # who may reach the EKS API endpoint (IAM still applies)
     # The nightly workflow's role (infra/ci_role.py): owner/name of the repository whose jobs in this GitHub
     # environment may assume it. Empty: the ci-role stack is not synthesized.
-    github_repository: str = ""
-    ci_environment: str = "sandbox"
-    ci_create_oidc_provider: bool = True  # False when the account already has GitHub's OIDC provider
-    state_dir: str = ".state"  # Terraform local state, one file per stack, outside cdktf.out
+    github_repository: Annotated[str, _matches(r"([\w.-]+/[\w.-]+)?", "owner/name")] = ""
+    ci_environment: Annotated[str, _matches(r"[\w.-]{1,255}", "a GitHub environment name")] = "sandbox"
+    ci_create_oidc_provider: Flag = True  # False when the account already has GitHub's OIDC provider
+    state_dir: Name = ".state"  # Terraform local state, one file per stack, outside cdktf.out
     versions: Versions = field(default_factory=Versions)
 
     # --- derived ------------------------------------------------------------------------------------
@@ -206,38 +293,32 @@ class Config:
         return names.COLLECTOR_PORT
 
     def validate(self) -> Config:
-        if not re.fullmatch(r"[a-z]{2}(-gov)?-[a-z]+-\d", self.region):
-            raise ConfigError("region", f"{self.region!r} is not an AWS region name like us-east-1")
-        for account in self.allowed_accounts:
-            if not re.fullmatch(r"\d{12}", account):
-                raise ConfigError("allowed_accounts", f"{account!r} is not a 12-digit account id")
-        if not re.fullmatch(r"[a-z][a-z0-9-]{1,38}", self.cluster_name):
-            raise ConfigError(
-                "cluster_name", f"{self.cluster_name!r}: lowercase letters, digits and '-', 2-39 chars"
-            )
+        """Every field by its type (the first error, naming the key), then the rules that span keys."""
+        try:
+            _schema().validate_python(self)
+        except ValidationError as exc:
+            raise _config_error(exc.errors()[0]) from None
+        for az in self.availability_zones:
+            if not az.startswith(self.region) or len(az) != len(self.region) + 1:
+                raise ConfigError("availability_zones", f"{az!r} is not a zone of region {self.region}")
         if len(self.availability_zones) < 2:
             raise ConfigError(
                 "availability_zones", f"EKS needs at least 2, got {list(self.availability_zones)}"
             )
-        for az in self.availability_zones:
-            if not az.startswith(self.region) or len(az) != len(self.region) + 1:
-                raise ConfigError("availability_zones", f"{az!r} is not a zone of region {self.region}")
+        if len(set(self.availability_zones)) != len(self.availability_zones):
+            raise ConfigError("availability_zones", f"duplicate zones in {list(self.availability_zones)}")
+        vpc = ipaddress.ip_network(self.vpc_cidr)
+        subnets = 2 * len(self.availability_zones)  # one public and one private /20 per zone
+        if vpc.prefixlen < 16 or vpc.prefixlen > 20 or 2 ** (20 - vpc.prefixlen) < subnets:
+            raise ConfigError(
+                "vpc_cidr",
+                f"{self.vpc_cidr} cannot hold {subnets} /20 subnets (one public, one private per zone): "
+                "use a /16 to /" + str(20 - (subnets - 1).bit_length()),
+            )
         if not self.tenants:
             raise ConfigError("tenants", "at least one tenant is needed")
         if len({t.name for t in self.tenants}) != len(self.tenants):
             raise ConfigError("tenants", f"duplicate tenant names in {[t.name for t in self.tenants]}")
-        for t in self.tenants:
-            if not re.fullmatch(r"[a-z][a-z0-9-]{0,40}", t.name):
-                raise ConfigError("tenants.name", f"{t.name!r} is not a valid Kubernetes name")
-            if t.gpu_quota < 1:
-                raise ConfigError(
-                    "tenants.gpu_quota", f"tenant {t.name}: quota must be >= 1, got {t.gpu_quota}"
-                )
-            if t.shared_gpu_quota < 0:
-                raise ConfigError(
-                    "tenants.shared_gpu_quota",
-                    f"tenant {t.name}: quota must be >= 0, got {t.shared_gpu_quota}",
-                )
         if not self.gpu_instance_types:
             raise ConfigError("gpu_instance_types", "at least one GPU instance type is needed")
         if self.gvt_spot_vcpu_quota < self.gpu_node_vcpu:
@@ -246,8 +327,6 @@ class Config:
                 f"{self.gvt_spot_vcpu_quota} vCPUs cannot run one "
                 f"{self.gpu_node_vcpu}-vCPU GPU node; new accounts start at 0: request an increase",
             )
-        if self.timeslicing_replicas < 1:
-            raise ConfigError("timeslicing_replicas", f"must be >= 1, got {self.timeslicing_replicas}")
         if self.shared_replicas % self.timeslicing_replicas:
             raise ConfigError(
                 "tenants.shared_gpu_quota",
@@ -268,53 +347,87 @@ class Config:
             raise ConfigError(
                 "shared_nodepool_name", f"must differ from nodepool_name {self.nodepool_name!r}"
             )
-        if self.github_repository and not re.fullmatch(r"[\w.-]+/[\w.-]+", self.github_repository):
-            raise ConfigError("github_repository", f"{self.github_repository!r} is not owner/name")
-        if not re.fullmatch(r"[\w.-]{1,255}", self.ci_environment):
-            raise ConfigError("ci_environment", f"{self.ci_environment!r} is not a GitHub environment name")
         return self
 
 
-def _coerce(key: str, hint: Any, value: Any) -> Any:
-    origin = typing.get_origin(hint)
-    if dataclasses.is_dataclass(hint):
-        return _build(hint, value, prefix=f"{key}.")
-    if origin is tuple:
-        (inner, _) = (
-            typing.get_args(hint) if len(typing.get_args(hint)) == 2 else (typing.get_args(hint)[0], ...)
-        )
-        if not isinstance(value, list):
-            raise ConfigError(key, f"expected a list, found {type(value).__name__} {value!r}")
-        return tuple(_coerce(key, inner, v) for v in value)
-    if origin in (typing.Union, types.UnionType):
-        return value
-    if hint is int and (not isinstance(value, int) or isinstance(value, bool)):
-        raise ConfigError(key, f"expected an integer, found {value!r}")
-    if hint is bool and not isinstance(value, bool):
-        raise ConfigError(key, f"expected true or false, found {value!r}")
-    if hint is str and not isinstance(value, str):
-        raise ConfigError(key, f"expected a string, found {value!r}")
-    return value
+@functools.cache
+def _schema() -> TypeAdapter:
+    return TypeAdapter(Config)
 
 
-def _build(cls: type, data: Any, prefix: str = "") -> Any:
-    if not isinstance(data, dict):
-        raise ConfigError(prefix.rstrip(".") or "<root>", f"expected a mapping, found {type(data).__name__}")
-    hints = typing.get_type_hints(cls)
-    known = {f.name for f in dataclasses.fields(cls)}
-    for key in data:
-        if key not in known:
-            raise ConfigError(f"{prefix}{key}", f"not a known key; known: {sorted(known)}")
-    return cls(**{k: _coerce(f"{prefix}{k}", hints[k], v) for k, v in data.items()})
+def _known_keys(loc: tuple) -> list[str]:
+    """The keys valid where an unknown key was found (loc: its path, the key last)."""
+    parents = [p for p in loc[:-1] if not isinstance(p, int)]
+    cls = {"tenants": Tenant, "versions": Versions}.get(parents[-1] if parents else "", Config)
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+def _config_error(error: dict[str, Any]) -> ConfigError:
+    """One pydantic error as the ConfigError naming the key ("tenants.gpu_quota") and the item."""
+    loc = tuple(error["loc"])
+    key = ".".join(str(p) for p in loc if not isinstance(p, int)) or "<root>"
+    items = [p for p in loc if isinstance(p, int)]
+    item = f" (item {items[0] + 1} of {key.split('.')[0]})" if items else ""
+    found, kind, ctx = error.get("input"), error["type"], error.get("ctx") or {}
+    if kind == "unexpected_keyword_argument":
+        known = _known_keys(loc)
+        close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(sorted(known))}"
+        return ConfigError(key, f"not a known key{item}; {hint}")
+    if kind == "missing":
+        return ConfigError(key, f"required{item}")
+    if kind == "value_error":
+        return ConfigError(key, f"{ctx.get('error')}{item}")
+    expected = {
+        "int_type": "an integer",
+        "bool_type": "true or false",
+        "string_type": "a string",
+        "tuple_type": "a list",
+        "dataclass_type": "a mapping of keys to values",
+        "greater_than_equal": f"a value >= {ctx.get('ge')}",
+        "string_too_short": "a non-empty string",
+    }.get(kind, error["msg"])
+    if kind == "greater_than_equal":
+        return ConfigError(key, f"must be >= {ctx.get('ge')}, found {found!r}{item}")
+    shown = f"{type(found).__name__} {found!r}" if kind.endswith("_type") else repr(found)
+    if kind == "string_type" and isinstance(found, int | float):
+        expected += " (quote it in YAML)"
+    return ConfigError(key, f"expected {expected}, found {shown}{item}")
 
 
 def load_config(path: str | Path | None = None) -> Config:
     """Load and validate a config file (default: $GPU_FINOPS_CONFIG, else facts/config.yaml); a missing
-    default file means all defaults, a missing named file is an error."""
+    default file means all defaults, a missing named file is an error. Every error names the file."""
     source = "the config argument" if path else CONFIG_ENV
     named = path or os.environ.get(CONFIG_ENV)
     path = Path(named) if named else DEFAULT_FILE
     if named and not path.exists():
-        raise ConfigError("<file>", f"{path} (named by {source}) does not exist")
-    data = yaml.safe_load(path.read_text()) if path.exists() else {}
-    return _build(Config, data or {}).validate()
+        raise ConfigError(FILE, f"{path} (named by {source}) does not exist")
+    if not path.exists():
+        return Config().validate()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except IsADirectoryError:
+        raise ConfigError(FILE, "is a directory; name a YAML file", str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            FILE,
+            f"not UTF-8 text (byte {exc.object[exc.start : exc.start + 1]!r} at offset {exc.start})",
+            str(path),
+        ) from None
+    except OSError as exc:
+        raise ConfigError(FILE, f"cannot read: {exc.strerror or exc}", str(path)) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(FILE, f"not valid YAML: {where}{problem}", str(path)) from None
+    try:
+        config = _schema().validate_python({} if data is None else data)
+        return config.validate()
+    except ValidationError as exc:
+        raise _config_error(exc.errors()[0]).in_file(str(path)) from None
+    except ConfigError as exc:
+        raise exc.in_file(str(path)) from None

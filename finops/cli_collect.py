@@ -5,9 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import signal
+import textwrap
 
+from facts import arguments, timeouts
+from facts.errors import CONTRACT, CheckFailed, UsageError
 from finops.cli_common import add_nodes_argument, add_store_argument, node_source
 from finops.collector import DEFAULT_GRACE, DEFAULT_INTERVAL, Collector
 from finops.metrics import CollectorMetrics, serve
@@ -37,19 +41,41 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="region of nodes without a zone label",
     )
     parser.add_argument(
-        "--interval", type=int, default=DEFAULT_INTERVAL, help="seconds per record (default 60)"
+        "--interval",
+        type=arguments.integer(1),
+        default=DEFAULT_INTERVAL,
+        help="seconds per record (default 60)",
     )
     parser.add_argument(
         "--grace",
-        type=float,
+        type=arguments.number(0),
         default=DEFAULT_GRACE,
         help="seconds a new node may show no GPU series before it is an error (default 300)",
     )
+    parser.add_argument(
+        "--prometheus-retry",
+        type=arguments.number(0),
+        default=timeouts.PROM_RETRY,
+        help="seconds to retry Prometheus before counting it unreachable (default %(default)s)",
+    )
     parser.add_argument("--once", action="store_true", help="collect the last complete interval, then exit")
-    parser.add_argument("--port", type=int, default=None, help="serve /metrics and /healthz on this port")
+    parser.add_argument(
+        "--port",
+        type=arguments.integer(1, 65535),
+        default=None,
+        help="serve /metrics and /healthz on this port",
+    )
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = (
-        "exit codes with --once: 0 records written and healthy; 1 a configuration problem (missing "
-        "SM_ACTIVE, no GPU series, no price) was found, records keep the gaps; 2 nothing could be collected"
+        textwrap.fill(
+            "exit codes with --once: 0 records written and healthy; 1 a problem was found (missing "
+            "SM_ACTIVE, no GPU series, no price: records keep the gaps; or no GPU node observed: nothing "
+            "written); 2 a bad argument or rates file; 3 Kubernetes, Prometheus or AWS unreachable (nothing "
+            "written)",
+            width=100,
+        )
+        + "\n\n"
+        + CONTRACT
     )
 
 
@@ -57,9 +83,20 @@ def rate_book(args: argparse.Namespace):
     from finops.pricing import AwsRates, CatalogRates
 
     if args.rates.startswith("catalog:"):
-        with open(args.rates.removeprefix("catalog:")) as f:
-            catalog = json.load(f)
-        return CatalogRates({(t, cap): float(p) for t, caps in catalog.items() for cap, p in caps.items()})
+        path = args.rates.removeprefix("catalog:")
+        try:
+            with open(path, encoding="utf-8") as f:
+                catalog = json.load(f)
+            rates = {(t, cap): float(p) for t, caps in catalog.items() for cap, p in caps.items()}
+        except (OSError, ValueError, AttributeError, TypeError) as exc:
+            raise UsageError(
+                f"--rates {args.rates}: not a readable JSON catalog "
+                f'{{"instance-type": {{"on-demand": $/h, "spot": $/h}}}}: {exc}'
+            ) from None
+        bad = {k: v for k, v in rates.items() if not math.isfinite(v) or v <= 0}
+        if bad:
+            raise UsageError(f"--rates {args.rates}: prices must be positive finite $/h, found {bad}")
+        return CatalogRates(rates)
     if args.rates == "aws":
         import boto3
 
@@ -70,7 +107,11 @@ def rate_book(args: argparse.Namespace):
             SpotPrices(boto3.client("ec2", region_name=args.region)),
             default_region=args.region,
         )
-    raise SystemExit(f"--rates must be 'aws' or catalog:PATH, got {args.rates!r}")
+    raise UsageError(f"--rates must be 'aws' or catalog:PATH, got {args.rates!r}")
+
+
+def interrupted(args: argparse.Namespace) -> str:
+    return f"interrupted; the intervals already collected are in {args.store}: run collect again to go on"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     server = serve(metrics, args.port) if args.port else None
     collector = Collector(
         node_source(args),
-        PrometheusClient(args.prometheus_url),
+        PrometheusClient(args.prometheus_url, retry_for=args.prometheus_retry),
         rate_book(args),
         open_store(args.store),
         interval=args.interval,
@@ -89,8 +130,10 @@ def run(args: argparse.Namespace) -> int:
         if args.once:
             result = collector.cycle()
             if not result.records:
-                log.error("no samples: no GPU node was observed in the interval; nothing was written")
-                return 2
+                raise CheckFailed(
+                    "no samples: no GPU node was observed in the interval; nothing was written (check --nodes "
+                    "and that the GPU nodes are up)"
+                )
             return 0 if result.healthy else 1
         stopping = {"now": False}
         signal.signal(signal.SIGTERM, lambda *_: stopping.update(now=True))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
+from facts.errors import UsageError
+
 DEFAULT_STORE = os.environ.get("GPU_FINOPS_STORE", "gpu-finops-cost.sqlite")
 
 
@@ -34,7 +36,7 @@ def node_source(args: argparse.Namespace):
         return FileNodeSource(args.nodes.removeprefix("file:"))
     if args.nodes == "kube":
         return KubeNodeSource.from_kubeconfig(args.kubeconfig)
-    raise SystemExit(f"--nodes must be 'kube' or file:PATH, got {args.nodes!r}")
+    raise UsageError(f"--nodes must be 'kube' or file:PATH, got {args.nodes!r}")
 
 
 def console():

@@ -7,8 +7,7 @@ import argparse
 import json
 from pathlib import Path
 
-from rich.console import Console
-
+from facts.errors import CheckFailed
 from finops.cli_common import add_store_argument
 from finops.cli_common import console as wide_console
 from finops.cli_export import add_export_parser, run_export
@@ -46,10 +45,9 @@ def run(args: argparse.Namespace) -> int:
 
         tenants = by_tenant(args.parquet, period=args.period)
     if not records and not tenants:
-        Console(stderr=True).print(
-            f"[red]no cost records in {args.store}[/red] for the range given: run `gpu-finops collect` first"
+        raise CheckFailed(
+            f"no cost records in {args.store} for the range given: run `gpu-finops collect` first"
         )
-        return 1
     summaries = summarize(records)
     if summaries:
         console.print(table(summaries))

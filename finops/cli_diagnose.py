@@ -13,12 +13,13 @@ import re
 import sys
 from typing import Any
 
+from facts import errors
+from facts.errors import EXIT_FALSE, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, UsageError
 from finops.diagnose.model import ORDER, Cluster, Diagnosis
 
-EXIT_DIAGNOSED = 0
-EXIT_NOT_A_TARGET = 1
-EXIT_USAGE = 2
-EXIT_UNREACHABLE = 3
+# The contract's codes (facts/errors.py), by what they mean here.
+EXIT_DIAGNOSED = EXIT_OK
+EXIT_NOT_A_TARGET = EXIT_FALSE
 DEFAULT_WINDOW_S = 300
 
 EPILOG = (
@@ -78,12 +79,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EPILOG
 
 
-class Unreachable(RuntimeError):
+class Unreachable(errors.Unreachable):
     """Kubernetes did not answer."""
 
 
 def kube_client(kubeconfig: str | None) -> Any:
-    """A harness Kube; SystemExit(2) when there is no configuration to reach a cluster with."""
+    """A harness Kube; UsageError (exit 2) when there is no configuration to reach a cluster with."""
     from kubernetes import config
 
     from finops.kube import Kube
@@ -96,8 +97,9 @@ def kube_client(kubeconfig: str | None) -> Any:
             return Kube(client.ApiClient())
         return Kube.from_kubeconfig(kubeconfig)
     except (config.ConfigException, FileNotFoundError, OSError) as exc:
-        print(f"gpu-finops diagnose: no Kubernetes configuration: {exc}", file=sys.stderr)
-        raise SystemExit(EXIT_USAGE) from exc
+        raise UsageError(
+            f"no Kubernetes configuration: {exc}; set KUBECONFIG or --kubeconfig, or run in a cluster"
+        ) from exc
 
 
 def kube_call(fn, *args, **kw):

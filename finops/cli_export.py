@@ -6,8 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from rich.console import Console
-
+from facts.errors import CheckFailed, UsageError
 from finops.cli_common import add_store_argument
 from finops.cli_common import console as wide_console
 from finops.export import write_dataset
@@ -53,15 +52,16 @@ def _holdings(spec: str, kubeconfig: str | None):
         from finops.kube import Kube
 
         return gpu_holdings.gpu_holdings(Kube.from_kubeconfig(kubeconfig))
-    raise SystemExit(f"--holdings must be 'none', 'kube' or file:PATH, got {spec!r}")
+    raise UsageError(f"--holdings must be 'none', 'kube' or file:PATH, got {spec!r}")
 
 
 def run_export(args: argparse.Namespace) -> int:
     console = wide_console()
     records = open_store(args.store).records(since=args.since, until=args.until)
     if not records:
-        Console(stderr=True).print(f"[red]no cost records in {args.store}[/red]: nothing to export")
-        return 1
+        raise CheckFailed(
+            f"no cost records in {args.store}: nothing to export; run `gpu-finops collect` first"
+        )
     holdings = _holdings(args.holdings, args.kubeconfig)
     ctx = FocusContext(args.billing_account_id, args.billing_account_name, provider=args.provider)
     dataset = focus_dataset(records, holdings, ctx)

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from rich.table import Table
 
+from facts import arguments
 from finops.cli_common import add_nodes_argument, add_store_argument, node_source
 from finops.cli_common import console as wide_console
 from finops.reaper import ReapPolicy, rank, reap
@@ -16,18 +17,42 @@ from finops.store import open_store
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser)
     add_nodes_argument(parser)
-    parser.add_argument("--nodepool", default="gpu-spot", help="only nodes of this NodePool are ever touched")
-    parser.add_argument("--window", type=float, default=60, help="minutes of records to rank by (default 60)")
     parser.add_argument(
-        "--min-age", type=float, default=30, help="minutes a node must have lived (default 30)"
+        "--nodepool",
+        type=arguments.non_empty,
+        default="gpu-spot",
+        help="only nodes of this NodePool are ever touched",
     )
     parser.add_argument(
-        "--idle-threshold", type=float, default=0.9, help="idle share counting as idle (default 0.9)"
+        "--window",
+        type=arguments.number(0, above=True),
+        default=60,
+        help="minutes of records to rank by (default 60)",
     )
     parser.add_argument(
-        "--consecutive", type=int, default=10, help="idle intervals in a row required (default 10)"
+        "--min-age", type=arguments.number(0), default=30, help="minutes a node must have lived (default 30)"
+    )
+    parser.add_argument(
+        "--idle-threshold",
+        type=arguments.number(0, maximum=1),
+        default=0.9,
+        help="idle share counting as idle (default 0.9)",
+    )
+    parser.add_argument(
+        "--consecutive",
+        type=arguments.integer(1),
+        default=10,
+        help="idle intervals in a row required (default 10)",
     )
     parser.add_argument("--apply", action="store_true", help="delete NodeClaims (default: dry run)")
+
+
+def interrupted(args: argparse.Namespace) -> str:
+    if args.apply:
+        return (
+            "interrupted; NodeClaims already deleted stay deleted: run `gpu-finops reap` to see what is left"
+        )
+    return "interrupted; a dry run changes nothing"
 
 
 def run(args: argparse.Namespace) -> int:

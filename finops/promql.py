@@ -14,15 +14,16 @@ from typing import Any
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
 from facts import timeouts
+from facts.errors import Unreachable
 
 log = logging.getLogger(__name__)
 
 
-class PrometheusUnavailable(RuntimeError):
+class PrometheusUnavailable(Unreachable, RuntimeError):
     """Prometheus did not answer within the retry budget."""
 
 
-class PrometheusQueryError(RuntimeError):
+class PrometheusQueryError(Unreachable, RuntimeError):
     """Prometheus answered, but rejected the query (a bad expression, a server-side error)."""
 
 

@@ -8,6 +8,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Protocol
 
+from facts.errors import UsageError
 from finops.records import COLUMNS, KEY, CostRecord
 
 _INT_COLUMNS = {"x_GpuCount", "x_GpusReporting"}
@@ -42,9 +43,18 @@ class SqliteCostStore:
 
     def __init__(self, path: str | Path):
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path)
+        try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(self.path)
+        except (OSError, sqlite3.Error) as exc:
+            where = getattr(exc, "filename", None)
+            why = "exists and is not a directory" if isinstance(exc, FileExistsError) else exc
+            why = getattr(why, "strerror", None) or why
+            raise UsageError(
+                f"cannot open the SQLite cost store {self.path}: {f'{where}: ' if where else ''}{why}; "
+                "check the --store path"
+            ) from exc
         cols = []
         for name in COLUMNS:
             kind = (

@@ -4,6 +4,10 @@ Each subcommand lives with the package that owns it, in a module named `cli_<sub
 underscores; `finops/cli_common.py` holds options the finops subcommands share), and registers itself
 through `add_arguments`; the modules are imported lazily, only when their subcommand runs, so `--help` stays fast and a missing
 optional piece (say, jsii for synthesis) never breaks the commands that do not need it.
+
+Every subcommand keeps one error contract (facts/errors.py): exceptions end here, in `main`, as one line
+on stderr and the exit code of their meaning (gpu_finops/failures.py maps them); `-v` adds the traceback.
+A module may define `interrupted(args) -> str`, the line Ctrl-C prints: where things stand, how to finish.
 """
 
 from __future__ import annotations
@@ -12,8 +16,11 @@ import argparse
 import importlib
 import logging
 import sys
+import traceback
 from collections.abc import Sequence
+from types import ModuleType
 
+from facts.errors import CONTRACT, EXIT_INTERRUPTED, EXIT_USAGE
 from facts.names import PROJECT
 
 # subcommand -> (module that implements it, one-line help). Order is the order shown in --help.
@@ -41,12 +48,31 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+QUIET_LIBRARIES = ("botocore", "boto3", "urllib3", "kubernetes")
+VERBOSE = ("-v", "--verbose")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a usage error as one line naming the option and the value (exit 2)."""
+
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, f"{self.prog}: {message}; see `{self.prog} --help`\n")
+
+
+def _verbose_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="debug logging, and the traceback of an error"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=PROJECT,
         description="Is our GPU money doing work, and does our scheduling stack do what we claim?",
+        epilog=CONTRACT,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    _verbose_argument(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (_module, help_text) in SUBCOMMANDS.items():
         # A placeholder parser keeps --help complete without importing every module.
@@ -54,26 +80,70 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+class _Running:
+    """What `main` knows so far, for the line an error or an interrupt prints."""
+
+    command: str | None = None
+    module: ModuleType | None = None
+    args: argparse.Namespace | None = None
+
+
+def _run(argv: list[str], state: _Running, verbose: bool) -> int:
     top = build_parser()
     # Find the subcommand without parsing its own options, then let its module build the real parser.
     command = next((a for a in argv if not a.startswith("-")), None)
     if command not in SUBCOMMANDS:
         top.parse_args(argv)  # prints help or the usage error and exits
-        return 2
+        return EXIT_USAGE
+    state.command = command
     module_name, help_text = SUBCOMMANDS[command]
-    module = importlib.import_module(module_name)
-    parser = argparse.ArgumentParser(prog=f"{PROJECT} {command}", description=help_text)
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    module = state.module = importlib.import_module(module_name)
+    parser = Parser(prog=f"{PROJECT} {command}", description=help_text)
+    _verbose_argument(parser)
     module.add_arguments(parser)
     index = argv.index(command)
-    args = parser.parse_args(argv[:index] + argv[index + 1 :])
+    args = state.args = parser.parse_args(argv[:index] + argv[index + 1 :])
+    args.verbose = args.verbose or verbose
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if not args.verbose:  # the libraries' INFO lines ("Found credentials...") would bury the one error line
+        for library in QUIET_LIBRARIES:
+            logging.getLogger(library).setLevel(logging.WARNING)
     return int(module.run(args) or 0)
+
+
+def _interrupted(state: _Running) -> str:
+    hook = getattr(state.module, "interrupted", None)
+    if hook is not None and state.args is not None:
+        return hook(state.args)
+    return "interrupted before it finished; run it again"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one subcommand; every way it can end is an exit code of the contract (facts/errors.py)."""
+    from gpu_finops.failures import classify
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # -v anywhere before `--` (what follows it is another command's), even after a nested action
+    end = argv.index("--") if "--" in argv else len(argv)
+    verbose = any(a in VERBOSE for a in argv[:end])
+    argv = [a for a in argv[:end] if a not in VERBOSE] + argv[end:]
+    state = _Running()
+    try:
+        return _run(argv, state, verbose)
+    except KeyboardInterrupt:
+        line, code = _interrupted(state), EXIT_INTERRUPTED
+        if verbose:
+            traceback.print_exc()
+    except Exception as exc:  # the contract: one line, a code by meaning, the traceback only with -v
+        code, line = classify(exc)
+        if verbose:
+            traceback.print_exc()
+    prog = f"{PROJECT} {state.command}" if state.command else PROJECT
+    print(f"{prog}: {line}", file=sys.stderr, flush=True)
+    return code
 
 
 if __name__ == "__main__":

@@ -6,10 +6,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import textwrap
 from datetime import datetime
 from pathlib import Path
 
-from facts.config import ConfigError, load_config
+from facts import arguments
+from facts.config import load_config
+from facts.errors import CONTRACT, CheckFailed, UsageError
 from infra.guard import (
     DEFAULT_MAX_HOURS,
     DEFAULT_TEARDOWN_RESERVE_MINUTES,
@@ -24,43 +27,57 @@ from infra.guard import (
 
 DEFAULT_DEADLINE_FILE = Path("reports/guard-deadline.json")
 EPILOG = (
-    "exit codes: 0 within budget (estimate) or the command's own code (run); 2 guard error (no price, "
-    f"no deadline file); {EXIT_OVER_BUDGET} the ceiling is over --budget-usd (nothing started); "
-    "124 the command was stopped at the deadline"
+    textwrap.fill(
+        "exit codes: 0 within budget (estimate) or the command's own code (run); "
+        f"{EXIT_OVER_BUDGET} the ceiling is over --budget-usd (nothing started); 2 guard or configuration "
+        "error (no price, no deadline file, a bad number); 124 the command was stopped at the deadline.",
+        width=100,
+    )
+    + "\n\n"
+    + CONTRACT
 )
+
+
+POSITIVE = arguments.number(0, above=True)
 
 
 def _env_float(name: str, default: float | None) -> float | None:
     raw = os.environ.get(name)
-    return float(raw) if raw else default
+    if not raw:
+        return default
+    try:
+        return POSITIVE(raw)
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(f"${name}: {exc}; unset it or fix it") from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     est = sub.add_parser("estimate", help="print the cost ceiling of one run; refuse when over budget")
     est.add_argument("--config", default=None, help="config YAML (default facts/config.yaml)")
     est.add_argument(
         "--max-hours",
-        type=float,
+        type=POSITIVE,
         default=_env_float("GPU_FINOPS_MAX_HOURS", DEFAULT_MAX_HOURS),
         help="wall time of the whole run, teardown included (default $GPU_FINOPS_MAX_HOURS or %(default)s)",
     )
     est.add_argument(
         "--budget-usd",
-        type=float,
+        type=arguments.number(0),
         default=_env_float("GPU_FINOPS_BUDGET_USD", None),
         help="refuse to start when the ceiling is above this (default $GPU_FINOPS_BUDGET_USD; none: print only)",
     )
     est.add_argument(
         "--teardown-reserve-minutes",
-        type=float,
+        type=arguments.number(0),
         default=DEFAULT_TEARDOWN_RESERVE_MINUTES,
         help="the end of the wall time kept for destroy, resume and verify (default %(default)s)",
     )
     est.add_argument(
         "--job-timeout-minutes",
-        type=float,
+        type=POSITIVE,
         default=_env_float("GPU_FINOPS_JOB_TIMEOUT_MINUTES", None),
         help="the CI job's own timeout; a longer --max-hours is refused (default $GPU_FINOPS_JOB_TIMEOUT_MINUTES)",
     )
@@ -84,7 +101,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run = sub.add_parser("run", help="run a command; stop it at the deadline so teardown keeps its time")
     run.add_argument("--deadline-file", type=Path, default=DEFAULT_DEADLINE_FILE)
     run.add_argument(
-        "--grace-seconds", type=float, default=30.0, help="SIGTERM to SIGKILL (default %(default)s)"
+        "--grace-seconds",
+        type=arguments.number(0),
+        default=30.0,
+        help="SIGTERM to SIGKILL (default %(default)s)",
     )
     run.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
 
@@ -111,45 +131,40 @@ def _price_source(kind: str, region: str):
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        if args.action == "run":
-            command = args.command[1:] if args.command[:1] == ["--"] else args.command
-            if not command:
-                print("guard run: nothing to run; usage: gpu-finops guard run -- make up")
-                return 2
-            return run_until(Deadline.read(args.deadline_file), command, grace_seconds=args.grace_seconds)
-        if args.job_timeout_minutes is not None and args.max_hours * 60 > args.job_timeout_minutes:
-            raise GuardError(
-                f"--max-hours {args.max_hours:g} is longer than the job's timeout of "
-                f"{args.job_timeout_minutes:g} min: the runner would kill teardown; lower it"
-            )
-        config = load_config(args.config)
-        e = estimate(
-            config,
-            _price_source(args.rates, config.region),
-            max_hours=args.max_hours,
-            budget_usd=args.budget_usd,
-            start=args.start,
+    """GuardError and ConfigError end as exit 2 with their one line (gpu_finops/cli.py)."""
+    if args.action == "run":
+        command = args.command[1:] if args.command[:1] == ["--"] else args.command
+        if not command:
+            raise UsageError("guard run: nothing to run; usage: gpu-finops guard run -- make up")
+        return run_until(Deadline.read(args.deadline_file), command, grace_seconds=args.grace_seconds)
+    if args.job_timeout_minutes is not None and args.max_hours * 60 > args.job_timeout_minutes:
+        raise GuardError(
+            f"--max-hours {args.max_hours:g} is longer than the job's timeout of "
+            f"{args.job_timeout_minutes:g} min: the runner would kill teardown; lower it"
         )
-        print(render(e), flush=True)
-        if args.json:
-            args.json.parent.mkdir(parents=True, exist_ok=True)
-            args.json.write_text(json.dumps(e.to_dict(), indent=2))
-        if not e.within_budget:
-            print(
-                f"cost guard: refusing to start: the ceiling ${e.usd:.2f} is over the budget "
-                f"${e.budget_usd:.2f}; lower --max-hours (at ${e.usd_per_hour:.2f}/h), lower "
-                "the tenants' quotas in facts/config.yaml (each card is a node), or raise the budget"
-            )
-            return EXIT_OVER_BUDGET
-        if args.deadline_file:
-            d = Deadline.start(args.max_hours, args.teardown_reserve_minutes)
-            d.write(args.deadline_file)
-            print(
-                f"cost guard: up and acts must finish within {(d.at - d.started) / 60:.0f} min "
-                f"(deadline in {args.deadline_file}); the last {d.teardown_reserve_minutes:g} min are teardown's"
-            )
-        return 0
-    except (GuardError, ConfigError) as exc:
-        print(f"cost guard: {exc}")
-        return 2
+    config = load_config(args.config)
+    e = estimate(
+        config,
+        _price_source(args.rates, config.region),
+        max_hours=args.max_hours,
+        budget_usd=args.budget_usd,
+        start=args.start,
+    )
+    print(render(e), flush=True)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(e.to_dict(), indent=2))
+    if not e.within_budget:
+        raise CheckFailed(
+            f"cost guard: refusing to start: the ceiling ${e.usd:.2f} is over the budget "
+            f"${e.budget_usd:.2f}; lower --max-hours (at ${e.usd_per_hour:.2f}/h), lower "
+            "the tenants' quotas in facts/config.yaml (each card is a node), or raise the budget"
+        )
+    if args.deadline_file:
+        d = Deadline.start(args.max_hours, args.teardown_reserve_minutes)
+        d.write(args.deadline_file)
+        print(
+            f"cost guard: up and acts must finish within {(d.at - d.started) / 60:.0f} min "
+            f"(deadline in {args.deadline_file}); the last {d.teardown_reserve_minutes:g} min are teardown's"
+        )
+    return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from facts.config import ConfigError, load_config
+from facts.config import load_config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -13,16 +13,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", default=None, help="config YAML (default facts/config.yaml)")
     parser.add_argument("--outdir", type=Path, default=Path("cdktf.out"))
     parser.epilog = (
-        "exit 0 done; 1 a Terraform step failed; 2 preflight or configuration refused (nothing applied)"
+        "exit 0 done; 1 a Terraform step failed; 2 preflight or configuration refused (nothing applied); "
+        "3 AWS unreachable or refusing us; 130 interrupted (a line says how to finish)"
     )
 
 
+def interrupted(args: argparse.Namespace) -> str:
+    if args.action == "up":
+        return (
+            "interrupted; a stack may be partly applied (its state is in the state directory): run `make up` "
+            "again to finish, or `make destroy` then `make resume` to remove it"
+        )
+    if args.action == "destroy":
+        return "interrupted; run `make destroy` again, then `make resume` (teardown resume) to finish"
+    return "interrupted; nothing was applied: run it again"
+
+
 def run(args: argparse.Namespace) -> int:
-    try:
-        config = load_config(args.config)
-    except ConfigError as exc:
-        print(f"invalid configuration: {exc}")
-        return 2
+    config = load_config(args.config)  # a ConfigError is exit 2, one line (gpu_finops/cli.py)
     if args.action == "synth":
         from infra.app import STACKS, synth
 

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from facts.config import Config
+from facts.errors import EXIT_FALSE, UsageError
 from infra.eks_support import UnsupportedVersion, control_plane_price
 
 # Published list prices (us-east-1, checked 2026-11): https://aws.amazon.com/vpc/pricing/ (NAT gateway
@@ -41,12 +42,12 @@ SYSTEM_ON_DEMAND_USD_H = {"m7i.large": 0.1008}
 
 DEFAULT_MAX_HOURS = 3.0
 DEFAULT_TEARDOWN_RESERVE_MINUTES = 45  # destroy + resume + verify get at least this much of the wall time
-EXIT_OVER_BUDGET = 3
+EXIT_OVER_BUDGET = EXIT_FALSE  # the check "within budget" is false (facts/errors.py)
 EXIT_DEADLINE = 124  # what timeout(1) returns, so CI logs read the same
 
 
-class GuardError(RuntimeError):
-    pass
+class GuardError(UsageError, RuntimeError):
+    """The guard cannot decide (no price, no deadline file, a bad wall time): exit 2, nothing started."""
 
 
 @dataclass(frozen=True)

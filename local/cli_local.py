@@ -43,6 +43,12 @@ def validate_charts(outdir: str, synthesize: bool) -> int:
     return 0 if report.ok else 1
 
 
+def interrupted(args: argparse.Namespace) -> str:
+    if args.action == "up":
+        return "interrupted; some components may be running: `gpu-finops local down` stops what started"
+    return f"interrupted; local {args.action} stopped partway: run it again"
+
+
 def run(args: argparse.Namespace) -> int:
     if args.action == "validate-charts":
         return validate_charts(args.outdir, not args.no_synth)

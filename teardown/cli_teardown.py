@@ -11,6 +11,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from facts import arguments
+from facts.errors import CONTRACT
 from facts.names import PROJECT, TAG_PROJECT
 from teardown.engine import (
     AccountNotAllowed,
@@ -24,11 +26,15 @@ from teardown.engine import (
 from teardown.journal import Journal
 from teardown.model import Context, Resource, TeardownConfig
 
-EXIT_CODES = """exit codes:
+EXIT_CODES = f"""exit codes:
   0  plan: printed; destroy/resume: everything deleted and verify found the account empty;
      verify: nothing of ours is left
   1  something of ours is left (a table says what, its state and why it is likely there)
-  2  refused or could not check: no credentials, account not on the allowlist, API errors"""
+  2  refused: account not on the allowlist, a bad argument (--cluster, --wait, an unwritable --journal)
+  3  AWS unreachable or refusing us: no credentials, no endpoint, access denied (nothing more deleted)
+  130  interrupted: destroy/resume say how to finish (`gpu-finops teardown resume`, make resume)
+
+{CONTRACT}"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,24 +57,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         )
         p.add_argument(
             "--region",
+            type=arguments.region,
             default=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1",
         )
         p.add_argument(
             "--cluster",
+            type=arguments.cluster_name,
             default=os.environ.get("GPU_FINOPS_CLUSTER", PROJECT),
             help="cluster name: the tags Karpenter and the VPC CNI set, and our name prefix",
         )
-        p.add_argument("--project", default=PROJECT, help=f"value of the {TAG_PROJECT} tag")
+        p.add_argument(
+            "--project", type=arguments.non_empty, default=PROJECT, help=f"value of the {TAG_PROJECT} tag"
+        )
         p.add_argument(
             "--allow-account",
             action="append",
             default=None,
             help="an account id teardown may touch (repeat; default $GPU_FINOPS_ALLOWED_ACCOUNTS)",
         )
-        p.add_argument("--journal", type=Path, default=Path("reports/teardown-journal.jsonl"))
-        p.add_argument("--report", type=Path, default=Path("reports/teardown-report.json"))
         p.add_argument(
-            "--wait", type=float, default=None, help="seconds to wait for each deletion (default: per type)"
+            "--journal", type=arguments.writable_file, default=Path("reports/teardown-journal.jsonl")
+        )
+        p.add_argument("--report", type=arguments.writable_file, default=Path("reports/teardown-report.json"))
+        p.add_argument(
+            "--wait",
+            type=arguments.number(0),
+            default=None,
+            help="seconds to wait for each deletion (default: per type)",
         )
 
 
@@ -125,6 +140,16 @@ def _verify(ctx: Context, console: Console, args: argparse.Namespace, outcome: O
     return 0
 
 
+def interrupted(args: argparse.Namespace) -> str:
+    """Where Ctrl-C leaves a teardown, and how to finish it (gpu_finops/cli.py prints it, exit 130)."""
+    if args.action in ("destroy", "resume"):
+        return (
+            f"interrupted; run `gpu-finops teardown resume` (make resume) to finish: the journal {args.journal} "
+            "records what was deleted, and resume re-lists the account"
+        )
+    return f"interrupted; teardown {args.action} deletes nothing: run it again"
+
+
 def run(args: argparse.Namespace) -> int:
     console = Console(width=None if sys.stdout.isatty() else 200, soft_wrap=True)
     ctx = Context(_config(args))
@@ -133,12 +158,7 @@ def run(args: argparse.Namespace) -> int:
     except AccountNotAllowed as exc:
         Console(stderr=True, soft_wrap=True).print(f"[red]refused[/red]: {exc}")
         return 2
-    except Exception as exc:  # no credentials, no endpoint
-        Console(stderr=True, soft_wrap=True).print(
-            f"[red]cannot reach AWS[/red]: {type(exc).__name__}: {exc}. "
-            "Check credentials (AWS_PROFILE or keys) and AWS_ENDPOINT_URL"
-        )
-        return 2
+    # No credentials, no endpoint, access denied: exit 3, one line naming the call (gpu_finops/failures.py).
     journal = Journal(args.journal)
     if args.action == "verify":
         return _verify(ctx, console, args)

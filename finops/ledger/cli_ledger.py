@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from rich.console import Console
 
+from facts.errors import CheckFailed, UsageError
 from finops.cli_common import console as wide_console
 from finops.ledger import accounting, render, rules, source
 from finops.ledger.conventions import interval_seconds
@@ -25,8 +25,11 @@ def _default_step() -> str:
     return str(rules.load()["groups"][0]["interval"])
 
 
-def _when(text: str) -> datetime:
-    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+def _when(text: str, option: str) -> datetime:
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise UsageError(f"{option} {text!r} is not an ISO 8601 time like 2026-11-01T00:00:00Z") from None
     return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
@@ -72,13 +75,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _window(args: argparse.Namespace) -> source.Window:
     if args.action == "ladder":
-        end = _when(args.at) if args.at else datetime.now(UTC)
+        end = _when(args.at, "--at") if args.at else datetime.now(UTC)
         return source.Window(end - timedelta(seconds=interval_seconds(args.window)), end)
     if args.month:
-        return source.month_window(args.month)
+        try:
+            return source.month_window(args.month)
+        except ValueError:
+            raise UsageError(f"--month {args.month!r} is not a calendar month YYYY-MM") from None
     if not args.end:
-        raise SystemExit("--from needs --to")
-    return source.Window(_when(args.start), _when(args.end))
+        raise UsageError("--from needs --to (the window's end, exclusive, ISO 8601)")
+    return source.Window(_when(args.start, "--from"), _when(args.end, "--to"))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -87,19 +93,16 @@ def run(args: argparse.Namespace) -> int:
         window = _window(args)
         step = interval_seconds(args.step or _default_step())
     except ValueError as exc:
-        err.print(f"[red]{exc}[/red]")
-        return 2
+        raise UsageError(f"{exc}; see `gpu-finops ledger {args.action} --help`") from None
     if window.seconds <= 0 or window.seconds % step:
-        err.print(f"[red]the window must be a positive whole number of {step}s steps: {window.label()}[/red]")
-        return 2
+        raise UsageError(f"the window must be a positive whole number of {step}s steps: {window.label()}")
     client = source.RangeClient(args.prometheus_url)
     try:
         if args.action == "month":
             return _month(args, client, window, step, err)
         return _ladder(args, client, window, step, err)
     except source.NoLedgerData as exc:
-        print(str(exc), file=sys.stderr)
-        return 1
+        raise CheckFailed(str(exc)) from None
 
 
 def _emit(args: argparse.Namespace, table, as_json, as_csv) -> None:

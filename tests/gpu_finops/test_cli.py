@@ -50,3 +50,28 @@ def test_each_subcommand_lives_in_a_module_named_after_it():
         if module.rsplit(".", 1)[-1] != f"cli_{name.replace('-', '_')}"
     }
     assert not misnamed, f"name each subcommand's module cli_<subcommand>.py: {misnamed}"
+
+
+def test_help_documents_the_error_contract(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    for line in (
+        "0    ok",
+        "1    the claim or check is false",
+        "2    usage or configuration",
+        "3    an external",
+    ):
+        assert line in out
+    assert "130  interrupted (Ctrl-C)" in out and "-v adds the traceback" in out
+
+
+def test_a_usage_error_is_one_line_naming_the_option(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["teardown", "verify", "--wait", "soon"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "gpu-finops teardown verify: argument --wait: expected a finite number >= 0, got 'soon'; "
+        "see `gpu-finops teardown verify --help`\n"
+    )

@@ -117,9 +117,11 @@ def test_over_budget_is_refused_before_anything_starts(tmp_path, capsys):
     code = main(
         guard("estimate", "--rates", "catalog", "--budget-usd", "5", "--deadline-file", str(deadline), *START)
     )
-    out = capsys.readouterr().out
-    assert code == 3, out
-    assert "refusing to start: the ceiling $18.30 is over the budget $5.00" in out
+    out, err = capsys.readouterr()
+    assert code == 1, out  # the check "within budget" is false (facts/errors.py), not "unreachable"
+    assert (
+        "gpu-finops guard: cost guard: refusing to start: the ceiling $18.30 is over the budget $5.00" in err
+    )
     assert not deadline.exists()
 
 
@@ -143,7 +145,7 @@ def test_within_budget_prints_the_ceiling_and_starts_the_clock(tmp_path, capsys)
 def test_a_run_longer_than_the_job_timeout_is_refused(capsys):
     code = main(guard("estimate", "--rates", "catalog", "--max-hours", "4", "--job-timeout-minutes", "210"))
     assert code == 2
-    assert "longer than the job's timeout of 210 min" in capsys.readouterr().out
+    assert "longer than the job's timeout of 210 min" in capsys.readouterr().err
 
 
 def test_teardown_reserve_larger_than_the_run_is_refused():
@@ -195,7 +197,7 @@ def test_past_the_deadline_nothing_starts(tmp_path):
 def test_run_without_a_deadline_file_says_how_to_make_one(tmp_path, capsys):
     code = main(guard("run", "--deadline-file", str(tmp_path / "none.json"), "--", "true"))
     assert code == 2
-    assert "run `gpu-finops guard estimate --deadline-file" in capsys.readouterr().out
+    assert "run `gpu-finops guard estimate --deadline-file" in capsys.readouterr().err
 
 
 def test_guard_run_cli_end_to_end(tmp_path):

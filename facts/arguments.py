@@ -1,0 +1,104 @@
+"""Argument types every subcommand shares, so a bad value is refused by the parser, naming the option
+(`argument --wait: must be a finite number >= 0, got '-1'`), before anything runs.
+
+Each is an argparse `type=`: it returns the parsed value or raises ArgumentTypeError with the reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+CLUSTER_NAME = re.compile(r"[a-z][a-z0-9-]{1,38}")  # facts/config.py checks cluster_name by the same rule
+
+
+def number(minimum: float | None = None, *, above: bool = False, maximum: float | None = None) -> Callable:
+    """A finite float within bounds: nan, inf and out-of-range values are refused."""
+    bound = []
+    if minimum is not None:
+        bound.append(f"{'>' if above else '>='} {minimum:g}")
+    if maximum is not None:
+        bound.append(f"<= {maximum:g}")
+    expected = "a finite number" + (f" {' and '.join(bound)}" if bound else "")
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        too_low = minimum is not None and (value <= minimum if above else value < minimum)
+        if not math.isfinite(value) or too_low or (maximum is not None and value > maximum):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    parse.__name__ = "number"  # argparse names the type in its own messages
+    return parse
+
+
+def integer(minimum: int | None = None, maximum: int | None = None) -> Callable:
+    """An integer within bounds."""
+    bound = " and ".join(
+        b for b in (minimum is not None and f">= {minimum}", maximum is not None and f"<= {maximum}") if b
+    )
+    expected = "an integer" + (f" {bound}" if bound else "")
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def non_empty(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"must not be empty, got {text!r}")
+    return text
+
+
+def cluster_name(text: str) -> str:
+    if not CLUSTER_NAME.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a cluster name: lowercase letters, digits and '-', 2-39 characters, "
+            "starting with a letter"
+        )
+    return text
+
+
+def writable_file(text: str) -> Path:
+    """A file path this process can create or overwrite: checked now, not after the work is done."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    path = Path(text)
+    if path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is a directory; name a file")
+    parent = next((p for p in (path.parent, *path.parent.parents) if p.exists()), Path("."))
+    if not parent.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot create {text}: {parent} is not a directory")
+    target = path if path.exists() else parent
+    if not os.access(target, os.W_OK | (0 if path.exists() else os.X_OK)):
+        raise argparse.ArgumentTypeError(f"cannot write {text}: permission denied on {target}")
+    return path
+
+
+def region(text: str) -> str:
+    """An AWS region botocore's bundled endpoint data knows (offline), as facts/config.py checks it."""
+    from facts.config import known_regions
+
+    if text not in known_regions():
+        import difflib
+
+        close = difflib.get_close_matches(text, known_regions(), n=1)
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an AWS region" + (f"; did you mean {close[0]!r}?" if close else "")
+        )
+    return text

@@ -1,0 +1,72 @@
+"""The command line's error contract: one exit code per meaning, the same for every subcommand.
+
+A subcommand (or a library under it) raises one of these with a message that names the input, what is
+wrong and what to do next; `gpu_finops/cli.py` prints it as one line on stderr and exits with its code.
+Known errors of the libraries underneath (botocore, kubernetes, YAML, file system) are mapped there too,
+so no input ends in a traceback; `-v` prints the traceback as well.
+
+The ground floor holds them so every package can raise them; nothing here imports a third-party library.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FALSE = 1  # the claim or check is false, or the operation did not complete (what is left is said)
+EXIT_USAGE = 2  # usage or configuration: a bad argument, config key, file or environment variable
+EXIT_UNREACHABLE = 3  # an external service (AWS, the Kubernetes API, Prometheus) unreachable or refusing us
+EXIT_BUG = 4  # an exception nobody expected: a bug, never a verdict (rerun with -v and report it)
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), after a line saying where things stand
+
+CONTRACT = """exit codes (every subcommand):
+  0    ok
+  1    the claim or check is false, or the operation did not complete: a bad row, something left
+       after teardown, a collection with gaps, a refusal over budget (stdout/stderr say what)
+  2    usage or configuration: a bad argument, config key, file or environment variable; nothing was done
+  3    an external service is unreachable or refuses us: AWS (endpoint, credentials, access denied),
+       the Kubernetes API, Prometheus
+  4    an unexpected error: a bug in gpu-finops (rerun with -v and report it)
+  130  interrupted (Ctrl-C); a line says where things stand and how to finish
+Errors are one line on stderr naming the input, what is wrong and what to do next; -v adds the traceback."""
+
+
+class GpuFinopsError(Exception):
+    """An error with a message for the operator and the exit code of its meaning."""
+
+    exit_code = EXIT_FALSE
+
+
+class CheckFailed(GpuFinopsError):
+    """The claim or check is false (exit 1)."""
+
+    exit_code = EXIT_FALSE
+
+
+class UsageError(GpuFinopsError):
+    """A bad argument, file or environment variable (exit 2)."""
+
+    exit_code = EXIT_USAGE
+
+
+FILE = "<file>"  # the ConfigError key of a problem with the file itself (missing, a directory, not YAML)
+
+
+class ConfigError(UsageError, ValueError):
+    """A configuration value that cannot work (exit 2). Names the key, and the file once it is known."""
+
+    def __init__(self, key: str, problem: str, source: str | None = None):
+        self.key = key
+        self.problem = problem
+        self.source = source
+        where = f"config file {source}: " if source else ""
+        what = "" if key == FILE else f"config key '{key}': "
+        super().__init__(f"{where}{what}{problem}")
+
+    def in_file(self, source: str) -> ConfigError:
+        """The same error, naming the file it came from."""
+        return ConfigError(self.key, self.problem, source)
+
+
+class Unreachable(GpuFinopsError):
+    """An external service did not answer or refused us (exit 3). The message names the service."""
+
+    exit_code = EXIT_UNREACHABLE
