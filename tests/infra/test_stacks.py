@@ -73,6 +73,7 @@ def test_versions_are_pinned_and_kueue_comes_from_the_release_registry(synthesiz
     releases = resources(synthesized.stack("addons"), "helm_release")
     v = Versions()
     expected = {
+        "karpenter-crd": v.karpenter_chart,
         "karpenter": v.karpenter_chart,
         "kueue": v.kueue_chart,
         "nvidia-device-plugin": v.device_plugin_chart,
@@ -83,6 +84,20 @@ def test_versions_are_pinned_and_kueue_comes_from_the_release_registry(synthesiz
     assert releases["kueue"]["repository"] == "oci://registry.k8s.io/kueue/charts"
     assert "staging" not in json.dumps(releases)
     assert resources(synthesized.stack("cluster"), "aws_eks_cluster")["eks"]["version"] == v.kubernetes
+
+
+def test_karpenter_crds_come_from_the_karpenter_crd_chart_before_the_controller(synthesized):
+    releases = resources(synthesized.stack("addons"), "helm_release")
+    crd, karpenter = releases["karpenter-crd"], releases["karpenter"]
+    assert (crd["chart"], crd["version"], crd["repository"]) == (
+        "karpenter-crd",
+        karpenter["version"],
+        karpenter["repository"],
+    )
+    assert crd["namespace"] == karpenter["namespace"] == "kube-system"
+    assert karpenter["skip_crds"] is True
+    assert "skip_crds" not in crd or crd["skip_crds"] is False
+    assert "helm_release.karpenter-crd" in karpenter["depends_on"]
 
 
 def test_nodepool_is_spot_only_pinned_and_limited_by_the_quota(synthesized):
