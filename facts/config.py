@@ -45,14 +45,43 @@ class Tenant:
 class Versions:
     """Every pinned version, in one place (docs/infra.md says why each)."""
 
+    # Each pin carries a `# renovate:` comment naming its datasource (renovate.json's regex managers read
+    # them; tests/ci/test_renovate.py fails on a pin no manager covers).
+    # renovate: datasource=endoflife-date depName=amazon-eks versioning=loose
     kubernetes: str = "1.36"  # in standard support; the local target runs the same minor (v1.36.3)
-    karpenter_chart: str = "1.14.3"
+    # renovate: datasource=docker depName=public.ecr.aws/karpenter/karpenter
+    karpenter_chart: str = "1.14.3"  # karpenter and karpenter-crd, one version
+    # renovate: datasource=docker depName=registry.k8s.io/kueue/charts/kueue
     kueue_chart: str = "0.19.2"
-    device_plugin_chart: str = "0.18.0"
-    dcgm_exporter_chart: str = "4.1.3"
-    dcgm_exporter_image: str = "4.2.3-4.1.3-ubuntu22.04"  # before 4.8.3 renamed Hostname -> hostname
-    prometheus_chart: str = "27.20.0"
-    collector_image_tag: str = "0.1.0"
+    # renovate: datasource=helm depName=nvidia-device-plugin registryUrl=https://nvidia.github.io/k8s-device-plugin
+    device_plugin_chart: str = "0.20.0"
+    # renovate: datasource=helm depName=dcgm-exporter registryUrl=https://nvidia.github.io/dcgm-exporter/helm-charts
+    dcgm_exporter_chart: str = "4.8.3"
+    # 4.8.3 spells the node label `hostname` (was `Hostname`); 4.9.0 renames fields and units: not yet.
+    # renovate: datasource=docker depName=nvcr.io/nvidia/k8s/dcgm-exporter
+    dcgm_exporter_image: str = "4.6.0-4.8.3-ubuntu22.04"
+    # renovate: datasource=helm depName=prometheus registryUrl=https://prometheus-community.github.io/helm-charts
+    prometheus_chart: str = "29.27.0"
+    # The EKS AL2023 AMI release (Karpenter picks its NVIDIA variant for GPU types); never @latest.
+    # renovate: datasource=github-releases depName=awslabs/amazon-eks-ami
+    node_ami_alias: str = "al2023@v20261003"
+    # EKS add-on versions. "" = EKS's default version for the pinned Kubernetes minor, resolved at plan
+    # time by the aws_eks_addon_version data source (used where no 1.36 version could be confirmed).
+    # renovate: datasource=aws-eks-addon depName=kube-proxy
+    addon_kube_proxy: str = "v1.36.0-eksbuild.14"
+    addon_vpc_cni: str = ""
+    addon_coredns: str = ""
+    addon_eks_pod_identity_agent: str = ""
+    collector_image_tag: str = "0.1.0"  # our own image, built and tagged by `make up`
+
+    def eks_addons(self) -> dict[str, str]:
+        """EKS add-on name -> pinned version ("" = EKS's default for the cluster's Kubernetes minor)."""
+        return {
+            "vpc-cni": self.addon_vpc_cni,
+            "kube-proxy": self.addon_kube_proxy,
+            "coredns": self.addon_coredns,
+            "eks-pod-identity-agent": self.addon_eks_pod_identity_agent,
+        }
 
 
 @dataclass(frozen=True)
@@ -187,6 +216,11 @@ class Config:
     @property
     def collector_repository(self) -> str:
         return f"{self.cluster_name}/collector"
+
+    @property
+    def export_bucket(self) -> str:
+        """The FOCUS export bucket (tagged as ours; teardown empties every version, then deletes it)."""
+        return f"{self.cluster_name}-focus" + (f"-{a}" if (a := getattr(self, "account_id", "")) else "")
 
     @property
     def ci_role(self) -> str:
