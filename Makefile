@@ -9,12 +9,21 @@ NODE_DIR   := .node
 TOOLS_DIR  := .tools
 # Slow-to-fetch things are cached outside the clone, so CI on a warm machine reuses them.
 CACHE_DIR  ?= $(HOME)/.cache/gpu-finops
+# renovate: datasource=node-version depName=node versioning=node
 NODE_MAJOR := 22
+# renovate: datasource=pypi depName=checkov
 CHECKOV_VERSION := 3.3.30
 # The FOCUS project's validator pins numpy<2 and pandera 0.17 (which needs multimethod<1.11), and leaves
 # pyarrow open (pyarrow 22+ needs numpy 2): its own tool venv, with the pins it forgot.
+# renovate: datasource=pypi depName=focus-validator
 FOCUS_VALIDATOR_VERSION := 1.0.0
+# renovate: datasource=github-releases depName=rhysd/actionlint extractVersion=^v(?<version>.+)$
 ACTIONLINT_VERSION := 1.7.12
+# uv compiles the hash-pinned lock files (`make lock`); renovate-config-validator checks renovate.json.
+# renovate: datasource=pypi depName=uv
+UV_VERSION := 0.13.8
+# renovate: datasource=npm depName=renovate
+RENOVATE_VERSION := 44.121.2
 TARGET     ?= local
 
 export PIP_CACHE_DIR     ?= $(CACHE_DIR)/pip
@@ -29,8 +38,14 @@ CHECKOV     := $(TOOLS_DIR)/checkov/bin/checkov
 FOCUS_VALIDATOR := $(TOOLS_DIR)/focus-validator/bin/focus-validator
 # actionlint comes from the Go module proxy, built once into the cache outside the clone.
 ACTIONLINT  := $(CACHE_DIR)/tools/actionlint-v$(ACTIONLINT_VERSION)/actionlint
+UV          := $(CACHE_DIR)/tools/uv-$(UV_VERSION)/bin/uv
+RENOVATE_VALIDATOR := $(CACHE_DIR)/tools/renovate-$(RENOVATE_VERSION)/node_modules/.bin/renovate-config-validator
+# The Python dependencies, resolved once with hashes (make lock): what setup, CI and the nightly install.
+LOCK_TEST    := requirements/test.txt
+LOCK_RUNTIME := requirements/runtime.txt
+LOCK_FLAGS   := --generate-hashes --universal --python-version 3.11 --quiet
 
-.PHONY: help setup test lint synth up destroy bench clean local-up local-down acts demo
+.PHONY: help setup test lint lock synth up destroy bench clean local-up local-down acts demo
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -56,10 +71,28 @@ $(ACTIONLINT):
 	@echo "building actionlint v$(ACTIONLINT_VERSION) from the Go module proxy into $(dir $@)"
 	@GOBIN=$(abspath $(dir $@)) GOFLAGS=-mod=mod go install github.com/rhysd/actionlint/cmd/actionlint@v$(ACTIONLINT_VERSION)
 
-$(SETUP_STAMP): pyproject.toml Makefile
+$(UV):
+	@echo "installing uv $(UV_VERSION) into $(dir $@) (it compiles the lock files)"
+	@$(PYTHON) -m venv $(CACHE_DIR)/tools/uv-$(UV_VERSION)
+	@$(CACHE_DIR)/tools/uv-$(UV_VERSION)/bin/pip install -q "uv==$(UV_VERSION)"
+
+$(RENOVATE_VALIDATOR): $(NODE_BIN)
+	@echo "installing renovate $(RENOVATE_VERSION) (for renovate-config-validator) into $(CACHE_DIR)/tools/renovate-$(RENOVATE_VERSION)"
+	@mkdir -p $(CACHE_DIR)/tools/renovate-$(RENOVATE_VERSION)
+	@PATH=$(CURDIR)/$(NODE_DIR)/node_modules/.bin:$$PATH npm install --prefix $(CACHE_DIR)/tools/renovate-$(RENOVATE_VERSION) --no-audit --no-fund --loglevel=error "renovate@$(RENOVATE_VERSION)" >/dev/null
+
+print-renovate-validator: # where renovate-config-validator lives (tests/ci runs it)
+	@echo $(RENOVATE_VALIDATOR)
+
+lock: $(UV) ## re-resolve the Python dependencies into the hash-pinned lock files (after editing pyproject.toml)
+	$(UV) pip compile pyproject.toml --extra test $(LOCK_FLAGS) -o $(LOCK_TEST)
+	$(UV) pip compile pyproject.toml $(LOCK_FLAGS) -o $(LOCK_RUNTIME)
+
+$(SETUP_STAMP): pyproject.toml Makefile $(LOCK_TEST)
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	@echo "installing gpu-finops and its test tools into $(VENV)/"
-	@$(VENV)/bin/pip install -q -e '.[test]'
+	@echo "installing the locked dependencies ($(LOCK_TEST), hashes required), then gpu-finops, into $(VENV)/"
+	@$(VENV)/bin/pip install -q --require-hashes -r $(LOCK_TEST)
+	@$(VENV)/bin/pip install -q --no-deps -e .
 	@missing=""; for tool in prometheus shellcheck; do command -v $$tool >/dev/null || missing="$$missing $$tool"; done; \
 	if [ -n "$$missing" ]; then echo "installing from Debian:$$missing"; \
 	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
@@ -71,16 +104,17 @@ setup: $(SETUP_STAMP) $(NODE_BIN) $(CHECKOV) $(FOCUS_VALIDATOR) ## create .venv,
 print-actionlint: # where the actionlint binary lives (tests/ci runs it)
 	@echo $(ACTIONLINT)
 
-test: setup $(ACTIONLINT) ## run the offline test suite (the CI command)
+test: setup $(ACTIONLINT) $(RENOVATE_VALIDATOR) ## run the offline test suite (the CI command)
 	$(VENV)/bin/pytest --target=$(TARGET)
 
-lint: setup $(ACTIONLINT) ## ruff over the tree; the import floors (lint-imports); actionlint (with shellcheck when installed) and zizmor over the workflows
+lint: setup $(ACTIONLINT) $(RENOVATE_VALIDATOR) ## ruff, the import floors (lint-imports), actionlint (with shellcheck) and zizmor over the workflows, renovate-config-validator
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 	@command -v shellcheck >/dev/null || echo "note: shellcheck is not installed, so actionlint skips the run: scripts (apt-get install shellcheck)"
 	$(ACTIONLINT) -no-color
 	$(VENV)/bin/zizmor --offline --persona auditor --no-progress .github/workflows
+	$(RENOVATE_VALIDATOR) --strict  # ./renovate.json, as repository config
 
 synth: setup ## write the Terraform JSON of the network, cluster and addons stacks to cdktf.out/
 	$(VENV)/bin/gpu-finops infra synth

@@ -111,6 +111,8 @@ PrincipalArn = Annotated[
 ]
 Version = Annotated[str, _matches(r"v?\d+(\.\d+)*([.+-][\w.+-]+)?", "a version like 1.2.3")]
 RetentionDays = Annotated[StrictInt, AfterValidator(_retention)]
+AmiAlias = Annotated[str, _matches(r"al2023@v\d{8}", "an AL2023 AMI alias pinned to a release, like al2023@v20261003")]
+AddonVersion = Annotated[str, _matches(r"(v\d+(\.\d+)*-eksbuild\.\d+)?", "an EKS add-on version like v1.36.0-eksbuild.14, or empty for EKS's default")]
 
 
 @dataclass(frozen=True)
@@ -129,16 +131,45 @@ class Versions:
     """Every pinned version, in one place (docs/infra.md says why each)."""
 
     __pydantic_config__ = RULES
+    # Each pin carries a `# renovate:` comment naming its datasource (renovate.json's regex managers read
+    # them; tests/ci/test_renovate.py fails on a pin no manager covers).
+    # renovate: datasource=endoflife-date depName=amazon-eks versioning=loose
     kubernetes: Annotated[str, _matches(r"1\.\d+", "a Kubernetes minor like 1.36 (quote it in YAML)")] = (
-        "1.36"
+        "1.36"  # in standard support; the local target runs the same minor (v1.36.3)
     )
-    karpenter_chart: Version = "1.14.3"
+    # renovate: datasource=docker depName=public.ecr.aws/karpenter/karpenter
+    karpenter_chart: Version = "1.14.3"  # karpenter and karpenter-crd, one version
+    # renovate: datasource=docker depName=registry.k8s.io/kueue/charts/kueue
     kueue_chart: Version = "0.19.2"
-    device_plugin_chart: Version = "0.18.0"
-    dcgm_exporter_chart: Version = "4.1.3"
-    dcgm_exporter_image: Version = "4.2.3-4.1.3-ubuntu22.04"  # before 4.8.3 renamed Hostname -> hostname
-    prometheus_chart: Version = "27.20.0"
-    collector_image_tag: Version = "0.1.0"
+    # renovate: datasource=helm depName=nvidia-device-plugin registryUrl=https://nvidia.github.io/k8s-device-plugin
+    device_plugin_chart: Version = "0.20.0"
+    # renovate: datasource=helm depName=dcgm-exporter registryUrl=https://nvidia.github.io/dcgm-exporter/helm-charts
+    dcgm_exporter_chart: Version = "4.8.3"
+    # 4.8.3 spells the node label `hostname` (was `Hostname`); 4.9.0 renames fields and units: not yet.
+    # renovate: datasource=docker depName=nvcr.io/nvidia/k8s/dcgm-exporter
+    dcgm_exporter_image: Version = "4.6.0-4.8.3-ubuntu22.04"
+    # renovate: datasource=helm depName=prometheus registryUrl=https://prometheus-community.github.io/helm-charts
+    prometheus_chart: Version = "29.27.0"
+    # The EKS AL2023 AMI release (Karpenter picks its NVIDIA variant for GPU types); never @latest.
+    # renovate: datasource=github-releases depName=awslabs/amazon-eks-ami
+    node_ami_alias: AmiAlias = "al2023@v20261003"
+    # EKS add-on versions. "" = EKS's default version for the pinned Kubernetes minor, resolved at plan
+    # time by the aws_eks_addon_version data source (used where no 1.36 version could be confirmed).
+    # renovate: datasource=aws-eks-addon depName=kube-proxy
+    addon_kube_proxy: AddonVersion = "v1.36.0-eksbuild.14"
+    addon_vpc_cni: AddonVersion = ""
+    addon_coredns: AddonVersion = ""
+    addon_eks_pod_identity_agent: AddonVersion = ""
+    collector_image_tag: Version = "0.1.0"  # our own image, built and tagged by `make up`
+
+    def eks_addons(self) -> dict[str, str]:
+        """EKS add-on name -> pinned version ("" = EKS's default for the cluster's Kubernetes minor)."""
+        return {
+            "vpc-cni": self.addon_vpc_cni,
+            "kube-proxy": self.addon_kube_proxy,
+            "coredns": self.addon_coredns,
+            "eks-pod-identity-agent": self.addon_eks_pod_identity_agent,
+        }
 
 
 @dataclass(frozen=True)
@@ -274,6 +305,11 @@ class Config:
     @property
     def collector_repository(self) -> str:
         return f"{self.cluster_name}/collector"
+
+    @property
+    def export_bucket(self) -> str:
+        """The FOCUS export bucket (tagged as ours; teardown empties every version, then deletes it)."""
+        return f"{self.cluster_name}-focus" + (f"-{a}" if (a := getattr(self, "account_id", "")) else "")
 
     @property
     def ci_role(self) -> str:

@@ -36,5 +36,21 @@ DIAGNOSED = (
     POWER_USAGE,
 )
 
-# The exporter's label that names the node a GPU sits on.
-HOSTNAME_LABEL = "Hostname"
+# The exporter's label that names the node a GPU sits on. dcgm-exporter 4.8.3 renamed it from `Hostname`
+# to `hostname` (NVIDIA/dcgm-exporter#655); readers accept both, the new spelling first.
+HOSTNAME_LABEL = "Hostname"  # the spelling before 4.8.3 (the local simulator's and the ledger rules')
+HOSTNAME_LABELS = ("hostname", "Hostname")
+
+
+def hostname_of(labels: dict[str, str]) -> str | None:
+    """The node a series' GPU sits on, under either spelling of the exporter's label; None when neither."""
+    for label in HOSTNAME_LABELS:
+        if labels.get(label):
+            return labels[label]
+    return None
+
+
+def describe_series(metric: str, labels: dict[str, str]) -> str:
+    """A series as PromQL would print it, for messages that must name it."""
+    inner = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    return f"{metric}{{{inner}}}"

@@ -2,7 +2,7 @@
 
 Every cycle: list GPU nodes from Kubernetes; run one range-aware PromQL query per DCGM metric for all
 GPUs at once (a constant number of queries, whatever the fleet size), joined to nodes by the exporter's
-`Hostname` label; price the observed instance-seconds; write one record per node per interval.
+`hostname` label (`Hostname` before dcgm-exporter 4.8.3: either is read); price the observed instance-seconds; write one record per node per interval.
 Missing data is kept as a gap (None) with a status saying why, never a made-up 0 or 1.
 """
 
@@ -49,19 +49,31 @@ class NodeSource(Protocol):
 GpuReadings = dict[str, dict[str, dict[str, float]]]
 
 
+@dataclass
+class Readings:
+    """What one round of queries returned: values by node, and the series no node can be joined to."""
+
+    by_host: GpuReadings = field(default_factory=dict)
+    unjoinable: list[str] = field(default_factory=list)  # series with neither hostname label, by name
+
+
 def gpu_readings(
     prom: PrometheusClient, end: datetime, window_seconds: int, metrics: Sequence[str] = dcgm.COLLECTED
-) -> GpuReadings:
-    """One query per metric for every GPU: the mean over (end - window, end], by Hostname and GPU."""
-    out: GpuReadings = {}
-    by = f"{dcgm.HOSTNAME_LABEL}, gpu, UUID"
+) -> Readings:
+    """One query per metric for every GPU: the mean over (end - window, end], by node and GPU. Grouped by
+    both spellings of the exporter's node label, so an old and a new exporter both join; a series with
+    neither is kept by name in `unjoinable`, never dropped silently. Per GPU, not per holder: the pod
+    labels change when a GPU changes hands, and a mean per holder would split one GPU's interval."""
+    out = Readings()
+    by = ", ".join((*dcgm.HOSTNAME_LABELS, "gpu", "UUID"))
     for metric in metrics:
         for sample in prom.query(f"avg by ({by}) (avg_over_time({metric}[{window_seconds}s]))", at=end):
-            host = sample.labels.get(dcgm.HOSTNAME_LABEL)
+            host = dcgm.hostname_of(sample.labels)
             if not host:
+                out.unjoinable.append(dcgm.describe_series(metric, sample.labels))
                 continue
             gpu = sample.labels.get("UUID") or sample.labels.get("gpu") or "?"
-            out.setdefault(host, {}).setdefault(metric, {})[gpu] = sample.value
+            out.by_host.setdefault(host, {}).setdefault(metric, {})[gpu] = sample.value
     return out
 
 
@@ -117,7 +129,7 @@ def make_record(
     else:
         status = STATUS_NO_GPU_SERIES
         message = (
-            f"no DCGM series with {dcgm.HOSTNAME_LABEL}={node.name} for {age:.0f}s: is dcgm-exporter "
+            f"no DCGM series with hostname (or Hostname)={node.name} for {age:.0f}s: is dcgm-exporter "
             "running on that node, and is Prometheus scraping it?"
         )
 
@@ -208,7 +220,8 @@ class Collector:
         listed = {n.name: n for n in self.nodes.gpu_nodes()}
         gone = {name: seen for name, seen in self._seen.items() if name not in listed}
         queries_before = self.prom.queries
-        readings = gpu_readings(self.prom, end, int((end - start).total_seconds()))
+        got = gpu_readings(self.prom, end, int((end - start).total_seconds()))
+        readings = got.by_host
         queries = self.prom.queries - queries_before
 
         records: list[CostRecord] = []
@@ -226,6 +239,13 @@ class Collector:
         problems = [
             f"{r.ResourceName}: {r.x_Status}: {r.x_Message}" for r in records if r.x_Status in CONFIG_ERRORS
         ]
+        if got.unjoinable:
+            problems.append(
+                f"{len(got.unjoinable)} DCGM series carry neither a `hostname` nor a `Hostname` label, so no "
+                f"node can be charged for them: {', '.join(got.unjoinable[:5])}"
+                + (" ..." if len(got.unjoinable) > 5 else "")
+                + "; is Prometheus dropping the exporter's labels (relabelling), or is this not dcgm-exporter?"
+            )
         settled = [n for n in listed.values() if (end - n.created).total_seconds() >= self.grace_seconds]
         if settled and not any(n.name in readings for n in settled):
             problems.append(

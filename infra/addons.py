@@ -25,6 +25,7 @@ from infra.network import local_state
 CHART_NAME = "gpu-finops-crs"
 CHART_REPOS = {
     "karpenter": "oci://public.ecr.aws/karpenter",
+    "karpenter-crd": "oci://public.ecr.aws/karpenter",
     "kueue": "oci://registry.k8s.io/kueue/charts",  # released charts only, never a staging registry
     "nvidia-device-plugin": "https://nvidia.github.io/k8s-device-plugin",
     "dcgm-exporter": "https://nvidia.github.io/dcgm-exporter/helm-charts",
@@ -100,12 +101,17 @@ class AddonsStack(TerraformStack):
                 **kw,
             )
 
+        # Karpenter's upgrade guide: the CRDs from the karpenter-crd chart (which upgrades them; Helm never
+        # upgrades a chart's crds/ folder), and the main chart with its crds/ folder skipped.
+        self.karpenter_crd = release("karpenter-crd", "karpenter-crd", v.karpenter_chart, "kube-system", {})
         self.karpenter = release(
             "karpenter",
             "karpenter",
             v.karpenter_chart,
             "kube-system",
             objects.karpenter_values(c, c.interruption_queue, c.karpenter_controller_role),
+            skip_crds=True,
+            depends_on=[self.karpenter_crd],
             set=camel(
                 [
                     {"name": "settings.interruptionQueue", "value": cluster.queue.name},

@@ -14,6 +14,7 @@ from cdktn_provider_aws.cloudwatch_event_rule import CloudwatchEventRule
 from cdktn_provider_aws.cloudwatch_event_target import CloudwatchEventTarget
 from cdktn_provider_aws.cloudwatch_log_group import CloudwatchLogGroup
 from cdktn_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
+from cdktn_provider_aws.data_aws_eks_addon_version import DataAwsEksAddonVersion
 from cdktn_provider_aws.data_aws_iam_role import DataAwsIamRole
 from cdktn_provider_aws.dynamodb_table import DynamodbTable
 from cdktn_provider_aws.ecr_repository import EcrRepository
@@ -30,6 +31,13 @@ from cdktn_provider_aws.iam_role_policy import IamRolePolicy
 from cdktn_provider_aws.iam_role_policy_attachment import IamRolePolicyAttachment
 from cdktn_provider_aws.kms_key import KmsKey
 from cdktn_provider_aws.launch_template import LaunchTemplate
+from cdktn_provider_aws.s3_bucket import S3Bucket
+from cdktn_provider_aws.s3_bucket_lifecycle_configuration import S3BucketLifecycleConfiguration
+from cdktn_provider_aws.s3_bucket_public_access_block import S3BucketPublicAccessBlock
+from cdktn_provider_aws.s3_bucket_server_side_encryption_configuration import (
+    S3BucketServerSideEncryptionConfigurationA,
+)
+from cdktn_provider_aws.s3_bucket_versioning import S3BucketVersioningA
 from cdktn_provider_aws.security_group import SecurityGroup
 from cdktn_provider_aws.sqs_queue import SqsQueue
 from cdktn_provider_aws.sqs_queue_policy import SqsQueuePolicy
@@ -51,6 +59,8 @@ INTERRUPTION_EVENTS = {
     "health": {"source": ["aws.health"], "detail-type": ["AWS Health Event"]},
 }
 
+
+EXPORT_NONCURRENT_DAYS = 30  # an overwritten FOCUS partition stays recoverable this long
 
 NODE_POLICIES = (
     "AmazonEKSWorkerNodePolicy",
@@ -92,6 +102,7 @@ class ClusterStack(TerraformStack):
         self.add_karpenter(c)
         self.add_fis(c)
         self.add_cost_table(c)
+        self.add_export_bucket(c)
         self.add_outputs()
 
     def add_encryption(self, c: Config) -> None:
@@ -230,12 +241,24 @@ class ClusterStack(TerraformStack):
             launch_template={"id": system_lt.id, "version": Fn.tostring(system_lt.latest_version)},
             depends_on=[self.egress],
         )
-        for addon in ("vpc-cni", "kube-proxy", "coredns", "eks-pod-identity-agent"):
+        for addon, pinned in c.versions.eks_addons().items():
+            # A pin where one was confirmed for the Kubernetes minor; else EKS's default version for it,
+            # resolved at plan time (never "whatever is newest").
+            version = pinned or (
+                DataAwsEksAddonVersion(
+                    self,
+                    f"addon-{addon}-default",
+                    addon_name=addon,
+                    kubernetes_version=self.cluster.version,
+                    most_recent=False,
+                ).version
+            )
             EksAddon(
                 self,
                 f"addon-{addon}",
                 cluster_name=self.cluster.name,
                 addon_name=addon,
+                addon_version=version,
                 depends_on=[self.system_nodes] if addon == "coredns" else None,
             )
 
@@ -391,6 +414,57 @@ class ClusterStack(TerraformStack):
             force_delete=True,
         )
 
+    def add_export_bucket(self, c: Config) -> None:
+        """The FOCUS export bucket (`gpu-finops cost export --to s3://<bucket>/focus`): ours by tag, versioned,
+        KMS-encrypted with the cluster key, no public access, old versions expired. Teardown empties and
+        deletes it; Terraform never force-destroys data."""
+        self.export_bucket = S3Bucket(self, "focus-export", bucket=c.export_bucket, tags=c.tags)
+        bucket = self.export_bucket.id
+        S3BucketPublicAccessBlock(
+            self,
+            "focus-export-public-access",
+            bucket=bucket,
+            block_public_acls=True,
+            block_public_policy=True,
+            ignore_public_acls=True,
+            restrict_public_buckets=True,
+        )
+        S3BucketVersioningA(
+            self, "focus-export-versioning", bucket=bucket, versioning_configuration={"status": "Enabled"}
+        )
+        S3BucketServerSideEncryptionConfigurationA(
+            self,
+            "focus-export-sse",
+            bucket=bucket,
+            rule=camel(
+                [
+                    {
+                        "apply_server_side_encryption_by_default": {
+                            "sse_algorithm": "aws:kms",
+                            "kms_master_key_id": self.key.arn,
+                        },
+                        "bucket_key_enabled": True,
+                    }
+                ]
+            ),
+        )
+        S3BucketLifecycleConfiguration(
+            self,
+            "focus-export-lifecycle",
+            bucket=bucket,
+            rule=camel(
+                [
+                    {
+                        "id": "expire-noncurrent-and-abort-uploads",
+                        "status": "Enabled",
+                        "filter": [{"prefix": ""}],
+                        "noncurrent_version_expiration": [{"noncurrent_days": EXPORT_NONCURRENT_DAYS}],
+                        "abort_incomplete_multipart_upload": [{"days_after_initiation": 7}],
+                    }
+                ]
+            ),
+        )
+
     def add_outputs(self) -> None:
         """What `make up`, the addons stack and the acts read back."""
         for out, value in {
@@ -401,5 +475,6 @@ class ClusterStack(TerraformStack):
             "fis_template_id": self.fis_template.id,
             "node_role": self.node_role.name,
             "collector_repository": self.ecr.repository_url,
+            "export_bucket": self.export_bucket.bucket,
         }.items():
             TerraformOutput(self, out, value=value)

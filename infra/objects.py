@@ -120,7 +120,7 @@ def ec2nodeclass(c: Config, node_role: str) -> dict[str, Any]:
         "spec": {
             "role": node_role,
             # The EKS-optimized AL2023 NVIDIA AMI: Karpenter picks the accelerated variant for GPU types.
-            "amiSelectorTerms": [{"alias": "al2023@latest"}],
+            "amiSelectorTerms": [{"alias": c.versions.node_ami_alias}],
             "subnetSelectorTerms": [{"tags": discovery}],
             "securityGroupSelectorTerms": [{"tags": discovery}],
             "metadataOptions": {

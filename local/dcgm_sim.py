@@ -21,6 +21,8 @@ class SimGpu:
     model: str = "NVIDIA L40S"
     values: dict[str, float] = field(default_factory=dict)
     pod: tuple[str, str, str] | None = None  # (namespace, pod, container)
+    # The node label's name: `Hostname` before dcgm-exporter 4.8.3, `hostname` since; "" for none at all.
+    hostname_label: str = "Hostname"
 
 
 def _escape(value: str) -> str:
@@ -73,8 +75,9 @@ class DcgmSimulator:
                     "UUID": gpu.uuid,
                     "device": f"nvidia{gpu.index}",
                     "modelName": gpu.model,
-                    "Hostname": gpu.hostname,
                 }
+                if gpu.hostname_label:
+                    labels[gpu.hostname_label] = gpu.hostname
                 if gpu.pod:
                     labels.update(namespace=gpu.pod[0], pod=gpu.pod[1], container=gpu.pod[2])
                 text = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())

@@ -53,12 +53,18 @@ CHART_SOURCES = {
     "karpenter": ChartSource(
         "github.com/aws/karpenter-provider-aws", "charts/karpenter", "hack/release/common.sh"
     ),
+    # The CRDs, installed by their own release before Karpenter's (which skips its crds/ folder); the same
+    # release script stamps both charts (publishHelmChart "karpenter-crd").
+    "karpenter-crd": ChartSource(
+        "github.com/aws/karpenter-provider-aws", "charts/karpenter-crd", "hack/release/common.sh"
+    ),
     "kueue": ChartSource("sigs.k8s.io/kueue", "charts/kueue"),
 }
 
 
 def pinned_chart_versions(c: Config) -> dict[str, str]:
-    return {"karpenter": c.versions.karpenter_chart, "kueue": c.versions.kueue_chart}
+    v = c.versions
+    return {"karpenter-crd": v.karpenter_chart, "karpenter": v.karpenter_chart, "kueue": v.kueue_chart}
 
 
 # --- the releases' inputs, from the synthesized stack ----------------------------------------------------

@@ -1,17 +1,28 @@
-"""Pinned versions of everything the local rehearsal target builds from Go modules."""
+"""Pinned versions of everything the local rehearsal target builds from Go modules.
+
+Each pin sits under a `# renovate:` comment naming its datasource: renovate.json's regex manager for this
+file reads them (tests/ci/test_renovate.py fails on a pin without one)."""
 
 from __future__ import annotations
 
+# renovate: datasource=go depName=k8s.io/kubernetes
 KUBERNETES = "v1.36.3"  # Kueue v0.19 uses client-go v0.36; Karpenter v1.14 v0.35 (one minor of skew is fine)
+# renovate: datasource=go depName=go.etcd.io/etcd/server/v3
 ETCD = "v3.6.16"
+# renovate: datasource=go depName=sigs.k8s.io/kwok
 KWOK = "v0.8.0"
+# renovate: datasource=go depName=sigs.k8s.io/kueue
 KUEUE = "v0.19.2"
+# renovate: datasource=go depName=sigs.k8s.io/karpenter
 KARPENTER = "v1.14.3"  # the version the addons stack installs on AWS; declares go 1.26.10
 # The Go toolchain every local build uses, fetched through the Go module proxy (golang.org/toolchain) when
 # the installed Go is older: Karpenter v1.14.3 and karpenter-provider-aws v1.14.3 need go >= 1.26.10.
+# renovate: datasource=golang-version depName=go
 GO_TOOLCHAIN = "go1.26.11"
 # The AWS provider whose interruption controller the local Karpenter runs (local/karpenter/main.go): the
 # same version as core, since the provider pins core exactly.
+# renovate: datasource=go depName=github.com/aws/karpenter-provider-aws
 KARPENTER_AWS = "v1.14.3"
 # Helm, for `helm template` of the Karpenter and Kueue charts before any apply (local/validate_charts.py).
+# renovate: datasource=go depName=helm.sh/helm/v3
 HELM = "v3.22.0"

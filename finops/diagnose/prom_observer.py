@@ -26,7 +26,7 @@ FIELD_ATTR = {
     dcgm.NVLINK_RX_BYTES: "nvlink_rx_bps",
     dcgm.POWER_USAGE: "power_w",
 }
-GROUP_BY = (dcgm.HOSTNAME_LABEL, "gpu", "UUID", "namespace", "pod", "exported_namespace", "exported_pod")
+GROUP_BY = (*dcgm.HOSTNAME_LABELS, "gpu", "UUID", "namespace", "pod", "exported_namespace", "exported_pod")
 
 
 def query_for(field: str, window_s: int) -> str:
@@ -44,7 +44,7 @@ def read_gpu_stats(prom: PrometheusClient, window_s: int, at: datetime | None = 
     rows: dict[tuple[str, str, str, str | None], GpuStats] = {}
     for field, attr in FIELD_ATTR.items():
         for sample in prom.query(query_for(field, window_s), at=at):
-            host = sample.labels.get(dcgm.HOSTNAME_LABEL)
+            host = dcgm.hostname_of(sample.labels)
             if not host:
                 continue
             gpu = sample.labels.get("gpu", "")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -27,9 +28,11 @@ RATES = CatalogRates(
 )
 
 
-def wait_for_series(prom: PrometheusClient, host: str, metric: str = dcgm.GPU_UTIL) -> None:
+def wait_for_series(
+    prom: PrometheusClient, host: str, metric: str = dcgm.GPU_UTIL, label: str = "Hostname"
+) -> None:
     eventually(
-        lambda: prom.query(f'{metric}{{Hostname="{host}"}}'),
+        lambda: prom.query(f'{metric}{{{label}="{host}"}}'),
         lambda s: len(s) > 0,
         timeout=timeouts.PROM_FIRST_SAMPLES,
         interval=0.5,
@@ -232,3 +235,39 @@ print(json.dumps({{"heavy": heavy, "ours": ours}}))
     assert set(seen["ours"]) <= copied, (
         f"finops imports {sorted(set(seen['ours']) - copied)}, not in the image"
     )
+
+
+# --- the exporter's node label: `Hostname` before dcgm-exporter 4.8.3, `hostname` since ---------------------
+def test_both_spellings_of_the_exporters_node_label_join_to_their_nodes(sim, prometheus):
+    old = replace(gpu("spelled-old", 0, sm=0.25), hostname_label="Hostname")
+    new = replace(gpu("spelled-new", 0, sm=0.75), hostname_label="hostname")
+    sim.set_gpus([old, new])
+    c = collector([node("spelled-old"), node("spelled-new")], prometheus.url)
+    wait_for_series(c.prom, "spelled-old", dcgm.SM_ACTIVE, label="Hostname")
+    wait_for_series(c.prom, "spelled-new", dcgm.SM_ACTIVE, label="hostname")
+    result = c.cycle(*last_minute())
+    by_name = {r.ResourceName: r for r in result.records}
+    assert {n: (r.x_Status, r.x_SmActive) for n, r in by_name.items()} == {
+        "spelled-old": (STATUS_OK, pytest.approx(0.25)),
+        "spelled-new": (STATUS_OK, pytest.approx(0.75)),
+    }
+    assert result.healthy, result.problems
+
+
+def test_a_series_with_neither_node_label_is_reported_by_name_not_dropped(sim, prometheus):
+    """Near miss: the GPU reports, but nothing says which node it is on. The node is not charged for
+    readings it cannot be joined to, and the cycle names the series instead of losing it silently."""
+    labelled = replace(gpu("labelled", 0), hostname_label="hostname")
+    nameless = replace(gpu("nameless", 0), hostname_label="")
+    sim.set_gpus([labelled, nameless])
+    c = collector([node("labelled"), node("nameless")], prometheus.url)
+    wait_for_series(c.prom, "labelled", dcgm.SM_ACTIVE, label="hostname")
+    wait_for_series(c.prom, "GPU-nameless-0", dcgm.SM_ACTIVE, label="UUID")
+    result = c.cycle(*last_minute())
+    by_name = {r.ResourceName: r for r in result.records}
+    assert by_name["labelled"].x_Status == STATUS_OK
+    assert by_name["nameless"].x_Status == STATUS_NO_GPU_SERIES
+    (problem,) = [p for p in result.problems if "neither" in p]
+    assert "carry neither a `hostname` nor a `Hostname` label" in problem
+    assert f'{dcgm.SM_ACTIVE}{{UUID="GPU-nameless-0",gpu="0"}}' in problem, problem
+    assert not result.healthy

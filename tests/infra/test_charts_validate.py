@@ -73,6 +73,23 @@ def test_both_charts_render_at_their_pins_with_the_stacks_values(rendered, confi
     assert {"Deployment", "ValidatingWebhookConfiguration"} <= {d["kind"] for d in kueue.docs}
 
 
+def test_the_karpenter_crd_chart_renders_every_karpenter_crd_our_objects_use(rendered, config):
+    crds = rendered[f"karpenter-crd chart {config.versions.karpenter_chart}"].docs
+    assert {d["kind"] for d in crds} == {"CustomResourceDefinition"}
+    served = {(d["spec"]["group"], d["spec"]["names"]["kind"]) for d in crds}
+    ours = {
+        (d["apiVersion"].split("/")[0], d["kind"])
+        for d in rendered["gpu-finops-crs chart"].docs
+        if d["apiVersion"].split("/")[0] in {"karpenter.sh", "karpenter.k8s.aws"}
+    }
+    assert ours == {
+        ("karpenter.k8s.aws", "EC2NodeClass"),
+        ("karpenter.sh", "NodePool"),
+        ("karpenter.sh", "NodeOverlay"),
+    }
+    assert ours <= served, f"not in the karpenter-crd chart: {sorted(ours - served)}"
+
+
 def test_the_cr_chart_renders_with_the_stacks_set_entries(rendered, config):
     crs = rendered["gpu-finops-crs chart"]
     (dep,) = [d for d in crs.docs if d["kind"] == "Deployment"]

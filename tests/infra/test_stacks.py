@@ -9,6 +9,7 @@ import pytest
 
 from facts import dcgm
 from facts.config import Versions, load_config
+from facts.names import TAG_PROJECT
 from infra.metrics_csv import exported_fields
 
 C = load_config()
@@ -73,6 +74,7 @@ def test_versions_are_pinned_and_kueue_comes_from_the_release_registry(synthesiz
     releases = resources(synthesized.stack("addons"), "helm_release")
     v = Versions()
     expected = {
+        "karpenter-crd": v.karpenter_chart,
         "karpenter": v.karpenter_chart,
         "kueue": v.kueue_chart,
         "nvidia-device-plugin": v.device_plugin_chart,
@@ -83,6 +85,20 @@ def test_versions_are_pinned_and_kueue_comes_from_the_release_registry(synthesiz
     assert releases["kueue"]["repository"] == "oci://registry.k8s.io/kueue/charts"
     assert "staging" not in json.dumps(releases)
     assert resources(synthesized.stack("cluster"), "aws_eks_cluster")["eks"]["version"] == v.kubernetes
+
+
+def test_karpenter_crds_come_from_the_karpenter_crd_chart_before_the_controller(synthesized):
+    releases = resources(synthesized.stack("addons"), "helm_release")
+    crd, karpenter = releases["karpenter-crd"], releases["karpenter"]
+    assert (crd["chart"], crd["version"], crd["repository"]) == (
+        "karpenter-crd",
+        karpenter["version"],
+        karpenter["repository"],
+    )
+    assert crd["namespace"] == karpenter["namespace"] == "kube-system"
+    assert karpenter["skip_crds"] is True
+    assert "skip_crds" not in crd or crd["skip_crds"] is False
+    assert "helm_release.karpenter-crd" in karpenter["depends_on"]
 
 
 def test_nodepool_is_spot_only_pinned_and_limited_by_the_quota(synthesized):
@@ -211,3 +227,57 @@ def test_cost_table_keys_match_the_collector(synthesized):
 def test_every_stack_has_state_outside_the_synth_folder(synthesized, stack):
     backend = synthesized.stack(stack)["terraform"]["backend"]["local"]["path"]
     assert backend.endswith(f"terraform.{stack}.tfstate") and "cdktf.out" not in backend
+
+
+def test_eks_addons_are_pinned_or_resolved_to_ekss_default_for_the_pinned_minor(synthesized):
+    cluster = synthesized.stack("cluster")
+    addons = {a["addon_name"]: a for a in resources(cluster, "aws_eks_addon").values()}
+    defaults = cluster.get("data", {}).get("aws_eks_addon_version", {})
+    assert set(addons) == set(Versions().eks_addons())
+    for name, pinned in Versions().eks_addons().items():
+        if pinned:
+            assert addons[name]["addon_version"] == pinned, name
+        else:
+            lookup = defaults[f"addon-{name}-default"]
+            assert (
+                addons[name]["addon_version"]
+                == f"${{data.aws_eks_addon_version.addon-{name}-default.version}}"
+            )
+            assert (lookup["addon_name"], lookup["most_recent"]) == (name, False)
+            assert lookup["kubernetes_version"] == "${aws_eks_cluster.eks.version}"
+    assert Versions().addon_kube_proxy.startswith(f"v{Versions().kubernetes}.")
+
+
+def test_the_node_ami_alias_is_a_dated_release_never_latest(synthesized):
+    import re
+
+    node_class = next(d for d in synthesized.chart_docs("karpenter.yaml") if d["kind"] == "EC2NodeClass")
+    (term,) = node_class["spec"]["amiSelectorTerms"]
+    assert term == {"alias": Versions().node_ami_alias}
+    assert re.fullmatch(r"al2023@v20\d{6}", term["alias"]), term
+
+
+def test_the_focus_export_bucket_is_ours_versioned_encrypted_private_and_expires_old_versions(synthesized):
+    cluster = synthesized.stack("cluster")
+    bucket = resources(cluster, "aws_s3_bucket")["focus-export"]
+    assert bucket["bucket"] == C.export_bucket
+    assert bucket["tags"][TAG_PROJECT] == C.project
+    assert "force_destroy" not in bucket or bucket["force_destroy"] is False
+    ref = "${aws_s3_bucket.focus-export.id}"
+    block = resources(cluster, "aws_s3_bucket_public_access_block")["focus-export-public-access"]
+    assert block["bucket"] == ref
+    assert all(
+        block[k] is True
+        for k in ("block_public_acls", "block_public_policy", "ignore_public_acls", "restrict_public_buckets")
+    )
+    versioning = resources(cluster, "aws_s3_bucket_versioning")["focus-export-versioning"]
+    assert versioning["versioning_configuration"]["status"] == "Enabled"
+    (sse,) = resources(cluster, "aws_s3_bucket_server_side_encryption_configuration")["focus-export-sse"][
+        "rule"
+    ]
+    default = sse["apply_server_side_encryption_by_default"]
+    assert (default["sse_algorithm"], default["kms_master_key_id"]) == ("aws:kms", "${aws_kms_key.kms.arn}")
+    (rule,) = resources(cluster, "aws_s3_bucket_lifecycle_configuration")["focus-export-lifecycle"]["rule"]
+    assert rule["status"] == "Enabled"
+    assert rule["noncurrent_version_expiration"][0]["noncurrent_days"] > 0
+    assert cluster["output"]["export_bucket"]["value"] == "${aws_s3_bucket.focus-export.bucket}"
