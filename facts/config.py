@@ -111,6 +111,7 @@ PrincipalArn = Annotated[
 ]
 Version = Annotated[str, _matches(r"v?\d+(\.\d+)*([.+-][\w.+-]+)?", "a version like 1.2.3")]
 RetentionDays = Annotated[StrictInt, AfterValidator(_retention)]
+KubeMinor = Annotated[str, _matches(r"1\.\d+", "a Kubernetes minor like 1.36 (quote it in YAML)")]
 AmiAlias = Annotated[str, _matches(r"al2023@v\d{8}", "an AL2023 AMI alias pinned to a release, like al2023@v20261003")]
 AddonVersion = Annotated[str, _matches(r"(v\d+(\.\d+)*-eksbuild\.\d+)?", "an EKS add-on version like v1.36.0-eksbuild.14, or empty for EKS's default")]
 
@@ -134,9 +135,7 @@ class Versions:
     # Each pin carries a `# renovate:` comment naming its datasource (renovate.json's regex managers read
     # them; tests/ci/test_renovate.py fails on a pin no manager covers).
     # renovate: datasource=endoflife-date depName=amazon-eks versioning=loose
-    kubernetes: Annotated[str, _matches(r"1\.\d+", "a Kubernetes minor like 1.36 (quote it in YAML)")] = (
-        "1.36"  # in standard support; the local target runs the same minor (v1.36.3)
-    )
+    kubernetes: KubeMinor = "1.36"  # in standard support; the local target runs the same minor (v1.36.3)
     # renovate: datasource=docker depName=public.ecr.aws/karpenter/karpenter
     karpenter_chart: Version = "1.14.3"  # karpenter and karpenter-crd, one version
     # renovate: datasource=docker depName=registry.k8s.io/kueue/charts/kueue

@@ -4,7 +4,7 @@ with the project's Node).
 
 What counts as a pin (the scanner, one rule per kind of file):
 - Python: an assignment of a string literal that is a version (`v1.2.3`, `1.36`, `go1.26.11`,
-  `4.6.0-4.8.3-ubuntu22.04`, `al2023@v20261003`): `NAME = "..."` or `name: str = "..."`, in
+  `4.6.0-4.8.3-ubuntu22.04`, `al2023@v20261003`): `NAME = "..."` or `name: Type = "..."`, in
   facts/config.py and local/versions.py, and module constants named `*VERSION*`, `*_TAG` or `*_CHART`
   in every tracked Python file outside tests/.
 - Makefile: a variable whose name holds VERSION or MAJOR assigned a literal; any literal `==<digit>` or
@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CONFIG = json.loads((ROOT / "renovate.json").read_text())
 
 VERSION = re.compile(r"(?:v|go|al2023@v)?\d+(?:\.\d+)*(?:-[\w.-]+)?")
-PY_ASSIGN = re.compile(r'^\s*(?P<name>\w+)(?:\s*:\s*str)?\s*=\s*"(?P<value>[^"]*)"', re.M)
+PY_ASSIGN = re.compile(r'^\s*(?P<name>\w+)(?:\s*:\s*\w+)?\s*=\s*"(?P<value>[^"]*)"', re.M)
 PY_CONSTANT_NAME = re.compile(r"^[A-Z_]*(?:VERSION|_TAG|_CHART)[A-Z_]*$")
 PY_PIN_FILES = {"facts/config.py", "local/versions.py"}
 MAKE_ASSIGN = re.compile(r"^(?P<name>[A-Z_]*(?:VERSION|MAJOR)[A-Z_]*)\s*:?=\s*(?P<value>\S+)\s*$", re.M)
@@ -205,8 +205,8 @@ def test_the_scanner_finds_the_pins_we_know_of():
 def test_a_new_unannotated_pin_in_the_versions_class_fails_by_name():
     text = (ROOT / "facts/config.py").read_text()
     added = text.replace(
-        '    collector_image_tag: str = "0.1.0"',
-        '    gpu_operator_chart: str = "25.10.1"\n    collector_image_tag: str = "0.1.0"',
+        '    collector_image_tag: Version = "0.1.0"',
+        '    gpu_operator_chart: Version = "25.10.1"\n    collector_image_tag: Version = "0.1.0"',
     )
     assert added != text
     assert uncovered("facts/config.py", added) == ["facts/config.py: gpu_operator_chart = '25.10.1'"]
