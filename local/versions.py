@@ -6,6 +6,10 @@ KUBERNETES = "v1.36.3"  # Kueue v0.19 uses client-go v0.36; Karpenter v1.14 v0.3
 ETCD = "v3.6.16"
 KWOK = "v0.8.0"
 KUEUE = "v0.19.2"
+# kube-state-metrics, the ledger's node and pod input (finops/ledger/rules.yaml): the proxy lists no versions
+# for k8s.io/kube-state-metrics/v2, but exact versions are served; the AWS Prometheus chart's subchart runs
+# the same release line.
+KUBE_STATE_METRICS = "v2.18.0"
 KARPENTER = "v1.14.3"  # the version the addons stack installs on AWS; declares go 1.26.10
 # The Go toolchain every local build uses, fetched through the Go module proxy (golang.org/toolchain) when
 # the installed Go is older: Karpenter v1.14.3 and karpenter-provider-aws v1.14.3 need go >= 1.26.10.

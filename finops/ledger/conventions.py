@@ -128,6 +128,12 @@ class Conventions:
         """Node label keys kube-state-metrics must allowlist for the rules."""
         return (self.reason_label, self.replicas_label)
 
+    @property
+    def ksm_labels_allowlist(self) -> tuple[str, ...]:
+        """kube-state-metrics' `--metric-labels-allowlist` entries the rules need (comma-joined on its
+        command line; a list in the kube-state-metrics chart's `metricLabelsAllowlist`)."""
+        return (f"nodes=[{','.join(self.node_labels)}]", f"pods=[{self.class_label}]")
+
 
 def interval_seconds(duration: str) -> int:
     """Seconds in a Prometheus duration such as `1m`, `1h30m`, `15s` (whole seconds only)."""

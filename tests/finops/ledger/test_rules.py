@@ -84,3 +84,27 @@ def test_the_addons_prometheus_loads_the_committed_rules():
     from infra.objects import prometheus_values
 
     assert prometheus_values()["serverFiles"]["recording_rules.yml"] == rules.load()
+
+
+def test_kube_state_metrics_allowlists_the_labels_the_rules_read_on_aws_and_locally():
+    from pathlib import Path
+
+    from infra.objects import prometheus_values
+    from local.kube_state_metrics import argv
+
+    entries = [
+        "nodes=[gpu-finops.io/unschedulable-reason,nvidia.com/gpu.replicas]",
+        "pods=[gpu-finops.io/workload-class]",
+    ]
+    ksm = prometheus_values()["kube-state-metrics"]
+    assert ksm == {"enabled": True, "metricLabelsAllowlist": entries}
+    local = argv(Path("/bin/kube-state-metrics"), Path("/kubeconfig"))
+    assert f"--metric-labels-allowlist={','.join(entries)}" in local
+    assert "--resources=nodes,pods" in local
+    text = rules.RULES_PATH.read_text()
+    for key in (
+        "gpu-finops.io/unschedulable-reason",
+        "nvidia.com/gpu.replicas",
+        "gpu-finops.io/workload-class",
+    ):
+        assert ksm_label(key) in text, key
