@@ -1,7 +1,10 @@
 """`gpu-finops ledger`: the monthly reconciliation and the allocation ladder, read from Prometheus.
 
 Exit 0: report written. Exit 1: the window has no ledger data (one line on stderr saying which series
-is missing). Missing inputs in a window that has data are warnings on stderr, each naming the series.
+is missing). Exit 2: a bad argument (a window that is not whole steps, an unparsable time or step). Exit 3:
+Prometheus did not answer, or refused the queries (one line naming the URL). Missing inputs in a window
+that has data are warnings on stderr, each naming the series; evaluations with no data are reported as the
+`unobserved` line, never spread over the others.
 """
 
 from __future__ import annotations
@@ -14,11 +17,15 @@ from pathlib import Path
 
 from rich.console import Console
 
+from facts import timeouts
 from finops.cli_common import console as wide_console
 from finops.ledger import accounting, render, rules, source
 from finops.ledger.conventions import interval_seconds
+from finops.promql import PrometheusQueryError, PrometheusUnavailable
 
 DEFAULT_PROMETHEUS = os.environ.get("PROMETHEUS_URL", "http://127.0.0.1:9090")
+RETRY_FOR = timeouts.PROM_RETRY  # seconds a query is retried before Prometheus counts as unreachable
+EXIT_OK, EXIT_NO_DATA, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
 
 
 def _default_step() -> str:
@@ -67,7 +74,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     ladder.add_argument("--at", default=None, help="end of the window, ISO 8601 (default: now)")
     _common(ladder)
-    parser.epilog = "exit 0: report written; exit 1: no ledger data in the window"
+    parser.epilog = (
+        "exit 0: report written; 1: no ledger data in the window; 2: bad arguments; "
+        "3: Prometheus unreachable or refusing the queries"
+    )
 
 
 def _window(args: argparse.Namespace) -> source.Window:
@@ -77,7 +87,7 @@ def _window(args: argparse.Namespace) -> source.Window:
     if args.month:
         return source.month_window(args.month)
     if not args.end:
-        raise SystemExit("--from needs --to")
+        raise ValueError("--from needs --to")
     return source.Window(_when(args.start), _when(args.end))
 
 
@@ -88,18 +98,21 @@ def run(args: argparse.Namespace) -> int:
         step = interval_seconds(args.step or _default_step())
     except ValueError as exc:
         err.print(f"[red]{exc}[/red]")
-        return 2
+        return EXIT_USAGE
     if window.seconds <= 0 or window.seconds % step:
         err.print(f"[red]the window must be a positive whole number of {step}s steps: {window.label()}[/red]")
-        return 2
-    client = source.RangeClient(args.prometheus_url)
+        return EXIT_USAGE
+    client = source.RangeClient(args.prometheus_url, retry_for=RETRY_FOR)
     try:
         if args.action == "month":
             return _month(args, client, window, step, err)
         return _ladder(args, client, window, step, err)
     except source.NoLedgerData as exc:
         print(str(exc), file=sys.stderr)
-        return 1
+        return EXIT_NO_DATA
+    except (PrometheusUnavailable, PrometheusQueryError) as exc:
+        print(f"the ledger cannot be read: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
 
 
 def _emit(args: argparse.Namespace, table, as_json, as_csv) -> None:
@@ -136,7 +149,7 @@ def _month(args, client, window, step, err) -> int:
     if args.png:
         ladder = source.ladder(client, window, step)
         _chart(args.png, client, window, step, ladder, f"fleet ledger {window.label()}", err)
-    return 0
+    return EXIT_OK
 
 
 def _ladder(args, client, window, step, err) -> int:
@@ -151,7 +164,7 @@ def _ladder(args, client, window, step, err) -> int:
     )
     if args.png:
         _chart(args.png, client, window, step, ladder, f"allocation ladder {window.label()}", err)
-    return 0
+    return EXIT_OK
 
 
 def _chart(path, client, window, step, ladder, title, err) -> None:
