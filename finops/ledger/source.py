@@ -17,8 +17,9 @@ INPUT_CONSEQUENCES: dict[str, str] = {
     "kube_node_status_allocatable": "no GPU counts as schedulable or free",
     "kube_node_spec_unschedulable": "cordons are invisible",
     "kube_node_status_condition": "no node counts as Ready, so nothing is schedulable",
-    "kube_node_labels": "every unschedulable GPU reads `other` (allowlist the reason label: "
-    "--metric-labels-allowlist=nodes=[gpu-finops.io/unschedulable-reason])",
+    "kube_node_labels": "every unschedulable GPU reads `other` and time-sliced replicas count as cards "
+    "(allowlist the labels: --metric-labels-allowlist=nodes=[gpu-finops.io/unschedulable-reason,"
+    "nvidia.com/gpu.replicas])",
     "kube_pod_container_resource_limits": "no GPU counts as allocated",
     "kube_pod_status_phase": "no pod counts as Running, so nothing is allocated",
     "kube_pod_labels": "every allocated GPU reads unclassified (allowlist the class label: "

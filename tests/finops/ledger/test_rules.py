@@ -41,6 +41,8 @@ def test_conventions_are_configurable():
         class_label="example.com/class",
         busy_util_percent=25,
         interval="30s",
+        replicas_label="example.com/slices",
+        replica_values=(2, 8),
     )
     text = rules.render(custom)
     assert '"label_example_com_why", "(rma|drivers)"' in text
@@ -48,6 +50,8 @@ def test_conventions_are_configurable():
     assert "DCGM_FI_DEV_GPU_UTIL > 25)" in text
     assert yaml.safe_load(text)["groups"][0]["interval"] == "30s"
     assert "gpu_finops_io" not in text
+    assert 'label_example_com_slices="2"}) * 2 or' in text and 'label_example_com_slices="8"}) * 8 or' in text
+    assert 'slices="4"' not in text and "nvidia_com_gpu_replicas" not in text
 
 
 def test_ksm_label_and_interval_parsing():
