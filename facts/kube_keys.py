@@ -35,9 +35,19 @@ LABEL_ACT_RUN = "gpu-finops.io/act-run"
 LABEL_TENANT = "gpu-finops.io/tenant"
 LABEL_POOL = "gpu-finops.io/pool"
 ANNOTATION_SM_ACTIVE = "gpu-finops.io/sm-active"  # what a simulated workload keeps its SMs busy at (0..1)
-# a simulated workload's kind (resident-model | data-starved | busy-trainer | small-batch-server): the GPU
+# a simulated workload's kind (resident-model | data-starved | busy-trainer | small-batch-server, and the
+# ledger's training-stepping | training-stalled | serving-idle | serving-busy): the GPU
 # simulator reports that profile's DCGM values for the GPU the pod holds (finops.diagnose.profiles)
 ANNOTATION_GPU_PROFILE = "gpu-finops.io/gpu-profile"
+# what a simulated workload exports for the ledger's honest measures (docs/ledger.md; local/workload_sim.py):
+# a training pod names its run and the run's shape, a serving pod its model and its token rate when busy
+ANNOTATION_TRAINING_RUN = "gpu-finops.io/training-run"
+ANNOTATION_MODEL_PARAMETERS = "gpu-finops.io/model-parameters"
+ANNOTATION_TOKENS_PER_STEP = "gpu-finops.io/tokens-per-step"
+ANNOTATION_STEP_SECONDS = "gpu-finops.io/step-seconds"
+ANNOTATION_GPU_MODEL = "gpu-finops.io/gpu-model"  # a key of finops.ledger.measures' dense-peak table
+ANNOTATION_SERVING_MODEL = "gpu-finops.io/serving-model"
+ANNOTATION_TOKENS_PER_SECOND = "gpu-finops.io/tokens-per-second"
 ANNOTATION_CONTROLLER_ROLE = "gpu-finops.io/controller-role"
 
 

@@ -26,6 +26,7 @@ from facts.kube_keys import (
     SHARED_GPU_RESOURCE,
 )
 from facts.names import COLLECTOR, MONITORING_NS
+from finops.ledger.conventions import Conventions
 from infra.metrics_csv import PROJECT_METRICS, MetricRow
 from infra.metrics_csv import render as render_metrics_csv
 
@@ -336,7 +337,11 @@ def prometheus_values() -> dict[str, Any]:
         "alertmanager": {"enabled": False},
         "prometheus-pushgateway": {"enabled": False},
         "prometheus-node-exporter": {"enabled": False},
-        "kube-state-metrics": {"enabled": False},
+        # the ledger's node and pod input: the node and pod labels its rules read, allowlisted
+        "kube-state-metrics": {
+            "enabled": True,
+            "metricLabelsAllowlist": list(Conventions().ksm_labels_allowlist),
+        },
         "server": {
             "global": {"scrape_interval": "15s"},
             "retention": "7d",

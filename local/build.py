@@ -7,6 +7,9 @@
   `v0.0.0-master`).
 - etcd: a three-line main of ours calling etcdmain.Main (go install of etcd fails on replace directives).
 - kwok, Kueue: plain `go install module@version`.
+- kube-state-metrics: `go install` fails (it asks the proxy for the module's version list to check for a
+  deprecation, and the proxy lists none for k8s.io/kube-state-metrics/v2), so a module of ours requires the
+  exact version and `go build`s its main package (the module root).
 - karpenter-kwok: our main (local/karpenter/main.go) running Karpenter core's controllers with the kwok
   cloud provider plus the AWS provider's spot-interruption controller, in a module of ours that requires
   both at the same version.
@@ -63,6 +66,7 @@ def binary_keys() -> dict[str, str]:
         **{c: f"k8s-{versions.KUBERNETES}" for c in KUBE_COMMANDS},
         "kwok": f"kwok-{versions.KWOK}",
         "kueue": f"kueue-{versions.KUEUE}",
+        "kube-state-metrics": f"kube-state-metrics-{versions.KUBE_STATE_METRICS}",
         "karpenter-kwok": f"karpenter-{versions.KARPENTER}-aws-{versions.KARPENTER_AWS}-main-{_source_digest()}",
     }
 
@@ -212,6 +216,23 @@ class Builder:
         run(env_run, self.work, self.log)
         shutil.move(str(gobin / (binary or package.rsplit("/", 1)[-1])), self.target(name))
 
+    def kube_state_metrics(self) -> None:
+        if self.have("kube-state-metrics"):
+            return
+        mod = self.work / "kube-state-metrics"
+        mod.mkdir(parents=True, exist_ok=True)
+        v = versions.KUBE_STATE_METRICS
+        (mod / "go.mod").write_text(
+            f"module gpu-finops.local/kube-state-metrics\n\ngo 1.26\n\nrequire k8s.io/kube-state-metrics/v2 {v}\n"
+        )
+        flags = f"-s -w -X github.com/prometheus/common/version.Version={v.removeprefix('v')}"
+        target = str(self.target("kube-state-metrics"))
+        run(
+            ["go", "build", "-trimpath", "-ldflags", flags, "-o", target, "k8s.io/kube-state-metrics/v2"],
+            mod,
+            self.log,
+        )
+
     def karpenter(self) -> None:
         """Karpenter core with the kwok cloud provider and the AWS provider's interruption controller
         (local/karpenter/main.go); core and provider at the same version, as the provider's go.mod pins."""
@@ -241,6 +262,7 @@ class Builder:
             ("kwok", lambda: self.install("kwok", "sigs.k8s.io/kwok/cmd/kwok", versions.KWOK)),
             ("kueue", lambda: self.install("kueue", "sigs.k8s.io/kueue/cmd/kueue", versions.KUEUE)),
             ("karpenter-kwok", self.karpenter),
+            ("kube-state-metrics", self.kube_state_metrics),
         ]
         for name, step in steps:
             began = time.monotonic()

@@ -23,7 +23,7 @@ import yaml
 
 from facts.config import Config, load_config
 from harness.waits import eventually
-from local import build, catalog, render, versions
+from local import build, catalog, kube_state_metrics, render, versions
 from local.certs import Pki
 from local.supervisor import Supervisor
 
@@ -467,6 +467,8 @@ class LocalCluster:
         self.start_aws()
         self.start_karpenter(bins)
         self.start_device_plugin()
+        echo("kube-state-metrics...")
+        kube_state_metrics.start(self, bins)
         echo("NodePool, queues, priority classes...")
         objs = render.all_objects(self.config)  # type: ignore[arg-type]
         eventually(
@@ -489,6 +491,7 @@ class LocalCluster:
                     "region": self.config.region,  # type: ignore[union-attr]
                     "interruption_queue": self.interruption_queue,
                     "pod_resources_url": f"http://127.0.0.1:{PORTS['device-plugin']}",
+                    "kube_state_metrics_url": kube_state_metrics.url(),
                     "logs": str(self.run_dir / "logs"),
                 },
                 indent=2,

@@ -36,14 +36,17 @@ class DcgmSimulator:
         self.exported = frozenset(exported_fields)
         self._gpus: list[SimGpu] = []
         self._lock = threading.Lock()
+        self._extra = ""  # other series served with the DCGM ones (the simulated workloads' metrics)
         self._exposition: bytes | None = None  # rendered once per set_gpus, served to every scrape
         self.scrapes = 0
         self.renders = 0
 
-    def set_gpus(self, gpus: Iterable[SimGpu]) -> None:
-        """Replace the GPUs (and their values). The exposition is rendered again on the next scrape."""
+    def set_gpus(self, gpus: Iterable[SimGpu], extra: str = "") -> None:
+        """Replace the GPUs (and their values), and the `extra` exposition text served after them. The
+        exposition is rendered again on the next scrape."""
         with self._lock:
             self._gpus = list(gpus)
+            self._extra = extra
             self._exposition = None
 
     def exposition(self) -> bytes:
@@ -52,7 +55,7 @@ class DcgmSimulator:
         change and the bytes are reused (SimGpu values must be changed through set_gpus)."""
         with self._lock:
             if self._exposition is None:
-                self._exposition = self._render(self._gpus).encode()
+                self._exposition = (self._render(self._gpus) + self._extra).encode()
                 self.renders += 1
             return self._exposition
 

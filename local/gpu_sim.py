@@ -4,10 +4,13 @@ each node declare, exported only where the metrics CSV exports them (as dcgm-exp
 A Running pod that holds a GPU declares its load with annotations: `gpu-finops.io/gpu-profile` (a
 workload kind from `finops.diagnose.profiles`: resident-model, data-starved, busy-trainer,
 small-batch-server) gives every DCGM field that kind's value; `gpu-finops.io/sm-active` sets SM_ACTIVE
-(alone, the other fields follow from it). Which physical card a pod holds comes from the simulated device
-plugin's allocation (the kubelet's pod-resources answer: `GPU-<uuid>` or `GPU-<uuid>::<replica>`), so the
-time-sliced holders of one card are all reported on that card, one series per holder, as dcgm-exporter
-does with pod labels; a pod the allocation does not show yet takes the first card nobody holds.
+(alone, the other fields follow from it). The ledger's behaviours are profiles too: training-stepping,
+training-stalled (busy by the metric, idle by physics), serving-idle, serving-busy; with the workload
+annotations of `local.workload_sim` the pods also export the ledger's per-class measure inputs.
+
+Which physical card a pod holds comes from the simulated device plugin's allocation (the kubelet's
+pod-resources answer: `GPU-<uuid>` or `GPU-<uuid>::<replica>`), so the time-sliced holders of one card are
+all reported on that card, one series per holder, as dcgm-exporter does with pod labels; a pod the allocation does not show yet takes the first card nobody holds.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from finops.kube import Kube
 from harness.observe import is_gpu_node
 from local.dcgm_sim import DcgmSimulator, SimGpu
 from local.device_plugin import gpu_uuid
+from local.workload_sim import WorkloadSimulator
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +160,7 @@ class ClusterGpuSimulator:
         self.kube, self.period = kube, period
         self.pod_resources_url = pod_resources_url
         self.sim = DcgmSimulator(exported_fields)
+        self.workloads = WorkloadSimulator()
         self._stop = threading.Event()
         self.server = None
 
@@ -173,7 +178,8 @@ class ClusterGpuSimulator:
     def refresh(self) -> None:
         nodes = [n for n in self.kube.core.list_node().items if is_gpu_node(n)]
         pods = self.kube.core.list_pod_for_all_namespaces().items
-        self.sim.set_gpus(gpus_from_cluster(nodes, pods, self.devices(nodes)))
+        extra = self.workloads.update(pods, time.time())
+        self.sim.set_gpus(gpus_from_cluster(nodes, pods, self.devices(nodes)), extra=extra)
 
     def start(self, port: int = 0) -> int:
         self.refresh()

@@ -32,13 +32,20 @@ class PrometheusServer:
         port: int | None = None,
         binary: str = "prometheus",
         rule_files: list[Path] | None = None,
+        jobs: dict[str, list[str]] | None = None,
+        evaluation_interval: str | None = None,
     ):
+        """`targets` are scraped as job "dcgm"; `jobs` adds more (job name -> targets), e.g. the local
+        target's kube-state-metrics for the ledger's rules. Rules are evaluated every
+        `evaluation_interval` (default: the scrape interval)."""
         self.workdir = Path(workdir)
         self.targets = targets
         self.scrape_interval = scrape_interval
         self.port = port or free_port()
         self.binary = shutil.which(binary) or binary
         self.rule_files = rule_files or []
+        self.jobs = {"dcgm": targets, **(jobs or {})}
+        self.evaluation_interval = evaluation_interval or scrape_interval
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = self.workdir / "prometheus.log"
 
@@ -54,9 +61,15 @@ class PrometheusServer:
             )
         self.workdir.mkdir(parents=True, exist_ok=True)
         config = {
-            "global": {"scrape_interval": self.scrape_interval, "evaluation_interval": self.scrape_interval},
+            "global": {
+                "scrape_interval": self.scrape_interval,
+                "evaluation_interval": self.evaluation_interval,
+            },
             "rule_files": [str(p) for p in self.rule_files],
-            "scrape_configs": [{"job_name": "dcgm", "static_configs": [{"targets": self.targets}]}],
+            "scrape_configs": [
+                {"job_name": job, "static_configs": [{"targets": targets}]}
+                for job, targets in self.jobs.items()
+            ],
         }
         config_path = self.workdir / "prometheus.yml"
         config_path.write_text(yaml.safe_dump(config))

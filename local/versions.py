@@ -13,6 +13,11 @@ ETCD = "v3.6.16"
 KWOK = "v0.8.0"
 # renovate: datasource=go depName=sigs.k8s.io/kueue
 KUEUE = "v0.19.2"
+# kube-state-metrics, the ledger's node and pod input (finops/ledger/rules.yaml): the proxy lists no versions
+# for k8s.io/kube-state-metrics/v2, but exact versions are served; the AWS Prometheus chart's subchart runs
+# the same release line.
+# renovate: datasource=go depName=k8s.io/kube-state-metrics/v2
+KUBE_STATE_METRICS = "v2.18.0"
 # renovate: datasource=go depName=sigs.k8s.io/karpenter
 KARPENTER = "v1.14.3"  # the version the addons stack installs on AWS; declares go 1.26.10
 # The Go toolchain every local build uses, fetched through the Go module proxy (golang.org/toolchain) when

@@ -17,6 +17,13 @@ DATA_STARVED = "data-starved"  # a trainer waiting on a slow data source
 BUSY_TRAINER = "busy-trainer"  # a trainer keeping its GPU busy
 SMALL_BATCH = "small-batch-server"  # a server copying small batches: PCIe busy, kernels tiny
 UNHELD = "unheld"  # no pod holds the GPU
+# The ledger's behaviours (docs/ledger.md): power and SM clock against its idle floors (40 W, 600 MHz)
+# decide "live by physics"; GPU_UTIL above 10 % "busy by the metric".
+TRAINING_STEPPING = "training-stepping"  # a trainer taking steps: busy and live
+TRAINING_STALLED = "training-stalled"  # a rank spinning in a dead collective: busy by metric, idle by physics
+SERVING_IDLE = "serving-idle"  # a model warm in memory with no traffic: neither busy nor live
+SERVING_BUSY = "serving-busy"  # a server answering traffic: busy and live
+LEDGER_BEHAVIOURS = (TRAINING_STEPPING, TRAINING_STALLED, SERVING_IDLE, SERVING_BUSY)
 
 FB_TOTAL_MIB = 46068.0  # an L40S, as the simulator's cards are
 
@@ -67,6 +74,54 @@ _PROFILES: dict[str, dict[str, float]] = {
         dcgm.NVLINK_TX_BYTES: 0.0,
         dcgm.NVLINK_RX_BYTES: 0.0,
         dcgm.POWER_USAGE: 165.0,
+        dcgm.SM_CLOCK: 1980.0,
+    },
+    TRAINING_STEPPING: {
+        dcgm.GPU_UTIL: 100.0,
+        dcgm.SM_ACTIVE: 0.80,
+        dcgm.SM_OCCUPANCY: 0.50,
+        dcgm.FB_USED: 36854.0,  # 80 %
+        dcgm.PCIE_TX_BYTES: 0.3e9,
+        dcgm.PCIE_RX_BYTES: 1.2e9,
+        dcgm.NVLINK_TX_BYTES: 0.0,
+        dcgm.NVLINK_RX_BYTES: 0.0,
+        dcgm.POWER_USAGE: 330.0,
+        dcgm.SM_CLOCK: 2100.0,
+    },
+    TRAINING_STALLED: {  # the seed's stalled rank: util pinned, clock down (121 W at 345 MHz on an H100)
+        dcgm.GPU_UTIL: 100.0,
+        dcgm.SM_ACTIVE: 0.01,
+        dcgm.SM_OCCUPANCY: 0.01,
+        dcgm.FB_USED: 36854.0,
+        dcgm.PCIE_TX_BYTES: 0.0,
+        dcgm.PCIE_RX_BYTES: 0.0,
+        dcgm.NVLINK_TX_BYTES: 0.0,
+        dcgm.NVLINK_RX_BYTES: 0.0,
+        dcgm.POWER_USAGE: 36.0,
+        dcgm.SM_CLOCK: 345.0,
+    },
+    SERVING_IDLE: {
+        dcgm.GPU_UTIL: 0.0,
+        dcgm.SM_ACTIVE: 0.0,
+        dcgm.SM_OCCUPANCY: 0.0,
+        dcgm.FB_USED: 41461.0,  # 90 %: the model stays resident
+        dcgm.PCIE_TX_BYTES: 0.0,
+        dcgm.PCIE_RX_BYTES: 0.0,
+        dcgm.NVLINK_TX_BYTES: 0.0,
+        dcgm.NVLINK_RX_BYTES: 0.0,
+        dcgm.POWER_USAGE: 34.0,
+        dcgm.SM_CLOCK: 210.0,
+    },
+    SERVING_BUSY: {
+        dcgm.GPU_UTIL: 100.0,
+        dcgm.SM_ACTIVE: 0.55,
+        dcgm.SM_OCCUPANCY: 0.35,
+        dcgm.FB_USED: 41461.0,
+        dcgm.PCIE_TX_BYTES: 0.2e9,
+        dcgm.PCIE_RX_BYTES: 0.2e9,
+        dcgm.NVLINK_TX_BYTES: 0.0,
+        dcgm.NVLINK_RX_BYTES: 0.0,
+        dcgm.POWER_USAGE: 250.0,
         dcgm.SM_CLOCK: 1980.0,
     },
     UNHELD: {

@@ -1,7 +1,10 @@
 """`gpu-finops ledger`: the monthly reconciliation and the allocation ladder, read from Prometheus.
 
 Exit 0: report written. Exit 1: the window has no ledger data (one line on stderr saying which series
-is missing). Missing inputs in a window that has data are warnings on stderr, each naming the series.
+is missing). Exit 2: a bad argument (a window that is not whole steps, an unparsable time or step). Exit 3:
+Prometheus did not answer, or refused the queries (one line naming the URL). Missing inputs in a window
+that has data are warnings on stderr, each naming the series; evaluations with no data are reported as the
+`unobserved` line, never spread over the others.
 """
 
 from __future__ import annotations
@@ -13,12 +16,15 @@ from pathlib import Path
 
 from rich.console import Console
 
+from facts import timeouts
 from facts.errors import CheckFailed, UsageError
 from finops.cli_common import console as wide_console
 from finops.ledger import accounting, render, rules, source
 from finops.ledger.conventions import interval_seconds
 
 DEFAULT_PROMETHEUS = os.environ.get("PROMETHEUS_URL", "http://127.0.0.1:9090")
+RETRY_FOR = timeouts.PROM_RETRY  # seconds a query is retried before Prometheus counts as unreachable
+EXIT_OK = 0
 
 
 def _default_step() -> str:
@@ -70,7 +76,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     ladder.add_argument("--at", default=None, help="end of the window, ISO 8601 (default: now)")
     _common(ladder)
-    parser.epilog = "exit 0: report written; exit 1: no ledger data in the window"
+    parser.epilog = (
+        "exit 0: report written; 1: no ledger data in the window; 2: bad arguments; "
+        "3: Prometheus unreachable or refusing the queries"
+    )
 
 
 def _window(args: argparse.Namespace) -> source.Window:
@@ -96,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{exc}; see `gpu-finops ledger {args.action} --help`") from None
     if window.seconds <= 0 or window.seconds % step:
         raise UsageError(f"the window must be a positive whole number of {step}s steps: {window.label()}")
-    client = source.RangeClient(args.prometheus_url)
+    client = source.RangeClient(args.prometheus_url, retry_for=RETRY_FOR)
     try:
         if args.action == "month":
             return _month(args, client, window, step, err)
@@ -139,7 +148,7 @@ def _month(args, client, window, step, err) -> int:
     if args.png:
         ladder = source.ladder(client, window, step)
         _chart(args.png, client, window, step, ladder, f"fleet ledger {window.label()}", err)
-    return 0
+    return EXIT_OK
 
 
 def _ladder(args, client, window, step, err) -> int:
@@ -154,7 +163,7 @@ def _ladder(args, client, window, step, err) -> int:
     )
     if args.png:
         _chart(args.png, client, window, step, ladder, f"allocation ladder {window.label()}", err)
-    return 0
+    return EXIT_OK
 
 
 def _chart(path, client, window, step, ladder, title, err) -> None:

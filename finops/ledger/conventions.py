@@ -10,6 +10,10 @@ import re
 from dataclasses import dataclass, field
 
 GPU_RESOURCE = "nvidia_com_gpu"  # kube-state-metrics' sanitized `nvidia.com/gpu`
+# time-sliced replicas, as the device plugin renames them (renameByDefault): `nvidia.com/gpu.shared`
+SHARED_GPU_RESOURCE = "nvidia_com_gpu_shared"
+GPU_RESOURCES = (GPU_RESOURCE, SHARED_GPU_RESOURCE)
+GPU_RESOURCE_SELECTOR = f'resource=~"{"|".join(GPU_RESOURCES)}"'
 
 # Rungs of the allocation ladder, top to bottom (recording-rule metric names in `rules.py`).
 RUNGS: tuple[str, ...] = (
@@ -51,14 +55,12 @@ WORKING_CLASSES: tuple[str, ...] = ("serving-traffic", "training-stepping", "unc
 
 # The series the rules read, and the selector that counts each one's presence.
 KSM_INPUTS: dict[str, str] = {
-    "kube_node_status_capacity": f'kube_node_status_capacity{{resource="{GPU_RESOURCE}"}}',
-    "kube_node_status_allocatable": f'kube_node_status_allocatable{{resource="{GPU_RESOURCE}"}}',
+    "kube_node_status_capacity": f"kube_node_status_capacity{{{GPU_RESOURCE_SELECTOR}}}",
+    "kube_node_status_allocatable": f"kube_node_status_allocatable{{{GPU_RESOURCE_SELECTOR}}}",
     "kube_node_spec_unschedulable": "kube_node_spec_unschedulable",
     "kube_node_status_condition": 'kube_node_status_condition{condition="Ready"}',
     "kube_node_labels": "kube_node_labels",
-    "kube_pod_container_resource_limits": (
-        f'kube_pod_container_resource_limits{{resource="{GPU_RESOURCE}"}}'
-    ),
+    "kube_pod_container_resource_limits": f"kube_pod_container_resource_limits{{{GPU_RESOURCE_SELECTOR}}}",
     "kube_pod_status_phase": "kube_pod_status_phase",
     "kube_pod_labels": "kube_pod_labels",
     "kube_pod_info": "kube_pod_info",
@@ -92,6 +94,12 @@ class Conventions:
     # Pod label naming the workload class (values: CLASS_BUCKETS keys);
     # --metric-labels-allowlist=pods=[gpu-finops.io/workload-class]
     class_label: str = "gpu-finops.io/workload-class"
+    # GPU feature discovery's label: devices advertised per physical card (time-slicing replicas). Node
+    # capacity and pod limits are divided by it, so every ladder count is in cards, as DCGM's are;
+    # --metric-labels-allowlist=nodes=[...,nvidia.com/gpu.replicas]. PromQL cannot read a number out of a
+    # label value, so the values it recognises are listed; any other value (or none) counts 1 per card.
+    replicas_label: str = "nvidia.com/gpu.replicas"
+    replica_values: tuple[int, ...] = tuple(range(2, 17))
     # busy by the metric: DCGM_FI_DEV_GPU_UTIL strictly above this percentage
     busy_util_percent: float = 10.0
     # live by physics: power strictly above this many watts AND SM clock strictly above this many MHz.
@@ -110,6 +118,21 @@ class Conventions:
     @property
     def class_ksm_label(self) -> str:
         return ksm_label(self.class_label)
+
+    @property
+    def replicas_ksm_label(self) -> str:
+        return ksm_label(self.replicas_label)
+
+    @property
+    def node_labels(self) -> tuple[str, ...]:
+        """Node label keys kube-state-metrics must allowlist for the rules."""
+        return (self.reason_label, self.replicas_label)
+
+    @property
+    def ksm_labels_allowlist(self) -> tuple[str, ...]:
+        """kube-state-metrics' `--metric-labels-allowlist` entries the rules need (comma-joined on its
+        command line; a list in the kube-state-metrics chart's `metricLabelsAllowlist`)."""
+        return (f"nodes=[{','.join(self.node_labels)}]", f"pods=[{self.class_label}]")
 
 
 def interval_seconds(duration: str) -> int:

@@ -21,7 +21,9 @@ from finops.ledger.conventions import (
     CLASS_BUCKETS,
     DCGM_INPUTS,
     GPU_RESOURCE,
+    GPU_RESOURCE_SELECTOR,
     KSM_INPUTS,
+    SHARED_GPU_RESOURCE,
     WORKING_CLASSES,
     Conventions,
 )
@@ -55,15 +57,35 @@ def _alternation(values: list[str] | tuple[str, ...]) -> str:
     return "|".join(values)
 
 
+def replicas_expr(c: Conventions) -> str:
+    """Devices per physical card on each GPU node: GFD's replicas label when its value is one the
+    conventions list (PromQL cannot parse a label value into a number), else 1."""
+    label = c.replicas_ksm_label
+    known = [f'max by (node) (kube_node_labels{{{label}="{r}"}}) * {r}' for r in c.replica_values]
+    return " or ".join(
+        [*known, f"max by (node) (kube_node_status_capacity{{{GPU_RESOURCE_SELECTOR}}}) * 0 + 1"]
+    )
+
+
+def in_cards(series: str) -> str:
+    """A per-node device count (whole cards or time-sliced replicas) in physical cards."""
+    return f"{series} / on (node) group_left () node:ledger_gpu_replicas:max"
+
+
 def node_rules(c: Conventions) -> list[dict[str, Any]]:
-    gpu = f'resource="{GPU_RESOURCE}"'
+    gpu = GPU_RESOURCE_SELECTOR
     reasons = _alternation(list(c.reasons))
     return [
-        _rule("node:ledger_gpus_installed:sum", f"sum by (node) (kube_node_status_capacity{{{gpu}}})"),
+        # time-slicing: the device plugin advertises replicas per card; every count below is in cards
+        _rule("node:ledger_gpu_replicas:max", replicas_expr(c)),
+        _rule(
+            "node:ledger_gpus_installed:sum",
+            f"sum by (node) ({in_cards(f'kube_node_status_capacity{{{gpu}}}')})",
+        ),
         # schedulable: Ready and not cordoned; what the device plugin advertises as allocatable
         _rule(
             "node:ledger_gpus_schedulable:sum",
-            f"""sum by (node) (kube_node_status_allocatable{{{gpu}}})
+            f"""sum by (node) ({in_cards(f"kube_node_status_allocatable{{{gpu}}}")})
             and on (node) (kube_node_status_condition{{condition="Ready",status="true"}} == 1)
             unless on (node) (kube_node_spec_unschedulable == 1)""",
         ),
@@ -79,10 +101,16 @@ def node_rules(c: Conventions) -> list[dict[str, Any]]:
 def pod_rules(c: Conventions) -> list[dict[str, Any]]:
     classes = _alternation([k for k in CLASS_BUCKETS if k != "unclassified"])
     return [
-        # the GPU request shape of every pod that exists, whatever its phase
+        # the GPU request shape of every pod that exists, whatever its phase, in cards: a replica is
+        # 1/replicas of its node's card; a pod on no node yet counts a shared replica at the fleet's
+        # largest replicas value (the smallest share of a card it could be given)
         _rule(
             "pod:ledger_gpus_requested:sum",
-            f'sum by (namespace, pod) (kube_pod_container_resource_limits{{resource="{GPU_RESOURCE}"}}) > 0',
+            f"""sum by (namespace, pod) (
+            {in_cards(f'kube_pod_container_resource_limits{{{GPU_RESOURCE_SELECTOR},node!=""}}')}
+            or kube_pod_container_resource_limits{{resource="{GPU_RESOURCE}",node=""}}
+            or kube_pod_container_resource_limits{{resource="{SHARED_GPU_RESOURCE}",node=""}}
+                / on () group_left () max(node:ledger_gpu_replicas:max)) > 0""",
         ),
         _rule(
             "pod:ledger_workload_class:info",
@@ -216,8 +244,11 @@ def fleet_rules(c: Conventions) -> list[dict[str, Any]]:
         _rule(RUNG, "sum(node:ledger_gpus_installed:sum)", rung="installed"),
         _rule(RUNG, _gated("sum(node:ledger_gpus_schedulable:sum)"), rung="schedulable"),
         _rule(RUNG, _gated("sum(pod:ledger_gpus_allocated:sum)"), rung="allocated"),
-        _rule(RUNG, _gated("count(gpu:ledger_busy_by_metric:bool)"), rung="busy_by_metric"),
-        _rule(RUNG, _gated("count(gpu:ledger_live_by_physics:bool)"), rung="live_by_physics"),
+        # DCGM rungs count cards (UUIDs): a time-sliced card has one series per holder
+        _rule(RUNG, _gated("count(group by (UUID) (gpu:ledger_busy_by_metric:bool))"), rung="busy_by_metric"),
+        _rule(
+            RUNG, _gated("count(group by (UUID) (gpu:ledger_live_by_physics:bool))"), rung="live_by_physics"
+        ),
         # useful: training GPUs weighted by their MFU (GPU-equivalents of model arithmetic)
         _rule(
             RUNG,

@@ -17,8 +17,9 @@ INPUT_CONSEQUENCES: dict[str, str] = {
     "kube_node_status_allocatable": "no GPU counts as schedulable or free",
     "kube_node_spec_unschedulable": "cordons are invisible",
     "kube_node_status_condition": "no node counts as Ready, so nothing is schedulable",
-    "kube_node_labels": "every unschedulable GPU reads `other` (allowlist the reason label: "
-    "--metric-labels-allowlist=nodes=[gpu-finops.io/unschedulable-reason])",
+    "kube_node_labels": "every unschedulable GPU reads `other` and time-sliced replicas count as cards "
+    "(allowlist the labels: --metric-labels-allowlist=nodes=[gpu-finops.io/unschedulable-reason,"
+    "nvidia.com/gpu.replicas])",
     "kube_pod_container_resource_limits": "no GPU counts as allocated",
     "kube_pod_status_phase": "no pod counts as Running, so nothing is allocated",
     "kube_pod_labels": "every allocated GPU reads unclassified (allowlist the class label: "
@@ -86,7 +87,12 @@ class Window:
 
 
 def month_window(month: str) -> Window:
-    start = datetime.strptime(month, "%Y-%m").replace(tzinfo=UTC)
+    try:
+        start = datetime.strptime(month, "%Y-%m").replace(tzinfo=UTC)
+    except ValueError:
+        raise ValueError(
+            f"--month {month!r} is not a calendar month: give YYYY-MM (UTC), e.g. 2026-07"
+        ) from None
     end = (start + timedelta(days=32)).replace(day=1)
     return Window(start, end)
 
@@ -104,19 +110,30 @@ def _scalar(rows: list[tuple[dict[str, str], Decimal]]) -> Decimal | None:
 
 
 def missing_inputs(client: RangeClient, window: Window) -> list[str]:
-    """Inputs the rules saw no series of in the window, each said by name with what it costs."""
-    rows = client.query_exact(f"max by (input) (max_over_time({window.selector(INPUTS)}))", window.at)
+    """Inputs the rules saw no series of in the window, or at some of its evaluations, each said by name
+    with what it costs."""
+    selector = window.selector(INPUTS)
+    rows = client.query_exact(f"max by (input) (max_over_time({selector}))", window.at)
     seen = {labels.get("input", ""): value for labels, value in rows}
     if not seen:
         return [
             f"no {INPUTS} either: the ledger's recording rules (finops/ledger/rules.yaml) did not run "
             "in this Prometheus over the window, so missing inputs cannot be named"
         ]
+    lowest = {
+        labels.get("input", ""): value
+        for labels, value in client.query_exact(f"min by (input) (min_over_time({selector}))", window.at)
+    }
     messages = []
     for name in (*KSM_INPUTS, *DCGM_INPUTS):
+        source = "dcgm-exporter" if name in DCGM_INPUTS else "kube-state-metrics"
         if seen.get(name, Decimal(0)) <= 0:
-            source = "dcgm-exporter" if name in DCGM_INPUTS else "kube-state-metrics"
             messages.append(f"{name}: no series in the window ({source}): {INPUT_CONSEQUENCES[name]}")
+        elif lowest.get(name, Decimal(0)) <= 0:
+            messages.append(
+                f"{name}: no series at some evaluations in the window ({source}); "
+                f"while it was missing: {INPUT_CONSEQUENCES[name]}"
+            )
     return messages
 
 

@@ -1,4 +1,5 @@
-"""A real Prometheus over a backfilled July 2026 (see july.py for what is backfilled and why)."""
+"""Real Prometheus servers over backfilled recorded-rule series: July 2026 (see july.py for what is
+backfilled and why) and an outage fixture (outage.py)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,15 @@ import shutil
 import socket
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
 from facts import timeouts
 from finops.promql import PrometheusClient
 from harness.waits import eventually
-from tests.finops.ledger import july
+from tests.finops.ledger import july, outage
 
 
 def free_port() -> int:
@@ -24,12 +27,25 @@ def free_port() -> int:
 @pytest.fixture(scope="session")
 def july_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """URL of a Prometheus serving the backfilled month; skips where Debian's prometheus is missing."""
+    with backfilled(tmp_path_factory.mktemp("ledger-july"), july.openmetrics()) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def outage_prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """URL of a Prometheus serving outage.py's two days of inputs going missing."""
+    with backfilled(tmp_path_factory.mktemp("ledger-outage"), outage.openmetrics()) as url:
+        yield url
+
+
+@contextmanager
+def backfilled(workdir: Path, openmetrics: str) -> Iterator[str]:
+    """A Prometheus serving `openmetrics` backfilled into its TSDB with promtool."""
     promtool, prometheus = shutil.which("promtool"), shutil.which("prometheus")
     if not (promtool and prometheus):
         pytest.skip("promtool/prometheus not installed (`make setup` installs Debian's prometheus package)")
-    workdir = tmp_path_factory.mktemp("ledger-july")
-    source = workdir / "july.om"
-    source.write_text(july.openmetrics())
+    source = workdir / "series.om"
+    source.write_text(openmetrics)
     data = workdir / "data"
     subprocess.run(
         # one block instead of 372 two-hour ones (a hidden promtool flag): seconds, not half a minute

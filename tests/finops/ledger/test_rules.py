@@ -41,6 +41,8 @@ def test_conventions_are_configurable():
         class_label="example.com/class",
         busy_util_percent=25,
         interval="30s",
+        replicas_label="example.com/slices",
+        replica_values=(2, 8),
     )
     text = rules.render(custom)
     assert '"label_example_com_why", "(rma|drivers)"' in text
@@ -48,6 +50,8 @@ def test_conventions_are_configurable():
     assert "DCGM_FI_DEV_GPU_UTIL > 25)" in text
     assert yaml.safe_load(text)["groups"][0]["interval"] == "30s"
     assert "gpu_finops_io" not in text
+    assert 'label_example_com_slices="2"}) * 2 or' in text and 'label_example_com_slices="8"}) * 8 or' in text
+    assert 'slices="4"' not in text and "nvidia_com_gpu_replicas" not in text
 
 
 def test_ksm_label_and_interval_parsing():
@@ -84,3 +88,27 @@ def test_the_addons_prometheus_loads_the_committed_rules():
     from infra.objects import prometheus_values
 
     assert prometheus_values()["serverFiles"]["recording_rules.yml"] == rules.load()
+
+
+def test_kube_state_metrics_allowlists_the_labels_the_rules_read_on_aws_and_locally():
+    from pathlib import Path
+
+    from infra.objects import prometheus_values
+    from local.kube_state_metrics import argv
+
+    entries = [
+        "nodes=[gpu-finops.io/unschedulable-reason,nvidia.com/gpu.replicas]",
+        "pods=[gpu-finops.io/workload-class]",
+    ]
+    ksm = prometheus_values()["kube-state-metrics"]
+    assert ksm == {"enabled": True, "metricLabelsAllowlist": entries}
+    local = argv(Path("/bin/kube-state-metrics"), Path("/kubeconfig"))
+    assert f"--metric-labels-allowlist={','.join(entries)}" in local
+    assert "--resources=nodes,pods" in local
+    text = rules.RULES_PATH.read_text()
+    for key in (
+        "gpu-finops.io/unschedulable-reason",
+        "nvidia.com/gpu.replicas",
+        "gpu-finops.io/workload-class",
+    ):
+        assert ksm_label(key) in text, key

@@ -1,0 +1,117 @@
+"""Bad input to `gpu-finops ledger`: kube-state-metrics going away is said by name, a window with no data
+is an error (exit 1), a partly observed one reports its gap as unobserved GPU-hours, an unreachable
+Prometheus exits 3 naming its URL, bad arguments exit 2. Against a real Prometheus (outage.py)."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+
+from finops.ledger import cli_ledger
+from finops.ledger.conventions import DCGM_INPUTS, KSM_INPUTS
+from gpu_finops.cli import main
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(["ledger", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def day(url: str, start: str, end: str, *more: str) -> list[str]:
+    return ["--from", start, "--to", end, "--prometheus-url", url, "--step", "1h", *more]
+
+
+def test_kube_state_metrics_down_for_half_a_day_is_unobserved_and_named(outage_prometheus, capsys):
+    code, out, err = run_cli(
+        capsys, "month", *day(outage_prometheus, "2026-08-01T00:00Z", "2026-08-02T00:00Z", "--json")
+    )
+    assert code == 0, err
+    report = json.loads(out)
+    lines = {line["line"]: line for line in report["lines"]}
+    # 12 observed hours of 100 GPUs; the 12 unobserved ones estimated at that mean, never called free
+    assert report["installed_gpu_hours"] == "2400"
+    assert (lines["unobserved"]["gpu_hours"], lines["unobserved"]["share_percent"]) == ("1200", "50.0")
+    assert (lines["free_placeable"]["gpu_hours"], lines["free_placeable"]["share_percent"]) == ("240", "10.0")
+    assert lines["allocated_training_stepping"]["gpu_hours"] == "960"
+    assert lines["unattributed"]["gpu_hours"] == "0"
+    text = " ".join(err.split())
+    assert "12 of 24 evaluations have no data: 1200 GPU-hours are reported as unobserved" in text
+    for name in KSM_INPUTS:
+        assert f"{name}: no series at some evaluations in the window (kube-state-metrics)" in text, name
+    for name in DCGM_INPUTS:
+        assert name not in text, f"{name} was present throughout, yet named"
+
+
+def test_a_window_with_kube_state_metrics_down_throughout_is_an_error_naming_each_input(
+    outage_prometheus, capsys
+):
+    code, out, err = run_cli(
+        capsys, "month", *day(outage_prometheus, "2026-08-02T00:00Z", "2026-08-03T00:00Z")
+    )
+    assert code == 1
+    assert out == ""
+    assert len(err.strip().splitlines()) == 1, err
+    assert 'fleet:ledger_rung_gpus:sum{rung="installed"} has no samples' in err
+    for name in KSM_INPUTS:
+        assert f"{name}: no series in the window (kube-state-metrics)" in err, name
+    assert (
+        "kube_node_status_capacity: no series in the window (kube-state-metrics): installed GPUs are unknown"
+        in err
+    )
+    for name in DCGM_INPUTS:
+        assert name not in err
+
+
+def test_the_ladder_names_the_missing_input_and_refuses_a_window_without_data(outage_prometheus, capsys):
+    code, out, err = run_cli(
+        capsys, "ladder", "--at", "2026-08-01T18:00Z", "--window", "18h", "--json",
+        "--prometheus-url", outage_prometheus, "--step", "1h",
+    )  # fmt: skip
+    assert code == 0, err
+    report = json.loads(out)
+    assert {r["rung"]: r["now"] for r in report["rungs"]}["installed"] is None  # no sample in the last step
+    assert any(
+        w.startswith("kube_node_status_capacity: no series at some evaluations") for w in report["warnings"]
+    )
+    code, out, err = run_cli(
+        capsys, "ladder", "--at", "2026-08-03T00:00Z", "--window", "1d",
+        "--prometheus-url", outage_prometheus, "--step", "1h",
+    )  # fmt: skip
+    assert code == 1 and out == ""
+    assert "kube_pod_info: no series in the window (kube-state-metrics)" in err
+
+
+def test_an_unreachable_prometheus_exits_3_naming_its_url(capsys, monkeypatch):
+    monkeypatch.setattr(cli_ledger, "RETRY_FOR", 0.3)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{s.getsockname()[1]}"  # bound, not listening: connection refused
+        code, out, err = run_cli(
+            capsys, "month", "--month", "2026-07", "--prometheus-url", url, "--step", "1h"
+        )
+    assert code == 3
+    assert out == ""
+    assert err.startswith(f"gpu-finops ledger: Prometheus at {url} did not answer"), err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["month", "--from", "2026-07-01T00:00Z"], "--from needs --to"),
+        (
+            ["month", "--from", "2026-07-01T00:00Z", "--to", "2026-07-01T00:30Z", "--step", "1h"],
+            "whole number",
+        ),
+        (["month", "--month", "2026-13", "--step", "1h"], "2026-13"),
+        (["ladder", "--window", "1.5h"], "not a whole-second Prometheus duration"),
+    ],
+)
+def test_bad_arguments_exit_2_saying_what_is_wrong(capsys, argv, said):
+    code, out, err = run_cli(capsys, *argv, "--prometheus-url", "http://127.0.0.1:9")
+    assert code == 2
+    assert out == ""
+    assert said in " ".join(err.split())
