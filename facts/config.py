@@ -189,6 +189,11 @@ class Config:
         return f"{self.cluster_name}/collector"
 
     @property
+    def export_bucket(self) -> str:
+        """The FOCUS export bucket (tagged as ours; teardown empties every version, then deletes it)."""
+        return f"{self.cluster_name}-focus" + (f"-{a}" if (a := getattr(self, "account_id", "")) else "")
+
+    @property
     def ci_role(self) -> str:
         """The nightly's role: deliberately not `<cluster>-...`, so teardown's name rule never claims it."""
         return f"nightly-{self.cluster_name}"
