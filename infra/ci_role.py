@@ -228,6 +228,11 @@ def services_policy(c: Config, account: str) -> dict[str, Any]:
             ours("OurLogGroup", "logs:", _arn(c, account, "logs", f"log-group:/aws/eks/{name}/*")),
             ours("OurCollectorRepository", "ecr:", _arn(c, account, "ecr", f"repository/{name}/*")),
             ours("OurSpotRoleRecord", "ssm:", _arn(c, account, "ssm", f"parameter/{PROJECT}/{name}/*")),
+            ours(
+                "OurExportBucket",
+                "s3:",
+                [f"arn:aws:s3:::{c.export_bucket}", f"arn:aws:s3:::{c.export_bucket}/*"],
+            ),
             {
                 "Sid": "KmsKeysInOurRegion",
                 "Effect": "Allow",

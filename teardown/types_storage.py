@@ -56,9 +56,13 @@ register(
 
 # --- ECR repository -------------------------------------------------------------------------------------
 def list_repositories(ctx: Context) -> list[Resource]:
+    """Ours by tag, among repositories named like ours (`<cluster>/collector`): the nightly's role may
+    read the tags of our repositories only, and reading every repository's would cost a call each."""
     out = []
     ecr = ctx.client("ecr")
     for repo in pages(ctx, "ecr", "describe_repositories", "repositories"):
+        if not ctx.config.owns_name(repo["repositoryName"]):
+            continue
         arn = repo["repositoryArn"]
         tags = unless_gone(lambda arn=arn: ecr.list_tags_for_resource(resourceArn=arn).get("tags", []))
         r = (
@@ -94,11 +98,15 @@ def _bucket_region(s3: Any, name: str) -> str:
 
 
 def list_buckets(ctx: Context) -> list[Resource]:
-    """Buckets in our region, ours by tag (S3 lists every region's buckets: others are not looked at)."""
+    """Buckets in our region, ours by tag, among those named like ours (the export bucket is
+    `<cluster>-focus[-<account>]`): S3 lists every region's buckets, and the nightly's role may read the
+    location and tags of our buckets only."""
     out = []
     s3 = ctx.client("s3")
     for b in s3.list_buckets().get("Buckets", []):
         name = b["Name"]
+        if not ctx.config.owns_name(name):
+            continue
         if unless_gone(lambda name=name: _bucket_region(s3, name)) != ctx.config.region:
             continue
         tags = unless_gone(lambda name=name: _bucket_tags(s3, name))
