@@ -191,3 +191,18 @@ def test_a_config_named_but_missing_is_refused_with_exit_2(tmp_path, capsys, mon
     assert main(cli("verify", tmp_path)) == 2
     err = capsys.readouterr().err
     assert f"{tmp_path / 'nope.yaml'} (named by GPU_FINOPS_CONFIG) does not exist" in err
+
+
+@pytest.mark.parametrize(
+    ("flag", "message"),
+    [
+        ("--region=banana", "argument --region: 'banana' is not an AWS region name like us-east-1"),
+        ("--region=", "argument --region: '' is not an AWS region name"),
+        ("--project= ", "argument --project: must not be empty"),
+    ],
+)
+def test_region_and_project_flags_are_validated(flag, message, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(cli("verify", tmp_path, flag))
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
