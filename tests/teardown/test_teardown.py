@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -103,7 +104,10 @@ def test_guard_refuses_more_than_the_reviewed_plan_before_deleting_anything(boto
     reviewed = {r.key for r in plan[1:]}
     guard_plan({r.key for r in plan}, plan)  # holds: the plan is the reviewed one
     journal = Journal(tmp_path / "journal.jsonl")
-    with pytest.raises(GuardViolation, match=rf"1 resource\(s\) found now are not in the reviewed plan: \['{plan[0].key}'\]"):
+    with pytest.raises(
+        GuardViolation,
+        match=re.escape(f"1 resource(s) found now are not in the reviewed plan: ['{plan[0].key}']"),
+    ):
         destroy(ctx, plan, journal, reviewed=reviewed, wait_for=5, poll=0.2)
     assert inventory(ctx) == plan and not journal.path.exists()  # nothing deleted, nothing journaled
 
