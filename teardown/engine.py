@@ -198,7 +198,7 @@ def destroy(
             current = now if now is not None and not counts_as_gone(now) else None
             if current is None:
                 outcome.skipped.append(r)
-                journal.write("deleted", key=r.key, note="already gone")
+                journal.write("deleted", key=r.key, note="already gone (or no longer tagged as ours)")
                 continue
             journal.write("deleting", key=r.key)
             if progress:

@@ -206,3 +206,25 @@ def test_region_and_project_flags_are_validated(flag, message, tmp_path, capsys)
         main(cli("verify", tmp_path, flag))
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_resource_retagged_away_after_the_plan_is_not_deleted(boto_session, tmp_path):
+    from teardown.engine import destroy, inventory
+    from teardown.journal import Journal
+
+    build(boto_session, storage=False)
+    ctx = Context(CONFIG, boto_session)
+    plan = inventory(ctx)
+    assert "iam_role/gpu-finops-karpenter-node" in {r.key for r in plan}
+    iam = boto_session.client("iam")
+    iam.tag_role(RoleName="gpu-finops-karpenter-node", Tags=[{"Key": P, "Value": "other-project"}])
+    journal = Journal(tmp_path / "j.jsonl")
+    destroy(ctx, plan, journal, wait_for=5, poll=0.2)
+    assert iam.get_role(RoleName="gpu-finops-karpenter-node")["Role"]
+    (skipped,) = [e for e in journal.events() if e["event"] == "skipped"]
+    assert skipped == {
+        **skipped,
+        "key": "iam_role/gpu-finops-karpenter-node",
+        "note": "looks like ours, not tagged as ours: name 'gpu-finops-karpenter-node' matches ours, but tagged "
+        f"{P}=other-project",
+    }
