@@ -166,7 +166,11 @@ def services_policy(c: Config, account: str) -> dict[str, Any]:
             ours("OurLogGroup", "logs:", arn("logs", f"log-group:/aws/eks/{name}/*")),
             ours("OurCollectorRepository", "ecr:", arn("ecr", f"repository/{name}/*")),
             ours("OurSpotRoleRecord", "ssm:", arn("ssm", f"parameter/{PROJECT}/{name}/*")),
-            ours("OurExportBucket", "s3:", f"arn:aws:s3:::{c.export_bucket}"),
+            ours(
+                "OurExportBucket",
+                "s3:",
+                [f"arn:aws:s3:::{c.export_bucket}", f"arn:aws:s3:::{c.export_bucket}/*"],
+            ),
             _stmt(
                 "CreateKeysOnlyTaggedAsOurs",
                 "kms:CreateKey",

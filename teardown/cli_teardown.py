@@ -12,25 +12,30 @@ from rich.console import Console
 from rich.table import Table
 
 from facts import arguments
+from facts.config import CONFIG_ENV, ConfigError, load_config
 from facts.errors import CONTRACT
-from facts.names import PROJECT, TAG_PROJECT
+from facts.names import TAG_PROJECT
 from teardown.engine import (
     AccountNotAllowed,
+    GuardViolation,
     Outcome,
+    Survey,
     check_account,
     destroy,
-    guard_plan,
-    inventory,
+    survey,
     why_left,
 )
 from teardown.journal import Journal
 from teardown.model import Context, Resource, TeardownConfig
+from teardown.reviewed import PlanFileError, check_reviewed, read_plan, write_plan
 
 EXIT_CODES = f"""exit codes:
   0  plan: printed; destroy/resume: everything deleted and verify found the account empty;
      verify: nothing of ours is left
   1  something of ours is left (a table says what, its state and why it is likely there)
-  2  refused: account not on the allowlist, a bad argument (--cluster, --wait, an unwritable --journal)
+  2  refused: account not on the allowlist, a bad config or argument (--cluster, --wait, an unwritable
+     --journal), a --plan that does not hold what would be deleted, no confirmation (destroy and resume
+     ask for the account id unless --yes; without a terminal they need --yes)
   3  AWS unreachable or refusing us: no credentials, no endpoint, access denied (nothing more deleted)
   130  interrupted: destroy/resume say how to finish (`gpu-finops teardown resume`, make resume)
 
@@ -58,22 +63,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         p.add_argument(
             "--region",
             type=arguments.region,
-            default=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1",
+            default=None,
+            help=f"overrides the config's region (${CONFIG_ENV})",
         )
         p.add_argument(
             "--cluster",
             type=arguments.cluster_name,
-            default=os.environ.get("GPU_FINOPS_CLUSTER", PROJECT),
-            help="cluster name: the tags Karpenter and the VPC CNI set, and our name prefix",
+            default=None,
+            help="overrides the config's cluster_name: the tags Karpenter and the VPC CNI set",
         )
         p.add_argument(
-            "--project", type=arguments.non_empty, default=PROJECT, help=f"value of the {TAG_PROJECT} tag"
+            "--project",
+            type=arguments.non_empty,
+            default=None,
+            help=f"overrides the config's project ({TAG_PROJECT} tag)",
         )
         p.add_argument(
             "--allow-account",
             action="append",
             default=None,
-            help="an account id teardown may touch (repeat; default $GPU_FINOPS_ALLOWED_ACCOUNTS)",
+            help="an account id teardown may touch (repeat; default $GPU_FINOPS_ALLOWED_ACCOUNTS, "
+            "else the config's allowed_accounts)",
         )
         p.add_argument(
             "--journal", type=arguments.writable_file, default=Path("reports/teardown-journal.jsonl")
@@ -85,14 +95,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             default=None,
             help="seconds to wait for each deletion (default: per type)",
         )
+        if name == "plan":
+            p.add_argument(
+                "--out", type=Path, help="write the plan (account, region, cluster, resources) to review"
+            )
+        if name in ("destroy", "resume"):
+            p.add_argument(
+                "--plan",
+                type=Path,
+                help="a plan written by `teardown plan --out`: refuse to delete anything not in it, and a "
+                "plan for another account, region or cluster",
+            )
+            p.add_argument(
+                "--yes", action="store_true", help="do not ask for the account id (non-interactive runs)"
+            )
 
 
 def _config(args: argparse.Namespace) -> TeardownConfig:
+    """The config `infra` uses ($GPU_FINOPS_CONFIG or facts/config.yaml); flags override it."""
     allowed = args.allow_account or [
         a for a in os.environ.get("GPU_FINOPS_ALLOWED_ACCOUNTS", "").split(",") if a
     ]
-    return TeardownConfig(
-        region=args.region, cluster_name=args.cluster, project=args.project, allowed_accounts=tuple(allowed)
+    return TeardownConfig.from_config(
+        load_config(),
+        region=args.region,
+        cluster_name=args.cluster,
+        project=args.project,
+        allowed_accounts=tuple(allowed) or None,
     )
 
 
@@ -113,13 +142,32 @@ def _write_report(path: Path, **data) -> None:
     path.write_text(json.dumps(data, indent=2, default=str))
 
 
+def _aside(console: Console, found: Survey) -> None:
+    """What is never deleted: lookalikes (our kind of name, not our tags) and ours that counts as gone."""
+    if found.lookalikes:
+        t = Table(title=f"looks like ours, not tagged as ours: {len(found.lookalikes)} (left alone)")
+        for col in ("type", "id", "state", "why it is not ours"):
+            t.add_column(col)
+        for r in found.lookalikes:
+            t.add_row(r.type, r.id, r.state, r.lookalike)
+        console.print(t)
+        console.print("  check each by hand: tag it as ours to have teardown delete it, or leave it")
+    for r in found.gone:
+        when = r.details.get("deletion_date") or "when its window ends"
+        console.print(f"  counts as gone: {r.key} is {r.state} (AWS deletes it {when}); nothing left to do")
+
+
 def _verify(ctx: Context, console: Console, args: argparse.Namespace, outcome: Outcome | None = None) -> int:
-    left = inventory(ctx)
+    found = survey(ctx)
+    left = found.ours
     report = {
         "action": args.action,
         "account": ctx.account(),
         "region": ctx.config.region,
+        "cluster": ctx.config.cluster_name,
         "left": [r.to_dict() for r in left],
+        "counts_as_gone": [r.to_dict() for r in found.gone],
+        "looks_like_ours": [r.to_dict() for r in found.lookalikes],
         "api_calls": ctx.api_calls,
     }
     if outcome is not None:
@@ -127,6 +175,7 @@ def _verify(ctx: Context, console: Console, args: argparse.Namespace, outcome: O
             deleted=[r.key for r in outcome.deleted], failed=[[r.key, e] for r, e in outcome.failed]
         )
     _write_report(args.report, **report)
+    _aside(console, found)
     if left:
         console.print(_table(f"NOT EMPTY: {len(left)} resource(s) of ours left", left, with_why=True))
         console.print(
@@ -135,7 +184,10 @@ def _verify(ctx: Context, console: Console, args: argparse.Namespace, outcome: O
         return 1
     console.print(
         f"[green]verified empty[/green]: no resource of {ctx.config.project}/{ctx.config.cluster_name} "
-        f"left in {ctx.config.region} ({ctx.api_calls} API calls); report: {args.report}"
+        f"left in {ctx.config.region} ({ctx.api_calls} API calls"
+        f"{f', {len(found.gone)} counting as gone' if found.gone else ''}"
+        f"{f', {len(found.lookalikes)} looking like ours left alone' if found.lookalikes else ''}); "
+        f"report: {args.report}"
     )
     return 0
 
@@ -150,28 +202,63 @@ def interrupted(args: argparse.Namespace) -> str:
     return f"interrupted; teardown {args.action} deletes nothing: run it again"
 
 
+def _refuse(message: str) -> int:
+    Console(stderr=True, soft_wrap=True).print(f"[red]refused[/red]: {message}", markup=True, highlight=False)
+    return 2
+
+
+def _confirm(console: Console, account: str, count: int) -> str | None:
+    """aws-nuke's habit: the operator types the account id. None when confirmed, else why not."""
+    if not sys.stdin.isatty():
+        return (
+            "destroy asks for the account id, and stdin is not a terminal: pass --yes (after reviewing "
+            "`gpu-finops teardown plan --out FILE`; add --plan FILE to hold destroy to it) or run interactively"
+        )
+    console.print(f"Type the account id ({account}) to delete these {count} resource(s): ", end="")
+    typed = sys.stdin.readline().strip()
+    if typed != account:
+        return f"typed {typed!r}, not the account id {account}: nothing deleted"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     console = Console(width=None if sys.stdout.isatty() else 200, soft_wrap=True)
-    ctx = Context(_config(args))
+    try:
+        config = _config(args)
+    except ConfigError as exc:
+        return _refuse(f"{exc} (config file: ${CONFIG_ENV} or facts/config.yaml)")
+    ctx = Context(config)
     try:
         account = check_account(ctx)
     except AccountNotAllowed as exc:
-        Console(stderr=True, soft_wrap=True).print(f"[red]refused[/red]: {exc}")
-        return 2
+        return _refuse(str(exc))
     # No credentials, no endpoint, access denied: exit 3, one line naming the call (gpu_finops/failures.py).
+    reviewed = None
+    if getattr(args, "plan", None) is not None:
+        try:
+            reviewed = read_plan(args.plan)
+        except PlanFileError as exc:
+            return _refuse(str(exc))
     journal = Journal(args.journal)
     if args.action == "verify":
         return _verify(ctx, console, args)
-    plan = inventory(ctx)
+    found = survey(ctx)
+    plan = found.ours
     console.print(
         _table(
-            f"teardown plan for account {account}, {ctx.config.region}: {len(plan)} resource(s), "
-            "in deletion order",
+            f"teardown plan for account {account}, {ctx.config.region}, cluster {ctx.config.cluster_name}: "
+            f"{len(plan)} resource(s), in deletion order",
             plan,
         )
     )
+    _aside(console, found)
     if args.action == "plan":
         _write_report(args.report, action="plan", account=account, plan=[r.to_dict() for r in plan])
+        if args.out:
+            write_plan(args.out, account, ctx.config.region, ctx.config.cluster_name, found)
+            console.print(
+                f"plan written to {args.out}: review it, then `gpu-finops teardown destroy --plan {args.out}`"
+            )
         return 0
     if args.action == "resume":
         earlier = journal.last_plan()
@@ -182,7 +269,16 @@ def run(args: argparse.Namespace) -> int:
             f"{'finished' if journal.finished() else 'did not finish'}; "
             f"{len(new)} found now that the earlier plan did not list"
         )
-    guard_plan(plan, plan)
+    if reviewed is not None:
+        try:
+            check_reviewed(reviewed, account, ctx.config.region, ctx.config.cluster_name, plan)
+        except GuardViolation as exc:
+            return _refuse(str(exc))
+        console.print(f"every resource above is in the reviewed plan {args.plan}")
+    if plan and not args.yes:
+        refused = _confirm(console, account, len(plan))
+        if refused:
+            return _refuse(refused)
     journal.write("plan", phase=args.action, resources=[r.to_dict() for r in plan])
     wait_kwargs = {"wait_for": args.wait} if args.wait is not None else {}
     outcome = destroy(
@@ -191,6 +287,7 @@ def run(args: argparse.Namespace) -> int:
         journal,
         phase=args.action,
         progress=lambda r, what: console.print(f"  {what:9} {r.key}"),
+        reviewed=reviewed.keys if reviewed is not None else None,
         **wait_kwargs,
     )
     for r, err in outcome.failed:

@@ -2,8 +2,10 @@
 
 - plan: list every registered type (concurrently, paginated), keep what is ours.
 - destroy: delete in dependency order, retrying throttling and dependency violations with tenacity,
-  re-listing after each deletion until the resource is gone. A guard refuses anything not in the plan.
-- verify: list every type again (never a cache); empty means done.
+  re-listing after each deletion until the resource is gone. A guard refuses, before deleting anything,
+  a plan that holds anything the operator did not review.
+- verify: list every type again (never a cache); empty means done. What looks like ours but is not
+  tagged as ours is listed apart and never deleted.
 - resume: a new plan from the account itself (no Terraform state, no cluster needed), run like destroy,
   with the journal telling what an earlier run already did.
 """
@@ -11,7 +13,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -39,6 +41,8 @@ RETRYABLE = {
     "IncorrectState",
     "ConcurrentModification",
     "ServiceUnavailable",
+    "VolumeInUse",
+    "BucketNotEmpty",  # an object written while the bucket was being emptied: empty it again
 }
 
 
@@ -70,15 +74,37 @@ def check_account(ctx: Context) -> str:
     return account
 
 
-def inventory(ctx: Context, types: Iterable[str] | None = None, workers: int = 8) -> list[Resource]:
-    """Every owned resource of the given types, listed concurrently. Never cached."""
+@dataclass
+class Survey:
+    """What one listing of the account found: ours (to delete), ours in a state that counts as gone (a
+    KMS key pending deletion), and what looks like ours but is not tagged as ours (never touched)."""
+
+    ours: list[Resource] = field(default_factory=list)
+    gone: list[Resource] = field(default_factory=list)
+    lookalikes: list[Resource] = field(default_factory=list)
+
+
+def counts_as_gone(r: Resource) -> bool:
+    return r.state in REGISTRY[r.type].gone_states
+
+
+def survey(ctx: Context, types: Iterable[str] | None = None, workers: int = 8) -> Survey:
+    """Every resource of the given types that is ours or looks like ours, listed concurrently. Never cached."""
     load()
     names = list(types) if types is not None else list(REGISTRY)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         results = list(pool.map(lambda n: REGISTRY[n].list(ctx), names))
     order = {name: i for i, name in enumerate(deletion_order(names))}
-    found = [r for batch in results for r in batch]
-    return sorted(found, key=lambda r: (order[r.type], r.id))
+    found = sorted((r for batch in results for r in batch), key=lambda r: (order[r.type], r.id))
+    out = Survey()
+    for r in found:
+        (out.lookalikes if not r.ours else out.gone if counts_as_gone(r) else out.ours).append(r)
+    return out
+
+
+def inventory(ctx: Context, types: Iterable[str] | None = None, workers: int = 8) -> list[Resource]:
+    """Every resource of ours still to delete, in deletion order. Never cached."""
+    return survey(ctx, types, workers).ours
 
 
 @dataclass
@@ -92,8 +118,15 @@ class Outcome:
         return not self.failed
 
 
-def _still_there(ctx: Context, r: Resource) -> Resource | None:
+def _listed(ctx: Context, r: Resource) -> Resource | None:
+    """The resource as listed now (ours or a lookalike), or None when it is not there."""
     return next((x for x in REGISTRY[r.type].list(ctx) if x.id == r.id), None)
+
+
+def _still_there(ctx: Context, r: Resource) -> Resource | None:
+    """The resource when it is still ours and not in a state that counts as gone."""
+    now = _listed(ctx, r)
+    return now if now is not None and now.ours and not counts_as_gone(now) else None
 
 
 def delete_one(
@@ -132,10 +165,14 @@ def destroy(
     wait_for: float | None = None,
     poll: float = 2.0,
     phase: str = "destroy",
+    reviewed: Collection[str] | None = None,
 ) -> Outcome:
-    """Delete the plan in dependency order. The guard: nothing outside the plan is ever deleted."""
+    """Delete the plan in dependency order. The guard: when `reviewed` (the keys of a plan the operator
+    reviewed) is given, a plan holding anything else is refused before anything is deleted; and nothing
+    is deleted that is not, when reached, still listed as ours."""
     load()
-    allowed = {r.key for r in plan}
+    allowed = set(reviewed) if reviewed is not None else {r.key for r in plan}
+    guard_plan(allowed, plan)
     journal.write(f"{phase}-start", planned=len(plan))
     outcome = Outcome()
     failed_types: set[str] = set()
@@ -151,10 +188,17 @@ def destroy(
                 journal.write("failed", key=r.key, error=msg)
                 failed_types.add(type_name)
                 continue
-            current = _still_there(ctx, r)
+            now = _listed(ctx, r)
+            if now is not None and not now.ours:  # re-tagged since the plan: no longer ours, left alone
+                outcome.skipped.append(r)
+                journal.write(
+                    "skipped", key=r.key, note=f"looks like ours, not tagged as ours: {now.lookalike}"
+                )
+                continue
+            current = now if now is not None and not counts_as_gone(now) else None
             if current is None:
                 outcome.skipped.append(r)
-                journal.write("deleted", key=r.key, note="already gone")
+                journal.write("deleted", key=r.key, note="already gone (or no longer tagged as ours)")
                 continue
             journal.write("deleting", key=r.key)
             if progress:
@@ -176,12 +220,15 @@ def destroy(
     return outcome
 
 
-def guard_plan(shown: list[Resource], about_to_delete: list[Resource]) -> None:
-    """Refuse when a destroy would delete more than the plan it showed."""
-    extra = {r.key for r in about_to_delete} - {r.key for r in shown}
+def guard_plan(reviewed: Collection[str], about_to_delete: Iterable[Resource]) -> None:
+    """Refuse, before anything is deleted, a destroy that would delete something the reviewed plan did
+    not hold."""
+    extra = sorted({r.key for r in about_to_delete} - set(reviewed))
     if extra:
         raise GuardViolation(
-            f"refusing: {len(extra)} resource(s) not in the plan shown: {sorted(extra)[:10]}"
+            f"refusing: {len(extra)} resource(s) found now are not in the reviewed plan: {extra[:10]}"
+            f"{' ...' if len(extra) > 10 else ''}; nothing deleted. Run `gpu-finops teardown plan --out FILE`"
+            " again, review it, and pass it with --plan FILE"
         )
 
 

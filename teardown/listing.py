@@ -1,5 +1,5 @@
-"""What every lister shares: paging, the ownership check from tags, and a resource that went away
-between being listed and being read. Each registration is then only list, delete and depends_on."""
+"""What every lister shares: paging, the ownership check from tags (a name never decides it), and a
+resource that went away between being listed and being read. Each registration is then only list, delete and depends_on."""
 
 from __future__ import annotations
 
@@ -41,13 +41,12 @@ def owned(
     name: str | None = NAME_TAG,
     **details: Any,
 ) -> Resource | None:
-    """The resource when its tags make it ours (a `[{Key, Value}]` list or a mapping), else None; named
-    `name` when given, else by its `Name` tag."""
+    """The resource when its tags make it ours (a `[{Key, Value}]` list or a mapping), or when its name
+    looks like ours but its tags do not agree (then `lookalike` says why; never deleted), else None.
+    Named `name` when given, else by its `Name` tag."""
     tag_map = dict(tags) if isinstance(tags, Mapping) else tags_of(tags)
-    rule = ctx.config.owns_tags(tag_map)
-    if rule is None:
-        return None
-    return Resource(rtype, rid, state, tag_map.get("Name") if name is NAME_TAG else name, rule, details)
+    shown = tag_map.get("Name") if name is NAME_TAG else name
+    return ctx.config.classify(rtype, rid, tag_map, shown, state, **details)
 
 
 def unless_gone(read: Callable[[], T]) -> T | None:

@@ -6,14 +6,25 @@ import functools
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from facts.kube_keys import cluster_tag
-from facts.names import PROJECT, TAG_PROJECT
+from facts.names import PROJECT, TAG_CLUSTER, TAG_PROJECT
+
+if TYPE_CHECKING:
+    from facts.config import Config
+
+# Tags the cloud integrations set to a cluster's name (Karpenter, the VPC CNI, EKS itself).
+CLUSTER_NAME_TAGS = (
+    "eks:eks-cluster-name",
+    "karpenter.k8s.aws/cluster",
+    "karpenter.sh/managed-by",
+    "cluster.k8s.amazonaws.com/name",
+)
 
 
 @dataclass(frozen=True)
@@ -26,25 +37,81 @@ class TeardownConfig:
     allowed_accounts: tuple[str, ...] = ()
     project_tag: str = TAG_PROJECT
 
+    @classmethod
+    def from_config(cls, c: Config, **overrides: Any) -> TeardownConfig:
+        """The same cluster, region, project tag and allowlist as `infra`; a given override wins."""
+        base = {
+            "region": c.region,
+            "cluster_name": c.cluster_name,
+            "project": c.project,
+            "allowed_accounts": tuple(c.allowed_accounts),
+        }
+        return cls(**{**base, **{k: v for k, v in overrides.items() if v is not None}})
+
+    def foreign_tag(self, tags: Mapping[str, str]) -> str | None:
+        """A tag that names another project or cluster (`key=value`), or None."""
+        c = self.cluster_name
+        for key, want in ((self.project_tag, self.project), (TAG_CLUSTER, c)):
+            if key in tags and tags[key] != want:
+                return f"{key}={tags[key]}"
+        for key in CLUSTER_NAME_TAGS:
+            if key in tags and tags[key] != c:
+                return f"{key}={tags[key]}"
+        if cluster_tag(c) not in tags:
+            for key, value in tags.items():
+                if key.startswith("kubernetes.io/cluster/") and value == "owned":
+                    return f"{key}={value}"
+        return None
+
     def owns_tags(self, tags: Mapping[str, str]) -> str | None:
-        """The tag that makes a resource ours, or None. Karpenter and the VPC CNI tag by cluster."""
+        """The tag that makes a resource ours, or None. Our stacks tag by project and cluster; Karpenter,
+        the VPC CNI and the EBS CSI driver tag by cluster. A tag naming another project or cluster wins:
+        such a resource is never ours, whatever else it carries."""
+        if self.foreign_tag(tags):
+            return None
         c = self.cluster_name
         checks = (
             (self.project_tag, self.project),
+            (TAG_CLUSTER, c),
             (cluster_tag(c), "owned"),
-            ("eks:eks-cluster-name", c),
-            ("karpenter.k8s.aws/cluster", c),
-            ("cluster.k8s.amazonaws.com/name", c),
+            *((key, c) for key in CLUSTER_NAME_TAGS),
         )
         for key, value in checks:
             if tags.get(key) == value:
                 return f"{key}={value}"
         return None
 
-    def owns_name(self, name: str) -> bool:
-        """For types that carry no tags: names the demo derived start with the cluster name."""
-        return name.startswith(
-            (f"{self.cluster_name}-", f"{self.cluster_name}_", f"/aws/eks/{self.cluster_name}/")
+    def owns_name(self, name: str | None) -> bool:
+        """Named the way our stacks and Karpenter name things. A name alone never makes a resource ours:
+        it only marks one that *looks like ours* (reported, left alone) when its tags do not agree."""
+        c = self.cluster_name
+        return bool(name) and (
+            name == c or name.startswith((f"{c}-", f"{c}_", f"{c}/", f"{c}:", f"/aws/eks/{c}/"))
+        )
+
+    def classify(
+        self,
+        rtype: str,
+        rid: str,
+        tags: Mapping[str, str],
+        name: str | None,
+        state: str = "present",
+        **details: Any,
+    ) -> Resource | None:
+        """Ours (by tag), looks like ours (our kind of name, tags missing or foreign), or None."""
+        rule = self.owns_tags(tags)
+        if rule:
+            return Resource(rtype, rid, state, name, rule, details)
+        if not self.owns_name(name):
+            return None
+        foreign = self.foreign_tag(tags)
+        why = (
+            f"tagged {foreign}"
+            if foreign
+            else f"none of our tags ({self.project_tag}={self.project} or the cluster's)"
+        )
+        return Resource(
+            rtype, rid, state, name, "", details, lookalike=f"name {name!r} matches ours, but {why}"
         )
 
 
@@ -60,8 +127,13 @@ class Resource:
     id: str
     state: str = "present"
     name: str | None = None
-    owned_by: str = ""  # the tag or name rule that makes it ours
+    owned_by: str = ""  # the tag that makes it ours; empty when it only looks like ours
     details: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    lookalike: str = ""  # why it looks like ours but is not tagged as ours (left alone)
+
+    @property
+    def ours(self) -> bool:
+        return bool(self.owned_by)
 
     @property
     def key(self) -> str:
@@ -75,6 +147,7 @@ class Resource:
             "name": self.name,
             "owned_by": self.owned_by,
             "details": dict(self.details),
+            **({"looks_like_ours": self.lookalike} if self.lookalike else {}),
         }
 
     @classmethod
@@ -86,6 +159,7 @@ class Resource:
             d.get("name"),
             d.get("owned_by", ""),
             d.get("details") or {},
+            d.get("looks_like_ours", ""),
         )
 
 
@@ -125,7 +199,7 @@ def is_gone(exc: ClientError) -> bool:
     return (
         "NotFound" in code
         or "NonExistent" in code
-        or code in ("NoSuchEntity", "NoSuchEntityException", "InvalidInstanceID.Malformed")
+        or code in ("NoSuchEntity", "NoSuchEntityException", "InvalidInstanceID.Malformed", "NoSuchBucket")
     )
 
 

@@ -22,6 +22,8 @@ class ResourceType:
     depends_on: tuple[str, ...] = ()
     why_left: str = ""  # the usual reason one is still there, for verify's table
     wait_gone: float | None = None  # seconds deletion may take, when it is slow (NAT gateways, clusters)
+    # States in which a resource counts as gone (a KMS key pending deletion): verify names it, not as left
+    gone_states: tuple[str, ...] = ()
 
 
 REGISTRY: dict[str, ResourceType] = {}
@@ -49,6 +51,6 @@ def deletion_order(types: Iterable[str] | None = None) -> list[str]:
 
 def load() -> dict[str, ResourceType]:
     """Import every registration module (idempotent) and return the registry."""
-    from teardown import types_ec2, types_eks, types_iam, types_misc  # noqa: F401
+    from teardown import types_ec2, types_eks, types_iam, types_misc, types_storage  # noqa: F401
 
     return REGISTRY

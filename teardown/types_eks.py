@@ -2,19 +2,9 @@
 
 from __future__ import annotations
 
-from botocore.exceptions import ClientError
-
-from teardown.listing import pages
+from teardown.listing import owned, pages, unless_gone
 from teardown.model import Context, Resource, gone_ok
 from teardown.registry import ResourceType, register
-
-
-def _owned_cluster(ctx: Context, name: str) -> tuple[dict, str | None]:
-    cluster = ctx.client("eks").describe_cluster(name=name)["cluster"]
-    rule = ctx.config.owns_tags(cluster.get("tags") or {})
-    if rule is None and name == ctx.config.cluster_name:
-        rule = "name=cluster_name"
-    return cluster, rule
 
 
 def _cluster_names(ctx: Context) -> list[str]:
@@ -22,14 +12,18 @@ def _cluster_names(ctx: Context) -> list[str]:
 
 
 def list_clusters(ctx: Context) -> list[Resource]:
+    """Ours by tag; a cluster merely named like ours is reported, never deleted."""
     out = []
+    eks = ctx.client("eks")
     for name in _cluster_names(ctx):
-        try:
-            cluster, rule = _owned_cluster(ctx, name)
-        except ClientError:
+        cluster = unless_gone(lambda name=name: eks.describe_cluster(name=name)["cluster"])
+        if cluster is None:
             continue  # deleted between list and describe
-        if rule:
-            out.append(Resource("eks_cluster", name, cluster.get("status", "ACTIVE"), name, rule))
+        r = owned(
+            ctx, "eks_cluster", name, cluster.get("tags") or {}, cluster.get("status", "ACTIVE"), name=name
+        )
+        if r:
+            out.append(r)
     return out
 
 
@@ -53,19 +47,30 @@ register(
 
 
 def list_nodegroups(ctx: Context) -> list[Resource]:
+    """Ours by the node group's own tags (our stacks' default tags), in whichever cluster it is."""
     out = []
     eks = ctx.client("eks")
     for name in _cluster_names(ctx):
-        try:
-            _, rule = _owned_cluster(ctx, name)
-        except ClientError:
-            continue
-        if not rule:
-            continue
-        for page in eks.get_paginator("list_nodegroups").paginate(clusterName=name):
-            for ng in page.get("nodegroups", []):
-                status = eks.describe_nodegroup(clusterName=name, nodegroupName=ng)["nodegroup"].get("status")
-                out.append(Resource("eks_nodegroup", f"{name}:{ng}", status or "ACTIVE", ng, rule))
+        groups = unless_gone(
+            lambda name=name: [
+                ng for page in eks.get_paginator("list_nodegroups").paginate(clusterName=name)
+                for ng in page.get("nodegroups", [])
+            ]
+        )  # fmt: skip
+        for ng in groups or []:
+            desc = unless_gone(
+                lambda name=name, ng=ng: eks.describe_nodegroup(clusterName=name, nodegroupName=ng)[
+                    "nodegroup"
+                ]
+            )
+            if desc is None:
+                continue
+            rid = f"{name}:{ng}"
+            r = owned(
+                ctx, "eks_nodegroup", rid, desc.get("tags") or {}, desc.get("status") or "ACTIVE", name=rid
+            )
+            if r:
+                out.append(r)
     return out
 
 

@@ -6,21 +6,26 @@ from __future__ import annotations
 from botocore.exceptions import ClientError
 
 from facts.names import SPOT_SLR, spot_slr_record_name
-from teardown.listing import pages, unless_gone
-from teardown.model import Context, Resource, gone_ok, is_gone, tags_of
+from teardown.listing import owned, pages, unless_gone
+from teardown.model import Context, Resource, gone_ok, is_gone
 from teardown.registry import ResourceType, register
 
 
 def list_instance_profiles(ctx: Context) -> list[Resource]:
+    """Ours by tag (our stacks' default tags; Karpenter's cluster tags on the profiles it creates).
+    ListInstanceProfiles returns no tags: each is read with GetInstanceProfile."""
     out = []
+    iam = ctx.client("iam")
     for ip in pages(ctx, "iam", "list_instance_profiles", "InstanceProfiles"):
         name = ip["InstanceProfileName"]
-        rule = ctx.config.owns_tags(tags_of(ip.get("Tags"))) or (
-            "name" if ctx.config.owns_name(name) else None
-        )
-        if rule:
-            roles = [r["RoleName"] for r in ip.get("Roles", [])]
-            out.append(Resource("iam_instance_profile", name, "present", name, rule, {"roles": roles}))
+        full = unless_gone(lambda name=name: iam.get_instance_profile(InstanceProfileName=name))
+        if full is None:
+            continue
+        profile = full["InstanceProfile"]
+        roles = [r["RoleName"] for r in profile.get("Roles", [])]
+        r = owned(ctx, "iam_instance_profile", name, profile.get("Tags"), name=name, roles=roles)
+        if r:
+            out.append(r)
     return out
 
 
@@ -44,17 +49,17 @@ register(
 
 
 def list_roles(ctx: Context) -> list[Resource]:
+    """Ours by tag. ListRoles returns no tags: each is read with ListRoleTags."""
     out = []
     iam = ctx.client("iam")
     for role in pages(ctx, "iam", "list_roles", "Roles"):
         name = role["RoleName"]
         if role.get("Path", "/").startswith("/aws-service-role/"):
             continue  # service-linked roles: see spot_slr
-        rule = "name" if ctx.config.owns_name(name) else None
-        if rule is None:
-            rule = ctx.config.owns_tags(tags_of(iam.list_role_tags(RoleName=name).get("Tags")))
-        if rule:
-            out.append(Resource("iam_role", name, "present", name, rule))
+        tags = unless_gone(lambda name=name: iam.list_role_tags(RoleName=name).get("Tags"))
+        r = None if tags is None else owned(ctx, "iam_role", name, tags, name=name)
+        if r:
+            out.append(r)
     return out
 
 
@@ -87,11 +92,16 @@ register(
 
 
 def list_policies(ctx: Context) -> list[Resource]:
-    return [
-        Resource("iam_policy", p["Arn"], "present", p["PolicyName"], "name")
-        for p in pages(ctx, "iam", "list_policies", "Policies", Scope="Local")
-        if ctx.config.owns_name(p["PolicyName"])
-    ]
+    """Customer-managed policies, ours by tag (ListPolicies returns no tags: read with ListPolicyTags)."""
+    out = []
+    iam = ctx.client("iam")
+    for p in pages(ctx, "iam", "list_policies", "Policies", Scope="Local"):
+        arn = p["Arn"]
+        tags = unless_gone(lambda arn=arn: iam.list_policy_tags(PolicyArn=arn).get("Tags"))
+        r = None if tags is None else owned(ctx, "iam_policy", arn, tags, name=p["PolicyName"])
+        if r:
+            out.append(r)
+    return out
 
 
 @gone_ok
@@ -107,13 +117,23 @@ register(ResourceType("iam_policy", list_policies, delete_policy, depends_on=("i
 
 
 def list_spot_slr(ctx: Context) -> list[Resource]:
-    """The spot SLR is account-wide: listed as ours only when our record says we created it."""
+    """The spot SLR is account-wide: listed as ours only when our record says we created it, and the
+    record (an SSM parameter) is itself tagged as ours."""
     record = spot_slr_record_name(ctx.config.cluster_name)
-    value = unless_gone(lambda: ctx.client("ssm").get_parameter(Name=record)["Parameter"])
+    ssm = ctx.client("ssm")
+    value = unless_gone(lambda: ssm.get_parameter(Name=record)["Parameter"])
     if value is None or value["Value"] != "true":
         return []
+    tags = unless_gone(
+        lambda: ssm.list_tags_for_resource(ResourceType="Parameter", ResourceId=record).get("TagList")
+    )
     role = unless_gone(lambda: ctx.client("iam").get_role(RoleName=SPOT_SLR))
-    return [Resource("spot_slr", SPOT_SLR, "present" if role else "record-only", SPOT_SLR, "record")]
+    state = "present" if role else "record-only"
+    r = owned(ctx, "spot_slr", SPOT_SLR, tags or [], state, name=SPOT_SLR, record=record)
+    if r is None:  # the record is ours by name: say so rather than hide it
+        why = f"record {record} says we created it, but the record has none of our tags"
+        r = Resource("spot_slr", SPOT_SLR, state, SPOT_SLR, "", {"record": record}, lookalike=why)
+    return [r]
 
 
 @gone_ok

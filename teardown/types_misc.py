@@ -74,10 +74,19 @@ register(ResourceType("fis_template", list_fis_templates, delete_fis_template))
 
 
 def list_log_groups(ctx: Context) -> list[Resource]:
+    """Ours by tag, among the groups named under `/aws/eks/<cluster>/` (the only place our stacks put
+    one; reading every group's tags would cost a call per group in the account). EKS recreates
+    `/aws/eks/<cluster>/cluster` untagged while a cluster still logs to it: that one looks like ours and
+    is reported, not deleted."""
     out = []
+    logs = ctx.client("logs")
     prefix = f"/aws/eks/{ctx.config.cluster_name}/"
     for g in pages(ctx, "logs", "describe_log_groups", "logGroups", logGroupNamePrefix=prefix):
-        out.append(Resource("log_group", g["logGroupName"], "present", g["logGroupName"], "name"))
+        name = g["logGroupName"]
+        tags = unless_gone(lambda name=name: logs.list_tags_log_group(logGroupName=name).get("tags", {}))
+        r = None if tags is None else owned(ctx, "log_group", name, tags, name=name)
+        if r:
+            out.append(r)
     return out
 
 

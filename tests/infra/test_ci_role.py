@@ -185,6 +185,14 @@ def test_the_synthesized_ci_stack(synthesized_with_ci):
 
 
 # --- recorded calls --------------------------------------------------------------------------------------
+# S3 operations whose IAM action has another name (DeleteObjects with version ids: DeleteObjectVersion)
+S3_ACTIONS = {
+    "ListBuckets": "ListAllMyBuckets",
+    "ListObjectVersions": "ListBucketVersions",
+    "DeleteObjects": "DeleteObjectVersion",
+}
+
+
 class Recorded(set):
     """Every API call made while the fixture is active, as IAM actions (signing name : operation); and
     for each EC2 change or deletion, the IAM requests it made, with the target's tags at call time."""
@@ -201,7 +209,8 @@ def recorded(monkeypatch) -> Recorded:
     busy = []
 
     def record(self, operation_name, api_params):
-        action = f"{self.meta.service_model.signing_name}:{operation_name}"
+        service = self.meta.service_model.signing_name
+        action = f"{service}:{S3_ACTIONS.get(operation_name, operation_name) if service == 's3' else operation_name}"
         if busy:  # our own look-ups below are not the harness's calls
             return original(self, operation_name, api_params)
         calls.add(action)
@@ -251,7 +260,8 @@ def test_every_call_teardown_preflight_and_the_guard_make_is_allowed(
         estimate(c, lambda t: prices.get(t, "us-east-1").usd_per_hour, max_hours=1)
     for action in ("plan", "destroy", "verify"):
         code = main(["teardown", action, "--allow-account", ACCOUNT, "--wait", "5",
-                     "--journal", str(tmp_path / "j.jsonl"), "--report", str(tmp_path / f"{action}.json")])  # fmt: skip
+                     "--journal", str(tmp_path / "j.jsonl"), "--report", str(tmp_path / f"{action}.json"),
+                     *(["--yes"] if action == "destroy" else [])])  # fmt: skip
         assert code == 0, capsys.readouterr().out
     recorded.discard("sts:GetCallerIdentity")  # needs no permission
     assert len(recorded) > 30, sorted(recorded)
@@ -267,7 +277,7 @@ def test_every_call_teardown_preflight_and_the_guard_make_is_allowed(
 
 
 def test_teardown_never_claims_the_ci_role(boto_session):
-    from teardown.engine import inventory
+    from teardown.engine import inventory, survey
     from teardown.model import Context, TeardownConfig
 
     iam = boto_session.client("iam")
@@ -281,13 +291,15 @@ def test_teardown_never_claims_the_ci_role(boto_session):
         for r in inventory(Context(TeardownConfig("us-east-1", allowed_accounts=(ACCOUNT,)), boto_session))
     }
     assert not claimed & {role_name(CONFIG), *POLICIES}, claimed
-    # the adjacent case: named the way the stacks name their roles, teardown would delete it
+    # the adjacent case: named the way the stacks name their roles, it looks like ours; its tag is not
+    # ours, so teardown reports it and never claims it
     iam.create_role(RoleName="gpu-finops-nightly", AssumeRolePolicyDocument=trust, Tags=tags)
-    claimed = {
-        r.name
-        for r in inventory(Context(TeardownConfig("us-east-1", allowed_accounts=(ACCOUNT,)), boto_session))
-    }
-    assert "gpu-finops-nightly" in claimed
+    found = survey(Context(TeardownConfig("us-east-1", allowed_accounts=(ACCOUNT,)), boto_session))
+    assert "gpu-finops-nightly" not in {r.name for r in found.ours}
+    assert {r.name: r.lookalike for r in found.lookalikes}["gpu-finops-nightly"] == (
+        "name 'gpu-finops-nightly' matches ours, but none of our tags (gpu-finops.io/project=gpu-finops "
+        "or the cluster's)"
+    )
 
 
 def test_the_runbook_and_workflow_name_the_same_role_variables():

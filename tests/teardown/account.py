@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 import boto3
 
+from tests.teardown.account_more import add_lookalikes_and_foreign, add_storage, live
+
 CLUSTER = "gpu-finops"
 OURS = [{"Key": "gpu-finops.io/project", "Value": "gpu-finops"}, {"Key": "Name", "Value": "gpu-finops"}]
 TRUST = json.dumps(
@@ -28,13 +30,14 @@ def spec(rtype: str, tags=OURS) -> list[dict]:
 class Account:
     ours: dict[str, list[str]] = field(default_factory=dict)
     foreign: dict[str, list[str]] = field(default_factory=dict)
+    lookalikes: dict[str, list[str]] = field(default_factory=dict)  # named like ours, not tagged as ours
 
     def add(self, bucket: dict[str, list[str]], rtype: str, rid: str) -> str:
         bucket.setdefault(rtype, []).append(rid)
         return rid
 
 
-def build(session: boto3.Session, *, instances: int = 2) -> Account:
+def build(session: boto3.Session, *, instances: int = 2, storage: bool = True) -> Account:
     acct = Account()
     ec2, iam = session.client("ec2"), session.client("iam")
     ours, foreign = acct.ours, acct.foreign
@@ -130,9 +133,9 @@ def build(session: boto3.Session, *, instances: int = 2) -> Account:
     role = acct.add(
         ours,
         "iam_role",
-        iam.create_role(RoleName=f"{CLUSTER}-karpenter-node", AssumeRolePolicyDocument=TRUST)["Role"][
-            "RoleName"
-        ],
+        iam.create_role(RoleName=f"{CLUSTER}-karpenter-node", AssumeRolePolicyDocument=TRUST, Tags=OURS)[
+            "Role"
+        ]["RoleName"],
     )
     policy = iam.create_policy(
         PolicyName=f"{CLUSTER}-karpenter-controller",
@@ -142,6 +145,7 @@ def build(session: boto3.Session, *, instances: int = 2) -> Account:
                 "Statement": [{"Effect": "Allow", "Action": "ec2:Describe*", "Resource": "*"}],
             }
         ),
+        Tags=OURS[:1],
     )["Policy"]["Arn"]
     acct.add(ours, "iam_policy", policy)
     iam.attach_role_policy(RoleName=role, PolicyArn=policy)
@@ -158,9 +162,10 @@ def build(session: boto3.Session, *, instances: int = 2) -> Account:
     profile = acct.add(
         ours,
         "iam_instance_profile",
-        iam.create_instance_profile(InstanceProfileName=f"{CLUSTER}_1234567890")["InstanceProfile"][
-            "InstanceProfileName"
-        ],
+        iam.create_instance_profile(  # as Karpenter creates one per EC2NodeClass: tagged by cluster
+            InstanceProfileName=f"{CLUSTER}_1234567890",
+            Tags=[{"Key": f"kubernetes.io/cluster/{CLUSTER}", "Value": "owned"}],
+        )["InstanceProfile"]["InstanceProfileName"],
     )
     iam.add_role_to_instance_profile(InstanceProfileName=profile, RoleName=role)
 
@@ -215,7 +220,9 @@ def build(session: boto3.Session, *, instances: int = 2) -> Account:
     )["experimentTemplate"]["id"]
     acct.add(ours, "fis_template", template)
     logs = session.client("logs")
-    logs.create_log_group(logGroupName=f"/aws/eks/{CLUSTER}/cluster")
+    logs.create_log_group(
+        logGroupName=f"/aws/eks/{CLUSTER}/cluster", tags={"gpu-finops.io/project": "gpu-finops"}
+    )
     acct.add(ours, "log_group", f"/aws/eks/{CLUSTER}/cluster")
     ddb = session.client("dynamodb")
     ddb.create_table(
@@ -274,29 +281,26 @@ def build(session: boto3.Session, *, instances: int = 2) -> Account:
         resourcesVpcConfig={"subnetIds": [fsub]},
     )
     acct.add(foreign, "eks_cluster", "other")
+    if storage:
+        add_storage(session, acct, CLUSTER)
+        add_lookalikes_and_foreign(session, acct, CLUSTER, TRUST)
     return acct
 
 
 def foreign_still_there(session: boto3.Session, acct: Account) -> dict[str, list[str]]:
-    """Which foreign resources are missing (should be empty)."""
-    ec2 = session.client("ec2")
+    """Which foreign or looks-like-ours resources are missing (should be empty)."""
+    now = live(session)
     missing: dict[str, list[str]] = {}
-    live = {
-        "vpc": {v["VpcId"] for v in ec2.describe_vpcs()["Vpcs"]},
-        "subnet": {s["SubnetId"] for s in ec2.describe_subnets()["Subnets"]},
-        "ec2_instance": {
-            i["InstanceId"]
-            for r in ec2.describe_instances()["Reservations"]
-            for i in r["Instances"]
-            if i["State"]["Name"] != "terminated"
-        },
-        "sqs_queue": set(session.client("sqs").list_queues().get("QueueUrls", [])),
-        "iam_role": {r["RoleName"] for r in session.client("iam").list_roles()["Roles"]},
-        "log_group": {g["logGroupName"] for g in session.client("logs").describe_log_groups()["logGroups"]},
-        "eks_cluster": set(session.client("eks").list_clusters()["clusters"]),
-    }
-    for rtype, ids in acct.foreign.items():
-        gone = [i for i in ids if i not in live[rtype]]
-        if gone:
-            missing[rtype] = gone
+    for bucket in (acct.foreign, acct.lookalikes):
+        for rtype, ids in bucket.items():
+            gone = [i for i in ids if i not in now[rtype]]
+            if gone:
+                missing.setdefault(rtype, []).extend(gone)
     return missing
+
+
+def ours_left(session: boto3.Session, acct: Account) -> dict[str, list[str]]:
+    """Which of our resources still exist, read from the account directly (not through teardown)."""
+    now = live(session)
+    left = {t: [i for i in ids if i in now.get(t, set())] for t, ids in acct.ours.items() if t in now}
+    return {t: ids for t, ids in left.items() if ids}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -38,6 +39,7 @@ def args(action: str, tmp_path: Path, *extra: str) -> list[str]:
         str(tmp_path / "report.json"),
         "--wait",
         "5",
+        *(["--yes"] if action in ("destroy", "resume") else []),
         *extra,
     ]
 
@@ -95,11 +97,19 @@ def test_account_not_on_allowlist_is_refused(boto_session, tmp_path, capsys):
     assert inventory(Context(CONFIG, boto_session))  # nothing deleted
 
 
-def test_guard_refuses_more_than_the_plan_showed(boto_session):
+def test_guard_refuses_more_than_the_reviewed_plan_before_deleting_anything(boto_session, tmp_path):
     build(boto_session)
-    plan = inventory(Context(CONFIG, boto_session))
-    with pytest.raises(GuardViolation, match="not in the plan shown"):
-        guard_plan(plan[:3], plan)
+    ctx = Context(CONFIG, boto_session)
+    plan = inventory(ctx)
+    reviewed = {r.key for r in plan[1:]}
+    guard_plan({r.key for r in plan}, plan)  # holds: the plan is the reviewed one
+    journal = Journal(tmp_path / "journal.jsonl")
+    with pytest.raises(
+        GuardViolation,
+        match=re.escape(f"1 resource(s) found now are not in the reviewed plan: ['{plan[0].key}']"),
+    ):
+        destroy(ctx, plan, journal, reviewed=reviewed, wait_for=5, poll=0.2)
+    assert inventory(ctx) == plan and not journal.path.exists()  # nothing deleted, nothing journaled
 
 
 def test_injected_failure_then_resume_ends_empty(boto_session, tmp_path, monkeypatch):
