@@ -22,7 +22,7 @@ from assertions.verdict import require
 from facts import timeouts
 from harness.observe import SHARED_GPU_RESOURCE, node_obs
 from harness.waits import WaitTimeout, eventually
-from infra.objects import SHARED_FLAVOR
+from infra.objects.kueue import SHARED_FLAVOR
 
 pytestmark = pytest.mark.timeout(timeouts.NODE_READY + timeouts.POD_SUCCEEDED + 300)
 SECONDS = 40  # each pod's run: long enough to overlap, short enough to finish inside the act

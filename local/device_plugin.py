@@ -6,7 +6,7 @@ pod-resources API reports. kwok nodes have none of the three, so this process do
 same inputs:
 
 - the config: the device plugin's ConfigMap (`nvidia-device-plugin-configs` in `nvidia-device-plugin`,
-  rendered from `infra.objects.device_plugin_values`), one named config per entry; a node picks one with
+  rendered from `infra.objects.device_plugin.device_plugin_values`), one named config per entry; a node picks one with
   the label `nvidia.com/device-plugin.config`, else the chart's default;
 - the hardware: the physical GPU count of the node's instance type (the catalog Karpenter's kwok provider
   launches from), never what the node advertises, which is what this process sets;

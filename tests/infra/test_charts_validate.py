@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from facts.config import load_config
-from infra import objects
+from infra.objects import karpenter, kueue
 from local import chart_inputs, chart_render, dry_run
 
 pytestmark = pytest.mark.slow
@@ -121,7 +121,7 @@ def _refused(dry: dry_run.DryRun, doc: dict[str, Any]) -> dry_run.Rejection:
 
 
 def test_an_ec2nodeclass_with_a_misspelled_field_is_refused(dry, config):
-    doc = objects.ec2nodeclass(config, "role")
+    doc = karpenter.ec2nodeclass(config, "role")
     doc["spec"]["amiSelectorTerm"] = doc["spec"].pop("amiSelectorTerms")
     r = _refused(dry, doc)
     assert 'unknown field "spec.amiSelectorTerm"' in r.message, r
@@ -129,7 +129,7 @@ def test_an_ec2nodeclass_with_a_misspelled_field_is_refused(dry, config):
 
 
 def test_a_nodepool_requirement_with_an_invalid_operator_is_refused(dry, config):
-    doc = objects.nodepool(config)
+    doc = karpenter.nodepool(config)
     doc["spec"]["template"]["spec"]["requirements"][0]["operator"] = "Within"
     r = _refused(dry, doc)
     assert 'Unsupported value: "Within"' in r.message, r
@@ -137,7 +137,7 @@ def test_a_nodepool_requirement_with_an_invalid_operator_is_refused(dry, config)
 
 
 def test_a_clusterqueue_with_a_borrowing_limit_outside_a_cohort_is_refused(dry, config):
-    (doc, *_) = objects.cluster_queues(config)
+    (doc, *_) = kueue.cluster_queues(config)
     doc = copy.deepcopy(doc)
     del doc["spec"]["cohortName"]
     r = _refused(dry, doc)
@@ -146,14 +146,14 @@ def test_a_clusterqueue_with_a_borrowing_limit_outside_a_cohort_is_refused(dry, 
 
 def test_a_clusterqueue_naming_an_undefined_flavor_is_accepted_by_the_server(dry, config):
     """Not a server check: Kueue accepts it and marks the queue inactive at run time (docs/infra.md)."""
-    (doc, *_) = objects.cluster_queues(config)
+    (doc, *_) = kueue.cluster_queues(config)
     doc = copy.deepcopy(doc)
     doc["spec"]["resourceGroups"][0]["flavors"][0]["name"] = "no-such-flavor"
     assert dry.check(doc, "adjacent case") is None
 
 
 def test_a_nodeoverlay_capacity_on_cpu_is_refused(dry, config):
-    doc = objects.shared_capacity_overlay(config)
+    doc = karpenter.shared_capacity_overlay(config)
     doc["spec"]["capacity"] = {"cpu": "8"}
     r = _refused(dry, doc)
     assert "invalid resource restricted" in r.message, r

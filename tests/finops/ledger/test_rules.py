@@ -81,6 +81,6 @@ def test_promtool_rule_unit_tests(test_file: Path):
 
 
 def test_the_addons_prometheus_loads_the_committed_rules():
-    from infra.objects import prometheus_values
+    from infra.objects.monitoring import prometheus_values
 
     assert prometheus_values()["serverFiles"]["recording_rules.yml"] == rules.load()
