@@ -19,7 +19,7 @@ from acts.targets import Target, broken_stack, target, unavailable_reason
 from assertions.verdict import Verdict
 from facts import timeouts
 from facts.config import load_config
-from facts.kube_keys import KUEUE_GROUP, LABEL_ACT_RUN
+from facts.kube_keys import KUEUE_API, LABEL_ACT_RUN
 from finops.kube import Kube
 
 REPORT_DIR = Path(os.environ.get("GPU_FINOPS_REPORT_DIR", "reports"))
@@ -107,7 +107,7 @@ def tenant_namespaces(kube: Kube, config) -> Iterator[dict[str, str]]:
         )
         objs.append(
             {
-                "apiVersion": f"{KUEUE_GROUP}/v1beta2",
+                "apiVersion": KUEUE_API,
                 "kind": "LocalQueue",
                 "metadata": {"name": tenant, "namespace": ns},
                 "spec": {"clusterQueue": tenant},

@@ -12,12 +12,12 @@ import pytest
 from acts.jobs import gpu_job
 from acts.targets import Target, pod_devices
 from facts import timeouts
-from facts.kube_keys import GPU_RESOURCE, LABEL_HOSTNAME, LABEL_NODEPOOL
+from facts.kube_keys import GPU_RESOURCE, LABEL_HOSTNAME, LABEL_NODEPOOL, TAINT_ACT7_MAINTENANCE
 from finops.kube import Kube
 from harness.observe import job_of, job_pods, workloads
 from harness.waits import WaitTimeout, eventually
 
-ACT_TAINT = {"key": "gpu-finops.io/act7-maintenance", "value": "true", "effect": "NoSchedule"}
+ACT_TAINT = {"key": TAINT_ACT7_MAINTENANCE, "value": "true", "effect": "NoSchedule"}
 
 
 def tenants_with_one_card(config: Any) -> tuple[str, str]:

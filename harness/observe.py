@@ -7,14 +7,14 @@ from typing import Any
 
 from assertions.observed import Condition, EventObs, Interval, NodeObs, PodObs, WorkloadSnapshot
 from facts import timestamps
-from facts.kube_keys import GPU_RESOURCE, KUEUE_GROUP, LABEL_NODEPOOL, SHARED_GPU_RESOURCE
+from facts.kube_keys import GPU_RESOURCE, KUEUE_GROUP, KUEUE_VERSION, LABEL_NODEPOOL, SHARED_GPU_RESOURCE
 from finops.karpenter import GROUP as KARPENTER_GROUP
 from finops.karpenter import NODECLAIMS
 from finops.karpenter import VERSION as KARPENTER_VERSION
 from finops.kube import Kube
 from finops.nodes import instance_id_from_provider_id
 
-KUEUE = (KUEUE_GROUP, "v1beta2")
+KUEUE = (KUEUE_GROUP, KUEUE_VERSION)
 
 
 def _count(resources: dict[str, Any] | None, name: str) -> int:

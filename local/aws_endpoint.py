@@ -25,7 +25,7 @@ class AwsEndpoint(Processes):
 
     @property
     def interruption_queue(self) -> str:
-        return f"{self.config.cluster_name}-interruption"  # type: ignore[union-attr]
+        return self.config.interruption_queue  # type: ignore[union-attr]
 
     def start_aws(self) -> None:
         """A moto server with the interruption queue, shaped as the cluster stack makes it (SSE, 300 s)."""

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from facts.kube_keys import KUEUE_GROUP
 from local import build, catalog, versions
 from local.aws_endpoint import AwsEndpoint
 from local.processes import KUEUE_METRICS_CERTS, PORTS, module_dir
@@ -60,7 +61,7 @@ class Controllers(AwsEndpoint):
             for hook in doc.get("webhooks", []):
                 groups = {g for r in hook.get("rules", []) for g in r.get("apiGroups", [])}
                 resources = {res for r in hook.get("rules", []) for res in r.get("resources", [])}
-                if not (groups & {"kueue.x-k8s.io"} or (groups == {"batch"} and resources == {"jobs"})):
+                if not (groups & {KUEUE_GROUP} or (groups == {"batch"} and resources == {"jobs"})):
                     continue
                 path = hook["clientConfig"]["service"]["path"]
                 hook["clientConfig"] = {

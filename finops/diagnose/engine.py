@@ -30,6 +30,7 @@ from finops.diagnose.model import (
     ADMISSION,
     ALLOCATION,
     APPLICATION,
+    GPU,
     MEMORY,
     ORDER,
     PLACEMENT,
@@ -96,7 +97,7 @@ def diagnose_workload(workload: WorkloadFacts, cluster: Cluster, order: Sequence
     template = workload.pod_template
     skip = None
     if template is None or template.gpu_resource is None:
-        template = PodFacts(workload.namespace, workload.name, gpu_requests={"nvidia.com/gpu": 1})
+        template = PodFacts(workload.namespace, workload.name, gpu_requests={GPU: 1})
         skip = (
             "not checked: the workload's pod template was not observed"
             if workload.pod_template is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from finops.diagnose import activity as act
-from finops.diagnose.model import Cluster, Finding, GpuStats, Holder, NodeFacts, PodFacts
+from finops.diagnose.model import GPU, Cluster, Finding, GpuStats, Holder, NodeFacts, PodFacts
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ class View:
 
 
 def build_view(pod: PodFacts, cluster: Cluster) -> View:
-    resource = pod.gpu_resource or "nvidia.com/gpu"
+    resource = pod.gpu_resource or GPU
     held: dict[str, int] = {}
     for h in cluster.holders:
         held[h.node] = held.get(h.node, 0) + h.gpu_requests.get(resource, 0)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from facts.kube_keys import LABEL_UNSCHEDULABLE_REASON, LABEL_WORKLOAD_CLASS
+
 GPU_RESOURCE = "nvidia_com_gpu"  # kube-state-metrics' sanitized `nvidia.com/gpu`
 
 # Rungs of the allocation ladder, top to bottom (recording-rule metric names in `rules.py`).
@@ -81,7 +83,7 @@ class Conventions:
 
     # Node label naming why a node is unschedulable; kube-state-metrics must allowlist it:
     # --metric-labels-allowlist=nodes=[gpu-finops.io/unschedulable-reason]
-    reason_label: str = "gpu-finops.io/unschedulable-reason"
+    reason_label: str = LABEL_UNSCHEDULABLE_REASON
     # label value -> bucket; any other value, or none, is `unschedulable_other`
     reasons: dict[str, str] = field(
         default_factory=lambda: {
@@ -91,7 +93,7 @@ class Conventions:
     )
     # Pod label naming the workload class (values: CLASS_BUCKETS keys);
     # --metric-labels-allowlist=pods=[gpu-finops.io/workload-class]
-    class_label: str = "gpu-finops.io/workload-class"
+    class_label: str = LABEL_WORKLOAD_CLASS
     # busy by the metric: DCGM_FI_DEV_GPU_UTIL strictly above this percentage
     busy_util_percent: float = 10.0
     # live by physics: power strictly above this many watts AND SM clock strictly above this many MHz.

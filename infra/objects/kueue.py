@@ -7,10 +7,9 @@ from typing import Any
 
 from facts.config import Config
 from facts.kube_keys import GPU_RESOURCE as GPU
-from facts.kube_keys import KUEUE_GROUP, LABEL_NODEPOOL, LABEL_TENANT
+from facts.kube_keys import KUEUE_API, LABEL_NODEPOOL, LABEL_TENANT
 from facts.kube_keys import SHARED_GPU_RESOURCE as SHARED_GPU
 
-KUEUE_API = f"{KUEUE_GROUP}/v1beta2"
 COHORT = "gpu"
 FLAVOR = "gpu-spot"  # whole cards
 SHARED_FLAVOR = "gpu-shared"  # time-sliced replicas
