@@ -92,3 +92,20 @@ def collect(kube: Kube, namespaces: list[str], folder: Path, local_logs: Path | 
                     text if isinstance(text, str) else json.dumps(text)
                 )
     return folder
+
+
+def for_failed_act(funcargs: dict[str, Any], folder: Path) -> str | None:
+    """A failing act leaves the cluster's state and the controllers' log tails in `folder` (reports/<act>/);
+    None when the act never connected. Never raises: evidence must not hide the act's own failure."""
+    kube = funcargs.get("kube")
+    if kube is None:
+        return None
+    from acts.targets import ROOT
+
+    namespaces = list((funcargs.get("tenant_namespaces") or {}).values())
+    target = funcargs.get("act_target")
+    logs = ROOT / ".local" / "logs" if target is not None and target.name == "local" else None
+    try:
+        return str(collect(kube, namespaces, folder, logs))
+    except Exception as exc:  # never let evidence hide the act's own failure
+        return f"evidence could not be written: {type(exc).__name__}: {exc}"

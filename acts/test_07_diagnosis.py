@@ -45,7 +45,6 @@ from typing import Any
 
 import pytest
 
-from acts.conftest import REPORT_DIR
 from acts.diagnosis_setup import (
     create_pod,
     eventually_bound_not_started,
@@ -64,6 +63,7 @@ from acts.diagnosis_setup import (
     tenants_with_one_card,
 )
 from acts.jobs import gpu_job, gpu_pod
+from acts.report import REPORT_DIR
 from acts.targets import Target, local_description
 from assertions.diagnosis import DiagnosisActObs, DiagnosisObs, Situation, check_diagnosis
 from assertions.verdict import require

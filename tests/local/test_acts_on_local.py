@@ -227,8 +227,8 @@ def test_reaper_apply_deletes_only_the_eligible_nodeclaim_and_karpenter_removes_
     import uuid
     from datetime import UTC, datetime, timedelta
 
-    from acts.conftest import cleanup_namespaces
     from acts.jobs import gpu_job
+    from acts.namespaces import cleanup_namespaces
     from acts.targets import local_target
     from facts.kube_keys import ANNOTATION_DO_NOT_DISRUPT
     from finops.collector import align, make_record
