@@ -1,5 +1,6 @@
 """Act 7's set up on the real cluster: its preconditions, the waiting pods' affinities, and the waits for
-each situation to be in place (moved from test_07_diagnosis.py, which keeps the act and its DCGM)."""
+each situation to be in place (moved from the act, test_07_diagnosis_names_the_cause.py, which keeps its
+body and its DCGM)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import pytest
 from tests.local.test_acts_on_local import run_acts
 
 pytestmark = [pytest.mark.local, pytest.mark.slow, pytest.mark.timeout(3600)]
-ACT = "acts/test_07_diagnosis.py"
+ACT = "acts/test_07_diagnosis_names_the_cause.py"
 NAME = "test_each_waiting_gpu_pod_is_diagnosed_with_the_cause_it_was_built_with"
 PLACEMENT_FIRST = "admission,placement,allocation,memory,application"
 

@@ -63,15 +63,15 @@ def run_acts(tmp_path: Path, *select: str, env: dict[str, str] | None = None) ->
 
 ACTS = {
     "test_cold_start": "acts/test_01_cold_start.py",
-    "test_two_of_twelve_admitted_one_per_tenant_running_at_once": "acts/test_02_quota_admission.py",
-    "test_high_priority_preempts_low_which_is_requeued": "acts/test_03_preemption.py",
-    "test_one_gpu_four_replicas_four_pods_at_once_one_uuid": "acts/test_04_time_slicing.py",
+    "test_two_of_twelve_admitted_one_per_tenant_running_at_once": "acts/test_02_quota_admits_one_job_per_tenant.py",
+    "test_high_priority_preempts_low_which_is_requeued": "acts/test_03_preempted_job_is_requeued_not_killed.py",
+    "test_one_gpu_four_replicas_four_pods_at_once_one_uuid": "acts/test_04_one_gpu_runs_four_pods_at_once.py",
     "test_spot_interruption_cordons_within_the_notice_evicts_and_the_workload_runs_again": (
         "acts/test_05_spot_interruption.py"
     ),
-    "test_every_record_has_gpu_util_sm_active_cost_and_idle_share": "acts/test_06_cost_collection.py",
+    "test_every_record_has_gpu_util_sm_active_cost_and_idle_share": "acts/test_06_every_record_has_cost_and_idle_share.py",
     # act 7's own mutation lives in tests/local/test_act_7_on_local.py
-    "test_each_waiting_gpu_pod_is_diagnosed_with_the_cause_it_was_built_with": "acts/test_07_diagnosis.py",
+    "test_each_waiting_gpu_pod_is_diagnosed_with_the_cause_it_was_built_with": "acts/test_07_diagnosis_names_the_cause.py",
 }
 
 
