@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from finops.karpenter import KarpenterClient
 from finops.kube import Kube
 from harness.observe import KUEUE, event_time
 
@@ -37,7 +38,7 @@ def collect(kube: Kube, namespaces: list[str], folder: Path, local_logs: Path | 
     _dump(folder / "nodes.json", _safe(lambda: api.sanitize_for_serialization(kube.core.list_node().items)))
     _dump(
         folder / "nodeclaims.json",
-        _safe(lambda: kube.custom.list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims")["items"]),
+        _safe(lambda: KarpenterClient(kube.custom).nodeclaim_objects()),
     )
     for ns in namespaces:
         _dump(
