@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from finops.karpenter import KarpenterClient
 from finops.kube import Kube
 from harness.observe import KUEUE, event_time
 
@@ -37,7 +38,7 @@ def collect(kube: Kube, namespaces: list[str], folder: Path, local_logs: Path | 
     _dump(folder / "nodes.json", _safe(lambda: api.sanitize_for_serialization(kube.core.list_node().items)))
     _dump(
         folder / "nodeclaims.json",
-        _safe(lambda: kube.custom.list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims")["items"]),
+        _safe(lambda: KarpenterClient(kube.custom).nodeclaim_objects()),
     )
     for ns in namespaces:
         _dump(
@@ -92,3 +93,20 @@ def collect(kube: Kube, namespaces: list[str], folder: Path, local_logs: Path | 
                     text if isinstance(text, str) else json.dumps(text)
                 )
     return folder
+
+
+def for_failed_act(funcargs: dict[str, Any], folder: Path) -> str | None:
+    """A failing act leaves the cluster's state and the controllers' log tails in `folder` (reports/<act>/);
+    None when the act never connected. Never raises: evidence must not hide the act's own failure."""
+    kube = funcargs.get("kube")
+    if kube is None:
+        return None
+    from acts.targets import ROOT
+
+    namespaces = list((funcargs.get("tenant_namespaces") or {}).values())
+    target = funcargs.get("act_target")
+    logs = ROOT / ".local" / "logs" if target is not None and target.name == "local" else None
+    try:
+        return str(collect(kube, namespaces, folder, logs))
+    except Exception as exc:  # never let evidence hide the act's own failure
+        return f"evidence could not be written: {type(exc).__name__}: {exc}"

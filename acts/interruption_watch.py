@@ -34,9 +34,9 @@ class InterruptionWatch:
         except Exception:  # the node is gone: drained and terminated
             pass
         if self.node.nodeclaim and self.nodeclaim_deleted_at is None:
-            claims = {c["metadata"]["name"]: c for c in nodeclaims(self.kube)}
+            claims = {c.name: c for c in nodeclaims(self.kube)}
             claim = claims.get(self.node.nodeclaim)
-            if claim is None or claim["metadata"].get("deletionTimestamp"):
+            if claim is None or claim.deleting:
                 self.nodeclaim_deleted_at = now
         self.pods.observe()
         for name in gpu_node_names(self.kube):

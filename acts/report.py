@@ -1,19 +1,115 @@
-"""The act report: a rich table on the terminal, JSON with every claim, verdict, evidence and timings,
-and a PNG timeline of the run (act phases, node and pod lifecycles)."""
+"""The act report: what each act records while it runs (`ActReport`: its claim, verdict, phases and the
+node and pod lifecycles it saw), kept per pytest session; then a rich table on the terminal, JSON with every
+claim, verdict, evidence and timings, and a PNG timeline of the run (act phases, node and pod lifecycles)."""
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import os
+import time
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 from rich.console import Console
 from rich.table import Table
 
+from assertions.observed import Interval
+from assertions.verdict import Verdict
 
-def write_reports(reports: list[Any], folder: Path, target: str, finished: datetime) -> None:
+REPORT_DIR = Path(os.environ.get("GPU_FINOPS_REPORT_DIR", "reports"))
+
+
+@dataclass
+class ActReport:
+    act: str
+    claim: str = ""
+    verdict: dict[str, Any] | None = None
+    timings: dict[str, float | None] = field(default_factory=dict)
+    phases: list[tuple[str, float, float]] = field(default_factory=list)  # (name, start, end) epoch seconds
+    lifecycles: list[tuple[str, float, float | None]] = field(default_factory=list)  # nodes/pods
+    outcome: str = "not run"
+    message: str = ""
+    evidence: str | None = None  # the folder a failing act's evidence was written to
+
+    def phase(self, name: str) -> Phase:
+        return Phase(self, name)
+
+    def record(self, verdict: Verdict) -> Verdict:
+        self.claim = verdict.claim
+        self.verdict = verdict.to_dict()
+        self.timings.update(
+            verdict.evidence.get("timings", {}) if isinstance(verdict.evidence.get("timings"), dict) else {}
+        )
+        return verdict
+
+    def node_seen(self, name: str, created: datetime) -> None:
+        """A node on the timeline from its creation; its end is not observed."""
+        self.lifecycles.append((f"node {name}", created.timestamp(), None))
+
+    def pod_ran(self, label: str, running: Interval | None) -> None:
+        """A pod's Running interval on the timeline (open when its end was not seen); nothing if it never ran."""
+        if running:
+            self.lifecycles.append(
+                (label, running.start.timestamp(), running.end.timestamp() if running.end else None)
+            )
+
+
+class Phase:
+    """`with report.phase(name):` times one step of an act for the timeline."""
+
+    def __init__(self, report: ActReport, name: str):
+        self.report, self.name = report, name
+
+    def __enter__(self) -> None:
+        self.start = time.time()
+
+    def __exit__(self, *exc: object) -> None:
+        self.report.phases.append((self.name, self.start, time.time()))
+
+
+# The session's reports, in the order the acts ran (the `report` fixture and the hooks share them).
+REPORTS = pytest.StashKey[list[ActReport]]()
+
+
+def session_reports(config: pytest.Config) -> list[ActReport]:
+    return config.stash.setdefault(REPORTS, [])
+
+
+def report_for(config: pytest.Config, act: str) -> ActReport:
+    """The act's report in this session, made when the act has none yet (a setup failure or a skip)."""
+    reports = session_reports(config)
+    found = next((r for r in reports if r.act == act), None)
+    if found is None:
+        found = ActReport(act=act)
+        reports.append(found)
+    return found
+
+
+def record_outcome(r: ActReport, rep: pytest.TestReport) -> bool:
+    """Record one phase's pytest outcome into the act's report; True when the act itself failed (its call),
+    so the caller collects the cluster's evidence."""
+    if rep.when == "setup" and rep.failed:  # a fixture error, or a skip --require-all-acts turned into one
+        r.outcome, r.message = "failed", str(rep.longrepr)[-4000:]
+    elif rep.when == "setup" and rep.skipped:
+        r.outcome, r.message = "skipped", _skip_reason(rep)
+    elif rep.when == "call":
+        r.outcome = rep.outcome
+        if rep.skipped:
+            r.message = _skip_reason(rep)
+        elif rep.failed:
+            r.message = str(rep.longrepr)[-4000:]
+            return True
+    return False
+
+
+def _skip_reason(rep: pytest.TestReport) -> str:
+    return str(rep.longrepr[-1]) if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+
+
+def write_reports(reports: list[ActReport], folder: Path, target: str, finished: datetime) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     data = {
         "target": target,
@@ -26,7 +122,7 @@ def write_reports(reports: list[Any], folder: Path, target: str, finished: datet
                 "verdict": r.verdict,
                 "timings": r.timings,
                 "message": r.message,
-                "evidence": getattr(r, "evidence", None),
+                "evidence": r.evidence,
                 "phases": r.phases,
                 "lifecycles": r.lifecycles,
             }
@@ -55,7 +151,7 @@ class Bar:
     end_observed: bool
 
 
-def timeline_bars(reports: list[Any]) -> list[Bar]:
+def timeline_bars(reports: list[ActReport]) -> list[Bar]:
     """The timeline's bars. A lifecycle whose end was never observed stops at its act's last phase end
     (the last moment the act was watching) and says so, rather than running on to the end of the run."""
     rows = [(r, name, s, e, "phase") for r in reports for name, s, e in r.phases]
@@ -72,7 +168,7 @@ def timeline_bars(reports: list[Any]) -> list[Bar]:
     return bars
 
 
-def timeline(reports: list[Any], path: Path) -> Path | None:
+def timeline(reports: list[ActReport], path: Path) -> Path | None:
     bars = timeline_bars(reports)
     if not bars:
         return None

@@ -50,15 +50,8 @@ def test_cold_start(kube, act_target, tenant_namespaces, config, report):
     pod = pod.__class__(**{**pod.__dict__, "output": output})
     node = node_obs(kube, pod.node) if pod.node else None
     if node:
-        report.lifecycles.append((f"node {node.name}", node.created.timestamp(), None))
-    if pod.running:
-        report.lifecycles.append(
-            (
-                f"pod {pod.name}",
-                pod.running.start.timestamp(),
-                pod.running.end.timestamp() if pod.running.end else None,
-            )
-        )
+        report.node_seen(node.name, node.created)
+    report.pod_ran(f"pod {pod.name}", pod.running)
     marker = act_target.success_marker
     obs = ColdStartObs(
         act_started=began,

@@ -76,11 +76,7 @@ def test_spot_interruption_cordons_within_the_notice_evicts_and_the_workload_run
                 )
         delivery = interrupt.finish(delivery, timeout=timeouts.REPLACEMENT_NODE)
     for p in watch.all_pods():
-        if p.running:
-            report.lifecycles.append(
-                (f"pod {p.name} on {p.node}", p.running.start.timestamp(),
-                 p.running.end.timestamp() if p.running.end else None)
-            )  # fmt: skip
+        report.pod_ran(f"pod {p.name} on {p.node}", p.running)
     obs = InterruptionObs(
         warned_at=delivery.sent_at,
         delivery=delivery.how,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from facts.kube_keys import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL
+
 
 @dataclass(frozen=True)
 class Interval:
@@ -36,11 +38,11 @@ class NodeObs:
 
     @property
     def nodepool(self) -> str | None:
-        return self.labels.get("karpenter.sh/nodepool")
+        return self.labels.get(LABEL_NODEPOOL)
 
     @property
     def capacity_type(self) -> str | None:
-        return self.labels.get("karpenter.sh/capacity-type")
+        return self.labels.get(LABEL_CAPACITY_TYPE)
 
 
 @dataclass(frozen=True)

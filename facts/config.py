@@ -112,8 +112,16 @@ PrincipalArn = Annotated[
 Version = Annotated[str, _matches(r"v?\d+(\.\d+)*([.+-][\w.+-]+)?", "a version like 1.2.3")]
 RetentionDays = Annotated[StrictInt, AfterValidator(_retention)]
 KubeMinor = Annotated[str, _matches(r"1\.\d+", "a Kubernetes minor like 1.36 (quote it in YAML)")]
-AmiAlias = Annotated[str, _matches(r"al2023@v\d{8}", "an AL2023 AMI alias pinned to a release, like al2023@v20261003")]
-AddonVersion = Annotated[str, _matches(r"(v\d+(\.\d+)*-eksbuild\.\d+)?", "an EKS add-on version like v1.36.0-eksbuild.14, or empty for EKS's default")]
+AmiAlias = Annotated[
+    str, _matches(r"al2023@v\d{8}", "an AL2023 AMI alias pinned to a release, like al2023@v20261003")
+]
+AddonVersion = Annotated[
+    str,
+    _matches(
+        r"(v\d+(\.\d+)*-eksbuild\.\d+)?",
+        "an EKS add-on version like v1.36.0-eksbuild.14, or empty for EKS's default",
+    ),
+]
 
 
 @dataclass(frozen=True)

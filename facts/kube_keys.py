@@ -27,6 +27,8 @@ TAINT_DISRUPTED = "karpenter.sh/disrupted:NoSchedule"  # what Karpenter puts on 
 
 # Kueue
 KUEUE_GROUP = "kueue.x-k8s.io"
+KUEUE_VERSION = "v1beta2"  # the API version of the objects we ship and read
+KUEUE_API = f"{KUEUE_GROUP}/{KUEUE_VERSION}"
 LABEL_QUEUE_NAME = "kueue.x-k8s.io/queue-name"
 LABEL_PRIORITY_CLASS = "kueue.x-k8s.io/priority-class"
 
@@ -49,6 +51,12 @@ ANNOTATION_GPU_MODEL = "gpu-finops.io/gpu-model"  # a key of finops.ledger.measu
 ANNOTATION_SERVING_MODEL = "gpu-finops.io/serving-model"
 ANNOTATION_TOKENS_PER_SECOND = "gpu-finops.io/tokens-per-second"
 ANNOTATION_CONTROLLER_ROLE = "gpu-finops.io/controller-role"
+# the fleet ledger's convention (finops/ledger/conventions.py): why a node is unschedulable, a pod's class
+LABEL_UNSCHEDULABLE_REASON = "gpu-finops.io/unschedulable-reason"
+LABEL_WORKLOAD_CLASS = "gpu-finops.io/workload-class"
+# the local device plugin's ConfigMap: the chart's config.default, kept beside the named configs
+ANNOTATION_DEFAULT_CONFIG = "gpu-finops.io/default-config"
+TAINT_ACT7_MAINTENANCE = "gpu-finops.io/act7-maintenance"  # act 7's own NoSchedule taint (placement)
 
 
 def cluster_tag(cluster: str) -> str:

@@ -7,6 +7,7 @@ import argparse
 import os
 
 from facts.errors import CheckFailed, UsageError
+from facts.names import PROJECT
 from finops.cli_common import add_store_argument
 from finops.cli_common import console as wide_console
 from finops.export import write_dataset
@@ -35,8 +36,8 @@ def add_export_parser(sub: argparse._SubParsersAction) -> None:
     )
     export.add_argument(
         "--billing-account-name",
-        default=os.environ.get("GPU_FINOPS_BILLING_ACCOUNT_NAME", "gpu-finops"),
-        help="BillingAccountName (default $GPU_FINOPS_BILLING_ACCOUNT_NAME, else 'gpu-finops')",
+        default=os.environ.get("GPU_FINOPS_BILLING_ACCOUNT_NAME", PROJECT),
+        help=f"BillingAccountName (default $GPU_FINOPS_BILLING_ACCOUNT_NAME, else {PROJECT!r})",
     )
     export.add_argument("--provider", default="AWS", help="ProviderName, PublisherName, InvoiceIssuerName")
 

@@ -18,10 +18,17 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from facts.kube_keys import GPU_RESOURCE, LABEL_GPU_REPLICAS, LABEL_QUEUE_NAME, LABEL_TENANT
+from facts.kube_keys import (
+    GPU_RESOURCE,
+    KUEUE_GROUP,
+    KUEUE_VERSION,
+    LABEL_GPU_REPLICAS,
+    LABEL_QUEUE_NAME,
+    LABEL_TENANT,
+)
 
 TENANT_LABEL, QUEUE_LABEL, REPLICAS_LABEL = LABEL_TENANT, LABEL_QUEUE_NAME, LABEL_GPU_REPLICAS
-KUEUE = ("kueue.x-k8s.io", "v1beta2")
+KUEUE = (KUEUE_GROUP, KUEUE_VERSION)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Karpenter objects through the Kubernetes API: NodeClaims (karpenter.sh/v1)."""
+"""Karpenter objects through the Kubernetes API: NodeClaims (karpenter.sh/v1). The one NodeClaim reader: the
+reaper, the acts' observers (harness/observe.py) and their evidence all read through `KarpenterClient`."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ class NodeClaimFacts:
     conditions: dict[str, str]  # type -> status
     created: str | None
     deleting: bool
+    launched_at: str | None = None  # lastTransitionTime of Launched=True: when the instance was launched
 
 
 def nodeclaim_facts(obj: dict[str, Any]) -> NodeClaimFacts:
@@ -29,6 +31,14 @@ def nodeclaim_facts(obj: dict[str, Any]) -> NodeClaimFacts:
         conditions={c["type"]: c["status"] for c in status.get("conditions", []) or []},
         created=meta.get("creationTimestamp"),
         deleting=bool(meta.get("deletionTimestamp")),
+        launched_at=next(
+            (
+                c.get("lastTransitionTime")
+                for c in status.get("conditions", []) or []
+                if c["type"] == "Launched" and c["status"] == "True"
+            ),
+            None,
+        ),
     )
 
 
@@ -43,9 +53,12 @@ class KarpenterClient:
         config.load_kube_config(config_file=kubeconfig) if kubeconfig else config.load_kube_config()
         return cls(client.CustomObjectsApi())
 
+    def nodeclaim_objects(self) -> list[dict[str, Any]]:
+        """Every NodeClaim as the API returns it (what a failing act keeps as evidence)."""
+        return self.api.list_cluster_custom_object(GROUP, VERSION, NODECLAIMS).get("items", [])
+
     def nodeclaims(self) -> list[NodeClaimFacts]:
-        body = self.api.list_cluster_custom_object(GROUP, VERSION, NODECLAIMS)
-        return [nodeclaim_facts(item) for item in body.get("items", [])]
+        return [nodeclaim_facts(item) for item in self.nodeclaim_objects()]
 
     def delete_nodeclaim(self, name: str) -> None:
         """Deleting the NodeClaim makes Karpenter cordon, drain and terminate its node gracefully."""

@@ -7,14 +7,12 @@ from typing import Any
 
 from assertions.observed import Condition, EventObs, Interval, NodeObs, PodObs, WorkloadSnapshot
 from facts import timestamps
-from facts.kube_keys import GPU_RESOURCE, KUEUE_GROUP, LABEL_NODEPOOL, SHARED_GPU_RESOURCE
-from finops.karpenter import GROUP as KARPENTER_GROUP
-from finops.karpenter import NODECLAIMS
-from finops.karpenter import VERSION as KARPENTER_VERSION
+from facts.kube_keys import GPU_RESOURCE, KUEUE_GROUP, KUEUE_VERSION, SHARED_GPU_RESOURCE
+from finops.karpenter import KarpenterClient, NodeClaimFacts
 from finops.kube import Kube
 from finops.nodes import instance_id_from_provider_id
 
-KUEUE = (KUEUE_GROUP, "v1beta2")
+KUEUE = (KUEUE_GROUP, KUEUE_VERSION)
 
 
 def _count(resources: dict[str, Any] | None, name: str) -> int:
@@ -31,27 +29,16 @@ def gpu_node_names(kube: Kube) -> list[str]:
     return [n.metadata.name for n in kube.core.list_node().items if is_gpu_node(n)]
 
 
-def nodeclaims(kube: Kube) -> list[dict[str, Any]]:
-    return kube.custom.list_cluster_custom_object(KARPENTER_GROUP, KARPENTER_VERSION, NODECLAIMS).get(
-        "items", []
-    )
+def nodeclaims(kube: Kube) -> list[NodeClaimFacts]:
+    """Every NodeClaim, read as the reaper reads them (finops/karpenter.py)."""
+    return KarpenterClient(kube.custom).nodeclaims()
 
 
 def node_obs(kube: Kube, name: str) -> NodeObs:
     n = kube.core.read_node(name)
-    claim = next((c for c in nodeclaims(kube) if (c.get("status") or {}).get("nodeName") == name), None)
+    claim = next((c for c in nodeclaims(kube) if c.node_name == name), None)
     conds = {c.type: c for c in (n.status.conditions or [])}
     ready = conds.get("Ready")
-    launched = None
-    if claim:
-        launched = next(
-            (
-                timestamps.parse(c.get("lastTransitionTime"))
-                for c in claim.get("status", {}).get("conditions", [])
-                if c["type"] == "Launched" and c["status"] == "True"
-            ),
-            None,
-        )
     return NodeObs(
         name=name,
         created=n.metadata.creation_timestamp,
@@ -67,10 +54,10 @@ def node_obs(kube: Kube, name: str) -> NodeObs:
         ),
         deleted_at=n.metadata.deletion_timestamp,
         ready_at=ready.last_transition_time if ready is not None and ready.status == "True" else None,
-        nodeclaim=claim["metadata"]["name"] if claim else None,
-        nodeclaim_nodepool=(claim["metadata"].get("labels") or {}).get(LABEL_NODEPOOL) if claim else None,
-        nodeclaim_launched_at=launched,
-        nodeclaim_created=timestamps.parse(claim["metadata"].get("creationTimestamp")) if claim else None,
+        nodeclaim=claim.name if claim else None,
+        nodeclaim_nodepool=claim.nodepool if claim else None,
+        nodeclaim_launched_at=timestamps.parse(claim.launched_at) if claim else None,
+        nodeclaim_created=timestamps.parse(claim.created) if claim else None,
         taints=tuple(f"{t.key}:{t.effect}" for t in (n.spec.taints or [])),
     )
 

@@ -16,11 +16,19 @@ from cdktn_provider_kubernetes.provider import KubernetesProvider
 from constructs import Construct
 
 from facts.config import Config
-from infra import objects
 from infra.cluster import ClusterStack
 from infra.jsii_structs import camel
 from infra.metrics_csv import PROJECT_METRICS, MetricRow
 from infra.network import local_state
+from infra.objects.device_plugin import device_plugin_values
+from infra.objects.karpenter import ec2nodeclass, karpenter_objects, karpenter_values
+from infra.objects.kueue import kueue_objects
+from infra.objects.monitoring import (
+    collector_objects,
+    dcgm_exporter_values,
+    dcgm_metrics_configmap,
+    prometheus_values,
+)
 
 CHART_NAME = "gpu-finops-crs"
 CHART_REPOS = {
@@ -36,10 +44,10 @@ CHART_REPOS = {
 def write_chart(c: Config, outdir: Path, metrics: tuple[MetricRow, ...] = PROJECT_METRICS) -> Path:
     """Write the local chart with our custom resources; returns its folder."""
     groups: dict[str, list[dict[str, Any]]] = {
-        "karpenter.yaml": [objects.ec2nodeclass(c, c.karpenter_node_role), *objects.karpenter_objects(c)],
-        "kueue.yaml": objects.kueue_objects(c),
-        "dcgm.yaml": [objects.dcgm_metrics_configmap(c.monitoring_namespace, metrics)],
-        "collector.yaml": objects.collector_objects(
+        "karpenter.yaml": [ec2nodeclass(c, c.karpenter_node_role), *karpenter_objects(c)],
+        "kueue.yaml": kueue_objects(c),
+        "dcgm.yaml": [dcgm_metrics_configmap(c.monitoring_namespace, metrics)],
+        "collector.yaml": collector_objects(
             c, "{{ .Values.collector.image }}", "{{ .Values.collector.table }}", c.monitoring_namespace
         ),
     }
@@ -109,7 +117,7 @@ class AddonsStack(TerraformStack):
             "karpenter",
             v.karpenter_chart,
             "kube-system",
-            objects.karpenter_values(c, c.interruption_queue, c.karpenter_controller_role),
+            karpenter_values(c, c.interruption_queue, c.karpenter_controller_role),
             skip_crds=True,
             depends_on=[self.karpenter_crd],
             set=camel(
@@ -125,7 +133,7 @@ class AddonsStack(TerraformStack):
             "nvidia-device-plugin",
             v.device_plugin_chart,
             "nvidia-device-plugin",
-            objects.device_plugin_values(c),
+            device_plugin_values(c),
             create_namespace=True,
         )
         self.prometheus = release(
@@ -133,7 +141,7 @@ class AddonsStack(TerraformStack):
             "prometheus",
             v.prometheus_chart,
             c.monitoring_namespace,
-            objects.prometheus_values(),
+            prometheus_values(),
             depends_on=[monitoring],
         )
         self.crs = Release(
@@ -162,6 +170,6 @@ class AddonsStack(TerraformStack):
             "dcgm-exporter",
             v.dcgm_exporter_chart,
             c.monitoring_namespace,
-            objects.dcgm_exporter_values(c),
+            dcgm_exporter_values(c),
             depends_on=[self.crs, self.device_plugin],
         )

@@ -30,9 +30,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from facts.names import PROJECT
 from local import versions
 
-CACHE = Path(os.environ.get("GPU_FINOPS_CACHE", Path.home() / ".cache" / "gpu-finops")) / "local"
+CACHE = Path(os.environ.get("GPU_FINOPS_CACHE", Path.home() / ".cache" / PROJECT)) / "local"
 KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
 
 

@@ -6,7 +6,7 @@ pod-resources API reports. kwok nodes have none of the three, so this process do
 same inputs:
 
 - the config: the device plugin's ConfigMap (`nvidia-device-plugin-configs` in `nvidia-device-plugin`,
-  rendered from `infra.objects.device_plugin_values`), one named config per entry; a node picks one with
+  rendered from `infra.objects.device_plugin.device_plugin_values`), one named config per entry; a node picks one with
   the label `nvidia.com/device-plugin.config`, else the chart's default;
 - the hardware: the physical GPU count of the node's instance type (the catalog Karpenter's kwok provider
   launches from), never what the node advertises, which is what this process sets;
@@ -37,6 +37,7 @@ from typing import Any
 import yaml
 
 from facts.kube_keys import (
+    ANNOTATION_DEFAULT_CONFIG,
     GPU_RESOURCE,
     LABEL_DEVICE_PLUGIN_CONFIG,
     LABEL_GPU_COUNT,
@@ -50,7 +51,7 @@ log = logging.getLogger("device-plugin")
 GPU = GPU_RESOURCE
 CONFIG_NAMESPACE = "nvidia-device-plugin"
 CONFIG_MAP = "nvidia-device-plugin-configs"
-DEFAULT_CONFIG_KEY = "gpu-finops.io/default-config"  # the chart's config.default, kept in the ConfigMap
+DEFAULT_CONFIG_KEY = ANNOTATION_DEFAULT_CONFIG  # the chart's config.default, kept in the ConfigMap
 NODE_CONFIG_LABEL = LABEL_DEVICE_PLUGIN_CONFIG
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 GFD_COUNT, GFD_REPLICAS, GFD_STRATEGY = LABEL_GPU_COUNT, LABEL_GPU_REPLICAS, LABEL_GPU_SHARING

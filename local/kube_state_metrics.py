@@ -12,9 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from finops.ledger.conventions import Conventions
+from local.processes import PORTS
 
-PORT = 26087  # /metrics, /healthz, /livez, /readyz
-TELEMETRY_PORT = 26088  # kube-state-metrics' own metrics
+PORT = PORTS["kube-state-metrics"]  # /metrics, /healthz, /livez, /readyz
+TELEMETRY_PORT = PORTS["kube-state-metrics-telemetry"]  # kube-state-metrics' own metrics
 RESOURCES = ("nodes", "pods")
 NAME = "kube-state-metrics"
 

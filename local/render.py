@@ -9,7 +9,10 @@ from typing import Any
 
 from facts.config import Config
 from facts.kube_keys import LABEL_INSTANCE_CPU, LABEL_INSTANCE_GPU_COUNT
-from infra import objects
+from infra.objects.device_plugin import device_plugin_values
+from infra.objects.karpenter import karpenter_objects
+from infra.objects.karpenter import nodepool as aws_nodepool
+from infra.objects.kueue import kueue_objects
 
 AWS_TO_KWOK_LABELS = {LABEL_INSTANCE_CPU: "karpenter.kwok.sh/instance-cpu"}
 AWS_ONLY_LABELS = {LABEL_INSTANCE_GPU_COUNT}  # kwok has no GPU-count label: the type pins it
@@ -38,7 +41,7 @@ def kwok_nodeclass() -> dict[str, Any]:
 
 
 def nodepool(c: Config, *, shared: bool = False) -> dict[str, Any]:
-    return kwok_nodepool(objects.nodepool(c, shared=shared))
+    return kwok_nodepool(aws_nodepool(c, shared=shared))
 
 
 def device_plugin_configmap(c: Config) -> list[dict[str, Any]]:
@@ -46,7 +49,7 @@ def device_plugin_configmap(c: Config) -> list[dict[str, Any]]:
     chart's `config.default` travels as an annotation (on AWS it is a flag of the plugin)."""
     from local import device_plugin
 
-    values = objects.device_plugin_values(c)["config"]
+    values = device_plugin_values(c)["config"]
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": device_plugin.CONFIG_NAMESPACE}},
         {
@@ -63,5 +66,5 @@ def device_plugin_configmap(c: Config) -> list[dict[str, Any]]:
 
 
 def all_objects(c: Config) -> list[dict[str, Any]]:
-    karpenter = [kwok_nodepool(o) if o["kind"] == "NodePool" else o for o in objects.karpenter_objects(c)]
-    return [kwok_nodeclass(), *karpenter, *objects.kueue_objects(c), *device_plugin_configmap(c)]
+    karpenter = [kwok_nodepool(o) if o["kind"] == "NodePool" else o for o in karpenter_objects(c)]
+    return [kwok_nodeclass(), *karpenter, *kueue_objects(c), *device_plugin_configmap(c)]

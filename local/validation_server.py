@@ -1,6 +1,6 @@
 """A throwaway API server for validating manifests: etcd and kube-apiserver only, from the local target's
 cached binaries (built through local/build.py when missing), on free loopback ports, with its own data
-folder and PKI. Nothing here touches the local rehearsal cluster (its ports are in local/cluster.PORTS).
+folder and PKI. Nothing here touches the local rehearsal cluster (its ports are in local/processes.PORTS).
 
     with ValidationServer(Path(tmp)) as server:
         api = server.api_client()
@@ -38,7 +38,7 @@ def ensure_binaries() -> tuple[Path, Path]:
 
 
 def _free_ports(n: int) -> list[int]:
-    from local.cluster import PORTS  # the rehearsal cluster's fixed ports: never ours
+    from local.processes import PORTS  # the rehearsal cluster's fixed ports: never ours
 
     ports: list[int] = []
     while len(ports) < n:

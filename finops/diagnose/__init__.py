@@ -1,6 +1,7 @@
 """Why is this GPU job waiting while the dashboard says the GPUs are idle?
 
-A pure diagnosis (`engine`) over plain observed state (`model`), walked in the order
+A pure diagnosis (`engine`; its checks in `admission`, `devices`, `placement`, over the pod's `view`)
+over plain observed state (`model`), walked in the order
 admission -> allocation -> memory -> placement -> application; Kubernetes' placement rules evaluated
 per node (`scheduling`); DCGM activity classes and thresholds (`activity`); the two GPU views
 (`gpus`); simulator profiles (`profiles`). The observers (`kube_observer`, `prom_observer`) do the I/O.

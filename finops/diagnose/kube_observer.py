@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from facts.kube_keys import KUEUE_GROUP, KUEUE_VERSION
 from finops.diagnose.model import (
     GPU_RESOURCES,
     Holder,
@@ -23,7 +24,6 @@ from finops.diagnose.model import (
     WorkloadFacts,
 )
 
-KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-GPU = "nvidia.com/gpu"  # whole GPUs, or time-slicing replicas when the device plugin does not rename
-GPU_SHARED = "nvidia.com/gpu.shared"  # time-slicing replicas when the device plugin has renameByDefault
+from facts.kube_keys import GPU_RESOURCE, LABEL_GPU_REPLICAS, SHARED_GPU_RESOURCE
+
+GPU = GPU_RESOURCE  # whole GPUs, or time-slicing replicas when the device plugin does not rename
+GPU_SHARED = SHARED_GPU_RESOURCE  # time-slicing replicas when the device plugin has renameByDefault
 GPU_RESOURCES = (GPU, GPU_SHARED)
 
 # The checks, in the order the diagnosis walks them. In a Kueue stack admission comes first: a
@@ -108,7 +110,7 @@ class NodeFacts:
     @property
     def replicas_per_gpu(self) -> int:
         """GFD's nvidia.com/gpu.replicas: >1 means time-slicing (a slot is a share, not a card)."""
-        raw = self.labels.get("nvidia.com/gpu.replicas", "1")
+        raw = self.labels.get(LABEL_GPU_REPLICAS, "1")
         return int(raw) if raw.isdigit() and int(raw) > 0 else 1
 
 

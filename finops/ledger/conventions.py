@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from facts.kube_keys import LABEL_GPU_REPLICAS, LABEL_UNSCHEDULABLE_REASON, LABEL_WORKLOAD_CLASS
+
 GPU_RESOURCE = "nvidia_com_gpu"  # kube-state-metrics' sanitized `nvidia.com/gpu`
 # time-sliced replicas, as the device plugin renames them (renameByDefault): `nvidia.com/gpu.shared`
 SHARED_GPU_RESOURCE = "nvidia_com_gpu_shared"
@@ -83,7 +85,7 @@ class Conventions:
 
     # Node label naming why a node is unschedulable; kube-state-metrics must allowlist it:
     # --metric-labels-allowlist=nodes=[gpu-finops.io/unschedulable-reason]
-    reason_label: str = "gpu-finops.io/unschedulable-reason"
+    reason_label: str = LABEL_UNSCHEDULABLE_REASON
     # label value -> bucket; any other value, or none, is `unschedulable_other`
     reasons: dict[str, str] = field(
         default_factory=lambda: {
@@ -93,12 +95,12 @@ class Conventions:
     )
     # Pod label naming the workload class (values: CLASS_BUCKETS keys);
     # --metric-labels-allowlist=pods=[gpu-finops.io/workload-class]
-    class_label: str = "gpu-finops.io/workload-class"
+    class_label: str = LABEL_WORKLOAD_CLASS
     # GPU feature discovery's label: devices advertised per physical card (time-slicing replicas). Node
     # capacity and pod limits are divided by it, so every ladder count is in cards, as DCGM's are;
     # --metric-labels-allowlist=nodes=[...,nvidia.com/gpu.replicas]. PromQL cannot read a number out of a
     # label value, so the values it recognises are listed; any other value (or none) counts 1 per card.
-    replicas_label: str = "nvidia.com/gpu.replicas"
+    replicas_label: str = LABEL_GPU_REPLICAS
     replica_values: tuple[int, ...] = tuple(range(2, 17))
     # busy by the metric: DCGM_FI_DEV_GPU_UTIL strictly above this percentage
     busy_util_percent: float = 10.0

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+from facts.kube_keys import LABEL_GPU_REPLICAS, LABEL_UNSCHEDULABLE_REASON, LABEL_WORKLOAD_CLASS
 from finops.ledger.conventions import DCGM_INPUTS, KSM_INPUTS, RUNGS
 from finops.ledger.rules import BUCKET, INPUTS, INSTALLED, LARGEST_PLACEABLE, RUNG
 from finops.promql import PrometheusClient, PrometheusQueryError
@@ -18,12 +19,12 @@ INPUT_CONSEQUENCES: dict[str, str] = {
     "kube_node_spec_unschedulable": "cordons are invisible",
     "kube_node_status_condition": "no node counts as Ready, so nothing is schedulable",
     "kube_node_labels": "every unschedulable GPU reads `other` and time-sliced replicas count as cards "
-    "(allowlist the labels: --metric-labels-allowlist=nodes=[gpu-finops.io/unschedulable-reason,"
-    "nvidia.com/gpu.replicas])",
+    f"(allowlist the labels: --metric-labels-allowlist=nodes=[{LABEL_UNSCHEDULABLE_REASON},"
+    f"{LABEL_GPU_REPLICAS}])",
     "kube_pod_container_resource_limits": "no GPU counts as allocated",
     "kube_pod_status_phase": "no pod counts as Running, so nothing is allocated",
     "kube_pod_labels": "every allocated GPU reads unclassified (allowlist the class label: "
-    "--metric-labels-allowlist=pods=[gpu-finops.io/workload-class])",
+    f"--metric-labels-allowlist=pods=[{LABEL_WORKLOAD_CLASS}])",
     "kube_pod_info": "pods have no node, so nothing is allocated",
     "DCGM_FI_DEV_GPU_UTIL": "busy by the metric reads 0",
     "DCGM_FI_DEV_POWER_USAGE": "live by physics reads 0 and busy-but-idle cannot be judged",

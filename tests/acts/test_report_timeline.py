@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from acts.conftest import ActReport
-from acts.report import timeline, timeline_bars
+from acts.report import ActReport, timeline, timeline_bars
 
 
 def test_open_lifecycles_stop_where_their_act_stopped_watching(tmp_path):

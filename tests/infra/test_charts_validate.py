@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from facts.config import load_config
-from infra import objects
-from local import validate_charts as vc
+from infra.objects import karpenter, kueue
+from local import chart_inputs, chart_render, dry_run
 
 pytestmark = pytest.mark.slow
 
@@ -24,13 +24,13 @@ def config():
 
 
 @pytest.fixture(scope="module")
-def report() -> vc.Report:
-    return vc.Report()
+def report() -> dry_run.Report:
+    return dry_run.Report()
 
 
 @pytest.fixture(scope="module")
-def rendered(synthesized, config, report, tmp_path_factory) -> dict[str, vc.Manifests]:
-    sets = vc.render_all(config, synthesized.outdir, tmp_path_factory.mktemp("render"), report)
+def rendered(synthesized, config, report, tmp_path_factory) -> dict[str, chart_render.Manifests]:
+    sets = chart_render.render_all(config, synthesized.outdir, tmp_path_factory.mktemp("render"), report)
     return {m.source: m for m in sets}
 
 
@@ -41,14 +41,14 @@ def server(config, report, tmp_path_factory) -> Iterator[Any]:
 
     with ValidationServer(tmp_path_factory.mktemp("apiserver")) as srv:
         api = srv.api_client()
-        report.crds = vc.install_crds(api, vc.crd_files(config))
+        report.crds = dry_run.install_crds(api, chart_render.crd_files(config))
         yield api
 
 
 @pytest.fixture(scope="module")
-def dry(server, rendered) -> vc.DryRun:
-    d = vc.DryRun(server)
-    d.create_namespaces(vc.namespaces_of(list(rendered.values())))
+def dry(server, rendered) -> dry_run.DryRun:
+    d = dry_run.DryRun(server)
+    d.create_namespaces(chart_render.namespaces_of(list(rendered.values())))
     return d
 
 
@@ -62,7 +62,7 @@ def test_both_charts_render_at_their_pins_with_the_stacks_values(rendered, confi
     karpenter = rendered[f"karpenter chart {config.versions.karpenter_chart}"]
     kueue = rendered[f"kueue chart {config.versions.kueue_chart}"]
     env = _env(karpenter.docs, "Deployment")
-    stand_in = vc.stand_ins(config)
+    stand_in = chart_inputs.stand_ins(config)
     observed = {k: env.get(k) for k in ("CLUSTER_NAME", "INTERRUPTION_QUEUE", "CLUSTER_ENDPOINT")}
     assert observed == {
         "CLUSTER_NAME": config.cluster_name,
@@ -94,7 +94,7 @@ def test_the_cr_chart_renders_with_the_stacks_set_entries(rendered, config):
     crs = rendered["gpu-finops-crs chart"]
     (dep,) = [d for d in crs.docs if d["kind"] == "Deployment"]
     (container,) = dep["spec"]["template"]["spec"]["containers"]
-    repo = vc.stand_ins(config)[("aws_ecr_repository", "repository_url")]
+    repo = chart_inputs.stand_ins(config)[("aws_ecr_repository", "repository_url")]
     assert container["image"] == f"{repo}:{config.versions.collector_image_tag}"
     kinds = {d["kind"] for d in crs.docs}
     assert {
@@ -112,14 +112,14 @@ def test_every_values_key_we_set_is_one_the_chart_has(rendered, report):
 
 
 def test_a_misspelled_values_key_is_found_against_the_real_values_yaml(tmp_path, config, synthesized):
-    rel = vc.releases(synthesized.stack("addons"), config)["karpenter"]
-    chart = vc.chart_dir("karpenter", rel, tmp_path)
+    rel = chart_inputs.releases(synthesized.stack("addons"), config)["karpenter"]
+    chart = chart_render.chart_dir("karpenter", rel, tmp_path)
     defaults = yaml.safe_load((chart / "values.yaml").read_text())
     ours = {
         "settings": {"clusterNmae": "x", "featureGates": {"nodeOverlay": True}},
         "podAnnotations": {"a": "b"},
     }
-    assert vc.unknown_values_keys(ours, defaults) == ["settings.clusterNmae"]
+    assert chart_inputs.unknown_values_keys(ours, defaults) == ["settings.clusterNmae"]
 
 
 def test_every_rendered_object_is_accepted_by_the_api_server(rendered, dry, report):
@@ -131,14 +131,14 @@ def test_every_rendered_object_is_accepted_by_the_api_server(rendered, dry, repo
 
 
 # --- adjacent cases: the server refuses, for its reason ----------------------------------------------------
-def _refused(dry: vc.DryRun, doc: dict[str, Any]) -> vc.Rejection:
+def _refused(dry: dry_run.DryRun, doc: dict[str, Any]) -> dry_run.Rejection:
     rejection = dry.check(doc, "adjacent case", "team-a")
     assert rejection is not None, f"{doc['kind']} {doc['metadata']['name']} was accepted"
     return rejection
 
 
 def test_an_ec2nodeclass_with_a_misspelled_field_is_refused(dry, config):
-    doc = objects.ec2nodeclass(config, "role")
+    doc = karpenter.ec2nodeclass(config, "role")
     doc["spec"]["amiSelectorTerm"] = doc["spec"].pop("amiSelectorTerms")
     r = _refused(dry, doc)
     assert 'unknown field "spec.amiSelectorTerm"' in r.message, r
@@ -146,7 +146,7 @@ def test_an_ec2nodeclass_with_a_misspelled_field_is_refused(dry, config):
 
 
 def test_a_nodepool_requirement_with_an_invalid_operator_is_refused(dry, config):
-    doc = objects.nodepool(config)
+    doc = karpenter.nodepool(config)
     doc["spec"]["template"]["spec"]["requirements"][0]["operator"] = "Within"
     r = _refused(dry, doc)
     assert 'Unsupported value: "Within"' in r.message, r
@@ -154,7 +154,7 @@ def test_a_nodepool_requirement_with_an_invalid_operator_is_refused(dry, config)
 
 
 def test_a_clusterqueue_with_a_borrowing_limit_outside_a_cohort_is_refused(dry, config):
-    (doc, *_) = objects.cluster_queues(config)
+    (doc, *_) = kueue.cluster_queues(config)
     doc = copy.deepcopy(doc)
     del doc["spec"]["cohortName"]
     r = _refused(dry, doc)
@@ -163,14 +163,14 @@ def test_a_clusterqueue_with_a_borrowing_limit_outside_a_cohort_is_refused(dry, 
 
 def test_a_clusterqueue_naming_an_undefined_flavor_is_accepted_by_the_server(dry, config):
     """Not a server check: Kueue accepts it and marks the queue inactive at run time (docs/infra.md)."""
-    (doc, *_) = objects.cluster_queues(config)
+    (doc, *_) = kueue.cluster_queues(config)
     doc = copy.deepcopy(doc)
     doc["spec"]["resourceGroups"][0]["flavors"][0]["name"] = "no-such-flavor"
     assert dry.check(doc, "adjacent case") is None
 
 
 def test_a_nodeoverlay_capacity_on_cpu_is_refused(dry, config):
-    doc = objects.shared_capacity_overlay(config)
+    doc = karpenter.shared_capacity_overlay(config)
     doc["spec"]["capacity"] = {"cpu": "8"}
     r = _refused(dry, doc)
     assert "invalid resource restricted" in r.message, r

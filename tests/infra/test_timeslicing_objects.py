@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from facts.config import Config, ConfigError, Tenant, load_config
-from infra import objects
+from infra.objects import device_plugin, karpenter, kueue
 
 
 @pytest.fixture
@@ -17,7 +17,7 @@ def c() -> Config:
 
 
 def test_two_pools_with_limits_that_are_exactly_the_quotas_cards(c):
-    whole, shared = objects.nodepools(c)
+    whole, shared = karpenter.nodepools(c)
     assert whole["metadata"]["name"] == "gpu-spot" and shared["metadata"]["name"] == "gpu-shared"
     assert whole["spec"]["limits"] == {"cpu": "8", "nvidia.com/gpu": "2"}  # two tenants x one card
     assert shared["spec"]["limits"] == {"cpu": "4", "nvidia.com/gpu": "1"}  # four replicas = one card
@@ -28,19 +28,19 @@ def test_two_pools_with_limits_that_are_exactly_the_quotas_cards(c):
 
 
 def test_the_overlay_tells_karpenter_the_shared_pools_replicas(c):
-    overlay = objects.shared_capacity_overlay(c)
+    overlay = karpenter.shared_capacity_overlay(c)
     assert overlay["apiVersion"] == "karpenter.sh/v1alpha1" and overlay["kind"] == "NodeOverlay"
     assert overlay["spec"]["requirements"] == [
         {"key": "karpenter.sh/nodepool", "operator": "In", "values": ["gpu-shared"]}
     ]
     assert overlay["spec"]["capacity"] == {"nvidia.com/gpu.shared": "4"}
-    assert objects.karpenter_values(c, "q", "r")["settings"]["featureGates"] == {"nodeOverlay": True}
+    assert karpenter.karpenter_values(c, "q", "r")["settings"]["featureGates"] == {"nodeOverlay": True}
 
 
 def test_kueue_counts_cards_and_replicas_on_their_own_flavors(c):
-    flavors = {f["metadata"]["name"]: f for f in objects.kueue_objects(c) if f["kind"] == "ResourceFlavor"}
+    flavors = {f["metadata"]["name"]: f for f in kueue.kueue_objects(c) if f["kind"] == "ResourceFlavor"}
     assert flavors["gpu-shared"]["spec"]["nodeLabels"] == {"karpenter.sh/nodepool": "gpu-shared"}
-    queues = {q["metadata"]["name"]: q["spec"]["resourceGroups"] for q in objects.cluster_queues(c)}
+    queues = {q["metadata"]["name"]: q["spec"]["resourceGroups"] for q in kueue.cluster_queues(c)}
     quota = {
         name: {r["name"]: r["nominalQuota"] for g in groups for f in g["flavors"] for r in f["resources"]}
         for name, groups in queues.items()
@@ -52,7 +52,7 @@ def test_kueue_counts_cards_and_replicas_on_their_own_flavors(c):
 
 
 def test_the_device_plugin_time_slices_only_where_a_node_asks(c):
-    values = objects.device_plugin_values(c)["config"]
+    values = device_plugin.device_plugin_values(c)["config"]
     assert values["default"] == "default" and set(values["map"]) == {"default", "timeslice-4"}
     assert "renameByDefault: true" in values["map"]["timeslice-4"]
     assert "sharing" not in values["map"]["default"]
@@ -60,10 +60,10 @@ def test_the_device_plugin_time_slices_only_where_a_node_asks(c):
 
 def test_without_replica_quota_there_is_one_pool_and_no_overlay(c):
     plain = replace(c, tenants=(Tenant("team-a", 1), Tenant("team-b", 1)), gvt_spot_vcpu_quota=8).validate()
-    assert [p["metadata"]["name"] for p in objects.nodepools(plain)] == ["gpu-spot"]
-    assert [o["kind"] for o in objects.karpenter_objects(plain)] == ["NodePool"]
-    assert all(len(q["spec"]["resourceGroups"]) == 1 for q in objects.cluster_queues(plain))
-    assert objects.karpenter_values(plain, "q", "r")["settings"]["featureGates"] == {"nodeOverlay": False}
+    assert [p["metadata"]["name"] for p in karpenter.nodepools(plain)] == ["gpu-spot"]
+    assert [o["kind"] for o in karpenter.karpenter_objects(plain)] == ["NodePool"]
+    assert all(len(q["spec"]["resourceGroups"]) == 1 for q in kueue.cluster_queues(plain))
+    assert karpenter.karpenter_values(plain, "q", "r")["settings"]["featureGates"] == {"nodeOverlay": False}
 
 
 @pytest.mark.parametrize(

@@ -1,34 +1,20 @@
 """Act 7 for real on the local rehearsal target, and proof that it fails for the right reason.
 
-Brings the local target up once, runs act 7 as a user does, then runs it again with the diagnosis
-checking placement before allocation and memory (GPU_FINOPS_DIAGNOSIS_ORDER, read by the act): the pod
-built with two causes at once (every replica held, and no toleration for the only shared node's taint)
-is then named placement, and the act must fail saying exactly that."""
+Uses the local target tests/local/conftest.py brings up once, runs act 7 as a user does, then runs it again
+with the diagnosis checking placement before allocation and memory (GPU_FINOPS_DIAGNOSIS_ORDER, read by the
+act): the pod built with two causes at once (every replica held, and no toleration for the only shared
+node's taint) is then named placement, and the act must fail saying exactly that."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.local.test_acts_on_local import run_acts
+from tests.local.act_runs import run_acts
 
 pytestmark = [pytest.mark.local, pytest.mark.slow, pytest.mark.timeout(3600)]
-ACT = "acts/test_07_diagnosis.py"
+ACT = "acts/test_07_diagnosis_names_the_cause.py"
 NAME = "test_each_waiting_gpu_pod_is_diagnosed_with_the_cause_it_was_built_with"
 PLACEMENT_FIRST = "admission,placement,allocation,memory,application"
-
-
-@pytest.fixture(scope="module")
-def local_cluster():
-    from local.cluster import LocalCluster, LocalError
-
-    cluster = LocalCluster()
-    try:
-        cluster.up()
-    except LocalError as exc:
-        pytest.fail(f"the local target did not come up: {exc}")
-    yield cluster
-    cluster.down()
-    assert not any(cluster.status().values()), "local down left processes running"
 
 
 def outcome(acts: dict) -> dict:

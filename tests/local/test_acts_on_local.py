@@ -1,77 +1,36 @@
 """The acts, for real, on the local rehearsal target — and proof that each can fail there.
 
-Brings the local target up once (binaries cached outside the clone), runs the seven acts as a user does
-(`pytest acts --target=local`, a skip counting as a failure), then breaks, one at a time, the thing each act
-exists to catch, and asserts the act fails for that precise reason: an on-demand-only NodePool (act 1),
-quota two per tenant (act 2), no preemption policy (act 3), a device plugin that gives one replica (act 4),
-a Karpenter without its interruption queue (act 5), the exporter's default CSV without SM_ACTIVE (act 6)."""
+Uses the local target tests/local/conftest.py brings up once (binaries cached outside the clone), runs the
+seven acts as a user does (`pytest acts --target=local`, a skip counting as a failure), then breaks, one at
+a time, the thing each act exists to catch, and asserts the act fails for that precise reason: an
+on-demand-only NodePool (act 1), quota two per tenant (act 2), no preemption policy (act 3), a device plugin
+that gives one replica (act 4), a Karpenter without its interruption queue (act 5), the exporter's default
+CSV without SM_ACTIVE (act 6)."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from infra.metrics_csv import EXPORTER_DEFAULT_METRICS, render
+from tests.local.act_runs import ROOT, run_acts
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.local, pytest.mark.slow, pytest.mark.timeout(3600)]
-
-
-@pytest.fixture(scope="module")
-def local_cluster():
-    from local.cluster import LocalCluster, LocalError
-
-    cluster = LocalCluster()
-    try:
-        cluster.up()
-    except LocalError as exc:
-        pytest.fail(f"the local target did not come up: {exc}")
-    yield cluster
-    cluster.down()
-    assert not any(cluster.status().values()), "local down left processes running"
-
-
-def run_acts(tmp_path: Path, *select: str, env: dict[str, str] | None = None) -> tuple[int, dict, str]:
-    reports = tmp_path / "reports"
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        *(select or ("acts",)),
-        "--target=local",
-        "-p",
-        "no:cacheprovider",
-        "-rs",
-        "--tb=short",
-        f"--junitxml={reports / 'acts.junit.xml'}",
-    ]
-    result = subprocess.run(
-        cmd,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {}), "GPU_FINOPS_REPORT_DIR": str(reports)},
-    )
-    data = json.loads((reports / "acts.json").read_text()) if (reports / "acts.json").exists() else {}
-    return result.returncode, {a["act"]: a for a in data.get("acts", [])}, result.stdout + result.stderr
 
 
 ACTS = {
     "test_cold_start": "acts/test_01_cold_start.py",
-    "test_two_of_twelve_admitted_one_per_tenant_running_at_once": "acts/test_02_quota_admission.py",
-    "test_high_priority_preempts_low_which_is_requeued": "acts/test_03_preemption.py",
-    "test_one_gpu_four_replicas_four_pods_at_once_one_uuid": "acts/test_04_time_slicing.py",
+    "test_two_of_twelve_admitted_one_per_tenant_running_at_once": "acts/test_02_quota_admits_one_job_per_tenant.py",
+    "test_high_priority_preempts_low_which_is_requeued": "acts/test_03_preempted_job_is_requeued_not_killed.py",
+    "test_one_gpu_four_replicas_four_pods_at_once_one_uuid": "acts/test_04_one_gpu_runs_four_pods_at_once.py",
     "test_spot_interruption_cordons_within_the_notice_evicts_and_the_workload_runs_again": (
         "acts/test_05_spot_interruption.py"
     ),
-    "test_every_record_has_gpu_util_sm_active_cost_and_idle_share": "acts/test_06_cost_collection.py",
+    "test_every_record_has_gpu_util_sm_active_cost_and_idle_share": "acts/test_06_every_record_has_cost_and_idle_share.py",
     # act 7's own mutation lives in tests/local/test_act_7_on_local.py
-    "test_each_waiting_gpu_pod_is_diagnosed_with_the_cause_it_was_built_with": "acts/test_07_diagnosis.py",
+    "test_each_waiting_gpu_pod_is_diagnosed_with_the_cause_it_was_built_with": "acts/test_07_diagnosis_names_the_cause.py",
 }
 
 
@@ -118,6 +77,8 @@ def reapply(cluster, kinds: set[str]) -> None:
 
 
 def test_act_1_fails_when_the_nodepool_may_launch_only_on_demand(local_cluster, tmp_path):
+    from facts.kube_keys import LABEL_CAPACITY_TYPE
+    from finops.karpenter import KarpenterClient
     from local import render
 
     kube = local_cluster.kube()
@@ -130,11 +91,10 @@ def test_act_1_fails_when_the_nodepool_may_launch_only_on_demand(local_cluster, 
         assert_fails_for(tmp_path, "test_cold_start", "karpenter.sh/capacity-type=on-demand, not spot")
     finally:
         reapply(local_cluster, {"NodePool"})
-        for claim in kube.custom.list_cluster_custom_object("karpenter.sh", "v1", "nodeclaims")["items"]:
-            if (claim["metadata"].get("labels") or {}).get("karpenter.sh/capacity-type") == "on-demand":
-                kube.custom.delete_cluster_custom_object(
-                    "karpenter.sh", "v1", "nodeclaims", claim["metadata"]["name"]
-                )
+        karpenter = KarpenterClient(kube.custom)
+        for claim in karpenter.nodeclaim_objects():
+            if (claim["metadata"].get("labels") or {}).get(LABEL_CAPACITY_TYPE) == "on-demand":
+                karpenter.delete_nodeclaim(claim["metadata"]["name"])
 
 
 def test_act_2_fails_when_quota_is_two_per_tenant(local_cluster, tmp_path):
@@ -227,8 +187,8 @@ def test_reaper_apply_deletes_only_the_eligible_nodeclaim_and_karpenter_removes_
     import uuid
     from datetime import UTC, datetime, timedelta
 
-    from acts.conftest import cleanup_namespaces
     from acts.jobs import gpu_job
+    from acts.namespaces import cleanup_namespaces
     from acts.targets import local_target
     from facts.kube_keys import ANNOTATION_DO_NOT_DISRUPT
     from finops.collector import align, make_record

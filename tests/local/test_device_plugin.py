@@ -9,7 +9,7 @@ from types import SimpleNamespace as NS
 import pytest
 
 from facts.config import load_config
-from infra.objects import device_plugin_configs
+from infra.objects.device_plugin import device_plugin_configs
 from local.device_plugin import (
     Allocations,
     DevicePlugin,

@@ -85,7 +85,7 @@ def test_promtool_rule_unit_tests(test_file: Path):
 
 
 def test_the_addons_prometheus_loads_the_committed_rules():
-    from infra.objects import prometheus_values
+    from infra.objects.monitoring import prometheus_values
 
     assert prometheus_values()["serverFiles"]["recording_rules.yml"] == rules.load()
 
@@ -93,7 +93,7 @@ def test_the_addons_prometheus_loads_the_committed_rules():
 def test_kube_state_metrics_allowlists_the_labels_the_rules_read_on_aws_and_locally():
     from pathlib import Path
 
-    from infra.objects import prometheus_values
+    from infra.objects.monitoring import prometheus_values
     from local.kube_state_metrics import argv
 
     entries = [

@@ -45,26 +45,41 @@ from typing import Any
 
 import pytest
 
-from acts.conftest import REPORT_DIR
+from acts.diagnosis_setup import (
+    create_pod,
+    eventually_bound_not_started,
+    eventually_expect_gpu_nodes_within_the_pools,
+    eventually_expect_nothing_holds_a_gpu,
+    eventually_quota_refused,
+    eventually_running,
+    eventually_unschedulable,
+    in_pool,
+    job_pod_name,
+    on_node,
+    shared_card,
+    start_job,
+    stop,
+    tainted,
+    tenants_with_one_card,
+)
 from acts.jobs import gpu_job, gpu_pod
-from acts.targets import Target, local_description, pod_devices
+from acts.report import REPORT_DIR
+from acts.targets import Target, local_description
 from assertions.diagnosis import DiagnosisActObs, DiagnosisObs, Situation, check_diagnosis
 from assertions.verdict import require
 from facts import timeouts
-from facts.kube_keys import GPU_RESOURCE, LABEL_HOSTNAME, LABEL_NODEPOOL, SHARED_GPU_RESOURCE
+from facts.kube_keys import GPU_RESOURCE, SHARED_GPU_RESOURCE
 from finops.diagnose import ORDER, Cluster, diagnose_all
 from finops.diagnose.kube_observer import KubeObserver
 from finops.diagnose.profiles import DATA_STARVED, RESIDENT_MODEL
 from finops.diagnose.prom_observer import read_or_reason
 from finops.kube import Kube
-from harness.observe import job_of, job_pods, workloads
-from harness.waits import WaitTimeout, eventually
+from harness.waits import eventually
 
 log = logging.getLogger(__name__)
 ORDER_ENV = "GPU_FINOPS_DIAGNOSIS_ORDER"  # e.g. "admission,placement,allocation,memory,application"
 WINDOW_S = 20  # the DCGM window the diagnosis averages over (the simulator is scraped every second)
 RESIDENT_REPLICAS = 3  # shared-card holders with a resident model; the memory pod takes the fourth replica
-ACT_TAINT = {"key": "gpu-finops.io/act7-maintenance", "value": "true", "effect": "NoSchedule"}
 pytestmark = pytest.mark.timeout(
     timeouts.NODE_READY
     + 3 * timeouts.UNSCHEDULABLE
@@ -226,184 +241,6 @@ def keep_cli_output(t: Target, prom_url: str, path: Path) -> None:
         log.warning("gpu-finops diagnose --all could not be kept: %s", exc)
 
 
-# --- set up ---------------------------------------------------------------------------------------------
-def tenants_with_one_card(config: Any) -> tuple[str, str]:
-    """Two tenants with one whole card of quota each: both cards held, the second tenant's next Job
-    waits for quota (the NodePool holds two whole-card nodes, so the quotas and the nodes agree)."""
-    one = [t.name for t in config.tenants if t.gpu_quota == 1]
-    shared = [t.name for t in config.tenants if t.shared_gpu_quota >= 1]
-    if len(one) < 2 or not shared or shared[0] not in one:
-        pytest.fail(
-            f"precondition: act 7 needs two tenants with gpu_quota 1, the first with shared quota; config "
-            f"has {[(t.name, t.gpu_quota, t.shared_gpu_quota) for t in config.tenants]}",
-            pytrace=False,
-        )
-    return shared[0], next(t for t in one if t != shared[0])
-
-
-def eventually_expect_nothing_holds_a_gpu(kube: Kube) -> None:
-    """Precondition: no non-terminal pod anywhere asks for a GPU, so every card the act counts is its own
-    (an earlier act's pods may still be stopping: they get a while to go, then the act fails naming them)."""
-
-    def observe() -> list[str]:
-        return [
-            f"{p.metadata.namespace}/{p.metadata.name} ({p.status.phase} on {p.spec.node_name})"
-            for p in kube.core.list_pod_for_all_namespaces().items
-            if p.status.phase not in ("Succeeded", "Failed")
-            and any(
-                r.startswith(GPU_RESOURCE)
-                for c in p.spec.containers
-                for r in ((c.resources.limits or {}) if c.resources else {})
-            )
-        ]
-
-    try:
-        eventually(observe, lambda found: not found, timeout=timeouts.HOLDER_GONE, interval=2,
-                   what="no pod holding or waiting for a GPU")  # fmt: skip
-    except WaitTimeout as exc:
-        pytest.fail(f"precondition: GPU pods already hold or wait for GPUs: {exc.last}", pytrace=False)
-
-
-def eventually_expect_gpu_nodes_within_the_pools(kube: Kube, config: Any) -> None:
-    """Precondition: no more GPU nodes than the NodePools are meant to hold (an earlier act's empty node
-    is consolidated by Karpenter within its consolidateAfter), so every card the act counts is one it fills."""
-    want = {config.nodepool_name: config.whole_cards // config.gpus_per_node,
-            config.shared_nodepool_name: config.shared_cards}  # fmt: skip
-
-    def observe() -> dict[str, list[str]]:
-        pools: dict[str, list[str]] = {}
-        for n in kube.core.list_node().items:
-            pool = (n.metadata.labels or {}).get(LABEL_NODEPOOL)
-            if pool in want:
-                pools.setdefault(pool, []).append(n.metadata.name)
-        return pools
-
-    try:
-        eventually(observe, lambda p: all(len(p.get(k, [])) <= v for k, v in want.items()),
-                   timeout=timeouts.EMPTY_NODE_GONE, interval=5, what=f"GPU nodes per NodePool at most {want}")  # fmt: skip
-    except WaitTimeout as exc:
-        pytest.fail(
-            f"precondition: more GPU nodes than the NodePools hold ({want}): {exc.last}", pytrace=False
-        )
-
-
-def in_pool(pool: str) -> list[dict[str, Any]]:
-    return [{"matchExpressions": [{"key": LABEL_NODEPOOL, "operator": "In", "values": [pool]}]}]
-
-
-def on_node(kube: Kube, node: str) -> list[dict[str, Any]]:
-    """Required affinity for one node, by its hostname label (Karpenter's is the NodeClaim's name)."""
-    hostname = (kube.core.read_node(node).metadata.labels or {}).get(LABEL_HOSTNAME, node)
-    return [{"matchExpressions": [{"key": LABEL_HOSTNAME, "operator": "In", "values": [hostname]}]}]
-
-
-def create_pod(kube: Kube, namespace: str, body: dict[str, Any]) -> None:
-    kube.core.create_namespaced_pod(namespace, body)
-
-
-def start_job(kube: Kube, t: Target, ns: str, queue: str, name: str, run: str, profile: str) -> str:
-    kube.batch.create_namespaced_job(ns, gpu_job(t, name, ns, queue, run, seconds=3600, profile=profile))
-    return name
-
-
-def job_pod_name(kube: Kube, ns: str, job: str) -> str:
-    (pod,) = [p for p in job_pods(kube, ns, job) if p.phase == "Running"]
-    return pod.name
-
-
-def eventually_running(
-    kube: Kube, ns_pods: str, pods: list[str], jobs: dict[str, str]
-) -> dict[tuple[str, str], str]:
-    """Every holder Running: (namespace, pod) -> node. `jobs`: namespace -> Job."""
-
-    def observe() -> dict[tuple[str, str], str | None]:
-        out: dict[tuple[str, str], str | None] = {}
-        for p in kube.core.list_namespaced_pod(ns_pods).items:
-            if p.metadata.name in pods:
-                out[(ns_pods, p.metadata.name)] = p.spec.node_name if p.status.phase == "Running" else None
-        for ns, job in jobs.items():
-            for p in job_pods(kube, ns, job):
-                out[(ns, p.name)] = p.node if p.phase == "Running" else None
-        return out
-
-    seen = eventually(
-        observe,
-        lambda o: len(o) == len(pods) + len(jobs) and all(o.values()),
-        timeout=timeouts.NODE_READY + timeouts.POD_RUNNING,
-        interval=2,
-        what=f"holders Running: {pods} and the pods of {list(jobs.values())}",
-    )
-    return {k: v for k, v in seen.items() if v}
-
-
-def shared_card(t: Target, kube: Kube, ns: str, pod: str, node: str) -> str:
-    """The physical card's UUID a time-sliced holder was given (a replica id is GPU-<uuid>::<replica>)."""
-    devices = eventually(
-        lambda: pod_devices(t, kube, ns, pod, node),
-        bool,
-        timeout=timeouts.UNSCHEDULABLE,
-        interval=1,
-        what=f"the device {ns}/{pod} was given",
-    )
-    return devices[0].split("::", 1)[0]
-
-
-def eventually_bound_not_started(kube: Kube, ns: str, name: str, node: str) -> None:
-    def observe() -> tuple[str | None, str]:
-        p = kube.core.read_namespaced_pod(name, ns)
-        return p.spec.node_name, p.status.phase
-
-    eventually(
-        observe,
-        lambda o: o == (node, "Pending"),
-        timeout=timeouts.UNSCHEDULABLE,
-        interval=1,
-        what=f"{ns}/{name} bound to {node}, its containers not started",
-    )
-
-
-def eventually_unschedulable(kube: Kube, ns: str, name: str) -> None:
-    def observe() -> tuple[str | None, str | None]:
-        p = kube.core.read_namespaced_pod(name, ns)
-        cond = next((c for c in p.status.conditions or () if c.type == "PodScheduled"), None)
-        return p.spec.node_name, (f"{cond.status} {cond.reason}" if cond else None)
-
-    eventually(
-        observe,
-        lambda o: o == (None, "False Unschedulable"),
-        timeout=timeouts.UNSCHEDULABLE,
-        interval=1,
-        what=f"{ns}/{name} tried by the scheduler and left unscheduled",
-    )
-
-
-def eventually_quota_refused(kube: Kube, ns: str, job: str) -> str:
-    """The Job's Workload: QuotaReserved False, the Job suspended. Returns the Workload's name."""
-
-    def observe() -> tuple[str | None, str | None, bool | None]:
-        wl = next((w for w in workloads(kube, ns) if job_of(w) == job), None)
-        if wl is None:
-            return None, None, None
-        qr = next(
-            (c for c in (wl.get("status") or {}).get("conditions") or () if c["type"] == "QuotaReserved"),
-            None,
-        )
-        return (
-            wl["metadata"]["name"],
-            qr["status"] if qr else None,
-            kube.batch.read_namespaced_job(job, ns).spec.suspend,
-        )
-
-    name, _, _ = eventually(
-        observe,
-        lambda o: o[0] is not None and o[1] == "False" and o[2] is True,
-        timeout=timeouts.ADMISSION,
-        interval=1,
-        what=f"{ns}/{job}'s Workload QuotaReserved False, the Job suspended",
-    )
-    return name  # type: ignore[return-value]
-
-
 def eventually_profiles_in_prometheus(prom_url: str, holders: list[str]) -> None:
     """Every holder's series readable over the window, so the diagnosis reads what the holders do."""
 
@@ -421,43 +258,3 @@ def eventually_profiles_in_prometheus(prom_url: str, holders: list[str]) -> None
         interval=2,
         what="every holder's DCGM series in Prometheus",
     )
-
-
-def stop(kube: Kube, ns: str, *, jobs: tuple[str, ...] = (), pods: tuple[str, ...] = ()) -> None:
-    """Delete Jobs (their pods go with them) or pods, and wait until their pods are gone."""
-    for job in jobs:
-        kube.batch.delete_namespaced_job(job, ns, propagation_policy="Background")
-    for pod in pods:
-        kube.core.delete_namespaced_pod(pod, ns)
-
-    def observe() -> list[str]:
-        left = [p.name for job in jobs for p in job_pods(kube, ns, job)]
-        names = {p.metadata.name for p in kube.core.list_namespaced_pod(ns).items}
-        return left + [p for p in pods if p in names]
-
-    eventually(observe, lambda left: not left, timeout=timeouts.HOLDER_GONE, interval=1,
-               what=f"{[*jobs, *pods]} gone from {ns}")  # fmt: skip
-
-
-@contextlib.contextmanager
-def tainted(kube: Kube, node: str) -> Iterator[None]:
-    """The act's own NoSchedule taint on one node, for the placement situation; taken off again however
-    the act ends (only it: a taint another controller added meanwhile stays)."""
-    from kubernetes.client import ApiClient
-    from kubernetes.client.exceptions import ApiException
-
-    def taints() -> list[dict[str, Any]]:
-        return [
-            ApiClient().sanitize_for_serialization(t) for t in kube.core.read_node(node).spec.taints or ()
-        ]
-
-    kube.core.patch_node(node, {"spec": {"taints": [*taints(), ACT_TAINT]}})
-    try:
-        yield
-    finally:
-        try:
-            kept = [t for t in taints() if t["key"] != ACT_TAINT["key"]]
-            kube.core.patch_node(node, {"spec": {"taints": kept}})
-        except ApiException as exc:  # a node Karpenter removed meanwhile took the taint with it
-            if exc.status != 404:
-                raise

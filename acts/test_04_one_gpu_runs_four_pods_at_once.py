@@ -22,7 +22,7 @@ from assertions.verdict import require
 from facts import timeouts
 from harness.observe import SHARED_GPU_RESOURCE, node_obs
 from harness.waits import WaitTimeout, eventually
-from infra.objects import SHARED_FLAVOR
+from infra.objects.kueue import SHARED_FLAVOR
 
 pytestmark = pytest.mark.timeout(timeouts.NODE_READY + timeouts.POD_SUCCEEDED + 300)
 SECONDS = 40  # each pod's run: long enough to overlap, short enough to finish inside the act
@@ -94,11 +94,7 @@ def test_one_gpu_four_replicas_four_pods_at_once_one_uuid(
     pods = tuple(p for w in rec.workloads() for p in w.pods if p.disruption is None)
     replaced = {p.name: p.disruption for w in rec.workloads() for p in w.pods if p.disruption is not None}
     for p in pods:
-        if p.running:
-            report.lifecycles.append(
-                (f"pod {p.name} {list(p.devices)}", p.running.start.timestamp(),
-                 p.running.end.timestamp() if p.running.end else None)
-            )  # fmt: skip
+        report.pod_ran(f"pod {p.name} {list(p.devices)}", p.running)
     obs = TimeSlicingObs(
         node=seen["node"],
         pods=pods,

@@ -64,12 +64,5 @@ def test_two_of_twelve_admitted_one_per_tenant_running_at_once(
     )
     for w in obs.workloads:
         for p in w.pods:
-            if p.running:
-                report.lifecycles.append(
-                    (
-                        f"pod {p.name}",
-                        p.running.start.timestamp(),
-                        p.running.end.timestamp() if p.running.end else None,
-                    )
-                )
+            report.pod_ran(f"pod {p.name}", p.running)
     require(report.record(check_admission(obs)))

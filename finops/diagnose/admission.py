@@ -1,0 +1,81 @@
+"""The admission check: has Kueue admitted the workload? (moved from engine.py)"""
+
+from __future__ import annotations
+
+from finops.diagnose.model import ADMISSION, Finding, WorkloadFacts
+from finops.diagnose.view import View
+
+
+def check_admission(v: View, workload: WorkloadFacts | None) -> Finding:
+    pod = v.pod
+    if workload is None:
+        if pod.workload:
+            return Finding(
+                ADMISSION,
+                False,
+                f"the pod belongs to Kueue workload {pod.workload}, which was not found (deleted?); the pod "
+                "is in the scheduler, so admission does not hold it",
+                evidence={"workload": pod.workload, "found": False},
+            )
+        return Finding(
+            ADMISSION,
+            False,
+            "not managed by Kueue (no Workload owns it): the pod is the scheduler's to place",
+            evidence={"workload": None},
+        )
+    qr = workload.conditions.get("QuotaReserved")
+    admitted = workload.conditions.get("Admitted")
+    evidence = {
+        "workload": workload.key,
+        "queue": workload.queue,
+        "QuotaReserved": None
+        if qr is None
+        else {"status": qr.status, "reason": qr.reason, "message": qr.message},
+        "Admitted": None
+        if admitted is None
+        else {"status": admitted.status, "reason": admitted.reason, "message": admitted.message},
+        "job_suspended": workload.job_suspended,
+    }
+    key = [f"workload:{workload.key}"]
+    if workload.admitted and workload.job_suspended is not True:
+        return Finding(
+            ADMISSION,
+            False,
+            f"Kueue admitted workload {workload.key} (QuotaReserved True, Admitted True); its Job is running "
+            "in the scheduler",
+            evidence=evidence,
+            key_evidence=(*key, "Admitted=True"),
+        )
+    if qr is not None and qr.status == "False":
+        key.append("QuotaReserved=False")
+        why = (
+            f"QuotaReserved False ({qr.reason}): {qr.message}"
+            if qr.message
+            else f"QuotaReserved False ({qr.reason})"
+        )
+        action = (
+            f"the ClusterQueue behind LocalQueue {workload.queue} has no free quota for it: wait for its running "
+            "workloads, borrow within the cohort, raise nominalQuota, or give it a higher "
+            "WorkloadPriorityClass to preempt; no node or GPU change will start it"
+        )
+    elif qr is not None and qr.status == "True":
+        key.append("QuotaReserved=True")
+        why = "quota is reserved but the workload is not Admitted yet (admission checks pending)"
+        action = "look at the workload's admissionChecks; the quota is there"
+    else:
+        key.append("QuotaReserved=unset")
+        why = "Kueue has not tried it yet (no QuotaReserved condition): it is queued behind other workloads"
+        action = f"it waits its turn in LocalQueue {workload.queue}; check the queue's pending workloads"
+    if workload.job_suspended:
+        key.append("suspended")
+        why += "; its Job is suspended, so no pod exists for the scheduler"
+    elif workload.admitted:
+        why = f"Kueue admitted it, but its Job is still suspended ({why})"
+    return Finding(
+        ADMISSION,
+        True,
+        f"Kueue has not admitted workload {workload.key}: {why}",
+        action,
+        evidence,
+        tuple(key),
+    )

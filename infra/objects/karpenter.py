@@ -1,0 +1,141 @@
+"""Karpenter's objects: the whole-card and shared NodePools, the shared pool's NodeOverlay, the
+EC2NodeClass, and the chart's values (moved from infra/objects.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from facts.config import Config
+from facts.kube_keys import (
+    ANNOTATION_CONTROLLER_ROLE,
+    LABEL_ARCH,
+    LABEL_CAPACITY_TYPE,
+    LABEL_DISCOVERY,
+    LABEL_INSTANCE_CPU,
+    LABEL_INSTANCE_GPU_COUNT,
+    LABEL_INSTANCE_TYPE,
+    LABEL_NODEPOOL,
+    LABEL_POOL,
+)
+from facts.kube_keys import GPU_RESOURCE as GPU
+from facts.kube_keys import LABEL_DEVICE_PLUGIN_CONFIG as DEVICE_PLUGIN_CONFIG_LABEL
+from facts.kube_keys import SHARED_GPU_RESOURCE as SHARED_GPU
+
+GPU_TAINT = {"key": GPU, "value": "true", "effect": "NoSchedule"}
+
+
+def nodepool(c: Config, *, shared: bool = False) -> dict[str, Any]:
+    """Spot only; instance types, vCPU size and GPU count pinned so quota and hardware agree. The whole-card
+    pool runs the device plugin's default config; the shared pool's nodes select the time-slicing config by
+    label, so only its cards become replicas."""
+    labels = {LABEL_POOL: "gpu-shared" if shared else "gpu"}
+    if shared:
+        labels[DEVICE_PLUGIN_CONFIG_LABEL] = c.shared_device_config
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": c.shared_nodepool_name if shared else c.nodepool_name},
+        "spec": {
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"},
+                    "requirements": [
+                        {"key": LABEL_CAPACITY_TYPE, "operator": "In", "values": ["spot"]},
+                        {
+                            "key": LABEL_INSTANCE_TYPE,
+                            "operator": "In",
+                            "values": list(c.gpu_instance_types),
+                        },
+                        {
+                            "key": LABEL_INSTANCE_CPU,
+                            "operator": "In",
+                            "values": [str(c.gpu_node_vcpu)],
+                        },
+                        {
+                            "key": LABEL_INSTANCE_GPU_COUNT,
+                            "operator": "In",
+                            "values": [str(c.gpus_per_node)],
+                        },
+                        {"key": LABEL_ARCH, "operator": "In", "values": ["amd64"]},
+                    ],
+                    "taints": [GPU_TAINT],
+                    "expireAfter": "24h",
+                },
+            },
+            "limits": c.shared_nodepool_limits if shared else c.nodepool_limits,
+            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "120s"},
+        },
+    }
+
+
+def nodepools(c: Config) -> list[dict[str, Any]]:
+    """The whole-card pool, and the shared pool when any tenant has replica quota."""
+    return [nodepool(c)] + ([nodepool(c, shared=True)] if c.shared_replicas else [])
+
+
+def shared_capacity_overlay(c: Config) -> dict[str, Any]:
+    """Karpenter's scheduling simulation knows only the instance type's physical nvidia.com/gpu; this
+    NodeOverlay (feature gate NodeOverlay) adds the replicas the device plugin will advertise on the shared
+    pool's nodes, so Karpenter places four one-replica pods on one new node instead of four nodes."""
+    return {
+        "apiVersion": "karpenter.sh/v1alpha1",
+        "kind": "NodeOverlay",
+        "metadata": {"name": f"{c.shared_nodepool_name}-replicas"},
+        "spec": {
+            "requirements": [{"key": LABEL_NODEPOOL, "operator": "In", "values": [c.shared_nodepool_name]}],
+            "capacity": {SHARED_GPU: str(c.gpus_per_node * c.timeslicing_replicas)},
+        },
+    }
+
+
+def karpenter_objects(c: Config) -> list[dict[str, Any]]:
+    """NodePools and, for the shared pool, its capacity overlay (provider-neutral)."""
+    return nodepools(c) + ([shared_capacity_overlay(c)] if c.shared_replicas else [])
+
+
+def ec2nodeclass(c: Config, node_role: str) -> dict[str, Any]:
+    discovery = {LABEL_DISCOVERY: c.cluster_name}
+    return {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": "gpu"},
+        "spec": {
+            "role": node_role,
+            # The EKS-optimized AL2023 NVIDIA AMI: Karpenter picks the accelerated variant for GPU types.
+            "amiSelectorTerms": [{"alias": c.versions.node_ami_alias}],
+            "subnetSelectorTerms": [{"tags": discovery}],
+            "securityGroupSelectorTerms": [{"tags": discovery}],
+            "metadataOptions": {
+                "httpEndpoint": "enabled",
+                "httpTokens": "required",
+                "httpPutResponseHopLimit": 1,
+                "httpProtocolIPv6": "disabled",
+            },
+            "blockDeviceMappings": [
+                {
+                    "deviceName": "/dev/xvda",
+                    "ebs": {
+                        "volumeSize": "100Gi",
+                        "volumeType": "gp3",
+                        "encrypted": True,
+                        "deleteOnTermination": True,
+                    },
+                }
+            ],
+            "tags": c.tags,
+        },
+    }
+
+
+def karpenter_values(c: Config, queue_name: str, controller_role_arn: str) -> dict[str, Any]:
+    return {
+        "settings": {
+            "clusterName": c.cluster_name,
+            "interruptionQueue": queue_name,
+            "featureGates": {"nodeOverlay": bool(c.shared_replicas)},  # the shared pool's replica overlay
+        },
+        "serviceAccount": {"name": "karpenter"},
+        "controller": {"resources": {"requests": {"cpu": "250m", "memory": "512Mi"}}},
+        "podAnnotations": {ANNOTATION_CONTROLLER_ROLE: controller_role_arn},
+    }

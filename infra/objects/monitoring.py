@@ -1,0 +1,169 @@
+"""The monitoring namespace's objects: dcgm-exporter (our metrics CSV in a ConfigMap), Prometheus (with
+the ledger's recording rules) and the collector (moved from infra/objects.py)."""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from facts.config import Config
+from facts.kube_keys import GPU_RESOURCE as GPU
+from facts.kube_keys import LABEL_NODEPOOL
+from facts.names import COLLECTOR, MONITORING_NS
+from finops.ledger.conventions import Conventions
+from infra.metrics_csv import PROJECT_METRICS, MetricRow
+from infra.metrics_csv import render as render_metrics_csv
+
+
+def dcgm_metrics_configmap(
+    namespace: str = MONITORING_NS, metrics: tuple[MetricRow, ...] = PROJECT_METRICS
+) -> dict[str, Any]:
+    """The exporter's CSV, generated and validated: a bad row fails synthesis naming the row."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "dcgm-metrics", "namespace": namespace},
+        "data": {"gpu-finops.csv": render_metrics_csv(metrics)},
+    }
+
+
+def dcgm_exporter_values(c: Config) -> dict[str, Any]:
+    return {
+        "image": {"tag": c.versions.dcgm_exporter_image},
+        "arguments": ["-f", "/etc/dcgm-exporter/gpu-finops/gpu-finops.csv"],
+        "extraConfigMapVolumes": [{"name": "dcgm-metrics", "configMap": {"name": "dcgm-metrics"}}],
+        "extraVolumeMounts": [
+            {"name": "dcgm-metrics", "mountPath": "/etc/dcgm-exporter/gpu-finops", "readOnly": True}
+        ],
+        "serviceMonitor": {"enabled": False},
+        "podAnnotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "9400"},
+        "tolerations": [{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}],
+        # every GPU node, whole-card or shared
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {
+                                    "key": LABEL_NODEPOOL,
+                                    "operator": "In",
+                                    "values": [c.nodepool_name, c.shared_nodepool_name],
+                                }
+                            ]
+                        }
+                    ]
+                }
+            }
+        },
+    }
+
+
+def prometheus_values() -> dict[str, Any]:
+    return {
+        "alertmanager": {"enabled": False},
+        "prometheus-pushgateway": {"enabled": False},
+        "prometheus-node-exporter": {"enabled": False},
+        # the ledger's node and pod input: the node and pod labels its rules read, allowlisted
+        "kube-state-metrics": {
+            "enabled": True,
+            "metricLabelsAllowlist": list(Conventions().ksm_labels_allowlist),
+        },
+        "server": {
+            "global": {"scrape_interval": "15s"},
+            "retention": "7d",
+            "persistentVolume": {"enabled": False},
+        },
+        # the fleet ledger's recording rules (docs/ledger.md); they read kube-state-metrics series
+        "serverFiles": {"recording_rules.yml": ledger_rules()},
+    }
+
+
+def ledger_rules() -> dict[str, Any]:
+    """The committed ledger rules file, parsed (data shipped with the finops package, not code)."""
+    return yaml.safe_load(resources.files("finops.ledger").joinpath("rules.yaml").read_text())
+
+
+def collector_objects(
+    c: Config, image: str, role_table: str, namespace: str = MONITORING_NS
+) -> list[dict[str, Any]]:
+    labels = {"app.kubernetes.io/name": COLLECTOR}
+    port = c.collector_port
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": COLLECTOR, "namespace": namespace},
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": COLLECTOR},
+            "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}],
+        },
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": COLLECTOR},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": COLLECTOR,
+            },
+            "subjects": [{"kind": "ServiceAccount", "name": COLLECTOR, "namespace": namespace}],
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": COLLECTOR, "namespace": namespace, "labels": labels},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {
+                        "labels": labels,
+                        "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": str(port)},
+                    },
+                    "spec": {
+                        "serviceAccountName": COLLECTOR,
+                        "securityContext": {"runAsNonRoot": True, "runAsUser": 10001},
+                        "containers": [
+                            {
+                                "name": "collector",
+                                "image": image,
+                                "args": [
+                                    "collect",
+                                    "--prometheus-url",
+                                    f"http://prometheus-server.{c.monitoring_namespace}.svc",
+                                    "--store",
+                                    f"dynamodb:{role_table}",
+                                    "--rates",
+                                    "aws",
+                                    "--region",
+                                    c.region,
+                                    "--interval",
+                                    str(c.collector_interval_seconds),
+                                    "--port",
+                                    str(port),
+                                ],
+                                "ports": [{"containerPort": port, "name": "metrics"}],
+                                "livenessProbe": {"httpGet": {"path": "/metrics", "port": port}},
+                                "readinessProbe": {"httpGet": {"path": "/healthz", "port": port}},
+                                "resources": {
+                                    "requests": {"cpu": "100m", "memory": "256Mi"},
+                                    "limits": {"memory": "512Mi"},
+                                },
+                                "securityContext": {
+                                    "allowPrivilegeEscalation": False,
+                                    "readOnlyRootFilesystem": True,
+                                    "capabilities": {"drop": ["ALL"]},
+                                },
+                            }
+                        ],
+                    },
+                },
+            },
+        },
+    ]

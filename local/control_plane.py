@@ -1,0 +1,119 @@
+"""The local target's control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, and
+the CRDs of Kueue, Karpenter and its kwok provider (moved from cluster.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from harness.waits import eventually
+from local import versions
+from local.processes import PORTS, STARTUP, Processes, module_dir
+
+
+class ControlPlane(Processes):
+    def start_control_plane(self, bins: Path) -> None:
+        p, pki = PORTS, self.pki
+        self.sup.start(
+            "etcd",
+            [
+                str(bins / "etcd"),
+                "--name=local",
+                f"--data-dir={self.run_dir / 'etcd'}",
+                f"--listen-client-urls=http://127.0.0.1:{p['etcd']}",
+                f"--advertise-client-urls=http://127.0.0.1:{p['etcd']}",
+                f"--listen-peer-urls=http://127.0.0.1:{p['etcd-peer']}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{p['etcd-peer']}",
+                f"--initial-cluster=local=http://127.0.0.1:{p['etcd-peer']}",
+                "--listen-metrics-urls=",
+                "--quota-backend-bytes=2147483648",
+                "--unsafe-no-fsync",
+            ],
+        )
+        self._wait("etcd", f"http://127.0.0.1:{p['etcd']}/health", ok='{"health":"true"', tls=False)
+        crt, key = pki.pair("apiserver")
+        self.sup.start(
+            "kube-apiserver",
+            [
+                str(bins / "kube-apiserver"),
+                f"--etcd-servers=http://127.0.0.1:{p['etcd']}",
+                "--etcd-prefix=/registry",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={p['apiserver']}",
+                f"--tls-cert-file={crt}",
+                f"--tls-private-key-file={key}",
+                f"--client-ca-file={pki.ca_crt}",
+                f"--service-account-key-file={pki.sa_pub}",
+                f"--service-account-signing-key-file={pki.sa_key}",
+                "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                "--service-cluster-ip-range=10.96.0.0/16",
+                "--authorization-mode=Node,RBAC",
+                "--allow-privileged=true",
+                "--endpoint-reconciler-type=none",
+                "--enable-priority-and-fairness=false",
+            ],
+        )
+        self._wait("kube-apiserver", f"https://127.0.0.1:{p['apiserver']}/readyz")
+        kc = str(self.kubeconfig)
+        self.sup.start(
+            "kube-controller-manager",
+            [
+                str(bins / "kube-controller-manager"),
+                f"--kubeconfig={kc}",
+                f"--authentication-kubeconfig={kc}",
+                f"--authorization-kubeconfig={kc}",
+                f"--root-ca-file={pki.ca_crt}",
+                f"--service-account-private-key-file={pki.sa_key}",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={p['controller-manager']}",
+                "--use-service-account-credentials=false",
+                "--node-monitor-grace-period=60s",
+            ],
+        )
+        self.sup.start(
+            "kube-scheduler",
+            [
+                str(bins / "kube-scheduler"),
+                f"--kubeconfig={kc}",
+                f"--authentication-kubeconfig={kc}",
+                f"--authorization-kubeconfig={kc}",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={p['scheduler']}",
+            ],
+        )
+        self._wait(
+            "kube-controller-manager",
+            f"https://127.0.0.1:{p['controller-manager']}/healthz",
+            tls="self-signed",
+        )
+        self._wait("kube-scheduler", f"https://127.0.0.1:{p['scheduler']}/healthz", tls="self-signed")
+
+    def apply_crds(self) -> None:
+        kueue = module_dir(f"sigs.k8s.io/kueue@{versions.KUEUE}")
+        karp = module_dir(f"sigs.k8s.io/karpenter@{versions.KARPENTER}")
+        files = sorted((kueue / "config/components/crd/bases").glob("*.yaml"))
+        files += sorted((karp / "pkg/apis/crds").glob("karpenter.sh_*.yaml"))
+        files += sorted((karp / "kwok/apis/crds").glob("*.yaml"))
+        docs = [d for f in files for d in yaml.safe_load_all(f.read_text()) if d]
+        self.kube().apply(docs)
+        names = [d["metadata"]["name"] for d in docs]
+
+        def established() -> list[str]:
+            ext = (
+                self.kube()
+                .dynamic()
+                .resources.get(api_version="apiextensions.k8s.io/v1", kind="CustomResourceDefinition")
+            )
+            missing = []
+            for n in names:
+                crd = ext.get(name=n).to_dict()
+                conds = {c["type"]: c["status"] for c in crd.get("status", {}).get("conditions", [])}
+                if conds.get("Established") != "True":
+                    missing.append(n)
+            return missing
+
+        eventually(established, lambda m: not m, timeout=STARTUP, what="CRDs Established")

@@ -1,0 +1,164 @@
+"""The local target's controllers: kwok (node and pod stages), Kueue (webhooks on 127.0.0.1 with our
+certificates), the simulated device plugin, and Karpenter's kwok provider reading the local AWS endpoint
+(moved from cluster.py)."""
+
+from __future__ import annotations
+
+import base64
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from facts.kube_keys import KUEUE_GROUP
+from local import build, catalog, versions
+from local.aws_endpoint import AwsEndpoint
+from local.processes import KUEUE_METRICS_CERTS, PORTS, module_dir
+
+
+class Controllers(AwsEndpoint):
+    def stages_config(self) -> Path:
+        kwok = module_dir(f"sigs.k8s.io/kwok@{versions.KWOK}") / "kustomize" / "stage"
+        files = [
+            kwok / "node/fast/node-initialize.yaml",
+            kwok / "node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+            kwok / "pod/general/pod-create.yaml",
+            kwok / "pod/general/pod-ready.yaml",
+            kwok / "pod/general/pod-complete.yaml",
+            kwok / "pod/general/pod-delete.yaml",
+            Path(__file__).with_name("stages") / "pod-terminate.yaml",  # the kubelet's graceful stop
+        ]
+        out = self.run_dir / "kwok-stages.yaml"
+        out.write_text("\n---\n".join(f.read_text() for f in files))
+        return out
+
+    def start_kwok(self, bins: Path) -> None:
+        self.sup.start(
+            "kwok",
+            [
+                str(bins / "kwok"),
+                f"--kubeconfig={self.kubeconfig}",
+                f"--config={self.stages_config()}",
+                "--manage-all-nodes=false",
+                "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+                f"--server-address=127.0.0.1:{PORTS['kwok']}",
+                "--node-lease-duration-seconds=40",
+            ],
+        )
+        self._wait("kwok", f"http://127.0.0.1:{PORTS['kwok']}/healthz", tls=False)
+
+    def kueue_webhooks(self) -> list[dict[str, Any]]:
+        """Kueue's webhook configurations, pointed at 127.0.0.1 with our CA; only what the controller serves."""
+        kueue = module_dir(f"sigs.k8s.io/kueue@{versions.KUEUE}")
+        ca = base64.b64encode(self.pki.ca_crt.read_bytes()).decode()
+        out = []
+        for doc in yaml.safe_load_all((kueue / "config/components/webhook/manifests.yaml").read_text()):
+            if not doc:
+                continue
+            keep = []
+            for hook in doc.get("webhooks", []):
+                groups = {g for r in hook.get("rules", []) for g in r.get("apiGroups", [])}
+                resources = {res for r in hook.get("rules", []) for res in r.get("resources", [])}
+                if not (groups & {KUEUE_GROUP} or (groups == {"batch"} and resources == {"jobs"})):
+                    continue
+                path = hook["clientConfig"]["service"]["path"]
+                hook["clientConfig"] = {
+                    "url": f"https://127.0.0.1:{PORTS['kueue-webhook']}{path}",
+                    "caBundle": ca,
+                }
+                keep.append(hook)
+            doc["webhooks"] = keep
+            doc["metadata"]["name"] = "kueue-" + doc["metadata"]["name"]
+            out.append(doc)
+        return out
+
+    def start_kueue(self, bins: Path) -> None:
+        certs = self.run_dir / "kueue-certs"
+        certs.mkdir(exist_ok=True)
+        crt, key = self.pki.pair("webhook")
+        shutil.copy(crt, certs / "tls.crt")
+        shutil.copy(key, certs / "tls.key")
+        KUEUE_METRICS_CERTS.mkdir(parents=True, exist_ok=True)
+        shutil.copy(crt, KUEUE_METRICS_CERTS / "tls.crt")
+        shutil.copy(key, KUEUE_METRICS_CERTS / "tls.key")
+        cfg = self.run_dir / "kueue-config.yaml"
+        cfg.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+                    "kind": "Configuration",
+                    "namespace": "kueue-system",
+                    "health": {"healthProbeBindAddress": f"127.0.0.1:{PORTS['kueue-health']}"},
+                    "metrics": {"bindAddress": f"127.0.0.1:{PORTS['kueue-metrics']}"},
+                    "webhook": {"port": PORTS["kueue-webhook"], "host": "127.0.0.1", "certDir": str(certs)},
+                    "leaderElection": {"leaderElect": False},
+                    "internalCertManagement": {"enable": False},
+                    "integrations": {"frameworks": ["batch/job"]},
+                }
+            )
+        )
+        k = self.kube()
+        k.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kueue-system"}}])
+        self.sup.start(
+            "kueue",
+            [
+                str(bins / "kueue"),
+                f"--config={cfg}",
+                "--feature-gates=VisibilityOnDemand=false",
+                "--zap-log-level=info",
+            ],
+            env={"KUBECONFIG": str(self.kubeconfig)},
+        )
+        self._wait("kueue", f"http://127.0.0.1:{PORTS['kueue-health']}/readyz", tls=False)
+        k.apply(self.kueue_webhooks())
+
+    def start_device_plugin(self) -> None:
+        """The simulated device plugin, GFD and kubelet device allocation for kwok GPU nodes."""
+        self.sup.start(
+            "device-plugin",
+            [
+                sys.executable,
+                "-m",
+                "local.device_plugin",
+                f"--kubeconfig={self.kubeconfig}",
+                f"--port={PORTS['device-plugin']}",
+                f"--state={self.run_dir / 'device-allocations.json'}",
+            ],
+            cwd=Path(__file__).resolve().parents[1],
+        )
+        self._wait("device-plugin", f"http://127.0.0.1:{PORTS['device-plugin']}/healthz", tls=False)
+
+    def start_karpenter(self, bins: Path, *, interruption_queue: bool = True) -> None:
+        """Karpenter with the kwok provider; with the interruption controller reading the queue unless
+        `interruption_queue` is False (a Karpenter installed without settings.interruptionQueue)."""
+        types = catalog.write(self.config, self.run_dir / "instance-types.json")
+        self.kube().apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "karpenter"}}])
+        self.sup.start(
+            "karpenter-kwok",
+            [str(bins / "karpenter-kwok")],
+            env={
+                **self.aws_env,
+                "INTERRUPTION_QUEUE": self.interruption_queue if interruption_queue else "",
+                # linking the AWS provider's interruption controller registers its options, which require
+                # the cluster's name (as settings.clusterName on AWS)
+                "CLUSTER_NAME": self.config.cluster_name,  # type: ignore[union-attr]
+                "FEATURE_GATES": "NodeOverlay=true",
+                "KUBECONFIG": str(self.kubeconfig),
+                "INSTANCE_TYPES_FILE_PATH": str(types),
+                "DISABLE_LEADER_ELECTION": "true",
+                "METRICS_PORT": str(PORTS["karpenter-metrics"]),
+                "HEALTH_PROBE_PORT": str(PORTS["karpenter-health"]),
+                "SYSTEM_NAMESPACE": "karpenter",
+                "BATCH_MAX_DURATION": "2s",
+                "BATCH_IDLE_DURATION": "500ms",
+                "LOG_LEVEL": "info",
+            },
+        )
+        self._wait("karpenter-kwok", f"http://127.0.0.1:{PORTS['karpenter-health']}/readyz", tls=False)
+
+    def restart_karpenter(self, *, interruption_queue: bool) -> None:
+        """Restart Karpenter with or without its interruption queue (the act-5 mutation and its repair)."""
+        self.sup.stop("karpenter-kwok")
+        self.start_karpenter(build.bin_dir(), interruption_queue=interruption_queue)

@@ -1,0 +1,151 @@
+"""What the local target's supervised processes share: the fixed ports, the AWS credentials that are never
+real, health waits against a component's endpoint, and the admin kubeconfig (moved from cluster.py)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import ssl
+import subprocess
+import urllib.request
+from pathlib import Path
+
+import yaml
+
+from facts.config import Config
+from harness.waits import eventually
+from local import build
+from local.certs import Pki
+from local.supervisor import Supervisor
+
+ROOT = Path(__file__).resolve().parents[1]
+RUN_DIR = ROOT / ".local"
+KUEUE_METRICS_CERTS = Path("/etc/kueue/metrics/certs")  # fixed in Kueue's main when it manages no certs
+
+PORTS = {
+    "etcd": 23790,
+    "etcd-peer": 23800,
+    "apiserver": 26443,
+    "controller-manager": 26257,
+    "scheduler": 26259,
+    "kwok": 26080,
+    "kueue-health": 26081,
+    "kueue-webhook": 26090,
+    "kueue-metrics": 26091,
+    "karpenter-metrics": 26083,
+    "karpenter-health": 26084,
+    "moto": 26085,  # the local AWS endpoint: the interruption queue Karpenter reads
+    "device-plugin": 26086,  # the simulated kubelets' pod-resources API (local/device_plugin.py)
+    "kube-state-metrics": 26087,  # /metrics, /healthz (local/kube_state_metrics.py)
+    "kube-state-metrics-telemetry": 26088,  # kube-state-metrics' own metrics
+}
+AWS_CREDENTIALS = {  # moto accepts any; real ones must never reach the local target
+    "AWS_ACCESS_KEY_ID": "local",
+    "AWS_SECRET_ACCESS_KEY": "local",
+    "AWS_SESSION_TOKEN": "local",
+}
+STARTUP = 120.0  # seconds a component may take to answer
+
+
+class LocalError(RuntimeError):
+    pass
+
+
+def module_dir(module_at_version: str) -> Path:
+    out = subprocess.run(
+        ["go", "mod", "download", "-json", module_at_version],
+        capture_output=True,
+        text=True,
+        env=build.go_env(),
+        cwd=build.CACHE,
+    )
+    if out.returncode != 0:
+        raise LocalError(f"go mod download {module_at_version}: {out.stdout[-500:]}{out.stderr[-500:]}")
+    return Path(json.loads(out.stdout)["Dir"])
+
+
+class Processes:
+    """The shared half of LocalCluster: its run folder, PKI, supervisor and kubeconfig, and the waits."""
+
+    run_dir: Path
+    config: Config | None
+    pki: Pki
+    sup: Supervisor
+    kubeconfig: Path
+
+    def _ssl(self) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=str(self.pki.ca_crt))
+        crt, key = self.pki.pair("admin")
+        ctx.load_cert_chain(str(crt), str(key))
+        return ctx
+
+    def _get(self, url: str, tls: bool | str = True) -> str:
+        """tls=True: verify with our CA and present the admin cert; "self-signed": a component's own serving
+        cert on loopback (controller-manager, scheduler); False: plain HTTP."""
+        context = None
+        if tls == "self-signed":
+            context = ssl._create_unverified_context()  # loopback health check of a self-signed endpoint
+        elif tls:
+            context = self._ssl()
+        try:
+            with urllib.request.urlopen(url, context=context, timeout=5) as r:
+                return r.read().decode()
+        except Exception as exc:
+            return f"unreachable: {exc}"
+
+    def _wait(self, name: str, url: str, ok: str = "ok", tls: bool | str = True) -> None:
+        def observe() -> str:
+            crashed = self.sup.exited(name)
+            if crashed is not None:
+                raise LocalError(f"{name} exited; end of its log:\n{crashed}")
+            return self._get(url, tls)
+
+        try:
+            eventually(
+                observe,
+                lambda body: not body.startswith("unreachable:") and body.strip().startswith(ok),
+                timeout=STARTUP,
+                interval=0.5,
+                what=f"{name} healthy at {url}",
+            )
+        except AssertionError as exc:
+            crashed = self.sup.exited(name)
+            raise LocalError(
+                f"{exc}\n{name} log tail:\n{crashed or Path(self.run_dir / 'logs' / f'{name}.log').read_text()[-2000:]}"
+            ) from None
+
+    def write_kubeconfig(self) -> None:
+        crt, key = self.pki.pair("admin")
+        b64 = lambda p: base64.b64encode(p.read_bytes()).decode()  # noqa: E731
+        self.kubeconfig.write_text(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Config",
+                    "current-context": "gpu-finops-local",
+                    "clusters": [
+                        {
+                            "name": "local",
+                            "cluster": {
+                                "server": f"https://127.0.0.1:{PORTS['apiserver']}",
+                                "certificate-authority-data": b64(self.pki.ca_crt),
+                            },
+                        }
+                    ],
+                    "users": [
+                        {
+                            "name": "admin",
+                            "user": {"client-certificate-data": b64(crt), "client-key-data": b64(key)},
+                        }
+                    ],
+                    "contexts": [
+                        {"name": "gpu-finops-local", "context": {"cluster": "local", "user": "admin"}}
+                    ],
+                }
+            )
+        )
+
+    def kube(self):
+        from finops.kube import Kube
+
+        return Kube.from_kubeconfig(str(self.kubeconfig))

@@ -1,0 +1,136 @@
+"""The tree's shape (docs/architecture.md): small rooms, so no Python file of the repository is over
+MAX_LINES lines; and each shared literal written once, in facts/.
+
+The literal rule: every string constant defined at module level in facts/kube_keys.py and facts/names.py
+is a shared literal. Outside facts/, no Python string (an f-string's literal parts included) may equal one,
+nor start with `gpu-finops.io/` (our own key namespace: every key of ours is defined in facts/). Allowed:
+tests/ (recorded shapes and expected values are written out on purpose, so a changed fact shows in a
+test), prose that mentions a key inside a longer string (docstrings, messages), and files that are not
+Python (docs, YAML, the generated ledger rules)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+MAX_LINES = 400
+FACT_FILES = ("facts/kube_keys.py", "facts/names.py")
+OUR_KEYS = "gpu-finops.io/"
+ALLOWED_DIRS = ("facts/", "tests/")
+
+
+def python_files(root: Path = ROOT) -> list[Path]:
+    """The repository's Python files: tracked, plus new ones git does not ignore (not .venv, not .local)."""
+    try:
+        out = subprocess.run(
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard", "--", "*.py"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError) as exc:
+        pytest.fail(f"the tree's shape needs git to list the repository's files in {root}: {exc}")
+    return [root / p for p in out.splitlines() if (root / p).is_file()]
+
+
+def files_over(paths: list[Path], limit: int = MAX_LINES, root: Path = ROOT) -> list[str]:
+    """Each file over `limit` lines, named with its count and what to do."""
+    over = []
+    for path in sorted(paths):
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > limit:
+            over.append(
+                f"{path.relative_to(root)}: {lines} lines, over {limit}: split it by concern "
+                "(pure moves, a module per concern)"
+            )
+    return over
+
+
+def test_no_python_file_is_over_the_limit():
+    files = python_files()
+    assert len(files) > 100, f"expected the repository's Python files, git listed {len(files)}"
+    over = files_over(files)
+    assert not over, "\n".join(over)
+
+
+def test_a_file_at_the_limit_passes_and_one_line_over_is_named(tmp_path):
+    at, over = tmp_path / "at.py", tmp_path / "over.py"
+    at.write_text("x = 1\n" * MAX_LINES)
+    over.write_text("x = 1\n" * (MAX_LINES + 1))
+    assert files_over([at], root=tmp_path) == []
+    assert files_over([at, over], root=tmp_path) == [
+        f"over.py: {MAX_LINES + 1} lines, over {MAX_LINES}: split it by concern (pure moves, a module per concern)"
+    ]
+
+
+def shared_literals(root: Path = ROOT) -> dict[str, str]:
+    """Each shared literal -> where it is defined (`facts/kube_keys.py:GPU_RESOURCE`)."""
+    homes = {}
+    for rel in FACT_FILES:
+        for node in ast.parse((root / rel).read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Constant):
+                target = node.targets[0] if isinstance(node, ast.Assign) else node.target
+                if isinstance(node.value.value, str) and isinstance(target, ast.Name):
+                    homes[node.value.value] = f"{rel}:{target.id}"
+    return homes
+
+
+def literal_copies(paths: list[Path], homes: dict[str, str], root: Path = ROOT) -> list[str]:
+    """Each string constant outside facts/ and tests/ that copies a shared literal or is one of our keys."""
+    found = []
+    for path in sorted(paths):
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith(ALLOWED_DIRS):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=rel)):
+            if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+                continue
+            if node.value in homes:
+                found.append(f"{rel}:{node.lineno}: {node.value!r} is {homes[node.value]}: import it")
+            elif node.value.startswith(OUR_KEYS):
+                found.append(
+                    f"{rel}:{node.lineno}: {node.value!r} is one of our keys: define it in facts/kube_keys.py "
+                    "or facts/names.py and import it"
+                )
+    return found
+
+
+def test_the_shared_literals_are_the_facts_keys_and_names():
+    homes = shared_literals()
+    assert homes["nvidia.com/gpu"] == "facts/kube_keys.py:GPU_RESOURCE"
+    assert homes["gpu-finops.io/project"] == "facts/names.py:TAG_PROJECT"
+    assert homes["gpu-finops.io/gpu-profile"] == "facts/kube_keys.py:ANNOTATION_GPU_PROFILE"
+    assert len(homes) > 30, sorted(homes)
+
+
+def test_each_shared_literal_is_written_once_in_facts():
+    copies = literal_copies(python_files(), shared_literals())
+    assert not copies, "\n".join(copies)
+
+
+def test_a_copied_literal_or_key_of_ours_is_named_and_an_import_or_a_mention_is_not(tmp_path):
+    homes = {"nvidia.com/gpu": "facts/kube_keys.py:GPU_RESOURCE"}
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "tests").mkdir()
+    fine = tmp_path / "pkg" / "fine.py"
+    fine.write_text(
+        '"""Reads nvidia.com/gpu and gpu-finops.io/tenant."""\n'
+        "from facts.kube_keys import GPU_RESOURCE\n"
+        'PRODUCT = "nvidia.com/gpu.product"\n'
+        'msg = f"asks for {GPU_RESOURCE}: no gpu-finops.io/tenant label"\n'
+    )
+    in_tests = tmp_path / "tests" / "shape.py"
+    in_tests.write_text('LIMITS = {"nvidia.com/gpu": "1"}\nKEY = "gpu-finops.io/x"\n')
+    assert literal_copies([fine, in_tests], homes, root=tmp_path) == []
+    copied = tmp_path / "pkg" / "copied.py"
+    copied.write_text('GPU = "nvidia.com/gpu"\nkey = f"gpu-finops.io/{1}"\n')
+    assert literal_copies([fine, copied], homes, root=tmp_path) == [
+        "pkg/copied.py:1: 'nvidia.com/gpu' is facts/kube_keys.py:GPU_RESOURCE: import it",
+        "pkg/copied.py:2: 'gpu-finops.io/' is one of our keys: define it in facts/kube_keys.py or "
+        "facts/names.py and import it",
+    ]
