@@ -18,7 +18,13 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from facts.kube_keys import GPU_RESOURCE, LABEL_GPU_REPLICAS, LABEL_QUEUE_NAME, LABEL_TENANT
+from facts.kube_keys import (
+    GPU_RESOURCE,
+    LABEL_GPU_REPLICAS,
+    LABEL_QUEUE_NAME,
+    LABEL_TENANT,
+    SHARED_GPU_RESOURCE,
+)
 
 TENANT_LABEL, QUEUE_LABEL, REPLICAS_LABEL = LABEL_TENANT, LABEL_QUEUE_NAME, LABEL_GPU_REPLICAS
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
@@ -32,7 +38,9 @@ class GpuHolding:
     tenant: str
     pod: str
     node: str
-    gpus: int  # the pod's effective nvidia.com/gpu limit (what the device plugin allocated)
+    gpus: (
+        int  # the pod's effective nvidia.com/gpu (or .shared replica) limit: what the device plugin allocated
+    )
     start: datetime
     end: datetime | None = None  # None: still holding
     replicas: int = 1  # time-slicing replicas per physical card on the node
@@ -78,8 +86,10 @@ def _ts(value: Any) -> datetime | None:
 
 
 def _gpu_limit(container: Any) -> int:
+    """Whole cards (nvidia.com/gpu) or time-sliced replicas (nvidia.com/gpu.shared, the renamed resource):
+    a node advertises one or the other, and its GFD replicas label says what one of them is worth."""
     limits = (container.resources.limits or {}) if container.resources else {}
-    return int(str(limits.get(GPU_RESOURCE, "0")) or 0)
+    return sum(int(str(limits.get(r, "0")) or 0) for r in (GPU_RESOURCE, SHARED_GPU_RESOURCE))
 
 
 def effective_gpus(pod: Any) -> int:
