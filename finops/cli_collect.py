@@ -58,6 +58,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=timeouts.PROM_RETRY,
         help="seconds to retry Prometheus before counting it unreachable (default %(default)s)",
     )
+    parser.add_argument(
+        "--holdings",
+        default="none",
+        choices=["kube", "none"],
+        help="record who held each node's GPUs every interval: 'kube' (pods from the Kubernetes API, "
+        "--kubeconfig or in-cluster; the export splits cost by them), 'none' (default: not recorded, the "
+        "export shows each interval unallocated with x_Status no-holdings)",
+    )
+    parser.add_argument(
+        "--pod-resources-url",
+        default=None,
+        help="with --holdings kube: also record the device ids from this kubelet pod-resources HTTP "
+        "endpoint (the local target's; a real kubelet serves it on a node-local socket only)",
+    )
     parser.add_argument("--once", action="store_true", help="collect the last complete interval, then exit")
     parser.add_argument(
         "--port",
@@ -114,6 +128,25 @@ def interrupted(args: argparse.Namespace) -> str:
     return f"interrupted; the intervals already collected are in {args.store}: run collect again to go on"
 
 
+def holdings_reader(args: argparse.Namespace):
+    if args.holdings == "none":
+        return None
+    from kubernetes import client, config
+
+    from finops.gpu_holdings import kube_reader
+    from finops.kube import Kube
+
+    if args.kubeconfig:
+        kube = Kube.from_kubeconfig(args.kubeconfig)
+    else:  # in-cluster, as the node source (its ServiceAccount needs list on pods, namespaces, localqueues)
+        try:
+            config.load_incluster_config()
+        except config.ConfigException:
+            config.load_kube_config()
+        kube = Kube(client.ApiClient())
+    return kube_reader(kube, args.pod_resources_url)
+
+
 def run(args: argparse.Namespace) -> int:
     metrics = CollectorMetrics()
     server = serve(metrics, args.port) if args.port else None
@@ -125,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
         interval=args.interval,
         grace_seconds=args.grace,
         metrics=metrics,
+        holdings=holdings_reader(args),
     )
     try:
         if args.once:

@@ -12,7 +12,14 @@ from finops.cli_common import add_store_argument
 from finops.cli_common import console as wide_console
 from finops.export import write_dataset
 from finops.focus import FOCUS_VERSION, FocusContext, focus_dataset
+from finops.holdings_record import STATUS_NO_HOLDINGS
 from finops.store import open_store
+
+
+def _holdings_summary(holdings) -> str:
+    if isinstance(holdings, dict):
+        return f"GPU holdings recorded for {len(holdings)} node-interval(s)"
+    return f"{len(holdings)} GPU holding(s) applied to every interval"
 
 
 def add_export_parser(sub: argparse._SubParsersAction) -> None:
@@ -24,9 +31,11 @@ def add_export_parser(sub: argparse._SubParsersAction) -> None:
     export.add_argument("--until", default=None, help="ChargePeriodStart before this (ISO 8601 UTC)")
     export.add_argument(
         "--holdings",
-        default="none",
-        help="who held the GPUs: 'kube' (pods in the cluster; $KUBECONFIG or --kubeconfig), file:PATH (JSON "
-        "from finops.gpu_holdings), or 'none' (every node-interval is one unallocated row)",
+        default="recorded",
+        help="who held the GPUs: 'recorded' (default: what the collector recorded per interval; an interval "
+        "without a record is one unallocated row, x_Status no-holdings), 'kube' (pods in the cluster now; "
+        "$KUBECONFIG or --kubeconfig), file:PATH (JSON from finops.gpu_holdings), or 'none' (every "
+        "node-interval is one unallocated row, x_Status no-holdings)",
     )
     export.add_argument("--kubeconfig", default=None)
     export.add_argument(
@@ -42,36 +51,45 @@ def add_export_parser(sub: argparse._SubParsersAction) -> None:
     export.add_argument("--provider", default="AWS", help="ProviderName, PublisherName, InvoiceIssuerName")
 
 
-def _holdings(spec: str, kubeconfig: str | None):
+def _holdings(spec: str, kubeconfig: str | None, store):
     from finops import gpu_holdings
 
+    if spec == "recorded":
+        return store.holdings()
     if spec == "none":
-        return []
+        return {}
     if spec.startswith("file:"):
         return gpu_holdings.read_holdings_file(spec.removeprefix("file:"))
     if spec == "kube":
         from finops.kube import Kube
 
         return gpu_holdings.gpu_holdings(Kube.from_kubeconfig(kubeconfig))
-    raise UsageError(f"--holdings must be 'none', 'kube' or file:PATH, got {spec!r}")
+    raise UsageError(f"--holdings must be 'recorded', 'none', 'kube' or file:PATH, got {spec!r}")
 
 
 def run_export(args: argparse.Namespace) -> int:
     console = wide_console()
-    records = open_store(args.store).records(since=args.since, until=args.until)
+    store = open_store(args.store)
+    records = store.records(since=args.since, until=args.until)
     if not records:
         raise CheckFailed(
             f"no cost records in {args.store}: nothing to export; run `gpu-finops collect` first"
         )
-    holdings = _holdings(args.holdings, args.kubeconfig)
+    holdings = _holdings(args.holdings, args.kubeconfig, store)
     ctx = FocusContext(args.billing_account_id, args.billing_account_name, provider=args.provider)
     dataset = focus_dataset(records, holdings, ctx)
     for w in write_dataset(dataset, args.out):
         console.print(f"{w.path}: {w.rows} row(s)")
     console.print(
         f"FOCUS {FOCUS_VERSION}: {len(dataset.rows)} row(s) from {len(records) - len(dataset.unpriced)} priced "
-        f"node-interval(s), {len(holdings)} GPU holding(s)"
+        f"node-interval(s), {_holdings_summary(holdings)}"
     )
+    unknown = [r for r in dataset.rows if r["x_Status"] == STATUS_NO_HOLDINGS]
+    if unknown:
+        console.print(
+            f"[yellow]{len(unknown)} node-interval(s) had no GPU holdings recorded[/yellow]: each is one "
+            f"unallocated row with x_Status {STATUS_NO_HOLDINGS} (run the collector with --holdings kube)"
+        )
     if dataset.unpriced:
         console.print(
             f"[yellow]{len(dataset.unpriced)} interval(s) had no price[/yellow] and are not FOCUS rows:"

@@ -2,7 +2,9 @@
 
 Every cycle: list GPU nodes from Kubernetes; run one range-aware PromQL query per DCGM metric for all
 GPUs at once (a constant number of queries, whatever the fleet size), joined to nodes by the exporter's
-`hostname` label (`Hostname` before dcgm-exporter 4.8.3: either is read); price the observed instance-seconds; write one record per node per interval.
+`hostname` label (`Hostname` before dcgm-exporter 4.8.3: either is read); price the observed instance-seconds;
+write one record per node per interval, and beside it who held the node's GPUs in that interval
+(finops.holdings_record), when a holdings reader is given.
 Missing data is kept as a gap (None) with a status saying why, never a made-up 0 or 1.
 """
 
@@ -18,6 +20,7 @@ from typing import Protocol
 
 from facts import dcgm
 from facts.timestamps import iso
+from finops.holdings_record import HoldingsReader, HoldingsRecorder, IntervalHoldings, for_intervals
 from finops.metrics import CollectorMetrics
 from finops.nodes import NodeFacts
 from finops.pricing import IntervalCost, RateBook
@@ -198,6 +201,7 @@ class Collector:
         grace_seconds: float = DEFAULT_GRACE,
         metrics: CollectorMetrics | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        holdings: HoldingsReader | None = None,
     ):
         self.nodes, self.prom, self.rates, self.store = nodes, prom, rates, store
         self.interval, self.grace_seconds = interval, grace_seconds
@@ -206,6 +210,8 @@ class Collector:
         # name -> (facts, when last listed): a node gone since the last cycle is still charged for the
         # part of the interval it was observed in.
         self._seen: dict[str, tuple[NodeFacts, datetime]] = {}
+        # who held the GPUs, read each cycle; None: nothing recorded (the export says `no-holdings`)
+        self.holdings = HoldingsRecorder(holdings) if holdings else None
 
     def last_complete_interval(self) -> tuple[datetime, datetime]:
         end = align(self.clock(), self.interval)
@@ -219,6 +225,16 @@ class Collector:
         listed_at = self.clock()
         listed = {n.name: n for n in self.nodes.gpu_nodes()}
         gone = {name: seen for name, seen in self._seen.items() if name not in listed}
+        held, holdings_problem = None, None
+        if self.holdings is not None:
+            try:
+                held = self.holdings.read(listed_at)
+            except Exception as exc:  # recorded as missing, so the export says so; the cost is still written
+                holdings_problem = (
+                    f"GPU holdings ({self.holdings.reader.source}) could not be read: {type(exc).__name__}: "
+                    f"{str(exc)[:300]}; the intervals of [{iso(start)}, {iso(end)}) have no holdings "
+                    "recorded and will export as unallocated (x_Status no-holdings)"
+                )
         queries_before = self.prom.queries
         got = gpu_readings(self.prom, end, int((end - start).total_seconds()))
         readings = got.by_host
@@ -247,6 +263,8 @@ class Collector:
                 + "; is Prometheus dropping the exporter's labels (relabelling), or is this not dcgm-exporter?"
             )
         settled = [n for n in listed.values() if (end - n.created).total_seconds() >= self.grace_seconds]
+        if holdings_problem:
+            problems.append(holdings_problem)
         if settled and not any(n.name in readings for n in settled):
             problems.append(
                 f"no samples: Prometheus returned no DCGM series for any of the {len(settled)} GPU "
@@ -256,7 +274,11 @@ class Collector:
             log.error("%s", problem)
         if not listed:
             log.info("no GPU nodes in [%s, %s): nothing to record", iso(start), iso(end))
-        self.store.upsert(records)
+        intervals: list[IntervalHoldings] = []
+        if held is not None and self.holdings is not None:
+            keys = [(r.ResourceName, r.ResourceId, start, end) for r in records]
+            intervals = for_intervals(keys, held, self.holdings.reader.source, iso(listed_at))
+        self.store.upsert(records, intervals)
         elapsed = time.perf_counter() - began
         result = CycleResult(start, end, records, queries, elapsed, problems)
         self.metrics.observe_cycle(result)

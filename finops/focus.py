@@ -21,7 +21,7 @@ known); spot's saving shows as EffectiveCost below ContractedCost.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -31,6 +31,7 @@ from typing import Any
 from facts.kube_keys import LABEL_NODEPOOL, LABEL_TENANT
 from finops.allocation import QUANTITY_QUANTUM, UNALLOCATED, shares, split, to_decimal
 from finops.gpu_holdings import GpuHolding
+from finops.holdings_record import STATUS_NO_HOLDINGS, IntervalHoldings
 from finops.records import CostRecord
 
 FOCUS_VERSION = "1.2"
@@ -199,9 +200,14 @@ def _tags(tenant: str, namespace: str | None, nodepool: str | None) -> str:
     return json.dumps(tags, sort_keys=True)
 
 
-def node_rows(record: CostRecord, holdings: Sequence[GpuHolding], ctx: FocusContext) -> list[dict[str, Any]]:
+def node_rows(
+    record: CostRecord, holdings: Sequence[GpuHolding] | None, ctx: FocusContext
+) -> list[dict[str, Any]]:
     """The FOCUS rows of one priced node-interval: one per (tenant, namespace) that held its GPUs, plus
-    the unallocated remainder. Their money columns sum to the node-interval's exactly."""
+    the unallocated remainder. Their money columns sum to the node-interval's exactly. `holdings` None:
+    nobody recorded who held the GPUs, so the whole interval is one unallocated row, x_Status no-holdings."""
+    unknown = holdings is None
+    holdings = holdings or []
     if record.EffectiveCost is None:
         raise ValueError(f"{record.ResourceName} {record.ChargePeriodStart}: no price ({record.x_Status})")
     start, end = parse_time(record.ChargePeriodStart), parse_time(record.ChargePeriodEnd)
@@ -233,6 +239,8 @@ def node_rows(record: CostRecord, holdings: Sequence[GpuHolding], ctx: FocusCont
     out = []
     for i, share in enumerate(parts):
         who = "nobody (unallocated)" if share.tenant == UNALLOCATED else f"tenant {share.tenant}"
+        if unknown:
+            who = "nobody known (unallocated: no GPU holdings were recorded for this interval)"
         out.append(
             {
                 "AvailabilityZone": record.AvailabilityZone,
@@ -309,23 +317,37 @@ def node_rows(record: CostRecord, holdings: Sequence[GpuHolding], ctx: FocusCont
                 "x_GpuUtilPercent": record.x_GpuUtilPercent,
                 "x_RateSource": record.x_RateSource,
                 "x_RateStale": record.x_RateStale,
-                "x_Status": record.x_Status,
+                "x_Status": STATUS_NO_HOLDINGS if unknown else record.x_Status,
             }
         )
     return out
 
 
 def focus_dataset(
-    records: Iterable[CostRecord], holdings: Sequence[GpuHolding], ctx: FocusContext
+    records: Iterable[CostRecord],
+    holdings: Sequence[GpuHolding] | Mapping[tuple[str, str], IntervalHoldings],
+    ctx: FocusContext,
 ) -> FocusDataset:
-    """Every priced record as FOCUS rows split by tenant; every unpriced one in `unpriced`."""
+    """Every priced record as FOCUS rows split by tenant; every unpriced one in `unpriced`.
+
+    `holdings`: what the collector recorded per node-interval (the store's `holdings()`, keyed by
+    (ResourceName, ChargePeriodStart)): an interval missing from it is one unallocated row with x_Status
+    `no-holdings`. Or a list of holdings read now (a file, or the cluster's pods today), applied to every
+    interval: pods deleted since are not in it, so their share shows as unallocated."""
+    recorded = isinstance(holdings, Mapping)
     by_node: dict[str, list[GpuHolding]] = {}
-    for h in holdings:
-        by_node.setdefault(h.node, []).append(h)
+    if not recorded:
+        for h in holdings:
+            by_node.setdefault(h.node, []).append(h)
     out = FocusDataset()
     for record in records:
         if record.EffectiveCost is None:
             out.unpriced.append(record)
             continue
-        out.rows.extend(node_rows(record, by_node.get(record.ResourceName, []), ctx))
+        if recorded:
+            interval = holdings.get((record.ResourceName, record.ChargePeriodStart))
+            held = list(interval.holdings) if interval is not None else None
+        else:
+            held = by_node.get(record.ResourceName, [])
+        out.rows.extend(node_rows(record, held, ctx))
     return out

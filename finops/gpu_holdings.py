@@ -25,6 +25,7 @@ from facts.kube_keys import (
     LABEL_GPU_REPLICAS,
     LABEL_QUEUE_NAME,
     LABEL_TENANT,
+    SHARED_GPU_RESOURCE,
 )
 
 TENANT_LABEL, QUEUE_LABEL, REPLICAS_LABEL = LABEL_TENANT, LABEL_QUEUE_NAME, LABEL_GPU_REPLICAS
@@ -39,10 +40,13 @@ class GpuHolding:
     tenant: str
     pod: str
     node: str
-    gpus: int  # the pod's effective nvidia.com/gpu limit (what the device plugin allocated)
+    gpus: (
+        int  # the pod's effective nvidia.com/gpu (or .shared replica) limit: what the device plugin allocated
+    )
     start: datetime
     end: datetime | None = None  # None: still holding
     replicas: int = 1  # time-slicing replicas per physical card on the node
+    devices: tuple[str, ...] = ()  # device ids the kubelet gave it (pod-resources), where they are known
 
     @property
     def physical_gpus(self) -> Fraction:
@@ -62,6 +66,7 @@ class GpuHolding:
         data = asdict(self)
         data["start"] = self.start.isoformat()
         data["end"] = self.end.isoformat() if self.end else None
+        data["devices"] = list(self.devices)
         return data
 
     @classmethod
@@ -71,6 +76,7 @@ class GpuHolding:
                 **data,
                 "start": _ts(data["start"]),
                 "end": _ts(data.get("end")),
+                "devices": tuple(data.get("devices") or ()),
             }
         )
 
@@ -82,8 +88,10 @@ def _ts(value: Any) -> datetime | None:
 
 
 def _gpu_limit(container: Any) -> int:
+    """Whole cards (nvidia.com/gpu) or time-sliced replicas (nvidia.com/gpu.shared, the renamed resource):
+    a node advertises one or the other, and its GFD replicas label says what one of them is worth."""
     limits = (container.resources.limits or {}) if container.resources else {}
-    return int(str(limits.get(GPU_RESOURCE, "0")) or 0)
+    return sum(int(str(limits.get(r, "0")) or 0) for r in (GPU_RESOURCE, SHARED_GPU_RESOURCE))
 
 
 def effective_gpus(pod: Any) -> int:
@@ -181,3 +189,53 @@ def read_holdings_file(path: str | Path) -> list[GpuHolding]:
 
 def write_holdings_file(holdings: list[GpuHolding], path: str | Path) -> None:
     Path(path).write_text(json.dumps([h.to_dict() for h in holdings], indent=1))
+
+
+def pod_resources_devices(body: dict[str, Any]) -> dict[tuple[str, str], tuple[str, ...]]:
+    """The kubelet pod-resources v1 `List` answer -> the GPU device ids per (namespace, pod), as the
+    kubelet gave them (`GPU-<uuid>`, or `GPU-<uuid>::<replica>` for a time-sliced replica)."""
+    out: dict[tuple[str, str], tuple[str, ...]] = {}
+    for entry in body.get("podResources") or ():
+        ids = [
+            d
+            for c in entry.get("containers") or ()
+            for dev in c.get("devices") or ()
+            if str(dev.get("resourceName", "")).startswith(GPU_RESOURCE)
+            for d in dev.get("deviceIds") or ()
+        ]
+        if ids:
+            out[(entry["namespace"], entry["name"])] = tuple(ids)
+    return out
+
+
+def read_pod_resources(url: str, node: str, timeout: float = 5.0) -> dict[tuple[str, str], tuple[str, ...]]:
+    """One node's pod-resources answer over HTTP (the local target's simulated kubelets serve it at
+    `URL/v1/nodes/NODE/pod-resources`; a real kubelet serves it on a node-local gRPC socket only)."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"{url.rstrip('/')}/v1/nodes/{node}/pod-resources", timeout=timeout) as r:
+        return pod_resources_devices(json.loads(r.read()))
+
+
+def with_devices(holdings: list[GpuHolding], url: str) -> list[GpuHolding]:
+    """Holdings with the device ids the kubelet's pod-resources answer gives each pod still holding.
+    A node that does not answer raises: the caller records nothing rather than half an answer."""
+    from dataclasses import replace
+
+    answers = {
+        node: read_pod_resources(url, node) for node in sorted({h.node for h in holdings if h.end is None})
+    }
+    return [
+        replace(h, devices=answers.get(h.node, {}).get((h.namespace, h.pod), h.devices)) for h in holdings
+    ]
+
+
+def kube_reader(kube: Any, pod_resources_url: str | None = None):
+    """The collector's holdings reader: pods from the Kubernetes API, plus pod-resources device ids."""
+    from finops.holdings_record import SOURCE_KUBE, SOURCE_KUBE_POD_RESOURCES, HoldingsReader
+
+    if pod_resources_url:
+        return HoldingsReader(
+            lambda: with_devices(gpu_holdings(kube), pod_resources_url), SOURCE_KUBE_POD_RESOURCES
+        )
+    return HoldingsReader(lambda: gpu_holdings(kube), SOURCE_KUBE)

@@ -1,4 +1,11 @@
-"""The cost table behind one interface: SQLite by default, DynamoDB on AWS. Upserts keyed by node and interval."""
+"""The cost table behind one interface: SQLite by default, DynamoDB on AWS. Upserts keyed by node and interval.
+
+Beside each cost record the store keeps who held the node's GPUs in that interval
+(finops.holdings_record.IntervalHoldings), written in the same upsert. SQLite: the table `gpu_holdings`,
+added by schema version 2 (`PRAGMA user_version`; a version-1 file, cost_records alone, is migrated in
+place when opened). DynamoDB: the attributes `x_Holdings` (JSON) and `x_HoldingsSource` on the cost item
+itself, so a record and its holdings are one put and the table's keys are unchanged.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +16,22 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from facts.errors import UsageError
+from finops.holdings_record import IntervalHoldings
 from finops.records import COLUMNS, KEY, CostRecord
+
+SCHEMA_VERSION = 2  # 1: cost_records; 2: + gpu_holdings
+_HOLDINGS_DDL = (
+    "CREATE TABLE IF NOT EXISTS gpu_holdings (ResourceName TEXT NOT NULL, ResourceId TEXT NOT NULL, "
+    "ChargePeriodStart TEXT NOT NULL, ChargePeriodEnd TEXT NOT NULL, source TEXT NOT NULL, "
+    "recorded_at TEXT NOT NULL, holdings TEXT NOT NULL, PRIMARY KEY (ResourceName, ChargePeriodStart))"
+)
+_HOLDINGS_COLUMNS = ("ResourceName", "ResourceId", "ChargePeriodStart", "ChargePeriodEnd", "source",
+                     "recorded_at", "holdings")  # fmt: skip
+
+
+class StoreVersionError(UsageError):
+    pass
+
 
 _INT_COLUMNS = {"x_GpuCount", "x_GpusReporting"}
 _BOOL_COLUMNS = {"x_RateStale"}
@@ -33,9 +55,13 @@ _TEXT_COLUMNS = {
 
 
 class CostStore(Protocol):
-    def upsert(self, records: Sequence[CostRecord]) -> int: ...
+    def upsert(self, records: Sequence[CostRecord], holdings: Sequence[IntervalHoldings] = ()) -> int: ...
 
     def records(self, since: str | None = None, until: str | None = None) -> list[CostRecord]: ...
+
+    def holdings(
+        self, since: str | None = None, until: str | None = None
+    ) -> dict[tuple[str, str], IntervalHoldings]: ...
 
 
 class SqliteCostStore:
@@ -65,14 +91,25 @@ class SqliteCostStore:
                 else "REAL"
             )
             cols.append(f'"{name}" {kind}')
-        self.db.execute(
-            f"CREATE TABLE IF NOT EXISTS cost_records ({', '.join(cols)}, PRIMARY KEY ({', '.join(KEY)}))"
-        )
-        self.db.commit()
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise StoreVersionError(
+                f"{self.path}: cost store schema version {version}, this gpu-finops knows up to "
+                f"{SCHEMA_VERSION}: use the gpu-finops that wrote it, or a newer one"
+            )
+        with self.db:
+            self.db.execute(
+                f"CREATE TABLE IF NOT EXISTS cost_records ({', '.join(cols)}, PRIMARY KEY ({', '.join(KEY)}))"
+            )
+            self.db.execute(_HOLDINGS_DDL)  # the migration from version 1 (and 0: a new file)
+            self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
-    def upsert(self, records: Sequence[CostRecord]) -> int:
-        if not records:
-            return 0
+    @property
+    def schema_version(self) -> int:
+        return self.db.execute("PRAGMA user_version").fetchone()[0]
+
+    def upsert(self, records: Sequence[CostRecord], holdings: Sequence[IntervalHoldings] = ()) -> int:
+        """Records and their intervals' holdings, in one transaction."""
         names = ", ".join(f'"{c}"' for c in COLUMNS)
         marks = ", ".join("?" for _ in COLUMNS)
         updates = ", ".join(f'"{c}"=excluded."{c}"' for c in COLUMNS if c not in KEY)
@@ -80,8 +117,15 @@ class SqliteCostStore:
             f"INSERT INTO cost_records ({names}) VALUES ({marks}) "
             f"ON CONFLICT ({', '.join(KEY)}) DO UPDATE SET {updates}"
         )
+        held = [(h.node, h.resource_id, h.start, h.end, h.source, h.recorded_at, h.holdings_json())
+                for h in holdings]  # fmt: skip
+        held_sql = (
+            f"INSERT OR REPLACE INTO gpu_holdings ({', '.join(_HOLDINGS_COLUMNS)}) "
+            f"VALUES ({', '.join('?' for _ in _HOLDINGS_COLUMNS)})"
+        )
         with self.db:
             self.db.executemany(sql, [r.row() for r in records])
+            self.db.executemany(held_sql, held)
         return len(records)
 
     def records(self, since: str | None = None, until: str | None = None) -> list[CostRecord]:
@@ -99,6 +143,24 @@ class SqliteCostStore:
             data = dict(zip(COLUMNS, row, strict=True))
             data["x_RateStale"] = bool(data["x_RateStale"])
             out.append(CostRecord.from_dict(data))
+        return out
+
+    def holdings(
+        self, since: str | None = None, until: str | None = None
+    ) -> dict[tuple[str, str], IntervalHoldings]:
+        """The recorded holdings by (ResourceName, ChargePeriodStart)."""
+        sql = f"SELECT {', '.join(_HOLDINGS_COLUMNS)} FROM gpu_holdings WHERE 1=1"
+        args: list[str] = []
+        if since:
+            sql += " AND ChargePeriodStart >= ?"
+            args.append(since)
+        if until:
+            sql += " AND ChargePeriodStart < ?"
+            args.append(until)
+        out = {}
+        for row in self.db.execute(sql, args):
+            h = IntervalHoldings.from_parts(*row)
+            out[h.key] = h
         return out
 
     def close(self) -> None:
@@ -119,30 +181,61 @@ def _from_dynamo(name: str, value: Any) -> Any:
     return value
 
 
+_HOLDINGS_ATTR, _SOURCE_ATTR, _RECORDED_ATTR = "x_Holdings", "x_HoldingsSource", "x_HoldingsRecordedAt"
+
+
 class DynamoCostStore:
     """The DynamoDB cost table the cluster stack creates (hash ResourceId, range ChargePeriodStart)."""
 
     def __init__(self, table_name: str, dynamodb_resource: Any):
         self.table = dynamodb_resource.Table(table_name)
 
-    def upsert(self, records: Sequence[CostRecord]) -> int:
+    def upsert(self, records: Sequence[CostRecord], holdings: Sequence[IntervalHoldings] = ()) -> int:
         # put_item replaces the item with the same key: an upsert, so a restart never double counts.
+        held = {(h.resource_id, h.start): h for h in holdings}
         with self.table.batch_writer(overwrite_by_pkeys=list(KEY)) as batch:
             for record in records:
-                batch.put_item(Item={k: _to_dynamo(v) for k, v in record.to_dict().items()})
+                item = {k: _to_dynamo(v) for k, v in record.to_dict().items()}
+                h = held.pop((record.ResourceId, record.ChargePeriodStart), None)
+                if h is not None:
+                    item |= {_HOLDINGS_ATTR: h.holdings_json(), _SOURCE_ATTR: h.source,
+                             _RECORDED_ATTR: h.recorded_at}  # fmt: skip
+                batch.put_item(Item=item)
+        if held:
+            raise ValueError(
+                f"holdings for {sorted(held)} have no cost record in this upsert: on DynamoDB they are "
+                "attributes of the record's item, so write them with it"
+            )
         return len(records)
 
-    def records(self, since: str | None = None, until: str | None = None) -> list[CostRecord]:
+    def _items(self) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
         kwargs: dict[str, Any] = {}
         while True:
             page = self.table.scan(**kwargs)
             items.extend(page.get("Items", []))
             if "LastEvaluatedKey" not in page:
-                break
+                return items
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def holdings(
+        self, since: str | None = None, until: str | None = None
+    ) -> dict[tuple[str, str], IntervalHoldings]:
+        out = {}
+        for item in self._items():
+            start = item["ChargePeriodStart"]
+            if _HOLDINGS_ATTR not in item or (since and start < since) or (until and start >= until):
+                continue
+            h = IntervalHoldings.from_parts(
+                item["ResourceName"], item["ResourceId"], start, item["ChargePeriodEnd"],
+                item[_SOURCE_ATTR], item[_RECORDED_ATTR], item[_HOLDINGS_ATTR],
+            )  # fmt: skip
+            out[h.key] = h
+        return out
+
+    def records(self, since: str | None = None, until: str | None = None) -> list[CostRecord]:
         out = []
-        for item in items:
+        for item in self._items():
             start = item["ChargePeriodStart"]
             if (since and start < since) or (until and start >= until):
                 continue

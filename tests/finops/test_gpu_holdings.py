@@ -30,9 +30,10 @@ def pod(
     finished: datetime | None = None,
     queue: str | None = None,
     init_gpus: int = 0,
+    resource: str = "nvidia.com/gpu",
 ) -> client.V1Pod:
     def container(n: str, g: int) -> client.V1Container:
-        limits = {"nvidia.com/gpu": str(g)} if g else {}
+        limits = {resource: str(g)} if g else {}
         return client.V1Container(name=n, resources=client.V1ResourceRequirements(limits=limits))
 
     state = (
@@ -89,6 +90,15 @@ def test_holdings_read_tenant_interval_and_replicas():
         "init": ("team-a", 2, 4, T, None),
     }
     assert next(h for h in holdings if h.pod == "a").physical_gpus == Fraction(1, 4)
+
+
+def test_a_time_sliced_replica_is_a_holding_of_a_quarter_card():
+    """nvidia.com/gpu.shared (the device plugin's renamed replicas) is held as surely as nvidia.com/gpu:
+    reading only the latter left every shared node's cost unallocated."""
+    (h,) = holdings_from_objects([pod("r", "team-b", resource="nvidia.com/gpu.shared")], {}, {"gpu-a": 4}, {})
+    assert (h.pod, h.gpus, h.replicas, h.physical_gpus) == ("r", 1, 4, Fraction(1, 4))
+    other = pod("m", "team-b", resource="example.com/fpga")
+    assert holdings_from_objects([other], {}, {"gpu-a": 4}, {}) == []
 
 
 def test_reader_lists_pods_namespaces_nodes_and_local_queues():
