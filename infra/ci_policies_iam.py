@@ -32,7 +32,11 @@ _IAM_SEPARATE = {
     "iam:ListRoles",
     "iam:ListInstanceProfiles",
     "iam:ListPolicies",
+    *("iam:ListRoleTags", "iam:ListPolicyTags", "iam:GetInstanceProfile"),
 }
+# Teardown decides ownership by tags (teardown/types_iam.py), so it reads the tags of every role, policy and
+# instance profile in the account, ours or not: read-only, and nothing else on what is not ours.
+OWNERSHIP_TAG_READS = ("iam:ListRoleTags", "iam:ListPolicyTags", "iam:GetInstanceProfile")
 # Never, whatever else a statement says: lift a boundary, or touch the boundary or the nightly's own role.
 PROTECTED_IAM_WRITES = (
     "iam:CreatePolicyVersion",
@@ -126,6 +130,35 @@ def iam_policy(c: Config, account: str) -> dict[str, Any]:
                 "TeardownInventoryLists",
                 ["iam:ListRoles", "iam:ListInstanceProfiles", "iam:ListPolicies"],
                 "*",
+            ),
+            _stmt(
+                "TeardownReadsEveryTagToDecideOwnership",
+                list(OWNERSHIP_TAG_READS),
+                [f"{iam}:role/*", f"{iam}:policy/*", f"{iam}:instance-profile/*"],
+            ),
+            # (in this policy, not the services one, for IAM's size limit) the same for the regional types
+            # teardown lists whole: clusters, node groups, queues, rules and keys
+            _stmt(
+                "TeardownReadsEveryRegionalTagToDecideOwnership",
+                [
+                    "eks:DescribeCluster",
+                    "eks:ListNodegroups",
+                    "eks:DescribeNodegroup",
+                    "sqs:ListQueueTags",
+                    "events:ListTagsForResource",
+                    "kms:DescribeKey",
+                    "kms:ListResourceTags",
+                ],
+                [
+                    f"arn:aws:{service}:{c.region}:{account}:{resource}"
+                    for service, resource in (
+                        ("eks", "cluster/*"),
+                        ("eks", "nodegroup/*/*/*"),
+                        ("sqs", "*"),
+                        ("events", "rule/*"),
+                        ("kms", "key/*"),
+                    )
+                ],
             ),
         ],
     }

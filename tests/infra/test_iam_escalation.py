@@ -156,6 +156,39 @@ def test_roles_are_created_only_under_the_boundary():
     ).allowed
 
 
+def test_teardown_may_read_foreign_tags_and_do_nothing_else_to_them():
+    """Teardown reads every role's, policy's and profile's tags to decide what is ours (a name alone never
+    decides): in a real account the others are foreign, and reading their tags must not be refused."""
+    iam = f"arn:aws:iam::{ACCOUNT}"
+    foreign_role, foreign_policy = f"{iam}:role/someone-elses-app", f"{iam}:policy/someone-elses-policy"
+    assert d("iam:ListRoleTags", foreign_role).allowed
+    assert d("iam:ListPolicyTags", foreign_policy).allowed
+    assert d("iam:GetInstanceProfile", f"{iam}:instance-profile/someone-elses-profile").allowed
+    foreign_cluster = f"arn:aws:eks:{C.region}:{ACCOUNT}:cluster/someone-elses"
+    assert d("eks:DescribeCluster", foreign_cluster).allowed
+    assert d("eks:ListNodegroups", foreign_cluster).allowed
+    assert d(
+        "eks:DescribeNodegroup", f"arn:aws:eks:{C.region}:{ACCOUNT}:nodegroup/someone-elses/ng/1"
+    ).allowed
+    regional = f"{C.region}:{ACCOUNT}"
+    assert d("sqs:ListQueueTags", f"arn:aws:sqs:{regional}:someone-elses-queue").allowed
+    assert d("events:ListTagsForResource", f"arn:aws:events:{regional}:rule/someone-elses-rule").allowed
+    assert d("kms:ListResourceTags", f"arn:aws:kms:{regional}:key/1234abcd").allowed
+    assert d("kms:DescribeKey", f"arn:aws:kms:{regional}:key/1234abcd").allowed
+    for action, resource in [
+        ("sqs:DeleteQueue", f"arn:aws:sqs:{regional}:someone-elses-queue"),
+        ("events:DeleteRule", f"arn:aws:events:{regional}:rule/someone-elses-rule"),
+        ("kms:ScheduleKeyDeletion", f"arn:aws:kms:{regional}:key/1234abcd"),
+        ("eks:DeleteCluster", foreign_cluster),
+        ("eks:DeleteNodegroup", f"arn:aws:eks:{C.region}:{ACCOUNT}:nodegroup/someone-elses/ng/1"),
+        ("iam:DeleteRole", foreign_role),
+        ("iam:TagRole", foreign_role),
+        ("iam:DeletePolicy", foreign_policy),
+        ("iam:ListRoleTags", "arn:aws:iam::999999999999:role/another-account"),
+    ]:
+        assert not d(action, resource).allowed, (action, resource)
+
+
 def test_only_the_managed_policies_we_use_can_be_attached():
     ctx = {"iam:PermissionsBoundary": BOUNDARY}
     for p in ATTACHABLE_MANAGED_POLICIES:
