@@ -92,7 +92,7 @@ def writable_file(text: str) -> Path:
 
 def region(text: str) -> str:
     """An AWS region botocore's bundled endpoint data knows (offline), as facts/config.py checks it."""
-    from facts.config import known_regions
+    from facts.config_types import known_regions
 
     if text not in known_regions():
         import difflib

@@ -1,11 +1,12 @@
 """One typed, frozen configuration for every package, loaded from YAML and validated completely up front,
-with every name derived from it (roles, queue, table, namespaces, ports) as a property, so each is written once.
+with every name derived from it (roles, queue, table, namespaces, ports) as a property, so each is written once
+(the properties live in facts/config_derived.py, mixed into `Config`).
 
-The fields are plain dataclass fields; their types say the rules (pydantic checks them: strict integers and
-booleans, ranges, CIDRs, ARNs, regions botocore knows), so adding a key is one line. `validate()` then checks
-what spans keys (zones of the region, quotas the hardware can hold). Every error names the bad key, what was
-expected and what was found. Defaults suit a sandbox account; users edit facts/config.yaml, or name another
-file in $GPU_FINOPS_CONFIG.
+The fields are plain dataclass fields; their types say the rules (facts/config_types.py: pydantic checks them:
+strict integers and booleans, ranges, CIDRs, ARNs, regions botocore knows), so adding a key is one line.
+`validate()` then checks what spans keys (zones of the region, quotas the hardware can hold). Every error names
+the bad key, what was expected and what was found. Defaults suit a sandbox account; users edit
+facts/config.yaml, or name another file in $GPU_FINOPS_CONFIG.
 """
 
 from __future__ import annotations
@@ -15,113 +16,41 @@ import difflib
 import functools
 import ipaddress
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import yaml
-from pydantic import AfterValidator, ConfigDict, Field, StrictBool, StrictInt, TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from facts import names
-from facts.arguments import CLUSTER_NAME
+from facts.config_derived import Derived
+from facts.config_types import (
+    RULES,
+    AccountId,
+    AddonVersion,
+    AmiAlias,
+    Cidr,
+    ClusterName,
+    Count,
+    Flag,
+    GithubEnvironment,
+    GithubRepository,
+    InstanceType,
+    KubeMinor,
+    KubeName,
+    Name,
+    Positive,
+    PrincipalArn,
+    Region,
+    RetentionDays,
+    Version,
+)
 from facts.errors import FILE, ConfigError
-from facts.kube_keys import GPU_RESOURCE
 
 DEFAULT_FILE = Path(__file__).with_name("config.yaml")
 CONFIG_ENV = "GPU_FINOPS_CONFIG"  # a config file used instead of the default (the nightly writes one)
-# Every key is checked; values are never coerced (a quoted "4" is not an integer, `yes` is not a name).
-RULES = ConfigDict(extra="forbid", revalidate_instances="always")
-# CloudWatch Logs accepts only these retention periods (PutRetentionPolicy); 0 would mean "never expire".
-LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557)
-LOG_RETENTION_DAYS += (2922, 3288, 3653)
-
 __all__ = ["Config", "ConfigError", "Tenant", "Versions", "load_config"]
-
-
-def _matches(pattern: str, what: str):
-    def check(value: str) -> str:
-        if not re.fullmatch(pattern, value):
-            raise ValueError(f"{value!r} is not {what}")
-        return value
-
-    return AfterValidator(check)
-
-
-@functools.cache
-def known_regions() -> frozenset[str]:
-    """Every region botocore's bundled endpoint data lists for EC2, in every partition (offline)."""
-    import botocore.session
-
-    session = botocore.session.get_session()
-    return frozenset(
-        region
-        for partition in session.get_available_partitions()
-        for region in session.get_available_regions("ec2", partition_name=partition)
-    )
-
-
-def _region(value: str) -> str:
-    if value not in known_regions():
-        import botocore
-
-        close = difflib.get_close_matches(value, known_regions(), n=1)
-        raise ValueError(
-            f"{value!r} is not an AWS region botocore {botocore.__version__} knows"
-            + (f"; did you mean {close[0]!r}?" if close else "")
-            + " (a region newer than botocore: upgrade boto3)"
-        )
-    return value
-
-
-def _cidr(value: str) -> str:
-    try:
-        net = ipaddress.ip_network(value, strict=True)
-    except ValueError as exc:
-        why = "" if "does not appear" in str(exc) else f": {exc}"
-        raise ValueError(f"{value!r} is not a CIDR block like 10.0.0.0/16{why}") from None
-    if net.version != 4:
-        raise ValueError(f"{value!r}: only IPv4 CIDR blocks are supported")
-    return value
-
-
-def _retention(value: int) -> int:
-    if value not in LOG_RETENTION_DAYS:
-        raise ValueError(
-            f"{value} is not a retention period CloudWatch Logs accepts: one of {list(LOG_RETENTION_DAYS)}"
-        )
-    return value
-
-
-# The types the fields use (each says its rule, so a new key is one line).
-Count = Annotated[StrictInt, Field(ge=0)]  # an integer >= 0
-Positive = Annotated[StrictInt, Field(ge=1)]  # an integer >= 1
-Flag = StrictBool
-Name = Annotated[str, Field(min_length=1), _matches(r"\S(.*\S)?", "a non-empty name without edge spaces")]
-Region = Annotated[str, AfterValidator(_region)]
-Cidr = Annotated[str, AfterValidator(_cidr)]
-AccountId = Annotated[str, _matches(r"\d{12}", "a 12-digit account id")]
-ClusterName = Annotated[
-    str, _matches(CLUSTER_NAME.pattern, "a cluster name: lowercase letters, digits and '-', 2-39 chars")
-]
-KubeName = Annotated[str, _matches(r"[a-z][a-z0-9-]{0,40}", "a valid Kubernetes name")]
-InstanceType = Annotated[str, _matches(r"[a-z][a-z0-9-]*\.[a-z0-9]+", "an EC2 instance type like g6e.xlarge")]
-PrincipalArn = Annotated[
-    str, _matches(r"arn:aws[a-z-]*:(iam|sts)::\d{12}:[\w+=,.@/-]+", "an IAM principal ARN")
-]
-Version = Annotated[str, _matches(r"v?\d+(\.\d+)*([.+-][\w.+-]+)?", "a version like 1.2.3")]
-RetentionDays = Annotated[StrictInt, AfterValidator(_retention)]
-KubeMinor = Annotated[str, _matches(r"1\.\d+", "a Kubernetes minor like 1.36 (quote it in YAML)")]
-AmiAlias = Annotated[
-    str, _matches(r"al2023@v\d{8}", "an AL2023 AMI alias pinned to a release, like al2023@v20261003")
-]
-AddonVersion = Annotated[
-    str,
-    _matches(
-        r"(v\d+(\.\d+)*-eksbuild\.\d+)?",
-        "an EKS add-on version like v1.36.0-eksbuild.14, or empty for EKS's default",
-    ),
-]
 
 
 @dataclass(frozen=True)
@@ -180,7 +109,7 @@ class Versions:
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(Derived):
     __pydantic_config__ = RULES
     region: Region = "us-east-1"
     allowed_accounts: tuple[AccountId, ...] = ()
@@ -207,133 +136,11 @@ class Config:
     )  # who may reach the EKS API endpoint (IAM still applies)
     # The nightly workflow's role (infra/ci_role.py): owner/name of the repository whose jobs in this GitHub
     # environment may assume it. Empty: the ci-role stack is not synthesized.
-    github_repository: Annotated[str, _matches(r"([\w.-]+/[\w.-]+)?", "owner/name")] = ""
-    ci_environment: Annotated[str, _matches(r"[\w.-]{1,255}", "a GitHub environment name")] = "sandbox"
+    github_repository: GithubRepository = ""
+    ci_environment: GithubEnvironment = "sandbox"
     ci_create_oidc_provider: Flag = True  # False when the account already has GitHub's OIDC provider
     state_dir: Name = ".state"  # Terraform local state, one file per stack, outside cdktf.out
     versions: Versions = field(default_factory=Versions)
-
-    # --- derived ------------------------------------------------------------------------------------
-    @property
-    def max_gpu_nodes(self) -> int:
-        """How many GPU nodes the spot vCPU quota lets Karpenter run at once."""
-        return self.gvt_spot_vcpu_quota // self.gpu_node_vcpu
-
-    @property
-    def whole_cards(self) -> int:
-        """Physical cards Kueue may hand out whole: the tenants' nvidia.com/gpu quotas."""
-        return sum(t.gpu_quota for t in self.tenants)
-
-    @property
-    def shared_replicas(self) -> int:
-        """Time-sliced replicas Kueue may hand out: the tenants' nvidia.com/gpu.shared quotas."""
-        return sum(t.shared_gpu_quota for t in self.tenants)
-
-    @property
-    def shared_cards(self) -> int:
-        """Physical cards behind the replicas (validate() makes the replicas fill whole cards)."""
-        return -(-self.shared_replicas // self.timeslicing_replicas)
-
-    @staticmethod
-    def _limits(cards: int, per_node: int, vcpu: int) -> dict[str, str]:
-        nodes = -(-cards // per_node)
-        return {"cpu": str(nodes * vcpu), GPU_RESOURCE: str(cards)}
-
-    @property
-    def nodepool_limits(self) -> dict[str, str]:
-        """Whole-card NodePool limits: exactly the cards the quotas admit, so Kueue never admits work for
-        hardware Karpenter may not launch, and Karpenter never asks for more than EC2 grants."""
-        return self._limits(self.whole_cards, self.gpus_per_node, self.gpu_node_vcpu)
-
-    @property
-    def shared_nodepool_limits(self) -> dict[str, str]:
-        """Shared NodePool limits: the physical cards behind the replica quotas (nvidia.com/gpu counts
-        physical cards for Karpenter, which knows nothing of time-slicing)."""
-        return self._limits(self.shared_cards, self.gpus_per_node, self.gpu_node_vcpu)
-
-    @property
-    def gpu_nodes_at_limits(self) -> int:
-        """GPU nodes both NodePools may run at their limits (what a run can cost at most)."""
-        return (-(-self.whole_cards // self.gpus_per_node)) + (-(-self.shared_cards // self.gpus_per_node))
-
-    @property
-    def gpu_vcpus_needed(self) -> int:
-        """G/VT spot vCPUs both GPU NodePools may use at their limits."""
-        return int(self.nodepool_limits["cpu"]) + int(self.shared_nodepool_limits["cpu"])
-
-    @property
-    def shared_device_config(self) -> str:
-        """The device plugin config name the shared NodePool's nodes select by label."""
-        return f"timeslice-{self.timeslicing_replicas}"
-
-    @property
-    def tags(self) -> dict[str, str]:
-        return {names.TAG_PROJECT: self.project, names.TAG_CLUSTER: self.cluster_name}
-
-    # Names the stacks give what they create; teardown and the acts find them by the same properties.
-    @property
-    def cluster_role(self) -> str:
-        """The EKS cluster's IAM role, and its security group."""
-        return f"{self.cluster_name}-cluster"
-
-    @property
-    def cluster_log_group(self) -> str:
-        return f"/aws/eks/{self.cluster_name}/cluster"
-
-    @property
-    def system_node_role(self) -> str:
-        return f"{self.cluster_name}-system-node"
-
-    @property
-    def karpenter_node_role(self) -> str:
-        """Karpenter's node role, and the instance profile of the same name."""
-        return f"{self.cluster_name}-karpenter-node"
-
-    @property
-    def karpenter_controller_role(self) -> str:
-        return f"{self.cluster_name}-karpenter-controller"
-
-    @property
-    def interruption_queue(self) -> str:
-        return f"{self.cluster_name}-interruption"
-
-    @property
-    def fis_role(self) -> str:
-        return f"{self.cluster_name}-fis"
-
-    @property
-    def cost_table(self) -> str:
-        return f"{self.cluster_name}-cost"
-
-    @property
-    def collector_role(self) -> str:
-        return f"{self.cluster_name}-collector"
-
-    @property
-    def collector_repository(self) -> str:
-        return f"{self.cluster_name}/collector"
-
-    @property
-    def export_bucket(self) -> str:
-        """The FOCUS export bucket (tagged as ours; teardown empties every version, then deletes it)."""
-        return f"{self.cluster_name}-focus" + (f"-{a}" if (a := getattr(self, "account_id", "")) else "")
-
-    @property
-    def ci_role(self) -> str:
-        """The nightly's role: deliberately not `<cluster>-...`, so teardown's name rule never claims it."""
-        return f"nightly-{self.cluster_name}"
-
-    @property
-    def spot_slr_record(self) -> str:
-        return names.spot_slr_record_name(self.cluster_name)
-
-    @property
-    def monitoring_namespace(self) -> str:
-        return names.MONITORING_NS
-
-    @property
-    def collector_port(self) -> int:
-        return names.COLLECTOR_PORT
 
     def validate(self) -> Config:
         """Every field by its type (the first error, naming the key), then the rules that span keys."""

@@ -1,7 +1,7 @@
 """The permissions boundary on every IAM role the stacks create (and so the nightly creates).
 
 A boundary is a ceiling, not a grant: a role may do only what both its own policies and the boundary
-allow. This one allows what the roles in infra/cluster.py need (the EKS cluster and node managed policies,
+allow. This one allows what the roles in infra/cluster*.py need (the EKS cluster and node managed policies,
 Karpenter's controller policy, FIS's spot interruption, the collector) in our region, and in IAM only
 Karpenter's instance profiles, passing our roles to EC2, and ELB's service-linked role. It allows no other
 IAM write and no `sts:AssumeRole`, so a role the nightly creates can never create, widen or assume
