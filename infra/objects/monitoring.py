@@ -90,9 +90,10 @@ def ledger_rules() -> dict[str, Any]:
 READ = ["get", "list", "watch"]
 # What the collector reads, cluster-wide and read-only: GPU nodes (to charge them), and for the holdings it
 # records every cycle (--holdings kube, finops/gpu_holdings.py) the pods holding GPUs, their namespaces'
-# tenant label and the Kueue LocalQueues that name their ClusterQueue.
+# tenant label, the Jobs that carry their queue label, and the Kueue LocalQueues that name a ClusterQueue.
 COLLECTOR_RULES = [
     {"apiGroups": [""], "resources": ["nodes", "pods", "namespaces"], "verbs": READ},
+    {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": READ},
     {"apiGroups": [KUEUE_GROUP], "resources": ["localqueues"], "verbs": READ},
 ]
 

@@ -285,7 +285,8 @@ def test_the_focus_export_bucket_is_ours_versioned_encrypted_private_and_expires
 
 def test_the_collector_records_holdings_and_may_read_what_they_need_only(synthesized):
     """`--holdings kube` as the collector's own parser reads it, and a ClusterRole bound to its
-    ServiceAccount that may get/list/watch nodes, pods, namespaces and Kueue LocalQueues, and nothing more."""
+    ServiceAccount that may get/list/watch nodes, pods, namespaces, Jobs and Kueue LocalQueues, and nothing
+    more."""
     import argparse
 
     from facts.names import COLLECTOR
@@ -309,7 +310,13 @@ def test_the_collector_records_holdings_and_may_read_what_they_need_only(synthes
         for verb in rule["verbs"]
     }
     read = ("get", "list", "watch")
-    wanted = [("", "nodes"), ("", "pods"), ("", "namespaces"), ("kueue.x-k8s.io", "localqueues")]
+    wanted = [
+        ("", "nodes"),
+        ("", "pods"),
+        ("", "namespaces"),
+        ("batch", "jobs"),
+        ("kueue.x-k8s.io", "localqueues"),
+    ]
     assert granted == {(g, r, v) for g, r in wanted for v in read}, sorted(granted)
     assert all(set(rule) == {"apiGroups", "resources", "verbs"} for rule in role["rules"]), role["rules"]
     assert binding["roleRef"] == {
