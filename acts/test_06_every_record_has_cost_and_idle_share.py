@@ -114,9 +114,13 @@ def recorded(store, kube, ns: str, tenant: str, run: str, node: str, since: str)
         for (name, start), ih in store.holdings(since=since).items()
         if name == node
     }
-    (pod,) = job_pods(kube, ns, f"cost-{run}")
-    if pod.running is None:
-        raise AssertionError(f"the act's pod {ns}/{pod.name} has no running interval any more: {pod}")
+    pods = job_pods(kube, ns, f"cost-{run}")
+    if len(pods) != 1 or pods[0].running is None:
+        raise AssertionError(
+            f"expected the one pod of Job {ns}/cost-{run}, with the interval it ran, to check the recorded "
+            f"GPU holdings against; found {pods}"
+        )
+    pod = pods[0]
     return holdings, HolderObs(ns, pod.name, tenant, pod.running.start, pod.running.end)
 
 
