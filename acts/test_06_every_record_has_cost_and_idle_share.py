@@ -1,16 +1,19 @@
 """Act 6 — cost collection: every record of the GPU node has GPU_UTIL, SM_ACTIVE, interval cost and idle share.
 
 On the local target the act runs the collector itself against a real Prometheus scraping the cluster-driven
-DCGM simulator, priced from the local catalog. On AWS the in-cluster collector (deployed by the addons
+DCGM simulator, priced from the local catalog, recording who held the GPUs (the Kubernetes API and the
+simulated kubelets' pod-resources answer); its store is left in the report folder (`STORE_NAME`), for
+`gpu-finops cost export`. On AWS the in-cluster collector (deployed by the addons
 stack) writes the DynamoDB table `<cluster>-cost`; the act reads it back and prices each interval itself
-from spot price history, so a collector that charged the wrong rate cannot agree with itself."""
+from spot price history, so a collector that charged the wrong rate cannot agree with itself. On both, the
+holdings the collector recorded for the node must name the act's own GPU pod, for its tenant."""
 
 from __future__ import annotations
 
 import logging
 import os
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,7 +21,8 @@ from typing import Any
 import pytest
 
 from acts.jobs import gpu_job
-from assertions.cost import CostObs, check_cost
+from acts.report import REPORT_DIR
+from assertions.cost import CostObs, HolderObs, check_cost
 from assertions.verdict import require
 from facts import timeouts
 from facts.kube_keys import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
@@ -37,6 +41,7 @@ from infra.metrics_csv import exported_fields, render
 INTERVAL = 10  # seconds per record on the local target (the in-cluster collector uses the config's, 60)
 INTERVALS = 3
 SM_ACTIVE = 0.4582
+STORE_NAME = "act-6-cost.sqlite"  # the local run's cost store, in the report folder
 pytestmark = pytest.mark.timeout(timeouts.NODE_READY + timeouts.COST_RECORDS + 300 + 60 * (INTERVALS + 4))
 
 
@@ -50,6 +55,8 @@ class Collected:
     created: datetime | None = None
     deleted: datetime | None = None
     expected_sm: float | None = None  # what the simulator was told (local); None on real silicon
+    holdings: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # start -> recorded holdings
+    holder: HolderObs | None = None
 
 
 def metrics_csv() -> str:
@@ -79,6 +86,8 @@ def test_every_record_has_gpu_util_sm_active_cost_and_idle_share(
         node_created=got.created,
         node_deleted=got.deleted,
         expected_sm_active=got.expected_sm,
+        holdings=got.holdings,
+        holder=got.holder,
     )
     require(report.record(check_cost(obs)))
 
@@ -97,8 +106,28 @@ def run_gpu_job(kube, act_target, ns, tenant, run, seconds: int):
     return pod
 
 
+def recorded(store, kube, ns: str, tenant: str, run: str, node: str, since: str):
+    """The holdings the collector recorded for the node (ChargePeriodStart -> holdings), and the act's pod
+    read again now, so the holder's span has its end if it finished."""
+    holdings = {
+        start: [h.to_dict() for h in ih.holdings]
+        for (name, start), ih in store.holdings(since=since).items()
+        if name == node
+    }
+    pods = job_pods(kube, ns, f"cost-{run}")
+    if len(pods) != 1 or pods[0].running is None:
+        raise AssertionError(
+            f"expected the one pod of Job {ns}/cost-{run}, with the interval it ran, to check the recorded "
+            f"GPU holdings against; found {pods}"
+        )
+    pod = pods[0]
+    return holdings, HolderObs(ns, pod.name, tenant, pod.running.start, pod.running.end)
+
+
 def collect_locally(kube, act_target, ns, tenant, run, tmp_path, caplog) -> Collected:
+    from acts.targets import local_description
     from facts.catalog import prices
+    from finops.gpu_holdings import kube_reader
     from local.gpu_sim import ClusterGpuSimulator
     from local.prometheus_server import PrometheusServer
 
@@ -107,7 +136,9 @@ def collect_locally(kube, act_target, ns, tenant, run, tmp_path, caplog) -> Coll
     try:
         with PrometheusServer(tmp_path / "prom", [f"127.0.0.1:{port}"], scrape_interval="1s") as prom:
             pod = run_gpu_job(kube, act_target, ns, tenant, run, seconds=INTERVAL * (INTERVALS + 4))
-            store = SqliteCostStore(tmp_path / "cost.sqlite")
+            REPORT_DIR.mkdir(parents=True, exist_ok=True)
+            (REPORT_DIR / STORE_NAME).unlink(missing_ok=True)  # this run's records alone
+            store = SqliteCostStore(REPORT_DIR / STORE_NAME)
             collector = Collector(
                 KubeNodeSource(kube.core),
                 PrometheusClient(prom.url),
@@ -115,6 +146,7 @@ def collect_locally(kube, act_target, ns, tenant, run, tmp_path, caplog) -> Coll
                 store,
                 interval=INTERVAL,
                 grace_seconds=INTERVAL,
+                holdings=kube_reader(kube, local_description()["pod_resources_url"]),
             )
             first = align(pod.running.start, INTERVAL) + timedelta(seconds=INTERVAL * 2)  # samples in each
             for i in range(INTERVALS):
@@ -128,6 +160,7 @@ def collect_locally(kube, act_target, ns, tenant, run, tmp_path, caplog) -> Coll
                 )
                 collector.cycle(end - timedelta(seconds=INTERVAL), end)
             records = node_records(store, pod.node, iso(first))
+            holdings, holder = recorded(store, kube, ns, tenant, run, pod.node, iso(first))
     finally:
         sim.stop()
     node = kube.core.read_node(pod.node)
@@ -141,7 +174,7 @@ def collect_locally(kube, act_target, ns, tenant, run, tmp_path, caplog) -> Coll
     # told) are, and are what the local run proves.
     return Collected(
         pod.node, records, price, RATE_CATALOG, log,
-        node.metadata.creation_timestamp, node.metadata.deletion_timestamp, SM_ACTIVE,
+        node.metadata.creation_timestamp, node.metadata.deletion_timestamp, SM_ACTIVE, holdings, holder,
     )  # fmt: skip
 
 
@@ -167,6 +200,7 @@ def collect_on_aws(kube, act_target, config, ns, tenant, run) -> Collected:
         )
     except WaitTimeout as exc:  # the checker says what is missing, quoting the collector
         records = exc.last if isinstance(exc.last, list) else []
+    holdings, holder = recorded(store, kube, ns, tenant, run, pod.node, iso(first))
     node = kube.core.read_node(pod.node)
     labels = node.metadata.labels
     instance_type, zone = labels[LABEL_INSTANCE_TYPE], labels[LABEL_ZONE]
@@ -191,5 +225,5 @@ def collect_on_aws(kube, act_target, config, ns, tenant, run) -> Collected:
     prices = expected_unit_prices(records, cost_over, created)
     return Collected(
         pod.node, records, prices, source, collector_log(kube.core, MONITORING_NS),
-        created, node.metadata.deletion_timestamp, None,
+        created, node.metadata.deletion_timestamp, None, holdings, holder,
     )  # fmt: skip

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import pairwise
 from typing import Any
@@ -16,6 +16,20 @@ CLAIM = (
 )
 TOLERANCE = 1e-6  # dollars
 SECONDS_TOLERANCE = 1.0  # Kubernetes stores creation and deletion times in whole seconds
+
+
+@dataclass(frozen=True)
+class HolderObs:
+    """The act's own GPU pod, as the act saw it: who the collector's holdings record must name."""
+
+    namespace: str
+    pod: str
+    tenant: str  # the tenant the act ran it for (its LocalQueue's ClusterQueue)
+    held_from: datetime  # the pod's container started (its devices were allocated no later)
+    held_until: datetime | None = None  # its container finished; None: still running when the act read it
+
+    def overlaps(self, start: datetime, end: datetime) -> bool:
+        return self.held_from < end and (self.held_until is None or self.held_until > start)
 
 
 @dataclass(frozen=True)
@@ -34,6 +48,11 @@ class CostObs:
     # locally the act told the simulator the load; SM_ACTIVE must come back as that, within the tolerance
     expected_sm_active: float | None = None
     sm_tolerance: float = 0.005
+    # who held the node's GPUs, as the collector recorded it: ChargePeriodStart -> the holdings recorded for
+    # the node in that interval (GpuHolding dicts); an interval absent had none recorded. Checked (each
+    # interval the act's pod overlapped must name it, for its tenant) when `holder` is given.
+    holdings: Mapping[str, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
+    holder: HolderObs | None = None
 
     def unit_price(self, start: str) -> float | None:
         if isinstance(self.expected_unit_price, Mapping):
@@ -116,20 +135,62 @@ def check_cost(o: CostObs) -> Verdict:
                 )
         if sm is not None and 0 <= sm <= 1 and (idle is None or abs(idle - cost * (1 - sm)) > TOLERANCE):
             f.append(f"{at}: idle cost {idle} != cost x (1 - SM_ACTIVE) = {cost * (1 - sm):.6f}")
+    if o.holder is not None and recs:
+        f += _holding_failures(o, recs)
     total = sum(r.get("EffectiveCost") or 0 for r in recs)
     idle_total = sum(r.get("x_IdleCost") or 0 for r in recs)
     return decide(
         CLAIM,
         f">= {o.min_records} consecutive records, each with GPU_UTIL and SM_ACTIVE (ratio), cost = "
         f"{_price_words(o.expected_unit_price)} x seconds > 0, idle = cost x (1 - SM_ACTIVE)"
-        + (f", rate source {o.expected_rate_source}" if o.expected_rate_source else ""),
+        + (f", rate source {o.expected_rate_source}" if o.expected_rate_source else "")
+        + (
+            f"; GPU holdings recorded naming {o.holder.namespace}/{o.holder.pod} for tenant "
+            f"{o.holder.tenant} in each interval it ran"
+            if o.holder
+            else ""
+        ),
         f,
         f"{len(recs)} records, ${total:.6f} of which ${idle_total:.6f} idle",
         node=o.node,
         records=len(recs),
+        holdings_recorded=len(o.holdings),
         cost=total,
         idle=idle_total,
     )
+
+
+def _holding_failures(o: CostObs, recs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each record whose interval the act's pod overlapped must have holdings recorded that name the pod,
+    attributed to the act's tenant; at least one record must be such an interval."""
+    h = o.holder
+    assert h is not None
+    who = f"{h.namespace}/{h.pod}"
+    f: list[str] = []
+    overlapped = [r for r in recs if h.overlaps(_parse(r["ChargePeriodStart"]), _parse(r["ChargePeriodEnd"]))]
+    if not overlapped:
+        span = f"{h.held_from.isoformat()} to {h.held_until.isoformat() if h.held_until else 'still running'}"
+        return [f"no record's interval overlaps the act's pod {who} ({span}): its holding cannot be checked"]
+    said = next((line for line in reversed(o.collector_log) if "GPU holdings" in line), None)
+    for r in overlapped:
+        at = r["ChargePeriodStart"]
+        if at not in o.holdings:
+            f.append(
+                f"{at}: no GPU holdings recorded for {o.node} (the collector ran without a holdings reader, "
+                "or its read failed; the export shows this interval unallocated, x_Status no-holdings)"
+                + (f"; the collector said: {said!r}" if said else "")
+            )
+            continue
+        held = {(x.get("namespace"), x.get("pod")): x for x in o.holdings[at]}
+        mine = held.get((h.namespace, h.pod))
+        if mine is None:
+            names = sorted(f"{ns}/{p}" for ns, p in held) or "nobody"
+            f.append(f"{at}: the holdings recorded for {o.node} name {names}, not the act's pod {who}")
+        elif mine.get("tenant") != h.tenant:
+            f.append(
+                f"{at}: the act's pod {who} was recorded for tenant {mine.get('tenant')!r}, expected {h.tenant!r}"
+            )
+    return f
 
 
 def _parse(ts: str) -> datetime:

@@ -138,7 +138,7 @@ def holdings_reader(args: argparse.Namespace):
 
     if args.kubeconfig:
         kube = Kube.from_kubeconfig(args.kubeconfig)
-    else:  # in-cluster, as the node source (its ServiceAccount needs list on pods, namespaces, localqueues)
+    else:  # in-cluster, as the node source (its ClusterRole: list pods, namespaces, jobs, localqueues)
         try:
             config.load_incluster_config()
         except config.ConfigException:

@@ -6,7 +6,8 @@ allocated to it from then) until its last container finished; a pod still runnin
 node's GFD label `nvidia.com/gpu.replicas` (1 when the node has no time-slicing).
 
 The tenant is the namespace's `gpu-finops.io/tenant` label; else the Kueue ClusterQueue behind the
-pod's LocalQueue (`kueue.x-k8s.io/queue-name`); else the namespace itself.
+pod's LocalQueue (`kueue.x-k8s.io/queue-name`: on the pod, or, as Kueue's Job integration has it, on the
+Job that controls the pod: its pods do not carry the label); else the namespace itself.
 """
 
 from __future__ import annotations
@@ -126,13 +127,32 @@ def tenant_of(namespace: str, queue: str | None, ns_labels: dict[str, str], clus
     return namespace
 
 
+def controlling_job(pod: Any) -> str | None:
+    """The name of the batch/v1 Job that controls the pod, if one does."""
+    for ref in pod.metadata.owner_references or ():
+        if ref.controller and ref.kind == "Job" and ref.api_version == "batch/v1":
+            return ref.name
+    return None
+
+
+def queue_of(pod: Any, job_queues: dict[tuple[str, str], str]) -> str | None:
+    """The pod's LocalQueue: its own queue-name label, else its controlling Job's (Kueue labels the Job)."""
+    own = (pod.metadata.labels or {}).get(QUEUE_LABEL)
+    if own:
+        return own
+    job = controlling_job(pod)
+    return job_queues.get((pod.metadata.namespace, job)) if job else None
+
+
 def holdings_from_objects(
     pods: list[Any],
     namespace_labels: dict[str, dict[str, str]],
     node_replicas: dict[str, int],
     cluster_queues: dict[tuple[str, str], str],
+    job_queues: dict[tuple[str, str], str] | None = None,
 ) -> list[GpuHolding]:
-    """Pure: GPU holdings from pod objects and the lookups they need."""
+    """Pure: GPU holdings from pod objects and the lookups they need (`job_queues`: (namespace, Job) ->
+    the Job's queue-name label)."""
     out = []
     for pod in pods:
         gpus = effective_gpus(pod)
@@ -140,7 +160,7 @@ def holdings_from_objects(
         if gpus <= 0 or interval is None:
             continue
         ns = pod.metadata.namespace
-        queue = (pod.metadata.labels or {}).get(QUEUE_LABEL)
+        queue = queue_of(pod, job_queues or {})
         out.append(
             GpuHolding(
                 namespace=ns,
@@ -157,7 +177,9 @@ def holdings_from_objects(
 
 
 def gpu_holdings(kube: Any) -> list[GpuHolding]:
-    """Every pod in the cluster that holds (or held, and still exists) GPUs on a node."""
+    """Every pod in the cluster that holds (or held, and still exists) GPUs on a node. Reads pods,
+    namespaces, nodes, Kueue LocalQueues and the Jobs labelled with a queue (the in-cluster collector's
+    ClusterRole grants exactly these, read-only: infra/objects/monitoring.py)."""
     pods = kube.core.list_pod_for_all_namespaces().items
     namespace_labels = {
         n.metadata.name: dict(n.metadata.labels or {}) for n in kube.core.list_namespace().items
@@ -179,7 +201,11 @@ def gpu_holdings(kube: Any) -> list[GpuHolding]:
         meta, spec = lq["metadata"], lq.get("spec") or {}
         if spec.get("clusterQueue"):
             cluster_queues[(meta["namespace"], meta["name"])] = spec["clusterQueue"]
-    return holdings_from_objects(pods, namespace_labels, node_replicas, cluster_queues)
+    job_queues = {
+        (j.metadata.namespace, j.metadata.name): j.metadata.labels[QUEUE_LABEL]
+        for j in kube.batch.list_job_for_all_namespaces(label_selector=QUEUE_LABEL).items
+    }
+    return holdings_from_objects(pods, namespace_labels, node_replicas, cluster_queues, job_queues)
 
 
 def read_holdings_file(path: str | Path) -> list[GpuHolding]:

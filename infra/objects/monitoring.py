@@ -1,5 +1,6 @@
 """The monitoring namespace's objects: dcgm-exporter (our metrics CSV in a ConfigMap), Prometheus (with
-the ledger's recording rules) and the collector (moved from infra/objects.py)."""
+the ledger's recording rules) and the collector, which records the GPU holdings too (moved from
+infra/objects.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import yaml
 
 from facts.config import Config
 from facts.kube_keys import GPU_RESOURCE as GPU
-from facts.kube_keys import LABEL_NODEPOOL
+from facts.kube_keys import KUEUE_GROUP, LABEL_NODEPOOL
 from facts.names import COLLECTOR, MONITORING_NS
 from finops.ledger.conventions import Conventions
 from infra.metrics_csv import PROJECT_METRICS, MetricRow
@@ -86,6 +87,17 @@ def ledger_rules() -> dict[str, Any]:
     return yaml.safe_load(resources.files("finops.ledger").joinpath("rules.yaml").read_text())
 
 
+READ = ["get", "list", "watch"]
+# What the collector reads, cluster-wide and read-only: GPU nodes (to charge them), and for the holdings it
+# records every cycle (--holdings kube, finops/gpu_holdings.py) the pods holding GPUs, their namespaces'
+# tenant label, the Jobs that carry their queue label, and the Kueue LocalQueues that name a ClusterQueue.
+COLLECTOR_RULES = [
+    {"apiGroups": [""], "resources": ["nodes", "pods", "namespaces"], "verbs": READ},
+    {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": READ},
+    {"apiGroups": [KUEUE_GROUP], "resources": ["localqueues"], "verbs": READ},
+]
+
+
 def collector_objects(
     c: Config, image: str, role_table: str, namespace: str = MONITORING_NS
 ) -> list[dict[str, Any]]:
@@ -101,7 +113,7 @@ def collector_objects(
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
             "metadata": {"name": COLLECTOR},
-            "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}],
+            "rules": COLLECTOR_RULES,
         },
         {
             "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -145,6 +157,10 @@ def collector_objects(
                                     c.region,
                                     "--interval",
                                     str(c.collector_interval_seconds),
+                                    # who held each node's GPUs, recorded every cycle (pods from the API;
+                                    # a real kubelet's pod-resources is a node-local socket: no device ids)
+                                    "--holdings",
+                                    "kube",
                                     "--port",
                                     str(port),
                                 ],

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from assertions.cost import CostObs, check_cost
+from assertions.cost import CostObs, HolderObs, check_cost
 from tests.assertions.tables import check, t
 
 
@@ -41,6 +41,9 @@ COST = CostObs(
     node_created=t(-600),
     expected_sm_active=0.4582,
 )
+POD = {"namespace": "act-1-team-a", "pod": "cost-1-x", "tenant": "team-a", "node": "gpu-a", "gpus": 1}
+HOLDER = HolderObs("act-1-team-a", "cost-1-x", "team-a", held_from=t(-30), held_until=t(200))
+HELD = replace(COST, holder=HOLDER, holdings={r["ChargePeriodStart"]: [POD] for r in COST.records})
 SPOT_CURVE = {f"2026-11-30T12:0{i}:00Z": 1.861 for i in range(3)}  # per-interval prices, as on AWS
 
 
@@ -132,6 +135,49 @@ SPOT_CURVE = {f"2026-11-30T12:0{i}:00Z": 1.861 for i in range(3)}  # per-interva
             ),
             "no samples: Prometheus returned no DCGM series",
         ),
+        (
+            "no GPU holdings recorded for an interval the act's pod ran in",
+            replace(
+                HELD,
+                holdings={k: v for k, v in HELD.holdings.items() if k != "2026-11-30T12:01:00Z"},
+                collector_log=[
+                    "ERROR finops.collector: GPU holdings (kube) could not be read: ApiException: 403"
+                ],
+            ),
+            "2026-11-30T12:01:00Z: no GPU holdings recorded for gpu-a (the collector ran without a holdings "
+            "reader, or its read failed; the export shows this interval unallocated, x_Status no-holdings); "
+            "the collector said: 'ERROR finops.collector: GPU holdings (kube) could not be read: ApiException: 403'",
+        ),
+        (
+            "no GPU holdings recorded at all",
+            replace(HELD, holdings={}),
+            "2026-11-30T12:00:00Z: no GPU holdings recorded for gpu-a (the collector ran without",
+        ),
+        (
+            "holdings recorded, naming another pod only",
+            replace(HELD, holdings={**HELD.holdings, "2026-11-30T12:02:00Z": [{**POD, "pod": "other"}]}),
+            "2026-11-30T12:02:00Z: the holdings recorded for gpu-a name ['act-1-team-a/other'], not the act's "
+            "pod act-1-team-a/cost-1-x",
+        ),
+        (
+            "holdings recorded with nobody holding while the act's pod ran",
+            replace(HELD, holdings={**HELD.holdings, "2026-11-30T12:00:00Z": []}),
+            "2026-11-30T12:00:00Z: the holdings recorded for gpu-a name nobody, not the act's pod",
+        ),
+        (
+            "the act's pod attributed to another tenant (its namespace, no ClusterQueue found)",
+            replace(
+                HELD, holdings={**HELD.holdings, "2026-11-30T12:01:00Z": [{**POD, "tenant": "act-1-team-a"}]}
+            ),
+            "2026-11-30T12:01:00Z: the act's pod act-1-team-a/cost-1-x was recorded for tenant 'act-1-team-a', "
+            "expected 'team-a'",
+        ),
+        (
+            "no record overlaps the act's pod",
+            replace(HELD, holder=replace(HOLDER, held_from=t(300), held_until=None)),
+            "no record's interval overlaps the act's pod act-1-team-a/cost-1-x (2026-11-30T12:05:00+00:00 to "
+            "still running): its holding cannot be checked",
+        ),
     ],
 )
 def test_cost_adjacent_cases_fail(case, obs, why):
@@ -149,5 +195,11 @@ def test_cost_holds_with_the_reference_figures():
     check(
         check_cost(replace(COST, node_created=t(1.4), records=[record(0, seconds=59), record(1), record(2)])),
         True,
+    )
+    check(check_cost(HELD), True)
+    # an interval after the pod finished need not name it (nobody held the card then)
+    ended = replace(HOLDER, held_until=t(100))
+    check(
+        check_cost(replace(HELD, holder=ended, holdings={**HELD.holdings, "2026-11-30T12:02:00Z": []})), True
     )
     assert round(record(0)["EffectiveCost"], 6) == 0.031017 and round(record(0)["x_IdleCost"], 6) == 0.016805

@@ -4,8 +4,6 @@ tenant, and judged by the FOCUS project's own focus-validator."""
 from __future__ import annotations
 
 import json
-import subprocess
-import xml.etree.ElementTree as ET
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -24,10 +22,9 @@ from finops.store import SqliteCostStore
 from finops.tenant_report import by_tenant
 from gpu_finops.cli import main
 from tests.finops.focus_fixtures import CTX, T0, hold, record
+from tests.finops.focus_validator import OVERRIDES, validate
 
 ROOT = Path(__file__).resolve().parents[2]
-VALIDATOR = ROOT / ".tools" / "focus-validator" / "bin" / "focus-validator"
-OVERRIDES = ROOT / "finops" / "focus-validator-overrides.yaml"
 DEC_1 = T0.replace(month=12, day=1, hour=0)  # the next billing period
 
 # Three minutes of a node two tenants time-slice, one node nobody holds, one interval with no price, and
@@ -205,34 +202,7 @@ def _exported_dir(tmp_path: Path) -> Path:
     return tmp_path / "again"
 
 
-# --- the FOCUS project's validator ---------------------------------------------------------------------
-def validate(data: Path, tmp_path: Path, overrides: Path | None = OVERRIDES) -> dict[str, set[str]]:
-    """Run focus-validator over one Parquet file; the rule ids it failed and errored, from its JUnit XML."""
-    if not VALIDATOR.exists():
-        pytest.fail(f"focus-validator not installed at {VALIDATOR}: run `make setup`")
-    python = VALIDATOR.parent / "python"
-    site = subprocess.run(
-        [str(python), "-c", "import focus_validator, os; print(os.path.dirname(os.path.dirname(focus_validator.__file__)))"],
-        capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
-    report = tmp_path / f"validator-{data.parent.name}-{bool(overrides)}.xml"
-    argv = [str(VALIDATOR), "--data-file", str(data), "--validate-version", "1.0",
-            "--output-type", "unittest", "--output-destination", str(report)]  # fmt: skip
-    if overrides:
-        argv += ["--override-file", str(overrides)]
-    # It reads its currency list from a path relative to the working directory: run it from site-packages.
-    result = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=site)
-    assert result.returncode == 0 and report.exists(), result.stdout + result.stderr
-    verdicts: dict[str, set[str]] = {"failed": set(), "errored": set(), "skipped": set(), "passed": set()}
-    for case in ET.parse(report).getroot().iter("testcase"):
-        rule = case.get("name", "").split(" :: ")[0]
-        kind = next((k for k in ("failure", "error", "skipped") if case.find(k) is not None), None)
-        verdicts[{"failure": "failed", "error": "errored", "skipped": "skipped", None: "passed"}[kind]].add(
-            rule
-        )
-    return verdicts
-
-
+# --- the FOCUS project's validator (tests/finops/focus_validator.py) ----------------------------------
 @pytest.mark.slow
 @pytest.mark.parametrize("period", ["2026-11", "2026-12"])
 def test_focus_validator_accepts_the_export(exported, tmp_path, period):

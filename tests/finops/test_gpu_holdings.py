@@ -31,6 +31,7 @@ def pod(
     queue: str | None = None,
     init_gpus: int = 0,
     resource: str = "nvidia.com/gpu",
+    job: str | None = None,
 ) -> client.V1Pod:
     def container(n: str, g: int) -> client.V1Container:
         limits = {resource: str(g)} if g else {}
@@ -45,7 +46,16 @@ def pod(
     )
     return client.V1Pod(
         metadata=client.V1ObjectMeta(
-            name=name, namespace=namespace, labels={"kueue.x-k8s.io/queue-name": queue} if queue else {}
+            name=name,
+            namespace=namespace,
+            labels={"kueue.x-k8s.io/queue-name": queue} if queue else {},
+            owner_references=[
+                client.V1OwnerReference(
+                    api_version="batch/v1", kind="Job", name=job, uid="u", controller=True
+                )
+            ]
+            if job
+            else None,
         ),
         spec=client.V1PodSpec(
             node_name=node,
@@ -92,6 +102,20 @@ def test_holdings_read_tenant_interval_and_replicas():
     assert next(h for h in holdings if h.pod == "a").physical_gpus == Fraction(1, 4)
 
 
+def test_a_kueue_jobs_pod_takes_its_queue_from_the_job():
+    """Kueue's Job integration labels the Job, not its pods: a pod without the label is attributed by its
+    controlling Job's queue; a Job without one (or a pod with no Job) leaves the namespace as tenant."""
+    pods = [pod("j-1", "ns-b", job="j"), pod("k-1", "ns-b", job="k"), pod("bare", "ns-b")]
+    holdings = holdings_from_objects(pods, {}, {}, {("ns-b", "lq"): "team-b"}, {("ns-b", "j"): "lq"})
+    assert {h.pod: h.tenant for h in holdings} == {"j-1": "team-b", "k-1": "ns-b", "bare": "ns-b"}
+    # the pod's own label wins over its Job's
+    (h,) = holdings_from_objects(
+        [pod("own", "ns-b", queue="lq2", job="j")], {}, {}, {("ns-b", "lq"): "team-b", ("ns-b", "lq2"): "team-c"},
+        {("ns-b", "j"): "lq"},
+    )  # fmt: skip
+    assert h.tenant == "team-c"
+
+
 def test_a_time_sliced_replica_is_a_holding_of_a_quarter_card():
     """nvidia.com/gpu.shared (the device plugin's renamed replicas) is held as surely as nvidia.com/gpu:
     reading only the latter left every shared node's cost unallocated."""
@@ -101,10 +125,20 @@ def test_a_time_sliced_replica_is_a_holding_of_a_quarter_card():
     assert holdings_from_objects([other], {}, {"gpu-a": 4}, {}) == []
 
 
-def test_reader_lists_pods_namespaces_nodes_and_local_queues():
+def test_reader_lists_pods_namespaces_nodes_local_queues_and_queued_jobs():
+    selectors = []
+
+    def list_jobs(label_selector):
+        selectors.append(label_selector)
+        meta = client.V1ObjectMeta(name="j", namespace="ns-a", labels={"kueue.x-k8s.io/queue-name": "q"})
+        return SimpleNamespace(items=[client.V1Job(metadata=meta)])
+
     objects = SimpleNamespace(
+        batch=SimpleNamespace(list_job_for_all_namespaces=list_jobs),
         core=SimpleNamespace(
-            list_pod_for_all_namespaces=lambda: SimpleNamespace(items=[pod("a", "ns-a", queue="q")]),
+            list_pod_for_all_namespaces=lambda: SimpleNamespace(
+                items=[pod("a", "ns-a", queue="q"), pod("j-1", "ns-a", job="j")]
+            ),
             list_namespace=lambda: SimpleNamespace(
                 items=[client.V1Namespace(metadata=client.V1ObjectMeta(name="ns-a"))]
             ),
@@ -124,8 +158,9 @@ def test_reader_lists_pods_namespaces_nodes_and_local_queues():
             }
         ),
     )
-    (h,) = gpu_holdings(objects)
-    assert (h.tenant, h.node, h.replicas) == ("team-a", "gpu-a", 4)
+    got = {h.pod: (h.tenant, h.node, h.replicas) for h in gpu_holdings(objects)}
+    assert got == {"a": ("team-a", "gpu-a", 4), "j-1": ("team-a", "gpu-a", 4)}
+    assert selectors == ["kueue.x-k8s.io/queue-name"]  # only the Jobs Kueue queues
 
 
 def test_holdings_file_round_trips(tmp_path):

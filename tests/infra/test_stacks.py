@@ -281,3 +281,54 @@ def test_the_focus_export_bucket_is_ours_versioned_encrypted_private_and_expires
     assert rule["status"] == "Enabled"
     assert rule["noncurrent_version_expiration"][0]["noncurrent_days"] > 0
     assert cluster["output"]["export_bucket"]["value"] == "${aws_s3_bucket.focus-export.bucket}"
+
+
+def test_the_collector_records_holdings_and_may_read_what_they_need_only(synthesized):
+    """`--holdings kube` as the collector's own parser reads it, and a ClusterRole bound to its
+    ServiceAccount that may get/list/watch nodes, pods, namespaces, Jobs and Kueue LocalQueues, and nothing
+    more."""
+    import argparse
+
+    from facts.names import COLLECTOR
+    from finops.cli_collect import add_arguments
+
+    docs = {d["kind"]: d for d in synthesized.chart_docs("collector.yaml")}
+    pod = docs["Deployment"]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert container["args"][0] == "collect"
+    args = parser.parse_args(container["args"][1:])
+    assert args.holdings == "kube" and args.pod_resources_url is None and args.kubeconfig is None
+
+    role, binding = docs["ClusterRole"], docs["ClusterRoleBinding"]
+    granted = {
+        (group, resource, verb)
+        for rule in role["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+    read = ("get", "list", "watch")
+    wanted = [
+        ("", "nodes"),
+        ("", "pods"),
+        ("", "namespaces"),
+        ("batch", "jobs"),
+        ("kueue.x-k8s.io", "localqueues"),
+    ]
+    assert granted == {(g, r, v) for g, r in wanted for v in read}, sorted(granted)
+    assert all(set(rule) == {"apiGroups", "resources", "verbs"} for rule in role["rules"]), role["rules"]
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": role["metadata"]["name"],
+    }
+    assert binding["subjects"] == [
+        {
+            "kind": "ServiceAccount",
+            "name": pod["serviceAccountName"],
+            "namespace": docs["ServiceAccount"]["metadata"]["namespace"],
+        }
+    ]
+    assert pod["serviceAccountName"] == docs["ServiceAccount"]["metadata"]["name"] == COLLECTOR
