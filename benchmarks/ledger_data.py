@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
-from finops.ledger.conventions import BUCKETS, DCGM_INPUTS, KSM_INPUTS, RUNGS
+from facts.dcgm import HOSTNAME_LABELS
+from finops.ledger.conventions import BUCKETS, DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS, RUNGS
 from finops.ledger.rules import BUCKET, INPUTS, LARGEST_PLACEABLE, RUNG
 
 # The seed's typical July hour at 10,000 GPUs (tests/finops/ledger/july.py), as GPUs per bucket.
@@ -97,7 +98,13 @@ def month_openmetrics(
             (RUNG, "rung", {r: rung_values(r) for r in RUNGS}),
             (BUCKET, "bucket", {b: bucket_values(b) for b in BUCKETS}),
             (LARGEST_PLACEABLE, "", {"": [8 - (4 * i) // max(n - 1, 1) for i in range(n)]}),
-            (INPUTS, "input", {name: [gpus // 8] * n for name in (*KSM_INPUTS, *DCGM_INPUTS)}),
+            (
+                INPUTS,
+                "input",
+                {name: [gpus // 8] * n for name in (*KSM_INPUTS, *DCGM_INPUTS)}
+                # every DCGM series names its node: the unplaced counts the rules also record read 0
+                | {name: [0] * n for name in DCGM_UNPLACED},
+            ),
         ]
         for name, label, series in families:
             yield f"# TYPE {name} gauge"
@@ -288,7 +295,10 @@ def _gpu(
 ) -> tuple[int, int]:
     """Add one GPU's three DCGM series; return the busy and live counts with this GPU's."""
     util, power, clock = DCGM_STATE[state]
-    labels = f'gpu="{index}",UUID="GPU-{node}-{index}",device="nvidia{index}",modelName="NVIDIA H100 80GB HBM3",Hostname="{node}"'
+    # the node under both spellings: `hostname` on every other node (dcgm-exporter 4.8.3, pinned),
+    # `Hostname` on the rest (before 4.8.3), as a fleet mid exporter rollout; the rules read either
+    spelling = HOSTNAME_LABELS[int(node.rsplit("-", 1)[-1]) % 2]
+    labels = f'gpu="{index}",UUID="GPU-{node}-{index}",device="nvidia{index}",modelName="NVIDIA H100 80GB HBM3",{spelling}="{node}"'
     if pod:
         labels += f',namespace="{pod[0]}",pod="{pod[1]}",container="main"'
     add("DCGM_FI_DEV_GPU_UTIL", labels, util)

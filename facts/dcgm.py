@@ -38,8 +38,9 @@ DIAGNOSED = (
 
 # The exporter's label that names the node a GPU sits on. dcgm-exporter 4.8.3 renamed it from `Hostname`
 # to `hostname` (NVIDIA/dcgm-exporter#655); readers accept both, the new spelling first.
-HOSTNAME_LABEL = "Hostname"  # the spelling before 4.8.3 (the local simulator's and the ledger rules')
-HOSTNAME_LABELS = ("hostname", "Hostname")
+HOSTNAME_LABEL = "hostname"  # the pinned exporter's spelling (4.8.3) and the local simulator's default
+OLD_HOSTNAME_LABEL = "Hostname"  # the spelling before 4.8.3
+HOSTNAME_LABELS = (HOSTNAME_LABEL, OLD_HOSTNAME_LABEL)
 
 
 def hostname_of(labels: dict[str, str]) -> str | None:

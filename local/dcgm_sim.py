@@ -1,8 +1,9 @@
 """A dcgm-exporter look-alike: DCGM-shaped series for simulated GPUs, honouring a metrics CSV.
 
 It exports exactly the fields the CSV it is given exports (a field not in the CSV is not exported, as
-with the real exporter), with the real exporter's labels: gpu, UUID, device, modelName, Hostname, and
-pod/namespace/container when a pod holds the GPU.
+with the real exporter), with the real exporter's labels: gpu, UUID, device, modelName, the node (`hostname`, as the pinned
+dcgm-exporter 4.8.3 spells it; `Hostname` or none on request), and pod/namespace/container when a pod
+holds the GPU (none when it is unheld, as the real exporter).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from facts import dcgm
 
 
 @dataclass
@@ -21,8 +24,9 @@ class SimGpu:
     model: str = "NVIDIA L40S"
     values: dict[str, float] = field(default_factory=dict)
     pod: tuple[str, str, str] | None = None  # (namespace, pod, container)
-    # The node label's name: `Hostname` before dcgm-exporter 4.8.3, `hostname` since; "" for none at all.
-    hostname_label: str = "Hostname"
+    # The node label's name: `hostname` as the pinned dcgm-exporter 4.8.3 spells it (the default),
+    # `Hostname` as versions before 4.8.3 did, "" for none at all (a misconfigured exporter).
+    hostname_label: str = dcgm.HOSTNAME_LABEL
 
 
 def _escape(value: str) -> str:

@@ -6,6 +6,7 @@ import shutil
 import socket
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -34,10 +35,12 @@ class PrometheusServer:
         rule_files: list[Path] | None = None,
         jobs: dict[str, list[str]] | None = None,
         evaluation_interval: str | None = None,
+        scrape_configs: list[dict[str, Any]] | None = None,
     ):
         """`targets` are scraped as job "dcgm"; `jobs` adds more (job name -> targets), e.g. the local
         target's kube-state-metrics for the ledger's rules. Rules are evaluated every
-        `evaluation_interval` (default: the scrape interval)."""
+        `evaluation_interval` (default: the scrape interval). `scrape_configs` are further jobs given whole
+        (relabelling, honor_labels), as a chart's would be."""
         self.workdir = Path(workdir)
         self.targets = targets
         self.scrape_interval = scrape_interval
@@ -46,6 +49,7 @@ class PrometheusServer:
         self.rule_files = rule_files or []
         self.jobs = {"dcgm": targets, **(jobs or {})}
         self.evaluation_interval = evaluation_interval or scrape_interval
+        self.scrape_configs = scrape_configs or []
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = self.workdir / "prometheus.log"
 
@@ -69,7 +73,8 @@ class PrometheusServer:
             "scrape_configs": [
                 {"job_name": job, "static_configs": [{"targets": targets}]}
                 for job, targets in self.jobs.items()
-            ],
+            ]
+            + self.scrape_configs,
         }
         config_path = self.workdir / "prometheus.yml"
         config_path.write_text(yaml.safe_dump(config))

@@ -131,7 +131,7 @@ class Holder:
 # --- DCGM over the window, one row per GPU series (a time-sliced GPU has one row per holder) -------------
 @dataclass(frozen=True)
 class GpuStats:
-    node: str  # the exporter's Hostname label
+    node: str  # the exporter's node label (`hostname`; `Hostname` before dcgm-exporter 4.8.3)
     gpu: str  # index
     uuid: str
     holder: str | None = None  # "namespace/pod" from the exporter's pod labels

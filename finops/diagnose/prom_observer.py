@@ -1,7 +1,8 @@
 """Read DCGM over the window from Prometheus: one query per field for every GPU, joined into rows.
 
-Each field is `avg by (Hostname, gpu, UUID, pod labels) (avg_over_time(FIELD[window]))`, so the number of
-queries is the number of fields, whatever the fleet size. Rows are joined on Hostname + gpu + UUID +
+Each field is `avg by (hostname, Hostname, gpu, UUID, pod labels) (avg_over_time(FIELD[window]))`, so the number of
+queries is the number of fields, whatever the fleet size. Rows are joined on the node (either spelling of
+the exporter's label: `hostname` since dcgm-exporter 4.8.3, `Hostname` before) + gpu + UUID +
 the holder's namespace/pod. Prometheus renames the exporter's `pod`/`namespace` to `exported_pod` /
 `exported_namespace` when the scrape target has its own; both are read.
 """
@@ -40,7 +41,7 @@ def _holder(labels: dict[str, str]) -> str | None:
 
 
 def read_gpu_stats(prom: PrometheusClient, window_s: int, at: datetime | None = None) -> list[GpuStats]:
-    """Every GPU series' window averages, one row per (Hostname, gpu, UUID, holder)."""
+    """Every GPU series' window averages, one row per (node, gpu, UUID, holder)."""
     rows: dict[tuple[str, str, str, str | None], GpuStats] = {}
     for field, attr in FIELD_ATTR.items():
         for sample in prom.query(query_for(field, window_s), at=at):

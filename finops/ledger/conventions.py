@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from facts.dcgm import HOSTNAME_LABEL, OLD_HOSTNAME_LABEL
 from facts.kube_keys import LABEL_GPU_REPLICAS, LABEL_UNSCHEDULABLE_REASON, LABEL_WORKLOAD_CLASS
 
 GPU_RESOURCE = "nvidia_com_gpu"  # kube-state-metrics' sanitized `nvidia.com/gpu`
@@ -71,6 +72,14 @@ DCGM_INPUTS: dict[str, str] = {
     "DCGM_FI_DEV_GPU_UTIL": "DCGM_FI_DEV_GPU_UTIL",
     "DCGM_FI_DEV_POWER_USAGE": "DCGM_FI_DEV_POWER_USAGE",
     "DCGM_FI_DEV_SM_CLOCK": "DCGM_FI_DEV_SM_CLOCK",
+}
+# DCGM series that name no node: neither `hostname` (dcgm-exporter 4.8.3 on) nor `Hostname` (before).
+# The rules leave them out of every device count, so they are counted here and the report names them.
+DCGM_UNPLACED: dict[str, str] = {
+    f"{name} without {HOSTNAME_LABEL} or {OLD_HOSTNAME_LABEL}": (
+        f'{name}{{{HOSTNAME_LABEL}="",{OLD_HOSTNAME_LABEL}=""}}'
+    )
+    for name in DCGM_INPUTS
 }
 
 

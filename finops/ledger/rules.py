@@ -16,10 +16,12 @@ from typing import Any
 
 import yaml
 
+from facts.dcgm import HOSTNAME_LABEL, OLD_HOSTNAME_LABEL
 from finops.ledger.conventions import (
     BUCKETS,
     CLASS_BUCKETS,
     DCGM_INPUTS,
+    DCGM_UNPLACED,
     GPU_RESOURCE,
     GPU_RESOURCE_SELECTOR,
     KSM_INPUTS,
@@ -159,24 +161,39 @@ def capacity_rules(c: Conventions) -> list[dict[str, Any]]:
     ]
 
 
+def placed(metric: str) -> str:
+    """A DCGM metric's series that name their node, the node in `hostname` whichever spelling the
+    exporter used (`hostname` since dcgm-exporter 4.8.3, `Hostname` before): a series carrying
+    `hostname` as it is, one carrying only `Hostname` with it copied into `hostname`. A series with
+    neither is left out (it cannot be put on a node; `DCGM_UNPLACED` counts it). The two selectors are
+    disjoint, and the device rules group by `hostname` only, so a series carrying both spellings, or a
+    card reported under both during an exporter rollout, is one device, never two."""
+    new, old = HOSTNAME_LABEL, OLD_HOSTNAME_LABEL
+    return (
+        f'({metric}{{{new}!=""}} or label_replace({metric}{{{new}="",{old}!=""}}, '
+        f'"{new}", "$1", "{old}", "(.+)"))'
+    )
+
+
 def device_rules(c: Conventions) -> list[dict[str, Any]]:
-    by = "Hostname, gpu, UUID, namespace, pod"
+    by = f"{HOSTNAME_LABEL}, gpu, UUID, namespace, pod"
+    power, clock = placed("DCGM_FI_DEV_POWER_USAGE"), placed("DCGM_FI_DEV_SM_CLOCK")
     return [
         _rule(
             "gpu:ledger_busy_by_metric:bool",
-            f"group by ({by}) (DCGM_FI_DEV_GPU_UTIL > {c.busy_util_percent:g})",
+            f"group by ({by}) ({placed('DCGM_FI_DEV_GPU_UTIL')} > {c.busy_util_percent:g})",
         ),
         _rule(
             "gpu:ledger_live_by_physics:bool",
-            f"""group by ({by}) ((DCGM_FI_DEV_POWER_USAGE > {c.live_power_watts:g})
-            and on (UUID) (DCGM_FI_DEV_SM_CLOCK > {c.live_sm_clock_mhz:g}))""",
+            f"""group by ({by}) (({power} > {c.live_power_watts:g})
+            and on (UUID) ({clock} > {c.live_sm_clock_mhz:g}))""",
         ),
         # busy by the metric, idle by physics; only where both physics readings exist, so a missing
         # power or clock series is never read as idle
         _rule(
             "gpu:ledger_busy_idle_by_physics:bool",
-            """gpu:ledger_busy_by_metric:bool unless on (UUID) gpu:ledger_live_by_physics:bool
-            and on (UUID) DCGM_FI_DEV_POWER_USAGE and on (UUID) DCGM_FI_DEV_SM_CLOCK""",
+            f"""gpu:ledger_busy_by_metric:bool unless on (UUID) gpu:ledger_live_by_physics:bool
+            and on (UUID) {power} and on (UUID) {clock}""",
         ),
         _rule(
             "pod:ledger_gpus_busy_idle_by_physics:count",
@@ -295,7 +312,7 @@ def fleet_rules(c: Conventions) -> list[dict[str, Any]]:
         )
     )
     assert sorted(r["labels"]["bucket"] for r in rules if r["record"] == BUCKET) == sorted(BUCKETS)
-    for name, selector in {**KSM_INPUTS, **DCGM_INPUTS}.items():
+    for name, selector in {**KSM_INPUTS, **DCGM_INPUTS, **DCGM_UNPLACED}.items():
         rules.append(_rule(INPUTS, f"count({selector}) or vector(0)", input=name))
     return rules
 

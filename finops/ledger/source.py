@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from facts.kube_keys import LABEL_GPU_REPLICAS, LABEL_UNSCHEDULABLE_REASON, LABEL_WORKLOAD_CLASS
-from finops.ledger.conventions import DCGM_INPUTS, KSM_INPUTS, RUNGS
+from finops.ledger.conventions import DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS, RUNGS
 from finops.ledger.rules import BUCKET, INPUTS, INSTALLED, LARGEST_PLACEABLE, RUNG
 from finops.promql import PrometheusClient, PrometheusQueryError
 
@@ -134,6 +134,14 @@ def missing_inputs(client: RangeClient, window: Window) -> list[str]:
             messages.append(
                 f"{name}: no series at some evaluations in the window ({source}); "
                 f"while it was missing: {INPUT_CONSEQUENCES[name]}"
+            )
+    for name in DCGM_UNPLACED:
+        most = seen.get(name, Decimal(0))
+        if most > 0:
+            messages.append(
+                f"{name}: up to {most} series in the window name no node (dcgm-exporter): their GPUs are "
+                "not counted as busy or live. The exporter labels each series with its node, `hostname` "
+                "since 4.8.3 (`Hostname` before); check its NODE_NAME / kubernetes settings"
             )
     return messages
 

@@ -39,7 +39,8 @@ def dcgm_exporter_values(c: Config) -> dict[str, Any]:
             {"name": "dcgm-metrics", "mountPath": "/etc/dcgm-exporter/gpu-finops", "readOnly": True}
         ],
         "serviceMonitor": {"enabled": False},
-        "podAnnotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "9400"},
+        # no prometheus.io/scrape annotation: Prometheus scrapes the exporter with its own job
+        # (`dcgm_scrape_job`), not the chart's annotated-pods job
         "tolerations": [{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}],
         # every GPU node, whole-card or shared
         "affinity": {
@@ -62,6 +63,45 @@ def dcgm_exporter_values(c: Config) -> dict[str, Any]:
     }
 
 
+# The Prometheus chart's job name for dcgm-exporter, and the exporter chart's pod label and port name.
+DCGM_SCRAPE_JOB = "dcgm-exporter"
+DCGM_APP_LABEL = "dcgm-exporter"  # app.kubernetes.io/name on the exporter's pods (the chart's name)
+DCGM_PORT_NAME = "metrics"  # the exporter container's port (9400)
+
+
+def dcgm_scrape_job(namespace: str = MONITORING_NS) -> dict[str, Any]:
+    """Prometheus' job for dcgm-exporter. Not the chart's annotated-pods job (`kubernetes-pods`): that one
+    has `honor_labels: true` and sets the target's own `pod` and `namespace`, and the exporter puts pod
+    labels only on the series of a GPU a pod holds, so an unheld GPU's series would take the exporter
+    pod's name and read as held by it. Here the exporter's labels are kept as exposed (`honor_labels`:
+    a holder's `pod`/`namespace`/`container` stay those names) and the target's identity goes to labels
+    of its own, `exporter_namespace`/`exporter_pod`/`exporter_node`, which nothing reads as a holder."""
+    return {
+        "honor_labels": True,
+        "kubernetes_sd_configs": [{"role": "pod", "namespaces": {"names": [namespace]}}],
+        "relabel_configs": [
+            {
+                "source_labels": ["__meta_kubernetes_pod_label_app_kubernetes_io_name"],
+                "action": "keep",
+                "regex": DCGM_APP_LABEL,
+            },
+            {
+                "source_labels": ["__meta_kubernetes_pod_container_port_name"],
+                "action": "keep",
+                "regex": DCGM_PORT_NAME,
+            },
+            {
+                "source_labels": ["__meta_kubernetes_pod_phase"],
+                "action": "drop",
+                "regex": "Pending|Succeeded|Failed|Unknown",
+            },
+            {"source_labels": ["__meta_kubernetes_namespace"], "target_label": "exporter_namespace"},
+            {"source_labels": ["__meta_kubernetes_pod_name"], "target_label": "exporter_pod"},
+            {"source_labels": ["__meta_kubernetes_pod_node_name"], "target_label": "exporter_node"},
+        ],
+    }
+
+
 def prometheus_values() -> dict[str, Any]:
     return {
         "alertmanager": {"enabled": False},
@@ -79,6 +119,8 @@ def prometheus_values() -> dict[str, Any]:
         },
         # the fleet ledger's recording rules (docs/ledger.md); they read kube-state-metrics series
         "serverFiles": {"recording_rules.yml": ledger_rules()},
+        # a job added to the chart's default ones (the chart's scrapeConfigs map takes new keys)
+        "scrapeConfigs": {DCGM_SCRAPE_JOB: dcgm_scrape_job()},
     }
 
 

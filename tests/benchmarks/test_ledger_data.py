@@ -27,7 +27,7 @@ from benchmarks.ledger_data import (
 )
 from benchmarks.processes import prometheus
 from finops.ledger import accounting, rules, source
-from finops.ledger.conventions import BUCKETS, DCGM_INPUTS, KSM_INPUTS, RUNGS
+from finops.ledger.conventions import BUCKETS, DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS, RUNGS
 from finops.ledger.rules import BUCKET, INPUTS, LARGEST_PLACEABLE, RUNG
 
 START = datetime(2026, 7, 1, tzinfo=UTC)
@@ -51,11 +51,10 @@ def test_month_openmetrics_holds_the_series_and_sums_it_claims():
     for family in families.values():
         for s in family.samples:
             per_series[(s.name, tuple(sorted(s.labels.items())))].append((s.timestamp, s.value))
-    assert (
-        len(per_series) == data.series == len(RUNGS) + len(BUCKETS) + 1 + len(KSM_INPUTS) + len(DCGM_INPUTS)
-    )
+    inputs = len(KSM_INPUTS) + len(DCGM_INPUTS) + len(DCGM_UNPLACED)
+    assert len(per_series) == data.series == len(RUNGS) + len(BUCKETS) + 1 + inputs
     assert {len(v) for v in per_series.values()} == {data.samples_per_series} == {1440}
-    assert data.samples == 30 * 1440
+    assert data.samples == 33 * 1440
     times = [float(t) for t, _ in per_series[(RUNG, (("rung", "installed"),))]]
     assert times[0] == START.timestamp() and all(b - a == 60 for a, b in itertools.pairwise(times))
     assert times[-1] < (START + timedelta(days=1)).timestamp()
@@ -193,9 +192,10 @@ def test_the_month_benchmark_errors_on_an_empty_prometheus(tmp_path: Path):
 def test_the_month_benchmark_reads_back_a_tiny_backfill(capsys):
     result = bench.bench_month(800, 1, runs=1)
     assert result["queries"] == 5
-    # the input-series counts are read twice: their max (absent in the window) and their min (absent at
-    # some evaluations)
-    assert result["samples"] == 1440 * (2 + 2 * (len(KSM_INPUTS) + len(DCGM_INPUTS)) + len(BUCKETS))
+    # the input-series counts are read twice: their max (absent in the window; unplaced DCGM series) and
+    # their min (absent at some evaluations)
+    inputs = len(KSM_INPUTS) + len(DCGM_INPUTS) + len(DCGM_UNPLACED)
+    assert result["samples"] == 1440 * (2 + 2 * inputs + len(BUCKETS))
     assert "ledger month, 800 GPUs, 1 days at 60s" in capsys.readouterr().out
 
 
@@ -204,6 +204,8 @@ def test_the_real_rules_over_the_generated_fleet_give_the_ledger_it_claims(tmp_p
     """`promtool test rules`: finops/ledger/rules.yaml over the tiny fleet's series, held for 5 minutes,
     records exactly the buckets and rungs the generator states (what the rules benchmark waits for)."""
     pages, fleet = fleet_exposition(96)
+    # a fleet mid dcgm-exporter rollout: both spellings of the node label, half the nodes each
+    assert b'hostname="gpu-node-00000"' in pages["dcgm"] and b'Hostname="gpu-node-00001"' in pages["dcgm"]
     inputs = []
     for page in pages.values():
         for name, rows in _parse_exposition(page).items():

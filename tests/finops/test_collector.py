@@ -29,7 +29,7 @@ RATES = CatalogRates(
 
 
 def wait_for_series(
-    prom: PrometheusClient, host: str, metric: str = dcgm.GPU_UTIL, label: str = "Hostname"
+    prom: PrometheusClient, host: str, metric: str = dcgm.GPU_UTIL, label: str = dcgm.HOSTNAME_LABEL
 ) -> None:
     eventually(
         lambda: prom.query(f'{metric}{{{label}="{host}"}}'),

@@ -1,5 +1,5 @@
 """The observers: kubernetes-client objects (V1Pod, V1Node, EventsV1Event, Kueue Workload dicts) into
-the diagnosis's dataclasses; DCGM rows from Prometheus, joined by Hostname + gpu + UUID + pod labels."""
+the diagnosis's dataclasses; DCGM rows from Prometheus, joined by the node (`hostname` or `Hostname`) + gpu + UUID + pod labels."""
 
 from __future__ import annotations
 

@@ -32,3 +32,21 @@ def test_scrapes_reuse_one_rendering_until_the_gpus_change():
         assert sim.renders == 2 and b" 0.75\n" in third and b" 0.25\n" not in third
     finally:
         server.shutdown()
+
+
+def test_the_node_label_is_spelled_as_the_pinned_exporter_spells_it_unless_asked_otherwise():
+    sim = DcgmSimulator([dcgm.SM_ACTIVE])
+    pinned = SimGpu("n-new", 0, "GPU-new-0", values={dcgm.SM_ACTIVE: 0.5})
+    old = SimGpu("n-old", 0, "GPU-old-0", values={dcgm.SM_ACTIVE: 0.5}, hostname_label="Hostname")
+    nameless = SimGpu("n-none", 0, "GPU-none-0", values={dcgm.SM_ACTIVE: 0.5}, hostname_label="")
+    sim.set_gpus([pinned, old, nameless])
+    lines = sim.render().splitlines()
+    (new_line,) = [line for line in lines if "GPU-new-0" in line]
+    (old_line,) = [line for line in lines if "GPU-old-0" in line]
+    (none_line,) = [line for line in lines if "GPU-none-0" in line]
+    # dcgm-exporter 4.8.3 (pinned) spells it `hostname`; before 4.8.3 `Hostname`; a misconfigured one, none
+    assert 'hostname="n-new"' in new_line and "Hostname" not in new_line
+    assert 'Hostname="n-old"' in old_line and 'hostname="' not in old_line
+    assert "n-none" not in none_line and "ostname" not in none_line
+    # an unheld card carries no pod labels, as the real exporter's
+    assert "pod=" not in new_line and "namespace=" not in new_line

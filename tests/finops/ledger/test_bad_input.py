@@ -10,7 +10,7 @@ import socket
 import pytest
 
 from finops.ledger import cli_ledger
-from finops.ledger.conventions import DCGM_INPUTS, KSM_INPUTS
+from finops.ledger.conventions import DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS
 from gpu_finops.cli import main
 
 
@@ -42,7 +42,15 @@ def test_kube_state_metrics_down_for_half_a_day_is_unobserved_and_named(outage_p
     for name in KSM_INPUTS:
         assert f"{name}: no series at some evaluations in the window (kube-state-metrics)" in text, name
     for name in DCGM_INPUTS:
-        assert name not in text, f"{name} was present throughout, yet named"
+        assert f"{name}: " not in text, f"{name} was present throughout, yet named"
+    # 3 GPU_UTIL series named no node for three hours: said, with what it costs; the others were placed
+    assert (
+        "DCGM_FI_DEV_GPU_UTIL without hostname or Hostname: up to 3 series in the window name no node "
+        "(dcgm-exporter): their GPUs are not counted as busy or live" in text
+    )
+    for name in DCGM_UNPLACED:
+        if not name.startswith("DCGM_FI_DEV_GPU_UTIL "):
+            assert name not in text, f"{name} counted 0 throughout, yet named"
 
 
 def test_a_window_with_kube_state_metrics_down_throughout_is_an_error_naming_each_input(

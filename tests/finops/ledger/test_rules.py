@@ -47,7 +47,7 @@ def test_conventions_are_configurable():
     text = rules.render(custom)
     assert '"label_example_com_why", "(rma|drivers)"' in text
     assert "label_example_com_class" in text
-    assert "DCGM_FI_DEV_GPU_UTIL > 25)" in text
+    assert '"(.+)")) > 25)' in text  # the busy threshold, after the node-label normalisation
     assert yaml.safe_load(text)["groups"][0]["interval"] == "30s"
     assert "gpu_finops_io" not in text
     assert 'label_example_com_slices="2"}) * 2 or' in text and 'label_example_com_slices="8"}) * 8 or' in text
