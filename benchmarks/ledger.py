@@ -59,18 +59,7 @@ def _month_once(
     """The month computation as `ledger month --json` does it (queries, reconciliation, rendering)."""
     client = client or source.RangeClient(url)
     t = time.perf_counter()
-    sums = source.window_sums(client, window)
-    ledger = accounting.reconcile(
-        start=window.start.isoformat(),
-        end=window.end.isoformat(),
-        step_seconds=step,
-        installed_sum=sums.installed_sum,
-        bucket_sums=sums.bucket_sums,
-        observed_samples=sums.observed_samples,
-        expected_samples=window.seconds // step,
-        owners=owners,
-        warnings=sums.missing_inputs,
-    )
+    ledger = source.month_ledger(client, window, step, owners)
     render.dumps(render.ledger_json(ledger))
     return time.perf_counter() - t, client.queries, ledger
 

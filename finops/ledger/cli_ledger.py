@@ -125,18 +125,7 @@ def _emit(args: argparse.Namespace, table, as_json, as_csv) -> None:
 
 def _month(args, client, window, step, err) -> int:
     owners = accounting.load_owners(args.owners)
-    sums = source.window_sums(client, window)
-    ledger = accounting.reconcile(
-        start=window.start.isoformat(),
-        end=window.end.isoformat(),
-        step_seconds=step,
-        installed_sum=sums.installed_sum,
-        bucket_sums=sums.bucket_sums,
-        observed_samples=sums.observed_samples,
-        expected_samples=window.seconds // step,
-        owners=owners,
-        warnings=sums.missing_inputs,
-    )
+    ledger = source.month_ledger(client, window, step, owners)
     for warning in ledger.warnings:
         err.print(f"[yellow]warning:[/yellow] {warning}", soft_wrap=True)
     _emit(

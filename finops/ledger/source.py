@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 from facts.kube_keys import LABEL_GPU_REPLICAS, LABEL_UNSCHEDULABLE_REASON, LABEL_WORKLOAD_CLASS
+from finops.ledger import accounting
 from finops.ledger.conventions import DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS, RUNGS
 from finops.ledger.rules import BUCKET, INPUTS, INSTALLED, LARGEST_PLACEABLE, RUNG
 from finops.promql import PrometheusClient, PrometheusQueryError
@@ -227,3 +228,20 @@ def buckets_by_day(
         86400,
     )
     return {labels.get("bucket", ""): [(t + 0.001 - 86400, v) for t, v in points] for labels, points in rows}
+
+
+def month_ledger(client: RangeClient, window: Window, step: int, owners: dict[str, str]) -> accounting.Ledger:
+    """The window's ledger: its sums read from the recording rules, reconciled into 100 % of installed
+    GPU-hours (`ledger month` and its benchmark both call this)."""
+    sums = window_sums(client, window)
+    return accounting.reconcile(
+        start=window.start.isoformat(),
+        end=window.end.isoformat(),
+        step_seconds=step,
+        installed_sum=sums.installed_sum,
+        bucket_sums=sums.bucket_sums,
+        observed_samples=sums.observed_samples,
+        expected_samples=window.seconds // step,
+        owners=owners,
+        warnings=sums.missing_inputs,
+    )
