@@ -4,7 +4,6 @@ backfilled and why) and an outage fixture (outage.py)."""
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,16 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from facts import timeouts
-from finops.promql import PrometheusClient
-from harness.waits import eventually
+from benchmarks.processes import prometheus as started_prometheus
 from tests.finops.ledger import july, outage
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="session")
@@ -63,44 +54,7 @@ def backfilled(workdir: Path, openmetrics: str) -> Iterator[str]:
         capture_output=True,
         timeout=120,
     )
-    config = workdir / "prometheus.yml"
-    config.write_text("global: {}\nscrape_configs: []\n")
-    port = free_port()
-    log = (workdir / "prometheus.log").open("wb")
-    process = subprocess.Popen(
-        [
-            prometheus,
-            f"--config.file={config}",
-            f"--storage.tsdb.path={data}",
-            f"--web.listen-address=127.0.0.1:{port}",
-            # retention counts back from the newest block, so a short one would delete most of July
-            "--storage.tsdb.retention.time=10y",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    client = PrometheusClient(url, retry_for=1)
-
-    def observe() -> str:
-        if process.poll() is not None:
-            raise RuntimeError(f"prometheus exited: {(workdir / 'prometheus.log').read_text()[-2000:]}")
-        return "ready" if client.ready() else "not ready"
-
-    try:
-        eventually(
-            observe,
-            lambda s: s == "ready",
-            timeout=timeouts.PROM_READY,
-            interval=0.2,
-            what="prometheus ready",
-        )
+    # retention counts back from the newest block, so a short one would delete most of July: the helper
+    # keeps ten years
+    with started_prometheus(workdir, {"global": {}, "scrape_configs": []}, data) as (url, _):
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
