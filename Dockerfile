@@ -4,10 +4,12 @@
 FROM python:3.12-slim AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
-# The collector's floors only: the entry point, finops and the ground floor (lint-imports keeps finops
-# from importing anything else; tests/finops/test_collector.py checks this list against what it imports).
+# The collector's floors only: the entry point, finops, the clients under it and the ground floor
+# (lint-imports keeps finops from importing anything else; tests/finops/test_collector.py checks this list
+# against what it imports).
 COPY gpu_finops gpu_finops
 COPY finops finops
+COPY clients clients
 COPY facts facts
 # Only what `collect` imports (the CLI loads subcommands lazily): not the CDK Terrain providers.
 RUN pip install --no-cache-dir --prefix=/install --no-deps . \

@@ -6,9 +6,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from clients.kube import Kube
 from facts import timeouts
 from facts.kube_keys import KUEUE_API, LABEL_ACT_RUN
-from finops.kube import Kube
 
 
 def create_tenant_namespaces(kube: Kube, config: Any) -> dict[str, str]:

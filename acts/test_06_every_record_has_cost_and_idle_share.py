@@ -24,13 +24,13 @@ from acts.jobs import gpu_job
 from acts.report import REPORT_DIR
 from assertions.cost import CostObs, HolderObs, check_cost
 from assertions.verdict import require
+from clients.nodes import KubeNodeSource
+from clients.promql import PrometheusClient
 from facts import timeouts
 from facts.kube_keys import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
 from facts.timestamps import iso
 from finops.collector import Collector, align
-from finops.nodes import KubeNodeSource
 from finops.pricing import CatalogRates
-from finops.promql import PrometheusClient
 from finops.records import RATE_CATALOG, RATE_ON_DEMAND, RATE_SPOT
 from finops.store import SqliteCostStore
 from harness.cost_table import collector_log, expected_unit_prices, node_records

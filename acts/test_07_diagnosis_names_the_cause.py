@@ -67,13 +67,13 @@ from acts.report import REPORT_DIR
 from acts.targets import Target, local_description
 from assertions.diagnosis import DiagnosisActObs, DiagnosisObs, Situation, check_diagnosis
 from assertions.verdict import require
+from clients.kube import Kube
 from facts import timeouts
 from facts.kube_keys import GPU_RESOURCE, SHARED_GPU_RESOURCE
 from finops.diagnose import ORDER, Cluster, diagnose_all
 from finops.diagnose.kube_observer import KubeObserver
 from finops.diagnose.profiles import DATA_STARVED, RESIDENT_MODEL
 from finops.diagnose.prom_observer import read_or_reason
-from finops.kube import Kube
 from harness.waits import eventually
 
 log = logging.getLogger(__name__)

@@ -30,11 +30,11 @@ def bench_synth(runs: int) -> None:
 
 
 def bench_collector(gpu_counts: list[int]) -> None:
+    from clients.nodes import NodeFacts
+    from clients.promql import PrometheusClient
     from facts import dcgm
     from finops.collector import Collector
-    from finops.nodes import NodeFacts
     from finops.pricing import CatalogRates
-    from finops.promql import PrometheusClient
     from finops.store import SqliteCostStore
     from harness.waits import eventually
     from infra.metrics_csv import PROJECT_METRICS

@@ -16,8 +16,8 @@ from resource import RUSAGE_SELF, getrusage
 
 import yaml
 
+from clients.promql import PrometheusClient
 from facts import timeouts
-from finops.promql import PrometheusClient
 from harness.waits import eventually
 from local.prometheus_server import free_port
 

@@ -10,12 +10,12 @@ import os
 import signal
 import textwrap
 
+from clients.promql import PrometheusClient
 from facts import arguments, timeouts
 from facts.errors import CONTRACT, CheckFailed, UsageError
 from finops.cli_common import add_nodes_argument, add_store_argument, node_source
 from finops.collector import DEFAULT_GRACE, DEFAULT_INTERVAL, Collector
 from finops.metrics import CollectorMetrics, serve
-from finops.promql import PrometheusClient
 from finops.store import open_store
 
 log = logging.getLogger(__name__)
@@ -133,8 +133,8 @@ def holdings_reader(args: argparse.Namespace):
         return None
     from kubernetes import client, config
 
+    from clients.kube import Kube
     from finops.gpu_holdings import kube_reader
-    from finops.kube import Kube
 
     if args.kubeconfig:
         kube = Kube.from_kubeconfig(args.kubeconfig)

@@ -87,7 +87,7 @@ def kube_client(kubeconfig: str | None) -> Any:
     """A harness Kube; UsageError (exit 2) when there is no configuration to reach a cluster with."""
     from kubernetes import config
 
-    from finops.kube import Kube
+    from clients.kube import Kube
 
     try:
         if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):

@@ -61,7 +61,7 @@ def _holdings(spec: str, kubeconfig: str | None, store):
     if spec.startswith("file:"):
         return gpu_holdings.read_holdings_file(spec.removeprefix("file:"))
     if spec == "kube":
-        from finops.kube import Kube
+        from clients.kube import Kube
 
         return gpu_holdings.gpu_holdings(Kube.from_kubeconfig(kubeconfig))
     raise UsageError(f"--holdings must be 'recorded', 'none', 'kube' or file:PATH, got {spec!r}")

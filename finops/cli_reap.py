@@ -56,7 +56,7 @@ def interrupted(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from finops.karpenter import KarpenterClient
+    from clients.karpenter import KarpenterClient
 
     policy = ReapPolicy(
         nodepool=args.nodepool,

@@ -18,13 +18,13 @@ from datetime import UTC, datetime, timedelta
 from statistics import fmean
 from typing import Protocol
 
+from clients.nodes import NodeFacts
+from clients.promql import PrometheusClient
 from facts import dcgm
 from facts.timestamps import iso
 from finops.holdings_record import HoldingsReader, HoldingsRecorder, IntervalHoldings, for_intervals
 from finops.metrics import CollectorMetrics
-from finops.nodes import NodeFacts
 from finops.pricing import IntervalCost, RateBook
-from finops.promql import PrometheusClient
 from finops.rates import RateUnavailable
 from finops.records import (
     STATUS_MISSING_SM_ACTIVE,

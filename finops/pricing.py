@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from finops.nodes import NodeFacts
+from clients.nodes import NodeFacts
 from finops.rates import OnDemandPrices, RateUnavailable, SpotPrices
 from finops.records import RATE_CATALOG, RATE_FALLBACK, RATE_ON_DEMAND, RATE_SPOT
 

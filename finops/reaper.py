@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from clients.karpenter import NodeClaimFacts
+from clients.nodes import NodeFacts
 from facts.timestamps import iso
-from finops.karpenter import NodeClaimFacts
-from finops.nodes import NodeFacts
 from finops.records import STATUS_OK, CostRecord
 
 log = logging.getLogger(__name__)

@@ -6,11 +6,11 @@ from datetime import datetime
 from typing import Any
 
 from assertions.observed import Condition, EventObs, Interval, NodeObs, PodObs, WorkloadSnapshot
+from clients.karpenter import KarpenterClient, NodeClaimFacts
+from clients.kube import Kube
+from clients.nodes import instance_id_from_provider_id
 from facts import timestamps
 from facts.kube_keys import GPU_RESOURCE, KUEUE_GROUP, KUEUE_VERSION, SHARED_GPU_RESOURCE
-from finops.karpenter import KarpenterClient, NodeClaimFacts
-from finops.kube import Kube
-from finops.nodes import instance_id_from_provider_id
 
 KUEUE = (KUEUE_GROUP, KUEUE_VERSION)
 
@@ -30,7 +30,7 @@ def gpu_node_names(kube: Kube) -> list[str]:
 
 
 def nodeclaims(kube: Kube) -> list[NodeClaimFacts]:
-    """Every NodeClaim, read as the reaper reads them (finops/karpenter.py)."""
+    """Every NodeClaim, read as the reaper reads them (clients/karpenter.py)."""
     return KarpenterClient(kube.custom).nodeclaims()
 
 

@@ -22,10 +22,10 @@ import time
 import urllib.request
 from typing import Any
 
+from clients.kube import Kube
 from facts import dcgm
 from facts.kube_keys import ANNOTATION_GPU_PROFILE, ANNOTATION_SM_ACTIVE, GPU_RESOURCE, LABEL_GPU_COUNT
 from finops.diagnose.profiles import UNHELD, profile_values
-from finops.kube import Kube
 from harness.observe import is_gpu_node
 from local.dcgm_sim import DcgmSimulator, SimGpu
 from local.device_plugin import gpu_uuid

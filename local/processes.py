@@ -146,6 +146,6 @@ class Processes:
         )
 
     def kube(self):
-        from finops.kube import Kube
+        from clients.kube import Kube
 
         return Kube.from_kubeconfig(str(self.kubeconfig))

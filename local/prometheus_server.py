@@ -10,8 +10,8 @@ from typing import Any
 
 import yaml
 
+from clients.promql import PrometheusClient
 from facts import timeouts
-from finops.promql import PrometheusClient
 from harness.waits import eventually
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
+from clients.promql import PrometheusClient, PrometheusQueryError, PrometheusUnavailable
 from facts import dcgm
 from finops.diagnose.model import GpuStats
-from finops.promql import PrometheusClient, PrometheusQueryError, PrometheusUnavailable
 
 FIELD_ATTR = {
     dcgm.SM_ACTIVE: "sm_active",

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+from clients.promql import PrometheusClient, PrometheusQueryError
 from facts.kube_keys import LABEL_GPU_REPLICAS, LABEL_UNSCHEDULABLE_REASON, LABEL_WORKLOAD_CLASS
 from finops.ledger import accounting
 from finops.ledger.conventions import DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS, RUNGS
 from finops.ledger.rules import BUCKET, INPUTS, INSTALLED, LARGEST_PLACEABLE, RUNG
-from finops.promql import PrometheusClient, PrometheusQueryError
 
 # What goes wrong when an input is missing, said next to its name.
 INPUT_CONSEQUENCES: dict[str, str] = {

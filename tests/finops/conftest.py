@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from clients.nodes import NodeFacts
 from facts import dcgm
-from finops.nodes import NodeFacts
 from infra.metrics_csv import PROJECT_METRICS
 from local.dcgm_sim import DcgmSimulator, SimGpu
 from local.prometheus_server import PrometheusServer

@@ -236,7 +236,7 @@ class _Batch:
 
 
 class FakeKube:
-    """Stands in for finops.kube.Kube: the same .core/.events/.custom/.batch surfaces."""
+    """Stands in for clients.kube.Kube: the same .core/.events/.custom/.batch surfaces."""
 
     def __init__(self, *, nodes=(), pods=(), events=(), workloads=(), jobs=(), down=False, raw_events=()):
         self.nodes, self.pods, self.event_items = list(nodes), list(pods), list(events)

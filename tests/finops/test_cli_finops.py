@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from clients.promql import PrometheusClient
 from facts import dcgm
 from finops.collector import align
-from finops.promql import PrometheusClient
 from gpu_finops.cli import main
 from harness.waits import eventually
 from tests.finops.conftest import gpu

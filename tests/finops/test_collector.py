@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from clients.promql import PrometheusClient, PrometheusUnavailable
 from facts import dcgm, timeouts
 from finops.collector import Collector, align
 from finops.metrics import CollectorMetrics
 from finops.pricing import CatalogRates
-from finops.promql import PrometheusClient, PrometheusUnavailable
 from finops.records import (
     STATUS_MISSING_SM_ACTIVE,
     STATUS_NO_GPU_SERIES,
@@ -187,22 +187,20 @@ def test_restart_mid_run_never_double_counts(sim, prometheus, tmp_path):
     ]
 
 
-OUR_PACKAGES = (
-    "gpu_finops",
-    "acts",
-    "benchmarks",
-    "local",
-    "infra",
-    "teardown",
-    "harness",
-    "finops",
-    "assertions",
-    "facts",
-)
+def _our_packages() -> tuple[str, ...]:
+    """Our top-level packages, as import-linter's contracts name them (one list, in pyproject.toml)."""
+    import tomllib
+    from pathlib import Path
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    return tuple(pyproject["tool"]["importlinter"]["root_packages"])
+
+
+OUR_PACKAGES = _our_packages()
 
 
 def test_dockerfile_runs_the_collector_with_only_what_it_imports():
-    """No Docker engine here: the image copies exactly the entry point, finops and facts; `collect` and
+    """No Docker engine here: the image copies exactly the entry point, finops, clients and facts; `collect` and
     every finops module import nothing of ours beyond those, and `collect` no heavy synthesis library."""
     import json
     import re
@@ -216,7 +214,7 @@ def test_dockerfile_runs_the_collector_with_only_what_it_imports():
     assert 'ENTRYPOINT ["gpu-finops"]' in text and '"collect"' in text and "USER 10001" in text
     assert f"EXPOSE {COLLECTOR_PORT}" in text and f'"--port", "{COLLECTOR_PORT}"' in text
     copied = {m.group(1) for m in re.finditer(r"^COPY (\w+) \1$", text, re.M)}
-    assert copied == {"gpu_finops", "finops", "facts"}, f"the image copies {sorted(copied)}"
+    assert copied == {"gpu_finops", "finops", "clients", "facts"}, f"the image copies {sorted(copied)}"
     probe = f"""
 import importlib, json, pkgutil, sys
 import gpu_finops.cli as c

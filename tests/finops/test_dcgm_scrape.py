@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from clients.promql import PrometheusClient
 from facts.config import Config
 from facts.names import MONITORING_NS
 from finops.diagnose.profiles import profile_values
 from finops.diagnose.prom_observer import read_gpu_stats
-from finops.promql import PrometheusClient
 from harness.waits import eventually
 from infra.metrics_csv import PROJECT_METRICS
 from infra.objects.monitoring import DCGM_APP_LABEL, DCGM_PORT_NAME, dcgm_exporter_values, dcgm_scrape_job

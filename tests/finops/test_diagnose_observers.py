@@ -8,6 +8,7 @@ import shutil
 import pytest
 from kubernetes import client as k
 
+from clients.promql import Sample
 from facts import dcgm
 from finops.diagnose.engine import diagnose_all, diagnose_pod
 from finops.diagnose.kube_observer import (
@@ -21,7 +22,6 @@ from finops.diagnose.kube_observer import (
 from finops.diagnose.model import Cluster, Requirement, SelectorTerm, Taint, Toleration
 from finops.diagnose.profiles import profile_values
 from finops.diagnose.prom_observer import query_for, read_gpu_stats, read_or_reason
-from finops.promql import Sample
 from local.dcgm_sim import SimGpu
 from tests.finops import kube_shapes as ks
 
@@ -233,7 +233,7 @@ def test_prometheus_unreachable_is_said_with_its_url():
 
 @pytest.mark.skipif(not shutil.which("prometheus"), reason="prometheus binary not installed (make setup)")
 def test_against_a_real_prometheus(sim, prometheus):
-    from finops.promql import PrometheusClient
+    from clients.promql import PrometheusClient
     from harness.waits import eventually
 
     values = profile_values("resident-model")

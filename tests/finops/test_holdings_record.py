@@ -12,13 +12,13 @@ from decimal import Decimal
 
 import pytest
 
+from clients.promql import PrometheusClient
 from facts import dcgm
 from facts.timestamps import iso
 from finops.collector import Collector, align
 from finops.focus import focus_dataset
 from finops.gpu_holdings import GpuHolding, pod_resources_devices
 from finops.holdings_record import STATUS_NO_HOLDINGS, HoldingsReader, IntervalHoldings
-from finops.promql import PrometheusClient
 from finops.records import STATUS_OK
 from finops.store import SCHEMA_VERSION, SqliteCostStore, StoreVersionError
 from tests.finops.conftest import FakeNodes, gpu, node

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from clients.karpenter import NodeClaimFacts
 from facts.timestamps import iso
-from finops.karpenter import NodeClaimFacts
 from finops.reaper import ReapPolicy, rank, reap
 from finops.records import STATUS_MISSING_SM_ACTIVE, STATUS_OK, CostRecord
 from tests.finops.conftest import node

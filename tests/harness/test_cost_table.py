@@ -12,10 +12,10 @@ import pytest
 from botocore.stub import Stubber
 
 from assertions.cost import CostObs, check_cost
+from clients.nodes import NodeFacts
 from facts import dcgm
 from facts.timestamps import iso
 from finops.collector import make_record
-from finops.nodes import NodeFacts
 from finops.pricing import AwsRates
 from finops.rates import OnDemandPrices, SpotPriceCurve, SpotPrices, SpotStep
 from finops.records import RATE_SPOT

@@ -146,7 +146,7 @@ class Held:
 
 
 def prom_value(prom, expr: str) -> list[tuple[dict, float]]:
-    from finops.promql import PrometheusClient
+    from clients.promql import PrometheusClient
 
     return [(s.labels, s.value) for s in PrometheusClient(prom.url).query(expr)]
 

@@ -117,12 +117,12 @@ def test_two_tenants_on_one_time_sliced_card_split_exactly_and_the_export_passes
 
 
 def split_and_validate(kube, target, ns, run, pod_resources, tmp_path) -> None:
+    from clients.nodes import KubeNodeSource
+    from clients.promql import PrometheusClient
     from facts.catalog import prices
     from finops.collector import Collector, align
     from finops.gpu_holdings import kube_reader
-    from finops.nodes import KubeNodeSource
     from finops.pricing import CatalogRates
-    from finops.promql import PrometheusClient
     from finops.store import SqliteCostStore
     from gpu_finops.cli import main
     from infra.metrics_csv import exported_fields, render
