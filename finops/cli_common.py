@@ -37,12 +37,3 @@ def node_source(args: argparse.Namespace):
     if args.nodes == "kube":
         return KubeNodeSource.from_kubeconfig(args.kubeconfig)
     raise UsageError(f"--nodes must be 'kube' or file:PATH, got {args.nodes!r}")
-
-
-def console():
-    """A rich console that does not squash tables to 80 columns when output is captured (CI, pipes)."""
-    import sys
-
-    from rich.console import Console
-
-    return Console() if sys.stdout.isatty() else Console(width=180, soft_wrap=True)

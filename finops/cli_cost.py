@@ -7,9 +7,9 @@ import argparse
 import json
 from pathlib import Path
 
+from clients.terminal import console as wide_console
 from facts.errors import CheckFailed
 from finops.cli_common import add_store_argument
-from finops.cli_common import console as wide_console
 from finops.cli_export import add_export_parser, run_export
 from finops.cost_report import chart, summarize, table
 from finops.store import open_store

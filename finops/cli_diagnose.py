@@ -202,7 +202,7 @@ def emit(diagnoses: list[Diagnosis], cluster: Cluster, args: argparse.Namespace)
         return
     from rich.table import Table
 
-    from finops.cli_common import console as wide_console
+    from clients.terminal import console as wide_console
 
     console = wide_console()
     if not diagnoses:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 import os
 
+from clients.terminal import console as wide_console
 from facts.errors import CheckFailed, UsageError
 from facts.names import PROJECT
 from finops.cli_common import add_store_argument
-from finops.cli_common import console as wide_console
 from finops.export import write_dataset
 from finops.focus import FOCUS_VERSION, FocusContext, focus_dataset
 from finops.holdings_record import STATUS_NO_HOLDINGS

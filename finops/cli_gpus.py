@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from rich.table import Table
 
-    from finops.cli_common import console as wide_console
+    from clients.terminal import console as wide_console
 
     console = wide_console()
     t = Table(title=f"GPUs: activity over the last {args.window}s")

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 from rich.table import Table
 
+from clients.terminal import console as wide_console
 from facts import arguments
 from finops.cli_common import add_nodes_argument, add_store_argument, node_source
-from finops.cli_common import console as wide_console
 from finops.reaper import ReapPolicy, rank, reap
 from finops.store import open_store
 

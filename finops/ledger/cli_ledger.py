@@ -16,9 +16,9 @@ from pathlib import Path
 
 from rich.console import Console
 
+from clients.terminal import console as wide_console
 from facts import timeouts
 from facts.errors import CheckFailed, UsageError
-from finops.cli_common import console as wide_console
 from finops.ledger import accounting, render, rules, source
 from finops.ledger.conventions import interval_seconds
 
