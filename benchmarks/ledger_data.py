@@ -6,7 +6,7 @@ check that Prometheus holds exactly that (a benchmark over an empty Prometheus m
   `promtool tsdb create-blocks-from openmetrics`.
 - `fleet_exposition`: the rules' raw INPUT series (kube-state-metrics-shaped node and pod series, DCGM
   series per GPU) for a fleet of 8-GPU nodes in the text exposition format, for a real Prometheus to
-  scrape and evaluate `finops/ledger/rules.yaml` over.
+  scrape and evaluate `ledger/rules.yaml` over.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from datetime import datetime
 from decimal import Decimal
 
 from facts.dcgm import HOSTNAME_LABELS
-from finops.ledger.conventions import BUCKETS, DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS, RUNGS
-from finops.ledger.rules import BUCKET, INPUTS, LARGEST_PLACEABLE, RUNG
+from ledger.conventions import BUCKETS, DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS, RUNGS
+from ledger.rules import BUCKET, INPUTS, LARGEST_PLACEABLE, RUNG
 
-# The seed's typical July hour at 10,000 GPUs (tests/finops/ledger/july.py), as GPUs per bucket.
+# The seed's typical July hour at 10,000 GPUs (tests/ledger/july.py), as GPUs per bucket.
 JULY_TYPICAL: dict[str, int] = {
     "unschedulable_repair_queue": 200,
     "unschedulable_driver_rollout": 60,

@@ -41,7 +41,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "finops.cli_gpus",
         "per GPU who holds it and what it does, beside the ones that look idle but are held",
     ),
-    "ledger": ("finops.ledger.cli_ledger", "a month's GPU-hours in owned buckets; the allocation ladder"),
+    "ledger": ("ledger.cli_ledger", "a month's GPU-hours in owned buckets; the allocation ladder"),
     "local": ("local.cli_local", "the local rehearsal cluster: up, down, status"),
     "teardown": ("teardown.cli_teardown", "plan, destroy, verify-empty and resume the account teardown"),
     "guard": ("infra.cli_guard", "the nightly run's cost ceiling, budget refusal and deadline"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from finops.ledger.conventions import Conventions
+from ledger.conventions import Conventions
 from local.processes import PORTS
 
 PORT = PORTS["kube-state-metrics"]  # /metrics, /healthz, /livez, /readyz

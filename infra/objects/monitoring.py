@@ -13,9 +13,9 @@ from facts.config import Config
 from facts.kube_keys import GPU_RESOURCE as GPU
 from facts.kube_keys import KUEUE_GROUP, LABEL_NODEPOOL
 from facts.names import COLLECTOR, MONITORING_NS
-from finops.ledger.conventions import Conventions
 from infra.metrics_csv import PROJECT_METRICS, MetricRow
 from infra.metrics_csv import render as render_metrics_csv
+from ledger.conventions import Conventions
 
 
 def dcgm_metrics_configmap(
@@ -126,7 +126,7 @@ def prometheus_values() -> dict[str, Any]:
 
 def ledger_rules() -> dict[str, Any]:
     """The committed ledger rules file, parsed (data shipped with the finops package, not code)."""
-    return yaml.safe_load(resources.files("finops.ledger").joinpath("rules.yaml").read_text())
+    return yaml.safe_load(resources.files("ledger").joinpath("rules.yaml").read_text())
 
 
 READ = ["get", "list", "watch"]

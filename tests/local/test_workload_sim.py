@@ -17,7 +17,7 @@ from finops.diagnose.profiles import (
     UNHELD,
     profile_values,
 )
-from finops.ledger.conventions import Conventions
+from ledger.conventions import Conventions
 from local.dcgm_sim import DcgmSimulator
 from local.gpu_sim import gpus_from_cluster
 from local.workload_sim import WorkloadSimulator

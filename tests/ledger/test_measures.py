@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from finops.ledger import rules
-from finops.ledger.measures import (
+from ledger import rules
+from ledger.measures import (
     DENSE_PEAKS,
     dense_peak,
     goodput,

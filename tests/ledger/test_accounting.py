@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from finops.ledger.accounting import LINES, apportion, load_owners, reconcile
-from finops.ledger.conventions import BUCKETS
+from ledger.accounting import LINES, apportion, load_owners, reconcile
+from ledger.conventions import BUCKETS
 
 OWNERS = {line: "o" for line in LINES}
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from finops.ledger import rules
-from finops.ledger.conventions import BUCKETS, RUNGS, Conventions, interval_seconds, ksm_label
+from ledger import rules
+from ledger.conventions import BUCKETS, RUNGS, Conventions, interval_seconds, ksm_label
 
 RULE_TESTS = sorted((Path(__file__).parent / "rules").glob("*.test.yaml"))
 PROMTOOL = shutil.which("promtool")
@@ -22,7 +22,7 @@ needs_promtool = pytest.mark.skipif(
 
 def test_committed_rules_file_is_the_rendered_conventions():
     assert rules.RULES_PATH.read_text() == rules.render(), (
-        "finops/ledger/rules.yaml is stale: run `python -m finops.ledger.rules --write`"
+        "ledger/rules.yaml is stale: run `python -m ledger.rules --write`"
     )
 
 

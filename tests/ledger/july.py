@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from finops.ledger.conventions import BUCKETS, DCGM_INPUTS, KSM_INPUTS
-from finops.ledger.rules import BUCKET, INPUTS, LARGEST_PLACEABLE, RUNG
+from ledger.conventions import BUCKETS, DCGM_INPUTS, KSM_INPUTS
+from ledger.rules import BUCKET, INPUTS, LARGEST_PLACEABLE, RUNG
 
 START = datetime(2026, 7, 1, tzinfo=UTC)
 HOURS = 744

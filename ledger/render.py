@@ -12,8 +12,8 @@ from typing import Any
 
 from rich.table import Table
 
-from finops.ledger.accounting import Ledger
-from finops.ledger.source import Ladder
+from ledger.accounting import Ledger
+from ledger.source import Ladder
 
 RUNG_LABELS = {
     "installed": "installed",

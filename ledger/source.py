@@ -9,9 +9,9 @@ from decimal import Decimal
 
 from clients.promql import PrometheusClient, PrometheusQueryError
 from facts.kube_keys import LABEL_GPU_REPLICAS, LABEL_UNSCHEDULABLE_REASON, LABEL_WORKLOAD_CLASS
-from finops.ledger import accounting
-from finops.ledger.conventions import DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS, RUNGS
-from finops.ledger.rules import BUCKET, INPUTS, INSTALLED, LARGEST_PLACEABLE, RUNG
+from ledger import accounting
+from ledger.conventions import DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS, RUNGS
+from ledger.rules import BUCKET, INPUTS, INSTALLED, LARGEST_PLACEABLE, RUNG
 
 # What goes wrong when an input is missing, said next to its name.
 INPUT_CONSEQUENCES: dict[str, str] = {
@@ -119,7 +119,7 @@ def missing_inputs(client: RangeClient, window: Window) -> list[str]:
     seen = {labels.get("input", ""): value for labels, value in rows}
     if not seen:
         return [
-            f"no {INPUTS} either: the ledger's recording rules (finops/ledger/rules.yaml) did not run "
+            f"no {INPUTS} either: the ledger's recording rules (ledger/rules.yaml) did not run "
             "in this Prometheus over the window, so missing inputs cannot be named"
         ]
     lowest = {
