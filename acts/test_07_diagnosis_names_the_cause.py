@@ -195,8 +195,8 @@ def dcgm_prometheus(t: Target, kube: Kube, tmp_path: Path) -> Iterator[str]:
         yield url
         return
     from infra.metrics_csv import exported_fields, render
+    from local.cluster.prometheus_server import PrometheusServer
     from local.gpu_sim import ClusterGpuSimulator
-    from local.prometheus_server import PrometheusServer
 
     sim = ClusterGpuSimulator(
         kube, exported_fields(render()), pod_resources_url=local_description()["pod_resources_url"]

@@ -38,8 +38,8 @@ def bench_collector(gpu_counts: list[int]) -> None:
     from finops.store import SqliteCostStore
     from harness.waits import eventually
     from infra.metrics_csv import PROJECT_METRICS
+    from local.cluster.prometheus_server import PrometheusServer
     from local.dcgm_sim import DcgmSimulator, SimGpu
-    from local.prometheus_server import PrometheusServer
 
     class Nodes:
         def __init__(self, nodes):
@@ -139,7 +139,7 @@ def bench_verify(resources: int) -> None:
     from moto.server import ThreadedMotoServer
 
     from facts.names import PROJECT, TAG_PROJECT
-    from local.prometheus_server import free_port
+    from local.cluster.prometheus_server import free_port
     from teardown.engine import inventory
     from teardown.model import Context, TeardownConfig
 

@@ -19,7 +19,7 @@ import yaml
 from clients.promql import PrometheusClient
 from facts import timeouts
 from harness.waits import eventually
-from local.prometheus_server import free_port
+from local.cluster.prometheus_server import free_port
 
 MIB = 2**20
 

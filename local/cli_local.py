@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from local.cluster import LocalCluster, LocalError
+from local.cluster.lifecycle import LocalCluster, LocalError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

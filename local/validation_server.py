@@ -1,6 +1,6 @@
 """A throwaway API server for validating manifests: etcd and kube-apiserver only, from the local target's
 cached binaries (built through local/build.py when missing), on free loopback ports, with its own data
-folder and PKI. Nothing here touches the local rehearsal cluster (its ports are in local/processes.PORTS).
+folder and PKI. Nothing here touches the local rehearsal cluster (its ports are in local/cluster/processes.PORTS).
 
     with ValidationServer(Path(tmp)) as server:
         api = server.api_client()
@@ -16,9 +16,9 @@ from typing import Any
 
 from harness.waits import eventually
 from local import build
-from local.certs import Pki
-from local.prometheus_server import free_port
-from local.supervisor import Supervisor
+from local.cluster.certs import Pki
+from local.cluster.prometheus_server import free_port
+from local.cluster.supervisor import Supervisor
 
 SERVER_READY = 90.0  # seconds etcd, then kube-apiserver, may take to answer healthy
 
@@ -38,7 +38,7 @@ def ensure_binaries() -> tuple[Path, Path]:
 
 
 def _free_ports(n: int) -> list[int]:
-    from local.processes import PORTS  # the rehearsal cluster's fixed ports: never ours
+    from local.cluster.processes import PORTS  # the rehearsal cluster's fixed ports: never ours
 
     ports: list[int] = []
     while len(ports) < n:

@@ -9,7 +9,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from local.prometheus_server import free_port
+from local.cluster.prometheus_server import free_port
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from local.prometheus_server import free_port
+from local.cluster.prometheus_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 ACTS = 7

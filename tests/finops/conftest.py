@@ -11,8 +11,8 @@ import pytest
 from clients.nodes import NodeFacts
 from facts import dcgm
 from infra.metrics_csv import PROJECT_METRICS
+from local.cluster.prometheus_server import PrometheusServer
 from local.dcgm_sim import DcgmSimulator, SimGpu
-from local.prometheus_server import PrometheusServer
 
 
 @pytest.fixture(scope="module")

@@ -131,7 +131,7 @@ def test_no_price_is_a_gap_with_a_reason(sim, prometheus):
 
 
 def test_prometheus_down_retries_then_says_so():
-    from local.prometheus_server import free_port
+    from local.cluster.prometheus_server import free_port
 
     prom = PrometheusClient(f"http://127.0.0.1:{free_port()}", retry_for=1.5)
     c = Collector(FakeNodes([node("n")]), prom, RATES, SqliteCostStore(":memory:"))

@@ -224,7 +224,7 @@ def test_one_query_per_field_joined_by_host_gpu_uuid_and_pod():
 
 
 def test_prometheus_unreachable_is_said_with_its_url():
-    from local.prometheus_server import free_port
+    from local.cluster.prometheus_server import free_port
 
     url = f"http://127.0.0.1:{free_port()}"
     stats, why = read_or_reason(url, 300, retry_for=0.5)

@@ -94,7 +94,7 @@ def test_kube_state_metrics_allowlists_the_labels_the_rules_read_on_aws_and_loca
     from pathlib import Path
 
     from infra.objects.monitoring import prometheus_values
-    from local.kube_state_metrics import argv
+    from local.cluster.kube_state_metrics import argv
 
     entries = [
         "nodes=[gpu-finops.io/unschedulable-reason,nvidia.com/gpu.replicas]",

@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 
 @pytest.fixture(scope="session")
 def local_target_up() -> Iterator[Any]:
-    from local.cluster import LocalCluster, LocalError
+    from local.cluster.lifecycle import LocalCluster, LocalError
 
     cluster = LocalCluster()
     try:

@@ -59,10 +59,10 @@ def ledger_target(tmp_path_factory):
     """The local target, plus the GPU simulator and a Prometheus scraping it and kube-state-metrics and
     evaluating the ledger's rules every STEP_S seconds."""
     from infra.metrics_csv import exported_fields, render
-    from local import kube_state_metrics
-    from local.cluster import LocalCluster, LocalError
+    from local.cluster import kube_state_metrics
+    from local.cluster.lifecycle import LocalCluster, LocalError
+    from local.cluster.prometheus_server import PrometheusServer
     from local.gpu_sim import ClusterGpuSimulator
-    from local.prometheus_server import PrometheusServer
 
     cluster = LocalCluster()
     try:

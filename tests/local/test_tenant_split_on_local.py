@@ -34,7 +34,7 @@ QUANTUM = Decimal("0.000001")
 
 @pytest.fixture(scope="module")
 def local_cluster():
-    from local.cluster import LocalCluster, LocalError
+    from local.cluster.lifecycle import LocalCluster, LocalError
 
     cluster = LocalCluster()
     try:
@@ -126,8 +126,8 @@ def split_and_validate(kube, target, ns, run, pod_resources, tmp_path) -> None:
     from finops.store import SqliteCostStore
     from gpu_finops.cli import main
     from infra.metrics_csv import exported_fields, render
+    from local.cluster.prometheus_server import PrometheusServer
     from local.gpu_sim import ClusterGpuSimulator
-    from local.prometheus_server import PrometheusServer
     from tests.finops.focus_validator import assert_accepted
 
     store_path = tmp_path / "cost.sqlite"

@@ -14,8 +14,8 @@ import yaml
 
 from facts.kube_keys import KUEUE_GROUP
 from local import build, catalog, versions
-from local.aws_endpoint import AwsEndpoint
-from local.processes import KUEUE_METRICS_CERTS, PORTS, module_dir
+from local.cluster.aws_endpoint import AwsEndpoint
+from local.cluster.processes import KUEUE_METRICS_CERTS, PORTS, module_dir
 
 
 class Controllers(AwsEndpoint):
@@ -28,7 +28,7 @@ class Controllers(AwsEndpoint):
             kwok / "pod/general/pod-ready.yaml",
             kwok / "pod/general/pod-complete.yaml",
             kwok / "pod/general/pod-delete.yaml",
-            Path(__file__).with_name("stages") / "pod-terminate.yaml",  # the kubelet's graceful stop
+            Path(__file__).parents[1] / "stages" / "pod-terminate.yaml",  # the kubelet's graceful stop
         ]
         out = self.run_dir / "kwok-stages.yaml"
         out.write_text("\n---\n".join(f.read_text() for f in files))
@@ -126,7 +126,7 @@ class Controllers(AwsEndpoint):
                 f"--port={PORTS['device-plugin']}",
                 f"--state={self.run_dir / 'device-allocations.json'}",
             ],
-            cwd=Path(__file__).resolve().parents[1],
+            cwd=Path(__file__).resolve().parents[2],
         )
         self._wait("device-plugin", f"http://127.0.0.1:{PORTS['device-plugin']}/healthz", tls=False)
 

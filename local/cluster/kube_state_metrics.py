@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ledger.conventions import Conventions
-from local.processes import PORTS
+from local.cluster.processes import PORTS
 
 PORT = PORTS["kube-state-metrics"]  # /metrics, /healthz, /livez, /readyz
 TELEMETRY_PORT = PORTS["kube-state-metrics-telemetry"]  # kube-state-metrics' own metrics

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from local.processes import AWS_CREDENTIALS, PORTS, Processes
+from local.cluster.processes import AWS_CREDENTIALS, PORTS, Processes
 
 
 class AwsEndpoint(Processes):

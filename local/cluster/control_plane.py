@@ -9,7 +9,7 @@ import yaml
 
 from harness.waits import eventually
 from local import versions
-from local.processes import PORTS, STARTUP, Processes, module_dir
+from local.cluster.processes import PORTS, STARTUP, Processes, module_dir
 
 
 class ControlPlane(Processes):

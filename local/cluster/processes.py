@@ -15,10 +15,10 @@ import yaml
 from facts.config import Config
 from harness.waits import eventually
 from local import build
-from local.certs import Pki
-from local.supervisor import Supervisor
+from local.cluster.certs import Pki
+from local.cluster.supervisor import Supervisor
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RUN_DIR = ROOT / ".local"
 KUEUE_METRICS_CERTS = Path("/etc/kueue/metrics/certs")  # fixed in Kueue's main when it manages no certs
 
@@ -36,7 +36,7 @@ PORTS = {
     "karpenter-health": 26084,
     "moto": 26085,  # the local AWS endpoint: the interruption queue Karpenter reads
     "device-plugin": 26086,  # the simulated kubelets' pod-resources API (local/device_plugin.py)
-    "kube-state-metrics": 26087,  # /metrics, /healthz (local/kube_state_metrics.py)
+    "kube-state-metrics": 26087,  # /metrics, /healthz (local/cluster/kube_state_metrics.py)
     "kube-state-metrics-telemetry": 26088,  # kube-state-metrics' own metrics
 }
 AWS_CREDENTIALS = {  # moto accepts any; real ones must never reach the local target

@@ -19,12 +19,13 @@ from typing import Any
 
 from facts.config import Config, load_config
 from harness.waits import eventually
-from local import build, kube_state_metrics, render
-from local.certs import Pki
-from local.control_plane import ControlPlane
-from local.controllers import Controllers
-from local.processes import KUEUE_METRICS_CERTS, PORTS, RUN_DIR, STARTUP, LocalError
-from local.supervisor import Supervisor
+from local import build, render
+from local.cluster import kube_state_metrics
+from local.cluster.certs import Pki
+from local.cluster.control_plane import ControlPlane
+from local.cluster.controllers import Controllers
+from local.cluster.processes import KUEUE_METRICS_CERTS, PORTS, RUN_DIR, STARTUP, LocalError
+from local.cluster.supervisor import Supervisor
 
 __all__ = ["PORTS", "LocalCluster", "LocalError"]
 
