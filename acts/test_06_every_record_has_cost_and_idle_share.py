@@ -129,7 +129,7 @@ def collect_locally(kube, act_target, ns, tenant, run, tmp_path, caplog) -> Coll
     from facts.catalog import prices
     from finops.gpu_holdings import kube_reader
     from local.cluster.prometheus_server import PrometheusServer
-    from local.gpu_sim import ClusterGpuSimulator
+    from local.sim.gpu_sim import ClusterGpuSimulator
 
     sim = ClusterGpuSimulator(kube, exported_fields(metrics_csv()))
     port = sim.start()

@@ -196,7 +196,7 @@ def dcgm_prometheus(t: Target, kube: Kube, tmp_path: Path) -> Iterator[str]:
         return
     from infra.metrics_csv import exported_fields, render
     from local.cluster.prometheus_server import PrometheusServer
-    from local.gpu_sim import ClusterGpuSimulator
+    from local.sim.gpu_sim import ClusterGpuSimulator
 
     sim = ClusterGpuSimulator(
         kube, exported_fields(render()), pod_resources_url=local_description()["pod_resources_url"]

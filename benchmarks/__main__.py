@@ -39,7 +39,7 @@ def bench_collector(gpu_counts: list[int]) -> None:
     from harness.waits import eventually
     from infra.metrics_csv import PROJECT_METRICS
     from local.cluster.prometheus_server import PrometheusServer
-    from local.dcgm_sim import DcgmSimulator, SimGpu
+    from local.sim.dcgm_sim import DcgmSimulator, SimGpu
 
     class Nodes:
         def __init__(self, nodes):

@@ -41,7 +41,7 @@ ANNOTATION_SM_ACTIVE = "gpu-finops.io/sm-active"  # what a simulated workload ke
 # ledger's training-stepping | training-stalled | serving-idle | serving-busy): the GPU
 # simulator reports that profile's DCGM values for the GPU the pod holds (finops.diagnose.profiles)
 ANNOTATION_GPU_PROFILE = "gpu-finops.io/gpu-profile"
-# what a simulated workload exports for the ledger's honest measures (docs/ledger.md; local/workload_sim.py):
+# what a simulated workload exports for the ledger's honest measures (docs/ledger.md; local/sim/workload_sim.py):
 # a training pod names its run and the run's shape, a serving pod its model and its token rate when busy
 ANNOTATION_TRAINING_RUN = "gpu-finops.io/training-run"
 ANNOTATION_MODEL_PARAMETERS = "gpu-finops.io/model-parameters"

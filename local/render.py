@@ -45,9 +45,9 @@ def nodepool(c: Config, *, shared: bool = False) -> dict[str, Any]:
 
 
 def device_plugin_configmap(c: Config) -> list[dict[str, Any]]:
-    """The ConfigMap the device plugin chart makes from `config.map`, read by local/device_plugin.py; the
+    """The ConfigMap the device plugin chart makes from `config.map`, read by local/sim/device_plugin.py; the
     chart's `config.default` travels as an annotation (on AWS it is a flag of the plugin)."""
-    from local import device_plugin
+    from local.sim import device_plugin
 
     values = device_plugin_values(c)["config"]
     return [

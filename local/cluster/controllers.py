@@ -13,9 +13,10 @@ from typing import Any
 import yaml
 
 from facts.kube_keys import KUEUE_GROUP
-from local import build, catalog, versions
+from local import build, versions
 from local.cluster.aws_endpoint import AwsEndpoint
 from local.cluster.processes import KUEUE_METRICS_CERTS, PORTS, module_dir
+from local.sim import catalog
 
 
 class Controllers(AwsEndpoint):
@@ -28,7 +29,10 @@ class Controllers(AwsEndpoint):
             kwok / "pod/general/pod-ready.yaml",
             kwok / "pod/general/pod-complete.yaml",
             kwok / "pod/general/pod-delete.yaml",
-            Path(__file__).parents[1] / "stages" / "pod-terminate.yaml",  # the kubelet's graceful stop
+            Path(__file__).parents[1]
+            / "sim"
+            / "stages"
+            / "pod-terminate.yaml",  # the kubelet's graceful stop
         ]
         out = self.run_dir / "kwok-stages.yaml"
         out.write_text("\n---\n".join(f.read_text() for f in files))
@@ -121,7 +125,7 @@ class Controllers(AwsEndpoint):
             [
                 sys.executable,
                 "-m",
-                "local.device_plugin",
+                "local.sim.device_plugin",
                 f"--kubeconfig={self.kubeconfig}",
                 f"--port={PORTS['device-plugin']}",
                 f"--state={self.run_dir / 'device-allocations.json'}",

@@ -35,7 +35,7 @@ PORTS = {
     "karpenter-metrics": 26083,
     "karpenter-health": 26084,
     "moto": 26085,  # the local AWS endpoint: the interruption queue Karpenter reads
-    "device-plugin": 26086,  # the simulated kubelets' pod-resources API (local/device_plugin.py)
+    "device-plugin": 26086,  # the simulated kubelets' pod-resources API (local/sim/device_plugin.py)
     "kube-state-metrics": 26087,  # /metrics, /healthz (local/cluster/kube_state_metrics.py)
     "kube-state-metrics-telemetry": 26088,  # kube-state-metrics' own metrics
 }

@@ -12,7 +12,7 @@ from clients.nodes import NodeFacts
 from facts import dcgm
 from infra.metrics_csv import PROJECT_METRICS
 from local.cluster.prometheus_server import PrometheusServer
-from local.dcgm_sim import DcgmSimulator, SimGpu
+from local.sim.dcgm_sim import DcgmSimulator, SimGpu
 
 
 @pytest.fixture(scope="module")

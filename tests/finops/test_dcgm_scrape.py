@@ -23,7 +23,7 @@ from harness.waits import eventually
 from infra.metrics_csv import PROJECT_METRICS
 from infra.objects.monitoring import DCGM_APP_LABEL, DCGM_PORT_NAME, dcgm_exporter_values, dcgm_scrape_job
 from local.cluster.prometheus_server import PrometheusServer
-from local.dcgm_sim import DcgmSimulator, SimGpu
+from local.sim.dcgm_sim import DcgmSimulator, SimGpu
 
 pytestmark = pytest.mark.skipif(
     not shutil.which("prometheus"), reason="prometheus binary not installed (make setup)"

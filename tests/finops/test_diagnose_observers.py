@@ -22,7 +22,7 @@ from finops.diagnose.kube_observer import (
 from finops.diagnose.model import Cluster, Requirement, SelectorTerm, Taint, Toleration
 from finops.diagnose.profiles import profile_values
 from finops.diagnose.prom_observer import query_for, read_gpu_stats, read_or_reason
-from local.dcgm_sim import SimGpu
+from local.sim.dcgm_sim import SimGpu
 from tests.finops import kube_shapes as ks
 
 

@@ -134,7 +134,7 @@ def test_act_3_fails_without_a_preemption_policy(local_cluster, tmp_path):
 def test_act_4_fails_when_the_device_plugin_gives_one_replica(local_cluster, tmp_path):
     import yaml
 
-    from local import device_plugin
+    from local.sim import device_plugin
 
     kube, c = local_cluster.kube(), local_cluster.config
     cm = kube.core.read_namespaced_config_map(device_plugin.CONFIG_MAP, device_plugin.CONFIG_NAMESPACE)

@@ -62,7 +62,7 @@ def ledger_target(tmp_path_factory):
     from local.cluster import kube_state_metrics
     from local.cluster.lifecycle import LocalCluster, LocalError
     from local.cluster.prometheus_server import PrometheusServer
-    from local.gpu_sim import ClusterGpuSimulator
+    from local.sim.gpu_sim import ClusterGpuSimulator
 
     cluster = LocalCluster()
     try:

@@ -127,7 +127,7 @@ def split_and_validate(kube, target, ns, run, pod_resources, tmp_path) -> None:
     from gpu_finops.cli import main
     from infra.metrics_csv import exported_fields, render
     from local.cluster.prometheus_server import PrometheusServer
-    from local.gpu_sim import ClusterGpuSimulator
+    from local.sim.gpu_sim import ClusterGpuSimulator
     from tests.finops.focus_validator import assert_accepted
 
     store_path = tmp_path / "cost.sqlite"

@@ -10,7 +10,7 @@ import pytest
 
 from facts.config import load_config
 from infra.objects.device_plugin import device_plugin_configs
-from local.device_plugin import (
+from local.sim.device_plugin import (
     Allocations,
     DevicePlugin,
     Sharing,

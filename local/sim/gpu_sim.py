@@ -6,7 +6,7 @@ workload kind from `finops.diagnose.profiles`: resident-model, data-starved, bus
 small-batch-server) gives every DCGM field that kind's value; `gpu-finops.io/sm-active` sets SM_ACTIVE
 (alone, the other fields follow from it). The ledger's behaviours are profiles too: training-stepping,
 training-stalled (busy by the metric, idle by physics), serving-idle, serving-busy; with the workload
-annotations of `local.workload_sim` the pods also export the ledger's per-class measure inputs.
+annotations of `local.sim.workload_sim` the pods also export the ledger's per-class measure inputs.
 
 Which physical card a pod holds comes from the simulated device plugin's allocation (the kubelet's
 pod-resources answer: `GPU-<uuid>` or `GPU-<uuid>::<replica>`), so the time-sliced holders of one card are
@@ -27,9 +27,9 @@ from facts import dcgm
 from facts.kube_keys import ANNOTATION_GPU_PROFILE, ANNOTATION_SM_ACTIVE, GPU_RESOURCE, LABEL_GPU_COUNT
 from finops.diagnose.profiles import UNHELD, profile_values
 from harness.observe import is_gpu_node
-from local.dcgm_sim import DcgmSimulator, SimGpu
-from local.device_plugin import gpu_uuid
-from local.workload_sim import WorkloadSimulator
+from local.sim.dcgm_sim import DcgmSimulator, SimGpu
+from local.sim.device_plugin import gpu_uuid
+from local.sim.workload_sim import WorkloadSimulator
 
 log = logging.getLogger(__name__)
 

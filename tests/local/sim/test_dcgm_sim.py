@@ -5,7 +5,7 @@ from __future__ import annotations
 import urllib.request
 
 from facts import dcgm
-from local.dcgm_sim import DcgmSimulator, SimGpu
+from local.sim.dcgm_sim import DcgmSimulator, SimGpu
 
 
 def gpus(sm: float) -> list[SimGpu]:

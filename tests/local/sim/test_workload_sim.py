@@ -18,9 +18,9 @@ from finops.diagnose.profiles import (
     profile_values,
 )
 from ledger.conventions import Conventions
-from local.dcgm_sim import DcgmSimulator
-from local.gpu_sim import gpus_from_cluster
-from local.workload_sim import WorkloadSimulator
+from local.sim.dcgm_sim import DcgmSimulator
+from local.sim.gpu_sim import gpus_from_cluster
+from local.sim.workload_sim import WorkloadSimulator
 
 C = Conventions()
 

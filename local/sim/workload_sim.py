@@ -36,7 +36,7 @@ from finops.diagnose.profiles import SERVING_BUSY, TRAINING_STEPPING
 
 log = logging.getLogger(__name__)
 
-DEFAULT_GPU_MODEL = "l40s"  # the simulator's cards (local.dcgm_sim.SimGpu.model)
+DEFAULT_GPU_MODEL = "l40s"  # the simulator's cards (local.sim.dcgm_sim.SimGpu.model)
 RUN_GAUGES = {
     "training_model_parameters": ANNOTATION_MODEL_PARAMETERS,
     "training_tokens_per_step": ANNOTATION_TOKENS_PER_STEP,

@@ -7,8 +7,8 @@ from types import SimpleNamespace as NS
 
 from facts import dcgm
 from finops.diagnose.profiles import DATA_STARVED, RESIDENT_MODEL, profile_values
-from local.device_plugin import gpu_uuid
-from local.gpu_sim import devices_from_pod_resources, gpus_from_cluster
+from local.sim.device_plugin import gpu_uuid
+from local.sim.gpu_sim import devices_from_pod_resources, gpus_from_cluster
 
 
 def node(name: str, cards: int) -> NS:

@@ -18,7 +18,7 @@ same inputs:
   them out (`GPU-<uuid>` for whole cards, `GPU-<uuid>::<replica>` for time-sliced ones), served as the
   kubelet's v1 `List` response would report them at `GET /v1/nodes/<node>/pod-resources`.
 
-Run as a supervised process of the local target (`python -m local.device_plugin`).
+Run as a supervised process of the local target (`python -m local.sim.device_plugin`).
 """
 
 from __future__ import annotations
