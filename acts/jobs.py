@@ -38,7 +38,7 @@ def gpu_job(
     time-sliced replica (nvidia.com/gpu.shared). `survives_eviction`: a pod evicted by a drain (condition
     DisruptionTarget) is not counted as a failure and the Job makes a new pod, as a workload that must live
     through a spot interruption would be written. `profile`: the workload kind the GPU simulator reports
-    for the pod's card (finops.diagnose.profiles)."""
+    for the pod's card (local.sim.profiles)."""
     labels = {LABEL_QUEUE_NAME: queue, RUN_LABEL: run_id}
     if priority:
         labels[LABEL_PRIORITY_CLASS] = priority

@@ -72,9 +72,9 @@ from facts import timeouts
 from facts.kube_keys import GPU_RESOURCE, SHARED_GPU_RESOURCE
 from finops.diagnose import ORDER, Cluster, diagnose_all
 from finops.diagnose.kube_observer import KubeObserver
-from finops.diagnose.profiles import DATA_STARVED, RESIDENT_MODEL
 from finops.diagnose.prom_observer import read_or_reason
 from harness.waits import eventually
+from local.sim.profiles import DATA_STARVED, RESIDENT_MODEL
 
 log = logging.getLogger(__name__)
 ORDER_ENV = "GPU_FINOPS_DIAGNOSIS_ORDER"  # e.g. "admission,placement,allocation,memory,application"

@@ -39,7 +39,7 @@ LABEL_POOL = "gpu-finops.io/pool"
 ANNOTATION_SM_ACTIVE = "gpu-finops.io/sm-active"  # what a simulated workload keeps its SMs busy at (0..1)
 # a simulated workload's kind (resident-model | data-starved | busy-trainer | small-batch-server, and the
 # ledger's training-stepping | training-stalled | serving-idle | serving-busy): the GPU
-# simulator reports that profile's DCGM values for the GPU the pod holds (finops.diagnose.profiles)
+# simulator reports that profile's DCGM values for the GPU the pod holds (local.sim.profiles)
 ANNOTATION_GPU_PROFILE = "gpu-finops.io/gpu-profile"
 # what a simulated workload exports for the ledger's honest measures (docs/ledger.md; local/sim/workload_sim.py):
 # a training pod names its run and the run's shape, a serving pod its model and its token rate when busy

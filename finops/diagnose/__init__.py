@@ -4,7 +4,7 @@ A pure diagnosis (`engine`; its checks in `admission`, `devices`, `placement`, o
 over plain observed state (`model`), walked in the order
 admission -> allocation -> memory -> placement -> application; Kubernetes' placement rules evaluated
 per node (`scheduling`); DCGM activity classes and thresholds (`activity`); the two GPU views
-(`gpus`); simulator profiles (`profiles`). The observers (`kube_observer`, `prom_observer`) do the I/O.
+(`gpus`). The observers (`kube_observer`, `prom_observer`) do the I/O.
 """
 
 from finops.diagnose.engine import NotDiagnosable, diagnose_all, diagnose_pod, diagnose_workload

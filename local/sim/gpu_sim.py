@@ -2,7 +2,7 @@
 each node declare, exported only where the metrics CSV exports them (as dcgm-exporter does).
 
 A Running pod that holds a GPU declares its load with annotations: `gpu-finops.io/gpu-profile` (a
-workload kind from `finops.diagnose.profiles`: resident-model, data-starved, busy-trainer,
+workload kind from `local.sim.profiles`: resident-model, data-starved, busy-trainer,
 small-batch-server) gives every DCGM field that kind's value; `gpu-finops.io/sm-active` sets SM_ACTIVE
 (alone, the other fields follow from it). The ledger's behaviours are profiles too: training-stepping,
 training-stalled (busy by the metric, idle by physics), serving-idle, serving-busy; with the workload
@@ -25,10 +25,10 @@ from typing import Any
 from clients.kube import Kube
 from facts import dcgm
 from facts.kube_keys import ANNOTATION_GPU_PROFILE, ANNOTATION_SM_ACTIVE, GPU_RESOURCE, LABEL_GPU_COUNT
-from finops.diagnose.profiles import UNHELD, profile_values
 from harness.observe import is_gpu_node
 from local.sim.dcgm_sim import DcgmSimulator, SimGpu
 from local.sim.device_plugin import gpu_uuid
+from local.sim.profiles import UNHELD, profile_values
 from local.sim.workload_sim import WorkloadSimulator
 
 log = logging.getLogger(__name__)

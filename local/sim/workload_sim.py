@@ -32,7 +32,7 @@ from facts.kube_keys import (
     ANNOTATION_TRAINING_RUN,
     GPU_RESOURCE,
 )
-from finops.diagnose.profiles import SERVING_BUSY, TRAINING_STEPPING
+from local.sim.profiles import SERVING_BUSY, TRAINING_STEPPING
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from finops.diagnose.model import (
     WorkloadCondition,
     WorkloadFacts,
 )
-from finops.diagnose.profiles import DATA_STARVED, RESIDENT_MODEL, UNHELD, profile_values
+from local.sim.profiles import DATA_STARVED, RESIDENT_MODEL, UNHELD, profile_values
 
 GPU, SHARED = "nvidia.com/gpu", "nvidia.com/gpu.shared"
 GPU_TAINT = Taint("nvidia.com/gpu", "NoSchedule", "true")

@@ -16,7 +16,7 @@ from finops.diagnose.model import (
     WorkloadCondition,
     WorkloadFacts,
 )
-from finops.diagnose.profiles import (
+from local.sim.profiles import (
     BUSY_TRAINER,
     DATA_STARVED,
     RESIDENT_MODEL,

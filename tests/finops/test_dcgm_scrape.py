@@ -17,13 +17,13 @@ import pytest
 from clients.promql import PrometheusClient
 from facts.config import Config
 from facts.names import MONITORING_NS
-from finops.diagnose.profiles import profile_values
 from finops.diagnose.prom_observer import read_gpu_stats
 from harness.waits import eventually
 from infra.metrics_csv import PROJECT_METRICS
 from infra.objects.monitoring import DCGM_APP_LABEL, DCGM_PORT_NAME, dcgm_exporter_values, dcgm_scrape_job
 from local.cluster.prometheus_server import PrometheusServer
 from local.sim.dcgm_sim import DcgmSimulator, SimGpu
+from local.sim.profiles import profile_values
 
 pytestmark = pytest.mark.skipif(
     not shutil.which("prometheus"), reason="prometheus binary not installed (make setup)"

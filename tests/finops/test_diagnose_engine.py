@@ -20,7 +20,7 @@ from finops.diagnose.model import (
     PodFacts,
     WorkloadCondition,
 )
-from finops.diagnose.profiles import PROFILES, profile_values
+from local.sim.profiles import PROFILES, profile_values
 from tests.finops import diagnose_fixtures as fx
 
 

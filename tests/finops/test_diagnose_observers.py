@@ -20,9 +20,9 @@ from finops.diagnose.kube_observer import (
     pod_facts,
 )
 from finops.diagnose.model import Cluster, Requirement, SelectorTerm, Taint, Toleration
-from finops.diagnose.profiles import profile_values
 from finops.diagnose.prom_observer import query_for, read_gpu_stats, read_or_reason
 from local.sim.dcgm_sim import SimGpu
+from local.sim.profiles import profile_values
 from tests.finops import kube_shapes as ks
 
 

@@ -8,7 +8,10 @@ from types import SimpleNamespace as NS
 import pytest
 
 from facts import dcgm
-from finops.diagnose.profiles import (
+from ledger.conventions import Conventions
+from local.sim.dcgm_sim import DcgmSimulator
+from local.sim.gpu_sim import gpus_from_cluster
+from local.sim.profiles import (
     LEDGER_BEHAVIOURS,
     SERVING_BUSY,
     SERVING_IDLE,
@@ -17,9 +20,6 @@ from finops.diagnose.profiles import (
     UNHELD,
     profile_values,
 )
-from ledger.conventions import Conventions
-from local.sim.dcgm_sim import DcgmSimulator
-from local.sim.gpu_sim import gpus_from_cluster
 from local.sim.workload_sim import WorkloadSimulator
 
 C = Conventions()
