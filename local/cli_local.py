@@ -27,7 +27,7 @@ def validate_charts(outdir: str, synthesize: bool) -> int:
     from pathlib import Path
 
     from facts.config import load_config
-    from local.validate_charts import ValidationError, validate
+    from local.charts.validate_charts import ValidationError, validate
 
     c = load_config()
     if synthesize:

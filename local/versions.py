@@ -28,6 +28,6 @@ GO_TOOLCHAIN = "go1.26.11"
 # same version as core, since the provider pins core exactly.
 # renovate: datasource=go depName=github.com/aws/karpenter-provider-aws
 KARPENTER_AWS = "v1.14.3"
-# Helm, for `helm template` of the Karpenter and Kueue charts before any apply (local/validate_charts.py).
+# Helm, for `helm template` of the Karpenter and Kueue charts before any apply (local/charts/validate_charts.py).
 # renovate: datasource=go depName=helm.sh/helm/v3
 HELM = "v3.22.0"

@@ -19,7 +19,8 @@ from typing import Any
 
 from facts.config import Config, load_config
 from harness.waits import eventually
-from local import build, render
+from local import build
+from local.charts import render
 from local.cluster import kube_state_metrics
 from local.cluster.certs import Pki
 from local.cluster.control_plane import ControlPlane

@@ -13,7 +13,7 @@ import yaml
 
 from facts.config import load_config
 from infra.objects import karpenter, kueue
-from local import chart_inputs, chart_render, dry_run
+from local.charts import chart_inputs, chart_render, dry_run
 
 pytestmark = pytest.mark.slow
 
@@ -37,7 +37,7 @@ def rendered(synthesized, config, report, tmp_path_factory) -> dict[str, chart_r
 @pytest.fixture(scope="module")
 def server(config, report, tmp_path_factory) -> Iterator[Any]:
     """etcd + kube-apiserver on free ports with the CRDs installed; stopped after the module."""
-    from local.validation_server import ValidationServer
+    from local.charts.validation_server import ValidationServer
 
     with ValidationServer(tmp_path_factory.mktemp("apiserver")) as srv:
         api = srv.api_client()

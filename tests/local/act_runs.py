@@ -47,7 +47,7 @@ def restore_target(cluster: Any) -> list[str]:
 
     from acts.namespaces import cleanup_namespaces
     from facts.kube_keys import LABEL_ACT_RUN, TAINT_ACT7_MAINTENANCE
-    from local import render
+    from local.charts import render
 
     kube = cluster.kube()
     done = []

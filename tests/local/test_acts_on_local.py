@@ -71,7 +71,7 @@ def assert_fails_for(tmp_path: Path, act: str, reason: str, env: dict[str, str] 
 
 
 def reapply(cluster, kinds: set[str]) -> None:
-    from local import render
+    from local.charts import render
 
     cluster.kube().apply([o for o in render.all_objects(cluster.config) if o["kind"] in kinds])
 
@@ -79,7 +79,7 @@ def reapply(cluster, kinds: set[str]) -> None:
 def test_act_1_fails_when_the_nodepool_may_launch_only_on_demand(local_cluster, tmp_path):
     from clients.karpenter import KarpenterClient
     from facts.kube_keys import LABEL_CAPACITY_TYPE
-    from local import render
+    from local.charts import render
 
     kube = local_cluster.kube()
     pool = render.nodepool(local_cluster.config)

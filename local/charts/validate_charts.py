@@ -1,9 +1,9 @@
 """What `make up` would apply, checked here by the real components before any apply (docs/infra.md):
 
-- Helm (local/helm.py, pinned, from the Go module proxy) renders the Karpenter and Kueue charts from their
+- Helm (local/charts/helm.py, pinned, from the Go module proxy) renders the Karpenter and Kueue charts from their
   modules' `charts/` folders at the versions the addons stack pins, with the values and `set` entries read
   from the synthesized addons stack, and renders our CR chart the same way.
-- A throwaway kube-apiserver (local/validation_server.py) with the CRDs Karpenter (core and AWS) and Kueue
+- A throwaway kube-apiserver (local/charts/validation_server.py) with the CRDs Karpenter (core and AWS) and Kueue
   ship dry-runs every rendered object with `dryRun=All` and `fieldValidation=Strict`: OpenAPI schemas,
   CEL rules, enums and unknown fields are judged by the server's own code.
 
@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from facts.config import Config
-from local.chart_inputs import ValidationError
-from local.chart_render import crd_files, namespaces_of, render_all
-from local.dry_run import DryRun, Report, install_crds
+from local.charts.chart_inputs import ValidationError
+from local.charts.chart_render import crd_files, namespaces_of, render_all
+from local.charts.dry_run import DryRun, Report, install_crds
 
 __all__ = ["Report", "ValidationError", "validate", "validate_on"]
 
@@ -43,7 +43,7 @@ def validate_on(api_client: Any, c: Config, outdir: Path, work: Path) -> Report:
 
 def validate(c: Config, outdir: Path) -> Report:
     """The whole check on its own throwaway API server (what `make up` runs before any apply)."""
-    from local.validation_server import ValidationServer
+    from local.charts.validation_server import ValidationServer
 
     with (
         tempfile.TemporaryDirectory(prefix="gpu-finops-validate-") as tmp,

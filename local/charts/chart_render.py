@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from facts.config import Config
-from local.chart_inputs import (
+from local.charts.chart_inputs import (
     RECORDED_VALUES_KEYS,
     Release,
     ValidationError,
@@ -24,9 +24,9 @@ from local.chart_inputs import (
     releases,
     unknown_values_keys,
 )
-from local.dry_run import Report
+from local.charts.dry_run import Report
 
-LOCAL_SOURCE = "local target (local/render.all_objects)"
+LOCAL_SOURCE = "local target (local/charts/render.all_objects)"
 
 
 @dataclass(frozen=True)
@@ -141,8 +141,8 @@ def render_all(c: Config, outdir: Path, work: Path, report: Report | None = None
     target's objects. Into `report`: the stand-ins used, and values keys the charts do not have (helm
     ignores those silently), checked against the real values.yaml or, for charts not served here, the
     recorded keys."""
-    from local import render
-    from local.helm import ensure_helm
+    from local.charts import render
+    from local.charts.helm import ensure_helm
 
     report = report if report is not None else Report()
     helm = ensure_helm()

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from local.chart_inputs import ValidationError
+from local.charts.chart_inputs import ValidationError
 
 FIELD_MANAGER = "gpu-finops-validate"
 CRDS_ESTABLISHED = 60.0  # seconds the server may take to serve freshly created CRDs
