@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         return validate_charts(args.outdir, not args.no_synth)
     cluster = LocalCluster()
     if args.action == "build":
-        from local.build import build_all
+        from local.build.binaries import build_all
 
         print(build_all())
         return 0

@@ -60,7 +60,7 @@ def pinned_chart_versions(c: Config) -> dict[str, str]:
 # --- sources: Go modules, charts, CRDs -------------------------------------------------------------------
 def module_dir(module_at_version: str) -> Path:
     """A module's folder in the Go module cache (downloaded once; offline afterwards)."""
-    from local import build
+    from local.build import binaries as build
 
     build.CACHE.mkdir(parents=True, exist_ok=True)
     try:

@@ -1,5 +1,5 @@
 """Helm, built from the Go module proxy at a pinned v3 release, cached outside the clone like the local
-target's binaries (local/build.py): `go install helm.sh/helm/v3/cmd/helm@<pin>` into a folder keyed by the
+target's binaries (local/build/binaries.py): `go install helm.sh/helm/v3/cmd/helm@<pin>` into a folder keyed by the
 pin, so changing the pin builds one new binary and nothing else."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from local import build, versions
+from local.build import binaries as build
+from local.build import versions
 
 MODULE = "helm.sh/helm/v3"
 

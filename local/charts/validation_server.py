@@ -1,5 +1,5 @@
 """A throwaway API server for validating manifests: etcd and kube-apiserver only, from the local target's
-cached binaries (built through local/build.py when missing), on free loopback ports, with its own data
+cached binaries (built through local/build/binaries.py when missing), on free loopback ports, with its own data
 folder and PKI. Nothing here touches the local rehearsal cluster (its ports are in local/cluster/processes.PORTS).
 
     with ValidationServer(Path(tmp)) as server:
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.waits import eventually
-from local import build
+from local.build import binaries as build
 from local.cluster.certs import Pki
 from local.cluster.prometheus_server import free_port
 from local.cluster.supervisor import Supervisor

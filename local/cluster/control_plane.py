@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from harness.waits import eventually
-from local import versions
+from local.build import versions
 from local.cluster.processes import PORTS, STARTUP, Processes, module_dir
 
 

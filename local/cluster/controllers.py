@@ -13,7 +13,8 @@ from typing import Any
 import yaml
 
 from facts.kube_keys import KUEUE_GROUP
-from local import build, versions
+from local.build import binaries as build
+from local.build import versions
 from local.cluster.aws_endpoint import AwsEndpoint
 from local.cluster.processes import KUEUE_METRICS_CERTS, PORTS, module_dir
 from local.sim import catalog

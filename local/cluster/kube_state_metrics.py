@@ -1,5 +1,5 @@
 """kube-state-metrics on the local target: the ledger's node and pod input, built from its Go module
-(local/build.py) and run as a supervised process against the local API server with the admin kubeconfig,
+(local/build/binaries.py) and run as a supervised process against the local API server with the admin kubeconfig,
 as the other controllers are.
 
 It runs with the label allowlist the ledger's conventions need (docs/ledger.md): the unschedulable-reason

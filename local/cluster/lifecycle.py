@@ -19,7 +19,7 @@ from typing import Any
 
 from facts.config import Config, load_config
 from harness.waits import eventually
-from local import build
+from local.build import binaries as build
 from local.charts import render
 from local.cluster import kube_state_metrics
 from local.cluster.certs import Pki

@@ -14,7 +14,7 @@ import yaml
 
 from facts.config import Config
 from harness.waits import eventually
-from local import build
+from local.build import binaries as build
 from local.cluster.certs import Pki
 from local.cluster.supervisor import Supervisor
 

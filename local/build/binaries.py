@@ -10,7 +10,7 @@
 - kube-state-metrics: `go install` fails (it asks the proxy for the module's version list to check for a
   deprecation, and the proxy lists none for k8s.io/kube-state-metrics/v2), so a module of ours requires the
   exact version and `go build`s its main package (the module root).
-- karpenter-kwok: our main (local/karpenter/main.go) running Karpenter core's controllers with the kwok
+- karpenter-kwok: our main (local/build/karpenter/main.go) running Karpenter core's controllers with the kwok
   cloud provider plus the AWS provider's spot-interruption controller, in a module of ours that requires
   both at the same version.
 One binary at a time (linking takes GBs of memory; this machine has 2 cores). Each binary is cached under
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from facts.names import PROJECT
-from local import versions
+from local.build import versions
 
 CACHE = Path(os.environ.get("GPU_FINOPS_CACHE", Path.home() / ".cache" / PROJECT)) / "local"
 KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
@@ -236,7 +236,7 @@ class Builder:
 
     def karpenter(self) -> None:
         """Karpenter core with the kwok cloud provider and the AWS provider's interruption controller
-        (local/karpenter/main.go); core and provider at the same version, as the provider's go.mod pins."""
+        (local/build/karpenter/main.go); core and provider at the same version, as the provider's go.mod pins."""
         if self.have("karpenter-kwok"):
             return
         mod = self.work / "karpenter"

@@ -24,7 +24,7 @@ KARPENTER = "v1.14.3"  # the version the addons stack installs on AWS; declares 
 # the installed Go is older: Karpenter v1.14.3 and karpenter-provider-aws v1.14.3 need go >= 1.26.10.
 # renovate: datasource=golang-version depName=go
 GO_TOOLCHAIN = "go1.26.11"
-# The AWS provider whose interruption controller the local Karpenter runs (local/karpenter/main.go): the
+# The AWS provider whose interruption controller the local Karpenter runs (local/build/karpenter/main.go): the
 # same version as core, since the provider pins core exactly.
 # renovate: datasource=go depName=github.com/aws/karpenter-provider-aws
 KARPENTER_AWS = "v1.14.3"
