@@ -68,11 +68,11 @@ from acts.targets import Target, local_description
 from assertions.diagnosis import DiagnosisActObs, DiagnosisObs, Situation, check_diagnosis
 from assertions.verdict import require
 from clients.kube import Kube
+from diagnose import ORDER, Cluster, diagnose_all
+from diagnose.kube_observer import KubeObserver
+from diagnose.prom_observer import read_or_reason
 from facts import timeouts
 from facts.kube_keys import GPU_RESOURCE, SHARED_GPU_RESOURCE
-from finops.diagnose import ORDER, Cluster, diagnose_all
-from finops.diagnose.kube_observer import KubeObserver
-from finops.diagnose.prom_observer import read_or_reason
 from harness.waits import eventually
 from local.sim.profiles import DATA_STARVED, RESIDENT_MODEL
 

@@ -34,11 +34,11 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "cost": ("finops.cli_cost", "cost reports from the cost table: per-node table and a PNG chart"),
     "reap": ("finops.cli_reap", "rank GPU nodes by idle dollars per hour; with --apply, reclaim them"),
     "diagnose": (
-        "finops.cli_diagnose",
+        "diagnose.cli_diagnose",
         "why a GPU pod or Kueue workload waits: admission, allocation, memory, placement, application",
     ),
     "gpus": (
-        "finops.cli_gpus",
+        "diagnose.cli_gpus",
         "per GPU who holds it and what it does, beside the ones that look idle but are held",
     ),
     "ledger": ("ledger.cli_ledger", "a month's GPU-hours in owned buckets; the allocation ladder"),

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from acts.jobs import GPU_TOLERATION
 from assertions.diagnosis import DiagnosisActObs, DiagnosisObs, Situation, check_diagnosis
-from facts import dcgm
-from finops.diagnose import ORDER, Cluster, diagnose_all
-from finops.diagnose.kube_observer import pod_facts
-from finops.diagnose.model import (
+from diagnose import ORDER, Cluster, diagnose_all
+from diagnose.kube_observer import pod_facts
+from diagnose.model import (
     GpuStats,
     Holder,
     NodeFacts,
@@ -18,6 +17,7 @@ from finops.diagnose.model import (
     WorkloadCondition,
     WorkloadFacts,
 )
+from facts import dcgm
 from local.sim.profiles import DATA_STARVED, RESIDENT_MODEL, UNHELD, profile_values
 
 GPU, SHARED = "nvidia.com/gpu", "nvidia.com/gpu.shared"

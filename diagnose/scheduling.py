@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from finops.diagnose.model import NodeFacts, PodFacts, Requirement, SelectorTerm, Taint, Toleration
+from diagnose.model import NodeFacts, PodFacts, Requirement, SelectorTerm, Taint, Toleration
 
 FILTERING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "NoSchedule")

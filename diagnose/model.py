@@ -1,7 +1,7 @@
 """What the diagnosis reads and what it says: plain, frozen dataclasses with no I/O.
 
-The observers (`finops.diagnose.kube_observer`, `finops.diagnose.prom_observer`) fill the inputs from
-Kubernetes and Prometheus; tests build them by hand. The engine (`finops.diagnose.engine`) turns them
+The observers (`diagnose.kube_observer`, `diagnose.prom_observer`) fill the inputs from
+Kubernetes and Prometheus; tests build them by hand. The engine (`diagnose.engine`) turns them
 into a `Diagnosis` per pending pod or unadmitted Kueue workload.
 """
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from statistics import fmean
 
-from finops.diagnose.model import GpuStats
+from diagnose.model import GpuStats
 
 # Thresholds, over the window's averages.
 SM_LOW = 0.10  # SM_ACTIVE below this: the device looks idle

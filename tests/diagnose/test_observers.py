@@ -9,9 +9,8 @@ import pytest
 from kubernetes import client as k
 
 from clients.promql import Sample
-from facts import dcgm
-from finops.diagnose.engine import diagnose_all, diagnose_pod
-from finops.diagnose.kube_observer import (
+from diagnose.engine import diagnose_all, diagnose_pod
+from diagnose.kube_observer import (
     KubeObserver,
     PodGone,
     holders,
@@ -19,11 +18,12 @@ from finops.diagnose.kube_observer import (
     node_facts,
     pod_facts,
 )
-from finops.diagnose.model import Cluster, Requirement, SelectorTerm, Taint, Toleration
-from finops.diagnose.prom_observer import query_for, read_gpu_stats, read_or_reason
+from diagnose.model import Cluster, Requirement, SelectorTerm, Taint, Toleration
+from diagnose.prom_observer import query_for, read_gpu_stats, read_or_reason
+from facts import dcgm
 from local.sim.dcgm_sim import SimGpu
 from local.sim.profiles import profile_values
-from tests.finops import kube_shapes as ks
+from tests.diagnose import kube_shapes as ks
 
 
 def test_node_facts_from_a_v1node():

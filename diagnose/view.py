@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from finops.diagnose import activity as act
-from finops.diagnose.model import GPU, Cluster, Finding, GpuStats, Holder, NodeFacts, PodFacts
+from diagnose import activity as act
+from diagnose.model import GPU, Cluster, Finding, GpuStats, Holder, NodeFacts, PodFacts
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from finops.diagnose import activity as act
-from finops.diagnose.model import Cluster, GpuStats
+from diagnose import activity as act
+from diagnose.model import Cluster, GpuStats
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from assertions.diagnosis import DiagnosisActObs, DiagnosisObs, Situation, check_diagnosis
-from finops.diagnose.engine import diagnose_pod, diagnose_workload
-from finops.diagnose.model import ADMISSION, ALLOCATION, APPLICATION, MEMORY, ORDER, PLACEMENT
-from tests.finops import diagnose_fixtures as fx
+from diagnose.engine import diagnose_pod, diagnose_workload
+from diagnose.model import ADMISSION, ALLOCATION, APPLICATION, MEMORY, ORDER, PLACEMENT
+from tests.diagnose import diagnose_fixtures as fx
 
 PLACEMENT_FIRST = (PLACEMENT, ADMISSION, ALLOCATION, MEMORY, APPLICATION)
 

@@ -13,8 +13,8 @@ from dataclasses import replace
 from datetime import datetime
 
 from clients.promql import PrometheusClient, PrometheusQueryError, PrometheusUnavailable
+from diagnose.model import GpuStats
 from facts import dcgm
-from finops.diagnose.model import GpuStats
 
 FIELD_ATTR = {
     dcgm.SM_ACTIVE: "sm_active",

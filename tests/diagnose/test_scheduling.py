@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from finops.diagnose.model import NodeFacts, PodFacts, Requirement, SelectorTerm, Taint, Toleration
-from finops.diagnose.scheduling import (
+from diagnose.model import NodeFacts, PodFacts, Requirement, SelectorTerm, Taint, Toleration
+from diagnose.scheduling import (
     RULE_AFFINITY,
     RULE_INSUFFICIENT,
     RULE_NO_GPU_RESOURCE,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from finops.diagnose.model import PLACEMENT, Finding
-from finops.diagnose.scheduling import (
+from diagnose.model import PLACEMENT, Finding
+from diagnose.scheduling import (
     RULE_AFFINITY,
     RULE_NOT_READY,
     RULE_SELECTOR,
@@ -13,7 +13,7 @@ from finops.diagnose.scheduling import (
     capacity_rule_out,
     constraint_rule_outs,
 )
-from finops.diagnose.view import View
+from diagnose.view import View
 
 
 def _placement_action(rules: set[str]) -> str:

@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import pytest
 
-from finops.diagnose import activity as act
-from finops.diagnose.engine import NotDiagnosable, diagnose_all, diagnose_pod, diagnose_workload
-from finops.diagnose.model import (
+from diagnose import activity as act
+from diagnose.engine import NotDiagnosable, diagnose_all, diagnose_pod, diagnose_workload
+from diagnose.model import (
     ADMISSION,
     ALLOCATION,
     APPLICATION,
@@ -21,7 +21,7 @@ from finops.diagnose.model import (
     WorkloadCondition,
 )
 from local.sim.profiles import PROFILES, profile_values
-from tests.finops import diagnose_fixtures as fx
+from tests.diagnose import diagnose_fixtures as fx
 
 
 def explains(d) -> dict[str, bool | None]:

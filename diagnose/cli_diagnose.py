@@ -13,9 +13,9 @@ import re
 import sys
 from typing import Any
 
+from diagnose.model import ORDER, Cluster, Diagnosis
 from facts import errors
 from facts.errors import EXIT_FALSE, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, UsageError
-from finops.diagnose.model import ORDER, Cluster, Diagnosis
 
 # The contract's codes (facts/errors.py), by what they mean here.
 EXIT_DIAGNOSED = EXIT_OK
@@ -118,7 +118,7 @@ def kube_call(fn, *args, **kw):
 
 
 def read_cluster(args: argparse.Namespace, observer: Any, namespace: str | None):
-    from finops.diagnose.prom_observer import read_or_reason
+    from diagnose.prom_observer import read_or_reason
 
     pods, nodes, holders, workloads = kube_call(observer.observe, namespace)
     stats, why = read_or_reason(args.prometheus_url, args.window, retry_for=args.prometheus_retry)
@@ -134,8 +134,8 @@ def read_cluster(args: argparse.Namespace, observer: Any, namespace: str | None)
 
 
 def run(args: argparse.Namespace) -> int:
-    from finops.diagnose.engine import NotDiagnosable, diagnose_all, diagnose_pod, diagnose_workload
-    from finops.diagnose.kube_observer import KubeObserver, PodGone
+    from diagnose.engine import NotDiagnosable, diagnose_all, diagnose_pod, diagnose_workload
+    from diagnose.kube_observer import KubeObserver, PodGone
 
     err = sys.stderr
     if args.pod and args.workload:

@@ -3,10 +3,10 @@ VRAM is resident) and application (holders starved of input or transfer-bound). 
 
 from __future__ import annotations
 
-from finops.diagnose import activity as act
-from finops.diagnose.model import ALLOCATION, APPLICATION, MEMORY, Finding
-from finops.diagnose.scheduling import constraint_rule_outs
-from finops.diagnose.view import View, fmt_pct, fmt_sm, not_checked
+from diagnose import activity as act
+from diagnose.model import ALLOCATION, APPLICATION, MEMORY, Finding
+from diagnose.scheduling import constraint_rule_outs
+from diagnose.view import View, fmt_pct, fmt_sm, not_checked
 
 
 def check_allocation(v: View) -> Finding:

@@ -10,8 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from facts.kube_keys import KUEUE_GROUP, KUEUE_VERSION
-from finops.diagnose.model import (
+from diagnose.model import (
     GPU_RESOURCES,
     Holder,
     NodeFacts,
@@ -23,6 +22,7 @@ from finops.diagnose.model import (
     WorkloadCondition,
     WorkloadFacts,
 )
+from facts.kube_keys import KUEUE_GROUP, KUEUE_VERSION
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 

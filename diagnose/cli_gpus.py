@@ -8,9 +8,9 @@ import argparse
 import json
 import sys
 
-from finops.cli_diagnose import EXIT_UNREACHABLE, Unreachable, add_common, kube_call, kube_client
-from finops.diagnose import activity as act
-from finops.diagnose.model import Cluster
+from diagnose import activity as act
+from diagnose.cli_diagnose import EXIT_UNREACHABLE, Unreachable, add_common, kube_call, kube_client
+from diagnose.model import Cluster
 
 EPILOG = (
     "exit 0: both views shown; 2: usage or configuration error; 3: Prometheus unreachable (no view: "
@@ -24,9 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from finops.diagnose.gpus import gpu_view
-    from finops.diagnose.kube_observer import KubeObserver, holders
-    from finops.diagnose.prom_observer import read_or_reason
+    from diagnose.gpus import gpu_view
+    from diagnose.kube_observer import KubeObserver, holders
+    from diagnose.prom_observer import read_or_reason
 
     stats, why = read_or_reason(args.prometheus_url, args.window, retry_for=args.prometheus_retry)
     if stats is None:

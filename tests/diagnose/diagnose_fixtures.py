@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from facts import dcgm
-from finops.diagnose.model import (
+from diagnose.model import (
     Cluster,
     GpuStats,
     Holder,
@@ -16,6 +15,7 @@ from finops.diagnose.model import (
     WorkloadCondition,
     WorkloadFacts,
 )
+from facts import dcgm
 from local.sim.profiles import (
     BUSY_TRAINER,
     DATA_STARVED,

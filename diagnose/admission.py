@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from finops.diagnose.model import ADMISSION, Finding, WorkloadFacts
-from finops.diagnose.view import View
+from diagnose.model import ADMISSION, Finding, WorkloadFacts
+from diagnose.view import View
 
 
 def check_admission(v: View, workload: WorkloadFacts | None) -> Finding:

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from finops.diagnose.admission import check_admission
-from finops.diagnose.devices import check_allocation, check_application, check_memory
-from finops.diagnose.model import (
+from diagnose.admission import check_admission
+from diagnose.devices import check_allocation, check_application, check_memory
+from diagnose.model import (
     ADMISSION,
     ALLOCATION,
     APPLICATION,
@@ -40,8 +40,8 @@ from finops.diagnose.model import (
     PodFacts,
     WorkloadFacts,
 )
-from finops.diagnose.placement import check_placement
-from finops.diagnose.view import View, build_view
+from diagnose.placement import check_placement
+from diagnose.view import View, build_view
 
 
 class NotDiagnosable(ValueError):

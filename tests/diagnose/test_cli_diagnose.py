@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from finops import cli_diagnose, cli_gpus
-from finops.diagnose.model import GpuStats
+from diagnose import cli_diagnose, cli_gpus
+from diagnose.model import GpuStats
 from gpu_finops.cli import main
-from tests.finops import kube_shapes as ks
-from tests.finops.diagnose_fixtures import stats as profile_stats
-from tests.finops.test_diagnose_observers import situation
+from tests.diagnose import kube_shapes as ks
+from tests.diagnose.diagnose_fixtures import stats as profile_stats
+from tests.diagnose.test_observers import situation
 
 UNREACHABLE = "Prometheus at http://prom:9090 unreachable (last error: connection refused)"
 
@@ -31,7 +31,7 @@ def cluster(monkeypatch):
     def read(url, window, *, retry_for=None, at=None):
         return (None, state["why"]) if state["why"] else (state["stats"], None)
 
-    monkeypatch.setattr("finops.diagnose.prom_observer.read_or_reason", read)
+    monkeypatch.setattr("diagnose.prom_observer.read_or_reason", read)
     return state
 
 

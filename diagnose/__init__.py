@@ -7,8 +7,8 @@ per node (`scheduling`); DCGM activity classes and thresholds (`activity`); the 
 (`gpus`). The observers (`kube_observer`, `prom_observer`) do the I/O.
 """
 
-from finops.diagnose.engine import NotDiagnosable, diagnose_all, diagnose_pod, diagnose_workload
-from finops.diagnose.model import ORDER, Cluster, Diagnosis, Finding
+from diagnose.engine import NotDiagnosable, diagnose_all, diagnose_pod, diagnose_workload
+from diagnose.model import ORDER, Cluster, Diagnosis, Finding
 
 __all__ = [
     "ORDER",
