@@ -127,7 +127,7 @@ def recorded(store, kube, ns: str, tenant: str, run: str, node: str, since: str)
 def collect_locally(kube, act_target, ns, tenant, run, tmp_path, caplog) -> Collected:
     from acts.targets import local_description
     from facts.catalog import prices
-    from finops.gpu_holdings import kube_reader
+    from finops.holdings_record import kube_reader
     from local.cluster.prometheus_server import PrometheusServer
     from local.sim.gpu_sim import ClusterGpuSimulator
 

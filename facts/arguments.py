@@ -13,6 +13,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from facts.regions import known_regions
+
 CLUSTER_NAME = re.compile(r"[a-z][a-z0-9-]{1,38}")  # facts/config.py checks cluster_name by the same rule
 
 
@@ -92,8 +94,6 @@ def writable_file(text: str) -> Path:
 
 def region(text: str) -> str:
     """An AWS region botocore's bundled endpoint data knows (offline), as facts/config.py checks it."""
-    from facts.config_types import known_regions
-
     if text not in known_regions():
         import difflib
 

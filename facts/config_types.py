@@ -4,7 +4,6 @@ and booleans, ranges, CIDRs, ARNs, regions botocore knows), so a new key of fact
 from __future__ import annotations
 
 import difflib
-import functools
 import ipaddress
 import re
 from typing import Annotated
@@ -12,6 +11,7 @@ from typing import Annotated
 from pydantic import AfterValidator, ConfigDict, Field, StrictBool, StrictInt
 
 from facts.arguments import CLUSTER_NAME
+from facts.regions import known_regions
 
 # Every key is checked; values are never coerced (a quoted "4" is not an integer, `yes` is not a name).
 RULES = ConfigDict(extra="forbid", revalidate_instances="always")
@@ -27,19 +27,6 @@ def _matches(pattern: str, what: str):
         return value
 
     return AfterValidator(check)
-
-
-@functools.cache
-def known_regions() -> frozenset[str]:
-    """Every region botocore's bundled endpoint data lists for EC2, in every partition (offline)."""
-    import botocore.session
-
-    session = botocore.session.get_session()
-    return frozenset(
-        region
-        for partition in session.get_available_partitions()
-        for region in session.get_available_regions("ec2", partition_name=partition)
-    )
 
 
 def _region(value: str) -> str:

@@ -134,7 +134,7 @@ def holdings_reader(args: argparse.Namespace):
     from kubernetes import client, config
 
     from clients.kube import Kube
-    from finops.gpu_holdings import kube_reader
+    from finops.holdings_record import kube_reader
 
     if args.kubeconfig:
         kube = Kube.from_kubeconfig(args.kubeconfig)

@@ -34,6 +34,7 @@ from finops.records import (
     STATUS_PARTIAL,
     STATUS_STARTING,
     CostRecord,
+    CycleResult,
 )
 from finops.store import CostStore
 
@@ -171,20 +172,6 @@ def make_record(
         x_Status=status,
         x_Message=message,
     )
-
-
-@dataclass
-class CycleResult:
-    start: datetime
-    end: datetime
-    records: list[CostRecord]
-    queries: int
-    seconds: float
-    problems: list[str] = field(default_factory=list)
-
-    @property
-    def healthy(self) -> bool:
-        return not self.problems
 
 
 class Collector:

@@ -254,14 +254,3 @@ def with_devices(holdings: list[GpuHolding], url: str) -> list[GpuHolding]:
     return [
         replace(h, devices=answers.get(h.node, {}).get((h.namespace, h.pod), h.devices)) for h in holdings
     ]
-
-
-def kube_reader(kube: Any, pod_resources_url: str | None = None):
-    """The collector's holdings reader: pods from the Kubernetes API, plus pod-resources device ids."""
-    from finops.holdings_record import SOURCE_KUBE, SOURCE_KUBE_POD_RESOURCES, HoldingsReader
-
-    if pod_resources_url:
-        return HoldingsReader(
-            lambda: with_devices(gpu_holdings(kube), pod_resources_url), SOURCE_KUBE_POD_RESOURCES
-        )
-    return HoldingsReader(lambda: gpu_holdings(kube), SOURCE_KUBE)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from finops.gpu_holdings import GpuHolding
+from finops.gpu_holdings import GpuHolding, gpu_holdings, with_devices
 
 STATUS_NO_HOLDINGS = "no-holdings"  # x_Status of the unallocated row of a node-interval nobody recorded
 SOURCE_KUBE = "kube"
@@ -126,3 +126,12 @@ def for_intervals(
         held = tuple(h for h in holdings if h.node == node and h.seconds_within(start, end) > 0)
         out.append(IntervalHoldings(node, resource_id, iso(start), iso(end), source, recorded_at, held))
     return out
+
+
+def kube_reader(kube: Any, pod_resources_url: str | None = None):
+    """The collector's holdings reader: pods from the Kubernetes API, plus pod-resources device ids."""
+    if pod_resources_url:
+        return HoldingsReader(
+            lambda: with_devices(gpu_holdings(kube), pod_resources_url), SOURCE_KUBE_POD_RESOURCES
+        )
+    return HoldingsReader(lambda: gpu_holdings(kube), SOURCE_KUBE)

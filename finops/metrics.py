@@ -5,15 +5,11 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
-from finops.records import STATUS_MISSING_SM_ACTIVE, STATUS_NO_GPU_SERIES
-
-if TYPE_CHECKING:
-    from finops.collector import CycleResult
+from finops.records import STATUS_MISSING_SM_ACTIVE, STATUS_NO_GPU_SERIES, CycleResult
 
 
 class CollectorMetrics:

@@ -9,7 +9,8 @@ are both stored on every record so the gap between them is in the data. Missing 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
+from datetime import datetime
 from typing import Any
 
 # Why a record has no idle cost (x_Status); "ok" means every measurement is present.
@@ -75,3 +76,17 @@ class CostRecord:
 
 COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(CostRecord))
 KEY = ("ResourceId", "ChargePeriodStart")
+
+
+@dataclass
+class CycleResult:
+    start: datetime
+    end: datetime
+    records: list[CostRecord]
+    queries: int
+    seconds: float
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        return not self.problems

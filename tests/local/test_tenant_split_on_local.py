@@ -121,7 +121,7 @@ def split_and_validate(kube, target, ns, run, pod_resources, tmp_path) -> None:
     from clients.promql import PrometheusClient
     from facts.catalog import prices
     from finops.collector import Collector, align
-    from finops.gpu_holdings import kube_reader
+    from finops.holdings_record import kube_reader
     from finops.pricing import CatalogRates
     from finops.store import SqliteCostStore
     from gpu_finops.cli import main
