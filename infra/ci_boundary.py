@@ -1,11 +1,19 @@
 """The permissions boundary on every IAM role the stacks create (and so the nightly creates).
 
 A boundary is a ceiling, not a grant: a role may do only what both its own policies and the boundary
-allow. This one allows what the roles in infra/cluster*.py need (the EKS cluster and node managed policies,
-Karpenter's controller policy, FIS's spot interruption, the collector) in our region, and in IAM only
-Karpenter's instance profiles, passing our roles to EC2, and ELB's service-linked role. It allows no other
-IAM write and no `sts:AssumeRole`, so a role the nightly creates can never create, widen or assume
-another role, whatever policy it is given.
+allow. The nightly role writes the inline policies of the roles it creates, so the boundary alone must
+make sure no such role can touch what is not ours, whatever policy it is given. So it allows what the
+roles in infra/cluster*.py need (the EKS cluster and node managed policies, Karpenter's controller policy,
+FIS's spot interruption, the collector), in our region, and no more:
+- EC2, Auto Scaling and ELB reads on `*`; EC2 creates (launching, templates, the VPC CNI's interfaces),
+  tagging only while creating or on what already carries our cluster's tag, with only the keys the
+  callers set; and every change or deletion of what exists only on what carries our cluster's, the
+  VPC CNI's or the project's tag (`aws:ResourceTag`). No Auto Scaling or ELB write: nothing of ours
+  manages groups (EKS's service-linked role does) or load balancers (no Service of type LoadBalancer).
+- our queue, our table, keys tagged ours; and in IAM only Karpenter's instance profiles under its path
+  for this cluster and passing our Karpenter node role to EC2. No other IAM write and no
+  `sts:AssumeRole`, so a role the nightly creates can never create, widen or assume another role.
+tests/infra/test_iam_escalation.py proves it (boundary_findings) and decides the requests.
 """
 
 from __future__ import annotations
@@ -13,6 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 from facts.config import Config
+from facts.names import TAG_PROJECT
+from infra.iam_policies import karpenter_profile_path
 
 # What the nodes' SSM agent calls (AmazonSSMManagedInstanceCore), nothing that runs commands elsewhere.
 SSM_AGENT = (
@@ -42,29 +52,8 @@ SSM_AGENT = (
     "ec2messages:GetMessages",
     "ec2messages:SendReply",
 )
-# The services the cluster, its nodes, Karpenter, FIS and the collector use, in our region.
-REGIONAL = (
-    "ec2:*",  # nodes, the VPC CNI, Karpenter, FIS spot interruptions
-    "autoscaling:*",  # AmazonEKSClusterPolicy
-    "elasticloadbalancing:*",  # AmazonEKSClusterPolicy (Service type LoadBalancer)
-    "eks:DescribeCluster",
-    "eks-auth:AssumeRoleForPodIdentity",  # the pod identity agent on the nodes
-    "ecr:BatchCheckLayerAvailability",
-    "ecr:BatchGetImage",
-    "ecr:DescribeImages",
-    "ecr:DescribeRepositories",
-    "ecr:GetAuthorizationToken",
-    "ecr:GetDownloadUrlForLayer",
-    "ecr:ListImages",
-    "sqs:DeleteMessage",
-    "sqs:GetQueueAttributes",
-    "sqs:GetQueueUrl",
-    "sqs:ReceiveMessage",
-    "dynamodb:BatchWriteItem",
-    "dynamodb:DescribeTable",
-    "dynamodb:PutItem",
-    "dynamodb:Query",
-    "dynamodb:Scan",
+# What the nodes and the collector do with the cost table's customer-managed key.
+KMS_USE = (
     "kms:CreateGrant",
     "kms:Decrypt",
     "kms:DescribeKey",
@@ -74,27 +63,152 @@ REGIONAL = (
     "kms:ReEncryptFrom",
     "kms:ReEncryptTo",
 )
-KARPENTER_PROFILE_ACTIONS = (
+# The services the cluster, its nodes, Karpenter and the collector read or use, in our region, on what
+# takes no resource ARN or is only read.
+REGIONAL = (
+    "ec2:Describe*",  # nodes, the VPC CNI, Karpenter, the cluster role's node lifecycle, FIS targets
+    "autoscaling:Describe*",  # AmazonEKSClusterPolicy
+    "elasticloadbalancing:Describe*",  # AmazonEKSClusterPolicy
+    "eks:DescribeCluster",
+    "eks-auth:AssumeRoleForPodIdentity",  # the pod identity agent on the nodes
+    "ecr:BatchCheckLayerAvailability",
+    "ecr:BatchGetImage",
+    "ecr:DescribeImages",
+    "ecr:DescribeRepositories",
+    "ecr:GetAuthorizationToken",
+    "ecr:GetDownloadUrlForLayer",
+    "ecr:ListImages",
+)
+# EC2 calls that make something new (nothing that exists changes): Karpenter's launches and templates,
+# the VPC CNI's interfaces and the IP addresses it adds to them.
+EC2_CREATES = (
+    "ec2:RunInstances",
+    "ec2:CreateFleet",
+    "ec2:CreateLaunchTemplate",
+    "ec2:CreateNetworkInterface",
+    "ec2:AssignPrivateIpAddresses",
+    "ec2:AssignIpv6Addresses",
+)
+# What the roles change or delete (Karpenter, the VPC CNI, FIS): only on what carries one of our tags.
+EC2_CHANGES = (
+    "ec2:TerminateInstances",
+    "ec2:DeleteLaunchTemplate",
+    "ec2:AttachNetworkInterface",
+    "ec2:DetachNetworkInterface",
+    "ec2:DeleteNetworkInterface",
+    "ec2:ModifyNetworkInterfaceAttribute",
+    "ec2:UnassignPrivateIpAddresses",
+    "ec2:UnassignIpv6Addresses",
+    "ec2:SendSpotInstanceInterruptions",
+)
+# Tag keys set after creation: Karpenter's NodeClaim tagging (Name, nodeclaim, the EKS cluster name) and
+# the VPC CNI's interface bookkeeping; never a key that makes a resource ours.
+RETAG_KEYS = (
+    "Name",
+    "karpenter.sh/nodeclaim",
+    "eks:eks-cluster-name",
+    "node.k8s.amazonaws.com/createdAt",
+    "node.k8s.amazonaws.com/instance_id",
+)
+KARPENTER_PROFILE_ACTIONS = ("iam:CreateInstanceProfile", "iam:GetInstanceProfile", "iam:TagInstanceProfile")
+# ...and what changes a profile that exists: only one Karpenter tagged as our cluster's.
+KARPENTER_PROFILE_CHANGES = (
     "iam:AddRoleToInstanceProfile",
-    "iam:CreateInstanceProfile",
     "iam:DeleteInstanceProfile",
-    "iam:GetInstanceProfile",
     "iam:RemoveRoleFromInstanceProfile",
-    "iam:TagInstanceProfile",
 )
 
 
+def ec2_owner_tags(c: Config) -> list[tuple[str, str]]:
+    """What makes an existing EC2 resource ours for a role under the boundary: Karpenter's and EKS's
+    cluster tag, the VPC CNI's cluster tag on its interfaces, the project tag (what the stacks create)."""
+    return [
+        (f"kubernetes.io/cluster/{c.cluster_name}", "owned"),
+        ("cluster.k8s.amazonaws.com/name", c.cluster_name),
+        (TAG_PROJECT, c.project),
+    ]
+
+
 def boundary_policy(c: Config, account: str) -> dict[str, Any]:
-    name, iam = c.cluster_name, f"arn:aws:iam::{account}"
+    name, iam, r = c.cluster_name, f"arn:aws:iam::{account}", c.region
+    in_region = {"StringEquals": {"aws:RequestedRegion": r}}
+    ec2 = f"arn:aws:ec2:{r}:{account}:*"
+    regional = f"{r}:{account}"
+    owners = ec2_owner_tags(c)
+    profiles = f"{iam}:instance-profile{karpenter_profile_path(name, r)}*"
     return {
         "Version": "2012-10-17",
         "Statement": [
             {
-                "Sid": "WhatOurRolesDoInOurRegion",
+                "Sid": "ReadsInOurRegion",
                 "Effect": "Allow",
                 "Action": sorted(REGIONAL + SSM_AGENT),
                 "Resource": "*",
-                "Condition": {"StringEquals": {"aws:RequestedRegion": c.region}},
+                "Condition": in_region,
+            },
+            {
+                "Sid": "Ec2CreatesInOurRegion",
+                "Effect": "Allow",
+                "Action": list(EC2_CREATES),
+                "Resource": [ec2, f"arn:aws:ec2:{r}::image/*", f"arn:aws:ec2:{r}::snapshot/*"],
+            },
+            {
+                "Sid": "Ec2TagWhileCreating",
+                "Effect": "Allow",
+                "Action": "ec2:CreateTags",
+                "Resource": ec2,
+                "Condition": {
+                    "StringEquals": {"ec2:CreateAction": [a.removeprefix("ec2:") for a in EC2_CREATES[:4]]}
+                },
+            },
+            *(
+                {
+                    "Sid": f"Ec2RetagWhatIsOurs{i}",
+                    "Effect": "Allow",
+                    "Action": "ec2:CreateTags",
+                    "Resource": ec2,
+                    "Condition": {
+                        "StringEquals": {f"aws:ResourceTag/{key}": value},
+                        "ForAllValues:StringEquals": {"aws:TagKeys": list(RETAG_KEYS)},
+                    },
+                }
+                for i, (key, value) in enumerate(owners[:2], 1)
+            ),
+            *(
+                {
+                    "Sid": f"Ec2ChangeOnlyWhatIsOurs{i}",
+                    "Effect": "Allow",
+                    "Action": list(EC2_CHANGES),
+                    "Resource": ec2,
+                    "Condition": {"StringEquals": {f"aws:ResourceTag/{key}": value}},
+                }
+                for i, (key, value) in enumerate(owners, 1)
+            ),
+            {
+                "Sid": "OurQueueAndTable",
+                "Effect": "Allow",
+                "Action": [
+                    "sqs:DeleteMessage",
+                    "sqs:GetQueueAttributes",
+                    "sqs:GetQueueUrl",
+                    "sqs:ReceiveMessage",
+                    "dynamodb:BatchWriteItem",
+                    "dynamodb:DescribeTable",
+                    "dynamodb:PutItem",
+                    "dynamodb:Query",
+                    "dynamodb:Scan",
+                ],
+                "Resource": [
+                    f"arn:aws:sqs:{regional}:{c.interruption_queue}",
+                    f"arn:aws:dynamodb:{regional}:table/{c.cost_table}",
+                ],
+            },
+            {
+                "Sid": "KeysTaggedOurs",
+                "Effect": "Allow",
+                "Action": list(KMS_USE),
+                "Resource": f"arn:aws:kms:{regional}:key/*",
+                "Condition": {"StringEquals": {f"aws:ResourceTag/{TAG_PROJECT}": c.project}},
             },
             {
                 "Sid": "PricesForKarpenterAndTheCollector",  # the Pricing API lives in us-east-1
@@ -106,27 +220,33 @@ def boundary_policy(c: Config, account: str) -> dict[str, Any]:
                 "Sid": "KarpentersInstanceProfilesOnly",
                 "Effect": "Allow",
                 "Action": list(KARPENTER_PROFILE_ACTIONS),
-                "Resource": [f"{iam}:instance-profile/{name}_*", f"{iam}:instance-profile/{name}-*"],
+                "Resource": profiles,
             },
             {
-                "Sid": "ListInstanceProfiles",
+                "Sid": "ChangeOnlyKarpentersProfilesTaggedOurs",
+                "Effect": "Allow",
+                "Action": list(KARPENTER_PROFILE_CHANGES),
+                "Resource": profiles,
+                "Condition": {"StringEquals": {f"aws:ResourceTag/{owners[0][0]}": owners[0][1]}},
+            },
+            {
+                "Sid": "ReadTheStacksInstanceProfile",  # an EC2NodeClass naming it (instanceProfile:)
+                "Effect": "Allow",
+                "Action": "iam:GetInstanceProfile",
+                "Resource": f"{iam}:instance-profile/{c.karpenter_node_role}",
+            },
+            {
+                "Sid": "ListInstanceProfiles",  # takes no resource
                 "Effect": "Allow",
                 "Action": "iam:ListInstanceProfiles",
                 "Resource": "*",
             },
             {
-                "Sid": "PassOurRolesToEc2Only",
+                "Sid": "PassOurNodeRoleToEc2Only",
                 "Effect": "Allow",
                 "Action": "iam:PassRole",
-                "Resource": f"{iam}:role/{name}-*",
+                "Resource": f"{iam}:role/{c.karpenter_node_role}",
                 "Condition": {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
-            },
-            {
-                "Sid": "TheLoadBalancerServiceLinkedRole",  # AmazonEKSClusterPolicy creates it on first use
-                "Effect": "Allow",
-                "Action": "iam:CreateServiceLinkedRole",
-                "Resource": f"{iam}:role/aws-service-role/elasticloadbalancing.amazonaws.com/*",
-                "Condition": {"StringEquals": {"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"}},
             },
         ],
     }

@@ -90,6 +90,13 @@ def our_tag_keys(c: Config) -> list[str]:
     )
 
 
+def node_profiles(c: Config, account: str) -> list[str]:
+    """Instance profiles an instance the role launches may carry: the stack's Karpenter node profile and
+    the ones EKS creates for a managed node group (`eks-<uuid>`, holding the role we passed to EKS)."""
+    iam = f"arn:aws:iam::{account}"
+    return [f"{iam}:instance-profile/{c.karpenter_node_role}", f"{iam}:instance-profile/eks-*"]
+
+
 def boundary_policy_name(c: Config) -> str:
     """Outside `<cluster>-*`, the policy names the role may manage: it can never rewrite its own ceiling."""
     return f"{c.ci_role}-boundary"
@@ -170,18 +177,6 @@ def network_policy(c: Config, account: str) -> dict[str, Any]:
                     "ForAllValues:StringEquals": {"aws:TagKeys": keys},
                 },
             ),
-            # The VPC's default security group exists before Terraform adopts it, untagged: the one case where
-            # our tags go on something not created by this call. Only our keys, only onto an untagged group.
-            _stmt(
-                "AdoptTheNewVpcsDefaultSecurityGroup",
-                "ec2:CreateTags",
-                f"arn:aws:ec2:{r}:{account}:security-group/*",
-                {
-                    "Null": {f"aws:ResourceTag/{TAG_PROJECT}": "true"},
-                    "StringEquals": {f"aws:RequestTag/{TAG_PROJECT}": project},
-                    "ForAllValues:StringEquals": {"aws:TagKeys": keys},
-                },
-            ),
             _stmt(
                 "NeverUntagTheProject",
                 "ec2:DeleteTags",
@@ -196,15 +191,26 @@ def network_policy(c: Config, account: str) -> dict[str, Any]:
                 {
                     "StringEquals": {
                         "ec2:InstanceType": sorted({*c.gpu_instance_types, c.system_instance_type})
-                    }
+                    },
+                    "ArnLikeIfExists": {"ec2:InstanceProfile": node_profiles(c, account)},
                 },
             ),
+            # (the EKS node group's launch with our template is checked against the caller.) Only into our
+            # subnets, only from our templates; the instance only of the configured types and with no
+            # instance profile but ours or EKS's node group ones: never an instance holding someone else's
+            # role (PassRole, on our exact roles only, guards that too).
             _stmt(
-                "LaunchWithOurTemplatesSubnetsAndImages",
+                "LaunchOnlyIntoOurSubnetsFromOurTemplates",
+                "ec2:RunInstances",
+                [f"arn:aws:ec2:{r}:{account}:{kind}/*" for kind in ("subnet", "launch-template")],
+                {"StringEquals": {f"aws:ResourceTag/{TAG_PROJECT}": project}},
+            ),
+            _stmt(
+                "LaunchWithWhatTheLaunchCreatesAndPublicImages",
                 "ec2:RunInstances",
                 [
                     f"arn:aws:ec2:{r}:{account}:{kind}/*"
-                    for kind in ("launch-template", "subnet", "security-group", "network-interface", "volume")
+                    for kind in ("security-group", "network-interface", "volume")
                 ]
                 + [f"arn:aws:ec2:{r}::image/*", f"arn:aws:ec2:{r}::snapshot/*"],
             ),

@@ -19,6 +19,8 @@ from infra.ci_policies import (
     network_policy,
     our_tag_keys,
 )
+from infra.cluster_karpenter import INTERRUPTION_EVENTS
+from infra.iam_policies import karpenter_profile_path
 
 # IAM writes that could grant permissions: only under the boundary.
 BOUNDED_IAM_WRITES = ("iam:CreateRole", "iam:PutRolePolicy", "iam:PutRolePermissionsBoundary")
@@ -33,7 +35,16 @@ _IAM_SEPARATE = {
     "iam:ListInstanceProfiles",
     "iam:ListPolicies",
     *("iam:ListRoleTags", "iam:ListPolicyTags", "iam:GetInstanceProfile"),
+    *("iam:TagRole", "iam:UntagRole", "iam:TagInstanceProfile", "iam:UntagInstanceProfile"),
+    *("iam:DeletePolicy", "iam:DeletePolicyVersion", "iam:ListPolicyVersions"),
 }
+# Tagging our roles and profiles: only with our keys, so a tag can never say more than the stacks set.
+IAM_TAGGING = ("iam:TagRole", "iam:UntagRole", "iam:TagInstanceProfile", "iam:UntagInstanceProfile")
+# The stacks create no managed policy; teardown deletes a leftover one only when it carries our tag (and the
+# role can never tag a policy: no iam:TagPolicy), whatever its name.
+POLICY_TEARDOWN = ("iam:DeletePolicy", "iam:DeletePolicyVersion", "iam:ListPolicyVersions")
+# What teardown does to the instance profiles Karpenter made (under its path for our cluster).
+KARPENTER_PROFILE_TEARDOWN = ("iam:RemoveRoleFromInstanceProfile", "iam:DeleteInstanceProfile")
 # Teardown decides ownership by tags (teardown/types_iam.py), so it reads the tags of every role, policy and
 # instance profile in the account, ours or not: read-only, and nothing else on what is not ours.
 OWNERSHIP_TAG_READS = ("iam:ListRoleTags", "iam:ListPolicyTags", "iam:GetInstanceProfile")
@@ -55,12 +66,20 @@ PROTECTED_IAM_WRITES = (
 )
 
 
+def our_role_names(c: Config) -> list[str]:
+    """Every role the stacks create, by its exact name: a prefix (`<cluster>-*`) would also match a sibling
+    cluster's (`<cluster>-b-...`)."""
+    return sorted({c.cluster_role, c.system_node_role, c.karpenter_node_role, c.karpenter_controller_role,
+                   c.fis_role, c.collector_role})  # fmt: skip
+
+
 def iam_policy(c: Config, account: str) -> dict[str, Any]:
-    """Our roles, profiles and policies; new permissions only under the boundary; PassRole only to their
-    services; the spot role only when ours."""
+    """Our roles and profiles by exact name; new permissions only under the boundary; PassRole only to
+    their services; the spot role only when ours."""
     name, iam = c.cluster_name, f"arn:aws:iam::{account}"
     boundary = {"StringEquals": {"iam:PermissionsBoundary": boundary_arn(c, account)}}
-    our_roles = f"{iam}:role/{name}-*"
+    our_roles = [f"{iam}:role/{n}" for n in our_role_names(c)]
+    karpenter_profiles = f"{iam}:instance-profile{karpenter_profile_path(name, c.region)}*"
     return {
         "Version": "2012-10-17",
         "Statement": [
@@ -68,12 +87,29 @@ def iam_policy(c: Config, account: str) -> dict[str, Any]:
                 "OurRolesProfilesAndPolicies",
                 by_prefix("iam:", exclude=_IAM_SEPARATE),
                 [
-                    our_roles,
-                    f"{iam}:instance-profile/{name}-*",
-                    f"{iam}:instance-profile/{name}_*",  # Karpenter's per-EC2NodeClass profiles
-                    f"{iam}:policy/{name}-*",
+                    *our_roles,
+                    f"{iam}:instance-profile/{c.karpenter_node_role}",
                     f"{iam}:role/aws-service-role/spot.amazonaws.com/{SPOT_SLR}",
                 ],
+            ),
+            _stmt(
+                "TagOurRolesAndProfilesOnlyWithOurKeys",
+                list(IAM_TAGGING),
+                [*our_roles, f"{iam}:instance-profile/{c.karpenter_node_role}"],
+                {"ForAllValues:StringEquals": {"aws:TagKeys": sorted(c.tags)}},
+            ),
+            _stmt(
+                "TeardownDeletesOnlyPoliciesTaggedOurs",
+                list(POLICY_TEARDOWN),
+                f"{iam}:policy/*",
+                {"StringEquals": {f"aws:ResourceTag/{TAG_PROJECT}": c.project}},
+            ),
+            # Karpenter's per-EC2NodeClass profiles live under its path for our cluster, tagged by it.
+            _stmt(
+                "TeardownKarpentersProfiles",
+                list(KARPENTER_PROFILE_TEARDOWN),
+                karpenter_profiles,
+                {"StringEquals": {f"aws:ResourceTag/kubernetes.io/cluster/{name}": "owned"}},
             ),
             _stmt("NewPermissionsOnlyUnderTheBoundary", list(BOUNDED_IAM_WRITES), our_roles, boundary),
             _stmt(
@@ -136,37 +172,13 @@ def iam_policy(c: Config, account: str) -> dict[str, Any]:
                 list(OWNERSHIP_TAG_READS),
                 [f"{iam}:role/*", f"{iam}:policy/*", f"{iam}:instance-profile/*"],
             ),
-            # (in this policy, not the services one, for IAM's size limit) the same for the regional types
-            # teardown lists whole: clusters, node groups, queues, rules and keys
-            _stmt(
-                "TeardownReadsEveryRegionalTagToDecideOwnership",
-                [
-                    "eks:DescribeCluster",
-                    "eks:ListNodegroups",
-                    "eks:DescribeNodegroup",
-                    "sqs:ListQueueTags",
-                    "events:ListTagsForResource",
-                    "kms:DescribeKey",
-                    "kms:ListResourceTags",
-                ],
-                [
-                    f"arn:aws:{service}:{c.region}:{account}:{resource}"
-                    for service, resource in (
-                        ("eks", "cluster/*"),
-                        ("eks", "nodegroup/*/*/*"),
-                        ("sqs", "*"),
-                        ("events", "rule/*"),
-                        ("kms", "key/*"),
-                    )
-                ],
-            ),
         ],
     }
 
 
 def services_policy(c: Config, account: str) -> dict[str, Any]:
-    """EKS, SQS, EventBridge, DynamoDB, Logs, ECR and SSM scoped to our names; KMS keys and FIS templates
-    changed or deleted only when tagged ours."""
+    """EKS, SQS, EventBridge, DynamoDB, Logs, ECR and SSM scoped to our exact names; KMS keys changed or
+    deleted only when tagged ours (FIS: `fis_statements`)."""
     name, r, project = c.cluster_name, c.region, c.project
     in_region = {"StringEquals": {"aws:RequestedRegion": r}}
     tagged_ours = {"StringEquals": {f"aws:ResourceTag/{TAG_PROJECT}": project}}
@@ -188,13 +200,14 @@ def services_policy(c: Config, account: str) -> dict[str, Any]:
         )
     ]
     key = arn("kms", "key/*")
-    fis_changes = ["fis:UpdateExperimentTemplate", "fis:DeleteExperimentTemplate"]
     return {
         "Version": "2012-10-17",
         "Statement": [
             ours("OurCluster", "eks:", [*eks, "arn:aws:eks::aws:cluster-access-policy/*"]),
-            ours("OurQueue", "sqs:", arn("sqs", f"{name}-*")),
-            ours("OurEventRules", "events:", arn("events", f"rule/{name}-*")),
+            ours("OurQueue", "sqs:", arn("sqs", c.interruption_queue)),
+            ours(
+                "OurEventRules", "events:", [arn("events", f"rule/{name}-{r}") for r in INTERRUPTION_EVENTS]
+            ),
             ours("OurCostTable", "dynamodb:", arn("dynamodb", f"table/{c.cost_table}")),
             ours("OurLogGroup", "logs:", arn("logs", f"log-group:/aws/eks/{name}/*")),
             ours("OurCollectorRepository", "ecr:", arn("ecr", f"repository/{name}/*")),
@@ -226,21 +239,28 @@ def services_policy(c: Config, account: str) -> dict[str, Any]:
                 key,
                 tagged_ours,
             ),
-            ours(
-                "FisTemplatesAndExperimentsInOurRegion",
-                "fis:",
-                [
-                    arn("fis", "experiment-template/*"),
-                    arn("fis", "experiment/*"),
-                    arn("fis", "action/*", "*"),
-                ],
-                exclude=fis_changes,
-            ),
+            # teardown reads the tags of every cluster, node group, queue, rule and key to decide ownership
             _stmt(
-                "ChangeOrDeleteOnlyFisTemplatesTaggedOurs",
-                fis_changes,
-                arn("fis", "experiment-template/*"),
-                tagged_ours,
+                "TeardownReadsEveryRegionalTagToDecideOwnership",
+                [
+                    "eks:DescribeCluster",
+                    "eks:ListNodegroups",
+                    "eks:DescribeNodegroup",
+                    "sqs:ListQueueTags",
+                    "events:ListTagsForResource",
+                    "kms:DescribeKey",
+                    "kms:ListResourceTags",
+                ],
+                [
+                    f"arn:aws:{service}:{r}:{account}:{resource}"
+                    for service, resource in (
+                        ("eks", "cluster/*"),
+                        ("eks", "nodegroup/*/*/*"),
+                        ("sqs", "*"),
+                        ("events", "rule/*"),
+                        ("kms", "key/*"),
+                    )
+                ],
             ),
             _stmt("ListsThatTakeNoResource", list(UNSCOPED_LISTS), "*", in_region),
             _stmt(
@@ -252,11 +272,34 @@ def services_policy(c: Config, account: str) -> dict[str, Any]:
     }
 
 
+def fis_statements(c: Config, account: str) -> list[dict[str, Any]]:
+    """FIS templates and experiments in our region; templates changed or deleted only when tagged ours
+    (in the EC2 changes policy, for IAM's size limit: FIS's one action is an EC2 spot interruption)."""
+    tagged_ours = {"StringEquals": {f"aws:ResourceTag/{TAG_PROJECT}": c.project}}
+    fis_changes = ["fis:UpdateExperimentTemplate", "fis:DeleteExperimentTemplate"]
+
+    def arn(resource: str, acct: str = account) -> str:
+        return f"arn:aws:fis:{c.region}:{acct}:{resource}"
+
+    return [
+        _stmt(
+            "FisTemplatesAndExperimentsInOurRegion",
+            by_prefix("fis:", exclude=fis_changes),
+            [arn("experiment-template/*"), arn("experiment/*"), arn("action/*", "*")],
+        ),
+        _stmt(
+            "ChangeOrDeleteOnlyFisTemplatesTaggedOurs", fis_changes, arn("experiment-template/*"), tagged_ours
+        ),
+    ]
+
+
 def deploy_policies(c: Config, account: str) -> dict[str, dict[str, Any]]:
     """The role's managed policies, by name, each under IAM's size limit."""
+    changes = ec2_changes_policy(c, account)
+    changes["Statement"] += fis_statements(c, account)
     return {
         f"{c.ci_role}-network": network_policy(c, account),
-        f"{c.ci_role}-ec2-changes": ec2_changes_policy(c, account),
+        f"{c.ci_role}-ec2-changes": changes,
         f"{c.ci_role}-iam": iam_policy(c, account),
         f"{c.ci_role}-services": services_policy(c, account),
     }

@@ -5,10 +5,18 @@ it would let the holder do beyond its job, in a sentence that names the statemen
 
 - create a role, put or attach a policy, or set a boundary without `iam:PermissionsBoundary` = ours;
 - attach a policy without an `iam:PolicyARN` condition; pass a role on `*` or to any service;
-- tag EC2 resources unconditioned (tag anything as ours, then delete it as ours);
+- tag EC2 resources unconditioned (tag anything as ours, then delete it as ours), or guarded only by the
+  resource lacking our tag (`Null`: adopt any untagged resource, then change or delete it as ours);
+- tag IAM roles, profiles or policies on a wildcard without `aws:TagKeys` or a positive
+  `aws:ResourceTag` (make a foreign role "ours");
 - `iam:*` or `sts:AssumeRole` on `*`; change a trust policy; write a policy version that is not ours;
-- delete or terminate on `*` without an `aws:ResourceTag` condition;
+- delete, terminate, detach, revoke or modify (EC2, Auto Scaling, ELB, and the other services' deletes) on
+  a wildcard resource (`*`, `...:*`, `instance/*`, `role/<cluster>-*`) without an `aws:ResourceTag`
+  condition: a wildcard name also matches what is not ours (a sibling cluster `<cluster>-b`);
 - and, for the policy set, no Deny of `iam:DeleteRolePermissionsBoundary`.
+
+`boundary_findings` holds a permissions boundary to the same EC2, Auto Scaling and ELB rules: the nightly
+writes the policies of the roles under it, so the boundary alone must keep them off what is not ours.
 """
 
 from __future__ import annotations
@@ -35,13 +43,49 @@ DESTRUCTIVE = (
     "ec2:DeleteSecurityGroup",
     "ec2:DeleteVolume",
     "ec2:DeleteNetworkInterface",
+    "ec2:DetachNetworkInterface",
+    "ec2:DeleteLaunchTemplate",
+    "ec2:DeleteSnapshot",
+    "ec2:DeleteSubnet",
+    "ec2:DeleteNatGateway",
+    "ec2:DeleteRoute",
+    "ec2:ReleaseAddress",
+    "ec2:StopInstances",
+    "ec2:ModifyInstanceAttribute",
+    "ec2:ModifyNetworkInterfaceAttribute",
+    "ec2:AuthorizeSecurityGroupIngress",
+    "ec2:RevokeSecurityGroupIngress",
+    "ec2:RevokeSecurityGroupEgress",
+    "ec2:UnassignPrivateIpAddresses",
+    "autoscaling:DeleteAutoScalingGroup",
+    "autoscaling:UpdateAutoScalingGroup",
+    "autoscaling:TerminateInstanceInAutoScalingGroup",
+    "elasticloadbalancing:DeleteLoadBalancer",
+    "elasticloadbalancing:DeregisterTargets",
+    "elasticloadbalancing:ModifyListener",
     "kms:ScheduleKeyDeletion",
     "kms:PutKeyPolicy",
     "eks:DeleteCluster",
     "sqs:DeleteQueue",
+    "events:DeleteRule",
     "dynamodb:DeleteTable",
     "iam:DeleteRole",
+    "iam:DetachRolePolicy",
+    "iam:AddRoleToInstanceProfile",
+    "iam:DeleteInstanceProfile",
 )
+# The resource type a destructive action acts on, where a statement may also list other types of the same
+# service (an `eks:` statement on the cluster and on `nodegroup/<cluster>/*`); the rest act on any pattern.
+ACTS_ON = {
+    "eks:DeleteCluster": "cluster/",
+    "events:DeleteRule": "rule/",
+    "dynamodb:DeleteTable": "table/",
+    "iam:DeleteRole": "role/",
+    "iam:DetachRolePolicy": "role/",
+    "iam:DeleteInstanceProfile": "instance-profile/",
+}
+# Tagging that decides ownership of IAM resources (teardown's, ours): only with our keys.
+IAM_TAGGING = ("iam:TagRole", "iam:UntagRole", "iam:TagInstanceProfile", "iam:TagPolicy")
 
 
 def _condition_value(stmt: Mapping[str, Any], operators: tuple[str, ...], key: str) -> list[str] | None:
@@ -57,6 +101,58 @@ def _has_key(stmt: Mapping[str, Any], prefix: str) -> bool:
     return any(
         k.lower().startswith(prefix.lower()) for b in (stmt.get("Condition") or {}).values() for k in b
     )
+
+
+def _wildcard(resource: str) -> bool:
+    """Whether a resource pattern names more than one thing: `*` anywhere in its resource part."""
+    return "*" in resource.split(":", 5)[-1]
+
+
+def tag_findings(stmt: Mapping[str, Any]) -> list[str]:
+    """ec2:CreateTags that could make a resource ours: it needs ec2:CreateAction (tags land only on what
+    the call creates) or a positive aws:ResourceTag (only on what is already ours), and, when not on
+    create, aws:TagKeys. A `Null` aws:ResourceTag guard adopts any untagged resource, foreign ones too."""
+    sid = stmt.get("Sid", "(no Sid)")
+    if not action_matches(stmt.get("Action", []), "ec2:CreateTags"):
+        return []
+    out = []
+    positive_tag = any(
+        k.lower().startswith("aws:resourcetag/")
+        for op, b in (stmt.get("Condition") or {}).items()
+        if op != "Null"
+        for k in b
+    )
+    if not (_has_key(stmt, "ec2:CreateAction") or positive_tag):
+        if "Null" in (stmt.get("Condition") or {}):
+            out.append(
+                f"{sid}: ec2:CreateTags onto whatever lacks our tag (Null aws:ResourceTag): adopts any "
+                "untagged resource, foreign ones too, which is then changed or deleted as ours"
+            )
+        else:
+            out.append(f"{sid}: ec2:CreateTags unconditioned (tag anything as ours, then delete it as ours)")
+    # On create (ec2:CreateAction) tags land only on what the call creates; anywhere else, only our keys.
+    if not _has_key(stmt, "ec2:CreateAction") and not _has_key(stmt, "aws:TagKeys"):
+        out.append(f"{sid}: ec2:CreateTags with any tag keys (no aws:TagKeys condition)")
+    return out
+
+
+def destructive_findings(stmt: Mapping[str, Any]) -> list[str]:
+    """A delete, terminate, detach, revoke or modify on a wildcard resource with no aws:ResourceTag
+    condition: the wildcard matches what is not ours."""
+    sid = stmt.get("Sid", "(no Sid)")
+    resources = as_list(stmt.get("Resource", []))
+    if _has_key(stmt, "aws:ResourceTag/"):
+        return []
+
+    def broad(action: str, resource: str) -> bool:
+        part = resource.split(":", 5)[-1]
+        return _wildcard(resource) and (part.startswith(ACTS_ON.get(action, "")) or part.startswith("*"))
+
+    return [
+        f"{sid}: {a} on {resources} without an aws:ResourceTag condition"
+        for a in DESTRUCTIVE
+        if action_matches(stmt.get("Action", []), a) and any(broad(a, r) for r in resources)
+    ]
 
 
 def statement_findings(
@@ -101,23 +197,13 @@ def statement_findings(
         foreign = [r for r in resources if not any(resource_matches(p, r) for p in our_policies)]
         if foreign:
             out.append(f"{sid}: {action} on {foreign}, not only our policies")
-    if grants("ec2:CreateTags") and not (
-        _has_key(stmt, "ec2:CreateAction")
-        or _has_key(stmt, "aws:ResourceTag/")
-        or ("Null" in (stmt.get("Condition") or {}) and _has_key(stmt, "aws:RequestTag/"))
-    ):
-        out.append(f"{sid}: ec2:CreateTags unconditioned (tag anything as ours, then delete it as ours)")
-    # On create (ec2:CreateAction) tags land only on what the call creates; anywhere else, only our keys.
-    if (
-        grants("ec2:CreateTags")
-        and not _has_key(stmt, "ec2:CreateAction")
-        and not _has_key(stmt, "aws:TagKeys")
-    ):
-        out.append(f"{sid}: ec2:CreateTags with any tag keys (no aws:TagKeys condition)")
-    if on_star or any(r.endswith(":*") for r in resources):
-        for action in grants(*DESTRUCTIVE):
-            if not _has_key(stmt, "aws:ResourceTag/"):
-                out.append(f"{sid}: {action} on {resources} without an aws:ResourceTag condition")
+    out += tag_findings(stmt)
+    for action in grants(*IAM_TAGGING):
+        if any(_wildcard(r) for r in resources) and not (
+            _has_key(stmt, "aws:TagKeys") or _has_key(stmt, "aws:ResourceTag/")
+        ):
+            out.append(f"{sid}: {action} on {resources} with any tag keys (no aws:TagKeys condition)")
+    out += destructive_findings(stmt)
     return out
 
 
@@ -176,4 +262,5 @@ def boundary_findings(boundary: Mapping[str, Any]) -> list[str]:
         ]
         if action_matches(s.get("Action", []), "iam:PassRole"):
             out += statement_findings({**s, "Action": "iam:PassRole"}, boundary="")
+        out += tag_findings(s) + destructive_findings(s)
     return out

@@ -20,10 +20,29 @@ def trust(service: str, *, actions: tuple[str, ...] = ("sts:AssumeRole",)) -> st
 POD_IDENTITY_TRUST = trust("pods.eks.amazonaws.com", actions=("sts:AssumeRole", "sts:TagSession"))
 
 
+def karpenter_profile_path(cluster: str, region: str) -> str:
+    """Where Karpenter v1.14 creates the instance profiles of its EC2NodeClasses:
+    `/karpenter/<region>/<cluster>/<nodeclass uid>/` (pkg/controllers/nodeclass/instanceprofile.go:91,
+    instanceprofile.FormatPath). The ARN carries the path, so grants on `instance-profile/<cluster>_*` never
+    match; this prefix holds only our cluster's profiles (a sibling `<cluster>-b` has its own segment)."""
+    return f"/karpenter/{region}/{cluster}/"
+
+
 def karpenter_controller(cluster: str, region: str, account: str, node_role_arn: str, queue_arn: str) -> str:
-    """Karpenter's controller policy, scoped by the cluster tag (upstream's reference policy, condensed)."""
-    owned = {f"aws:RequestTag/kubernetes.io/cluster/{cluster}": "owned"}
-    mine = {f"aws:ResourceTag/kubernetes.io/cluster/{cluster}": "owned"}
+    """Karpenter's controller policy: upstream's v1.14 reference policy (the getting-started CloudFormation
+    template), with `*` accounts made ours and instance profiles confined to Karpenter's path for this
+    cluster. Creation is conditioned on the tags the call sends (aws:RequestTag), everything done to what
+    exists on the tags it carries (aws:ResourceTag): Add/RemoveRoleFromInstanceProfile and
+    DeleteInstanceProfile send no tags."""
+    ec2 = f"arn:aws:ec2:{region}:{account}"
+    cluster_key = f"kubernetes.io/cluster/{cluster}"
+    request = {f"aws:RequestTag/{cluster_key}": "owned", "aws:RequestTag/eks:eks-cluster-name": cluster}
+    resource = {f"aws:ResourceTag/{cluster_key}": "owned"}
+    nodepool = LABEL_NODEPOOL
+    nodeclass = "karpenter.k8s.aws/ec2nodeclass"
+    created = [f"{ec2}:{kind}/*" for kind in ("fleet", "instance", "volume", "network-interface",
+               "launch-template", "spot-instances-request")]  # fmt: skip
+    profiles = f"arn:aws:iam::{account}:instance-profile{karpenter_profile_path(cluster, region)}*"
     return doc(
         {
             "Sid": "AllowScopedEC2InstanceAccessActions",
@@ -32,72 +51,76 @@ def karpenter_controller(cluster: str, region: str, account: str, node_role_arn:
             "Resource": [
                 f"arn:aws:ec2:{region}::image/*",
                 f"arn:aws:ec2:{region}::snapshot/*",
-                f"arn:aws:ec2:{region}:*:security-group/*",
-                f"arn:aws:ec2:{region}:*:subnet/*",
-                f"arn:aws:ec2:{region}:*:capacity-reservation/*",
+                f"{ec2}:security-group/*",
+                f"{ec2}:subnet/*",
+                f"{ec2}:capacity-reservation/*",
+                f"{ec2}:placement-group/*",
             ],
         },
         {
             "Sid": "AllowScopedEC2LaunchTemplateAccessActions",
             "Effect": "Allow",
             "Action": ["ec2:RunInstances", "ec2:CreateFleet"],
-            "Resource": f"arn:aws:ec2:{region}:*:launch-template/*",
-            "Condition": {"StringEquals": mine, "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}},
+            "Resource": f"{ec2}:launch-template/*",
+            "Condition": {"StringEquals": resource, "StringLike": {f"aws:ResourceTag/{nodepool}": "*"}},
         },
         {
             "Sid": "AllowScopedEC2InstanceActionsWithTags",
             "Effect": "Allow",
             "Action": ["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateLaunchTemplate"],
-            "Resource": [
-                f"arn:aws:ec2:{region}:*:fleet/*",
-                f"arn:aws:ec2:{region}:*:instance/*",
-                f"arn:aws:ec2:{region}:*:volume/*",
-                f"arn:aws:ec2:{region}:*:network-interface/*",
-                f"arn:aws:ec2:{region}:*:launch-template/*",
-                f"arn:aws:ec2:{region}:*:spot-instances-request/*",
-            ],
-            "Condition": {"StringEquals": owned, "StringLike": {"aws:RequestTag/karpenter.sh/nodepool": "*"}},
+            "Resource": created,
+            "Condition": {"StringEquals": request, "StringLike": {f"aws:RequestTag/{nodepool}": "*"}},
         },
         {
             "Sid": "AllowScopedResourceCreationTagging",
             "Effect": "Allow",
             "Action": "ec2:CreateTags",
-            "Resource": [
-                f"arn:aws:ec2:{region}:*:fleet/*",
-                f"arn:aws:ec2:{region}:*:instance/*",
-                f"arn:aws:ec2:{region}:*:volume/*",
-                f"arn:aws:ec2:{region}:*:network-interface/*",
-                f"arn:aws:ec2:{region}:*:launch-template/*",
-                f"arn:aws:ec2:{region}:*:spot-instances-request/*",
-            ],
+            "Resource": created,
             "Condition": {
                 "StringEquals": {
-                    **owned,
+                    **request,
                     "ec2:CreateAction": ["RunInstances", "CreateFleet", "CreateLaunchTemplate"],
-                }
+                },
+                "StringLike": {f"aws:RequestTag/{nodepool}": "*"},
+            },
+        },
+        {
+            # the NodeClaim tagging controller names the instance after it launched
+            "Sid": "AllowScopedResourceTagging",
+            "Effect": "Allow",
+            "Action": "ec2:CreateTags",
+            "Resource": f"{ec2}:instance/*",
+            "Condition": {
+                "StringEquals": resource,
+                "StringLike": {f"aws:ResourceTag/{nodepool}": "*"},
+                "StringEqualsIfExists": {"aws:RequestTag/eks:eks-cluster-name": cluster},
+                "ForAllValues:StringEquals": {
+                    "aws:TagKeys": ["eks:eks-cluster-name", "karpenter.sh/nodeclaim", "Name"]
+                },
             },
         },
         {
             "Sid": "AllowScopedDeletion",
             "Effect": "Allow",
             "Action": ["ec2:TerminateInstances", "ec2:DeleteLaunchTemplate"],
-            "Resource": [f"arn:aws:ec2:{region}:*:instance/*", f"arn:aws:ec2:{region}:*:launch-template/*"],
-            "Condition": {"StringEquals": mine, "StringLike": {"aws:ResourceTag/karpenter.sh/nodepool": "*"}},
+            "Resource": [f"{ec2}:instance/*", f"{ec2}:launch-template/*"],
+            "Condition": {"StringEquals": resource, "StringLike": {f"aws:ResourceTag/{nodepool}": "*"}},
         },
         {
             "Sid": "AllowRegionalReadActions",
             "Effect": "Allow",
             "Action": [
-                "ec2:DescribeAvailabilityZones",
+                "ec2:DescribeCapacityReservations",
                 "ec2:DescribeImages",
                 "ec2:DescribeInstances",
+                "ec2:DescribeInstanceStatus",
                 "ec2:DescribeInstanceTypeOfferings",
                 "ec2:DescribeInstanceTypes",
                 "ec2:DescribeLaunchTemplates",
+                "ec2:DescribePlacementGroups",
                 "ec2:DescribeSecurityGroups",
                 "ec2:DescribeSpotPriceHistory",
                 "ec2:DescribeSubnets",
-                "ec2:DescribeCapacityReservations",
             ],
             "Resource": "*",
             "Condition": {"StringEquals": {"aws:RequestedRegion": region}},
@@ -128,27 +151,54 @@ def karpenter_controller(cluster: str, region: str, account: str, node_role_arn:
             "Condition": {"StringEquals": {"iam:PassedToService": ["ec2.amazonaws.com"]}},
         },
         {
+            "Sid": "AllowScopedInstanceProfileCreationActions",
+            "Effect": "Allow",
+            "Action": "iam:CreateInstanceProfile",
+            "Resource": profiles,
+            "Condition": {
+                "StringEquals": {**request, "aws:RequestTag/topology.kubernetes.io/region": region},
+                "StringLike": {f"aws:RequestTag/{nodeclass}": "*"},
+            },
+        },
+        {
+            "Sid": "AllowScopedInstanceProfileTagActions",
+            "Effect": "Allow",
+            "Action": "iam:TagInstanceProfile",
+            "Resource": profiles,
+            "Condition": {
+                "StringEquals": {
+                    **resource,
+                    "aws:ResourceTag/topology.kubernetes.io/region": region,
+                    **request,
+                    "aws:RequestTag/topology.kubernetes.io/region": region,
+                },
+                "StringLike": {f"aws:ResourceTag/{nodeclass}": "*", f"aws:RequestTag/{nodeclass}": "*"},
+            },
+        },
+        {
             "Sid": "AllowScopedInstanceProfileActions",
             "Effect": "Allow",
             "Action": [
-                "iam:CreateInstanceProfile",
-                "iam:TagInstanceProfile",
                 "iam:AddRoleToInstanceProfile",
                 "iam:RemoveRoleFromInstanceProfile",
                 "iam:DeleteInstanceProfile",
             ],
-            "Resource": f"arn:aws:iam::{account}:instance-profile/*",
+            "Resource": profiles,
             "Condition": {
-                "StringEquals": {
-                    f"aws:RequestTag/kubernetes.io/cluster/{cluster}": "owned",
-                    "aws:RequestTag/topology.kubernetes.io/region": region,
-                }
+                "StringEquals": {**resource, "aws:ResourceTag/topology.kubernetes.io/region": region},
+                "StringLike": {f"aws:ResourceTag/{nodeclass}": "*"},
             },
+        },
+        {
+            "Sid": "AllowUnscopedInstanceProfileListAction",  # ListInstanceProfiles takes no resource
+            "Effect": "Allow",
+            "Action": "iam:ListInstanceProfiles",
+            "Resource": "*",
         },
         {
             "Sid": "AllowInstanceProfileReadActions",
             "Effect": "Allow",
-            "Action": ["iam:GetInstanceProfile", "iam:ListInstanceProfiles"],
+            "Action": "iam:GetInstanceProfile",
             "Resource": f"arn:aws:iam::{account}:instance-profile/*",
         },
         {

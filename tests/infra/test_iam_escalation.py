@@ -285,11 +285,4 @@ def test_pass_role_only_ours_only_to_their_services():
     ).allowed
 
 
-def test_the_one_adoption_is_an_untagged_security_group_and_nothing_else():
-    """The new VPC's default security group exists before Terraform tags it (docs/runbook.md, residual)."""
-    sg = f"{EC2}:security-group/sg-default"
-    adopt = {f"aws:RequestTag/{TAG_PROJECT}": C.project, "aws:TagKeys": [TAG_PROJECT, "Name"]}
-    assert d("ec2:CreateTags", sg, **adopt).reason == "allowed by AdoptTheNewVpcsDefaultSecurityGroup"
-    assert not d("ec2:CreateTags", sg, **adopt, **{f"aws:ResourceTag/{TAG_PROJECT}": "someone-else"}).allowed
-    assert not d("ec2:CreateTags", f"{EC2}:instance/i-1", **adopt).allowed
-    assert not d("ec2:CreateTags", sg, **{**adopt, f"aws:RequestTag/{TAG_PROJECT}": "someone-else"}).allowed
+# No adoption remains: a foreign security group can never be tagged ours (tests/infra/test_iam_findings.py, 3).
