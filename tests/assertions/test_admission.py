@@ -232,7 +232,10 @@ def test_admission_holds_while_queued_workloads_have_no_quota_condition_yet():
         ADMIT,
         workloads=(
             *ADMIT.workloads[:2],
-            *(replace(w, snapshots=(WorkloadSnapshot(t(5), {}, False, True),)) for w in ADMIT.workloads[2:]),
+            *(
+                replace(w, snapshots=(WorkloadSnapshot(t(5), {}, False, True, uid=f"uid-{w.name}"),))
+                for w in ADMIT.workloads[2:]
+            ),
         ),
     )
     check(check_admission(queued), True)

@@ -19,10 +19,24 @@ def t(s: float) -> datetime:
 
 SPOT = {"karpenter.sh/capacity-type": "spot", "karpenter.sh/nodepool": "gpu-spot"}
 NODE = NodeObs(
-    "gpu-int", t(-300), SPOT, allocatable_gpu=1, capacity_gpu=1, ready_at=t(-250), nodeclaim="gpu-spot-int"
+    "gpu-int",
+    t(-300),
+    SPOT,
+    allocatable_gpu=1,
+    capacity_gpu=1,
+    ready_at=t(-250),
+    nodeclaim="gpu-spot-int",
+    uid="uid-int",
 )
 NEW = NodeObs(
-    "gpu-new", t(20), SPOT, allocatable_gpu=1, capacity_gpu=1, ready_at=t(40), nodeclaim="gpu-spot-new"
+    "gpu-new",
+    t(20),
+    SPOT,
+    allocatable_gpu=1,
+    capacity_gpu=1,
+    ready_at=t(40),
+    nodeclaim="gpu-spot-new",
+    uid="uid-new",
 )
 VICTIM = PodObs(
     "w-1", "gpu-int", "Failed", Interval(t(-200), t(12)), evicted=True, disruption="EvictionByEvictionAPI"
