@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from assertions.verdict import ClauseFailure, Verdict
@@ -68,3 +68,8 @@ def seconds(a: datetime | None, b: datetime | None) -> float | None:
 
 def stamp(at: datetime | None) -> str:
     return at.isoformat() if at is not None else "never"
+
+
+def parse_iso(ts: str) -> datetime:
+    """An ISO-8601 timestamp (a trailing Z allowed) as an aware UTC datetime."""
+    return datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone(UTC)
