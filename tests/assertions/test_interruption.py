@@ -168,3 +168,15 @@ def test_each_near_miss_fails_for_its_reason(case, obs, why):
 
 def test_a_completed_fis_experiment_holds():
     check(check_interruption(replace(HOLDS, delivery="fis", delivery_state="completed")), True)
+
+
+def test_the_interrupted_node_under_its_old_name_is_no_replacement():
+    """Issue 23: the 'replacement' is the interrupted node itself, and the only pod seen is the evicted one."""
+    v = check_interruption(
+        replace(HOLDS, replacement=replace(NODE, created=t(5), ready_at=t(6)), pods=(VICTIM,))
+    )
+    check(v, False, "'replacement' gpu-int (uid uid-int, NodeClaim gpu-spot-int) is not another node")
+    assert v.failed_clauses == (
+        "replacement_is_a_new_spot_node_of_ours",
+        "workload_ran_again_on_the_replacement",
+    )

@@ -190,3 +190,17 @@ def test_a_failed_victim_pod_without_disruption_target_is_not_a_kill_when_the_wo
         VICTIM, pods=(PodObs("low-0-pod", "gpu-a", "Failed", Interval(t(6), t(32)), exit_code=137),)
     )
     check(check_preemption(replace(PREEMPT, victim=victim)), True)
+
+
+def test_a_victim_deleted_and_recreated_fresh_is_not_requeued():
+    """Issue 23: the victim Workload deleted and re-created fresh, with no eviction or requeue in its history."""
+    fresh = WorkloadSnapshot(
+        t(33), {"QuotaReserved": cond("QuotaReserved", "False", "Pending")}, False, True, uid="uid-2"
+    )
+    victim = replace(VICTIM, snapshots=(*VICTIM.snapshots[:2], fresh))
+    v = check_preemption(replace(PREEMPT, victim=victim))
+    check(v, False, "victim low-0 was seen with uids ['uid-low-0', 'uid-2']: deleted and re-created")
+    assert v.failed_clauses[:2] == (
+        "victim_is_one_workload_throughout",
+        "victim_history_shows_eviction_then_requeue",
+    )
