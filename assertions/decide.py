@@ -15,4 +15,3 @@ def decide(
     if failures:
         return Verdict(claim, False, expected, "; ".join(failures), evidence)
     return Verdict(claim, True, expected, observed_when_holding, evidence)
-
