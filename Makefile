@@ -45,7 +45,7 @@ LOCK_TEST    := requirements/test.txt
 LOCK_RUNTIME := requirements/runtime.txt
 LOCK_FLAGS   := --generate-hashes --universal --python-version 3.11 --quiet
 
-.PHONY: help setup test lint lock synth up destroy bench clean local-up local-down acts demo
+.PHONY: help setup test mutation lint lock synth up destroy bench clean local-up local-down acts demo
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -106,6 +106,11 @@ print-actionlint: # where the actionlint binary lives (tests/ci runs it)
 
 test: setup $(ACTIONLINT) $(RENOVATE_VALIDATOR) ## run the offline test suite (the CI command)
 	$(VENV)/bin/pytest --target=$(TARGET)
+
+mutation: setup ## mutation testing of the claim checkers (assertions/) against tests/assertions: minutes, so not in `test`
+	$(VENV)/bin/pip install -q -e '.[mutation]'
+	nice -n 10 $(VENV)/bin/mutmut run || true  # survivors are listed next, and judged in docs/claims.md
+	$(VENV)/bin/mutmut results
 
 lint: setup $(ACTIONLINT) $(RENOVATE_VALIDATOR) ## ruff, the import floors (lint-imports), actionlint (with shellcheck) and zizmor over the workflows, renovate-config-validator
 	$(VENV)/bin/ruff check .

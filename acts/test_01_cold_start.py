@@ -1,4 +1,14 @@
-"""Act 1 — cold start: from zero GPU nodes, Karpenter brings a spot GPU node and the GPU job succeeds on it."""
+"""Act 1 — cold start: from zero GPU nodes, Karpenter brings a spot GPU node and the GPU job succeeds on it.
+
+The claim, clause by clause (assertions/cold_start.py, one function each):
+1. no_gpu_node_before_the_act: no GPU node existed when the act began.
+2. node_is_new_and_launched_by_our_nodeclaim: the node is new, made by a NodeClaim of our NodePool created
+   after the act began, which Launched before the node was Ready.
+3. node_is_spot_with_a_gpu: capacity-type spot, at least one allocatable GPU.
+4. node_became_ready: it became Ready, after it was created.
+5. pod_ran_on_that_node_after_it_was_ready: the job's pod ran on that node, once it was Ready.
+6. pod_succeeded_doing_gpu_work: the pod Succeeded, printing the marker only real GPU work prints.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +17,13 @@ from datetime import UTC, datetime
 
 import pytest
 
+from acts.expect import eventually_expect, no_gpu_nodes, one_finished
 from acts.jobs import gpu_job
 from acts.recorder import PodRecorder
 from assertions.cold_start import ColdStartObs, check_cold_start
 from assertions.verdict import require
 from facts import timeouts
 from harness.observe import gpu_node_names, node_obs
-from harness.waits import eventually
 
 pytestmark = pytest.mark.timeout(timeouts.POD_SUCCEEDED + timeouts.NODE_READY)
 
@@ -25,24 +35,13 @@ def test_cold_start(kube, act_target, tenant_namespaces, config, report):
 
     with report.phase("precondition: no GPU nodes"):
         # Nodes left by an earlier act are consolidated away by Karpenter (WhenEmpty); wait that out.
-        at_start = eventually(
-            lambda: gpu_node_names(kube),
-            lambda names: not names,
-            timeout=timeouts.NODE_READY,
-            what="zero GPU nodes before the act",
-        )
+        at_start = eventually_expect(lambda: gpu_node_names(kube), no_gpu_nodes, timeout=timeouts.NODE_READY)
     began = datetime.now(UTC)
     with report.phase("submit and wait for success"):
         kube.batch.create_namespaced_job(ns, gpu_job(act_target, f"cold-{run}", ns, tenant, run, seconds=20))
         # watched throughout, so the Running start is the one seen (kwok restates it at completion)
         watch = PodRecorder(kube, ns, f"cold-{run}")
-        pods = eventually(
-            watch.observe,
-            lambda ps: any(p.phase in ("Succeeded", "Failed") for p in ps),
-            timeout=timeouts.POD_SUCCEEDED,
-            interval=1,
-            what=f"job cold-{run} finished",
-        )
+        pods = eventually_expect(watch.observe, one_finished, timeout=timeouts.POD_SUCCEEDED, interval=1)
     pod = next(p for p in pods if p.phase in ("Succeeded", "Failed"))
     output = None
     if act_target.success_marker and pod.phase == "Succeeded":

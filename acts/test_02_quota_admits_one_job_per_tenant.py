@@ -1,4 +1,16 @@
-"""Act 2 — quota admission: of twelve jobs, exactly two admitted, both running at once, one per tenant."""
+"""Act 2 — quota admission: of twelve jobs, exactly two admitted, both running at once, one per tenant.
+
+The claim, clause by clause (assertions/admission.py, one function each):
+1. every_job_has_one_workload: twelve Workloads, one object (uid) each.
+2. no_workload_finished_in_the_window: nothing finished, so the admissions are one steady state.
+3. exactly_n_admitted: exactly two admitted over the whole window.
+4. one_admitted_per_cluster_queue: one per tenant, each charged to the ClusterQueue of the tenant that submitted it.
+5. pods_start_only_after_admission: no pod ran before Kueue admitted its Workload.
+6. admitted_pods_ran_healthy: each admitted Workload has a pod that ran without crashing.
+7. admitted_ran_at_once: the two ran at the same time.
+8. admitted_ran_on_different_cards: on two different physical GPUs.
+9. the_rest_never_held_quota_and_stayed_suspended: the other ten never held quota, their Jobs suspended, no pods.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +19,13 @@ from datetime import UTC, datetime
 
 import pytest
 
+from acts.expect import all_visible, consistently_expect, eventually_expect, workloads_with_running_devices
 from acts.jobs import gpu_job
 from acts.recorder import WorkloadRecorder
 from acts.targets import pod_devices
 from assertions.admission import AdmissionObs, check_admission
 from assertions.verdict import require
 from facts import timeouts
-from harness.waits import consistently, eventually
 
 pytestmark = pytest.mark.timeout(timeouts.NODE_READY + timeouts.ADMISSION + 300)
 JOBS = 12
@@ -36,25 +48,15 @@ def test_two_of_twelve_admitted_one_per_tenant_running_at_once(
                 ns, gpu_job(act_target, f"adm-{run}-{i:02d}", ns, tenant, run, seconds=180)
             )
     with report.phase("wait for admitted pods to run"):
-        eventually(
+        eventually_expect(
             rec.observe,
-            lambda ws: (
-                len(ws) == JOBS
-                and sum(1 for w in ws if any(p.running and p.devices for p in w.pods)) >= len(tenants)
-            ),
+            workloads_with_running_devices(JOBS, len(tenants)),
             timeout=timeouts.NODE_READY + timeouts.ADMISSION,
             interval=2,
-            what=f"{JOBS} workloads, {len(tenants)} of them with a Running pod and its GPU device",
         )
     with report.phase("the rest stay queued"):
         # Observed again and again: a claim about a moment is checked over a window.
-        consistently(
-            rec.observe,
-            lambda ws: len(ws) == JOBS,
-            duration=timeouts.QUEUED_STEADY,
-            interval=2,
-            what="twelve workloads visible",
-        )
+        consistently_expect(rec.observe, all_visible(JOBS), duration=timeouts.QUEUED_STEADY, interval=2)
     obs = AdmissionObs(
         workloads=tuple(rec.workloads()),
         tenants=tuple(tenants),

@@ -1,4 +1,16 @@
-"""Act 3 — preemption: a high-priority job evicts a low one; the victim is requeued, not killed."""
+"""Act 3 — preemption: a high-priority job evicts a low one; the victim is requeued, not killed.
+
+The claim, clause by clause (assertions/preemption.py, one function each):
+1. preemptor_outranks_victim: the high job's spec.priority is above the low one's.
+2. victim_is_one_workload_throughout: the victim is one Workload (one uid) throughout, not re-created.
+3. victim_was_admitted_before_the_preemptor_came: the queue was full when the high job arrived.
+4. victim_history_shows_eviction_then_requeue: after the high job came, Evicted(Preempted), then suspended,
+   no admission, QuotaReserved False.
+5. victim_preempted_for_the_policy_reason: Preempted for the reason the config's policy implies, in one ClusterQueue.
+6. victim_never_finished: the victim did not finish (fail) instead.
+7. preemptor_admitted_only_after_the_eviction: the quota was not free before the eviction.
+8. preemptor_admitted_and_running: the high job was admitted and its pod ran after that.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +20,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from acts.expect import admitted_and_running, has_a_running_pod
 from acts.jobs import gpu_job
 from acts.recorder import WorkloadRecorder
+from assertions.observed import WorkloadObs
 from assertions.preemption import PreemptionObs, check_preemption
 from assertions.verdict import require
 from facts import timeouts
@@ -29,9 +43,14 @@ def test_high_priority_preempts_low_which_is_requeued(kube, act_target, tenant_n
         kube.batch.create_namespaced_job(
             ns, gpu_job(act_target, low, ns, tenant, run, seconds=600, priority="low")
         )
+
+        def observe_low() -> WorkloadObs | None:
+            rec.observe()
+            return rec.by_job(low)
+
         eventually(
-            lambda: (rec.observe(), rec.by_job(low))[1],
-            lambda w: w is not None and any(p.running for p in w.pods),
+            observe_low,
+            admitted_and_running,
             timeout=timeouts.NODE_READY + timeouts.ADMISSION,
             interval=2,
             what=f"{low} admitted and Running",
@@ -48,7 +67,7 @@ def test_high_priority_preempts_low_which_is_requeued(kube, act_target, tenant_n
             requeued = v is not None and any(
                 s.job_suspended and not s.has_admission for s in v.snapshots if s.at >= submitted
             )
-            return requeued and h is not None and any(p.running for p in h.pods)
+            return requeued and has_a_running_pod(h)
 
         with contextlib.suppress(WaitTimeout):  # the checker names what did not happen
             eventually(

@@ -4,7 +4,18 @@ one GPU UUID, each to success.
 Both targets: four one-replica Jobs (nvidia.com/gpu.shared) through one tenant's LocalQueue onto the shared
 ResourceFlavor; Karpenter's NodeOverlay tells it one shared node holds four replicas. The devices each pod
 got come from the kubelet's pod-resources answer (local: the simulated device plugin's) or, on AWS, from
-the UUID the device plugin put in the container's NVIDIA_VISIBLE_DEVICES, which the workload prints."""
+the UUID the device plugin put in the container's NVIDIA_VISIBLE_DEVICES, which the workload prints.
+
+The claim, clause by clause (assertions/timeslicing.py, one function each):
+1. node_advertises_one_gpu_as_n_replicas: one physical GPU, four time-sliced replicas, all allocatable.
+2. no_whole_gpu_beside_the_replicas: no whole nvidia.com/gpu beside them.
+3. each_pod_admitted_by_kueue_on_the_shared_flavor: four pods, each its own Workload's, admitted on the
+   shared flavor before it ran.
+4. all_pods_on_that_node: all on that node.
+5. all_ran_at_once: all four Running at one moment.
+6. each_pod_got_one_replica_of_one_uuid: one device each, one GPU UUID, no replica twice.
+7. each_ran_to_success: each Succeeded.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +25,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from acts.expect import all_finished, bound_to_a_node, eventually_expect
 from acts.jobs import gpu_job
 from acts.recorder import WorkloadRecorder
 from acts.targets import pod_devices
@@ -21,7 +33,7 @@ from assertions.timeslicing import TimeSlicingObs, check_timeslicing
 from assertions.verdict import require
 from facts import timeouts
 from harness.observe import SHARED_GPU_RESOURCE, node_obs
-from harness.waits import WaitTimeout, eventually
+from harness.waits import WaitTimeout
 from infra.objects.kueue import SHARED_FLAVOR
 
 pytestmark = pytest.mark.timeout(timeouts.NODE_READY + timeouts.POD_SUCCEEDED + 300)
@@ -58,12 +70,8 @@ def test_one_gpu_four_replicas_four_pods_at_once_one_uuid(
                 ]
             kube.batch.create_namespaced_job(ns, job)
     with report.phase("a shared node comes up and runs them"):
-        first = eventually(
-            rec.observe,
-            lambda ws: any(p.node for w in ws for p in w.pods),
-            timeout=timeouts.NODE_READY + timeouts.POD_RUNNING,
-            interval=2,
-            what="a pod of the act bound to a node",
+        first = eventually_expect(
+            rec.observe, bound_to_a_node, timeout=timeouts.NODE_READY + timeouts.POD_RUNNING, interval=2
         )
         node_name = next(p.node for w in first for p in w.pods if p.node)
     seen = {"node": node_obs(kube, node_name)}
@@ -76,20 +84,7 @@ def test_one_gpu_four_replicas_four_pods_at_once_one_uuid(
 
     # on a timeout the checker says what was seen and what is missing
     with report.phase("all four run, together, to success"), contextlib.suppress(WaitTimeout):
-        eventually(
-            observe,
-            lambda ws: (
-                len(ws) == n
-                and all(
-                    any(p.disruption is None for p in w.pods)
-                    and all(p.phase in ("Succeeded", "Failed") for p in w.pods if p.disruption is None)
-                    for w in ws
-                )
-            ),
-            timeout=timeouts.TIMESLICED_RUN + SECONDS,
-            interval=1,
-            what=f"{n} pods finished",
-        )
+        eventually_expect(observe, all_finished(n), timeout=timeouts.TIMESLICED_RUN + SECONDS, interval=1)
     # each Job's pod that was not disrupted; a disrupted one was replaced and is named in the evidence
     pods = tuple(p for w in rec.workloads() for p in w.pods if p.disruption is None)
     replaced = {p.name: p.disruption for w in rec.workloads() for p in w.pods if p.disruption is not None}

@@ -4,7 +4,19 @@ within the notice, evicts the workload gracefully, and the workload runs again o
 AWS: an FIS experiment aimed at the workload's own instance. Local: the same EventBridge event put on the
 queue (SQS on the local moto server), read by Karpenter's real AWS interruption controller; from there
 everything is the real controllers' work. What only AWS shows (FIS itself, EC2 reclaiming the instance) is
-named in the verdict's evidence (`delivery`)."""
+named in the verdict's evidence (`delivery`).
+
+The claim, clause by clause (assertions/interruption.py, one function each):
+1. warning_was_delivered: the warning was delivered (FIS completed; locally the SQS put).
+2. karpenter_saw_the_interruption: SpotInterrupted and TerminatingOnInterruption about this node or its
+   NodeClaim, after the warning.
+3. node_cordoned_within_the_notice: karpenter.sh/disrupted on the node within the two-minute notice.
+4. nodeclaim_of_the_node_deleted: the node's NodeClaim, of our NodePool, deleted after the warning.
+5. workload_evicted_through_the_eviction_api: the pods on it evicted through the eviction API.
+6. replacement_is_a_new_spot_node_of_ours: a new node (another name, uid and NodeClaim), created after the
+   warning, spot, with a GPU, of our NodePool, Ready.
+7. workload_ran_again_on_the_replacement: a pod other than the evicted ones ran on it after it was Ready.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +25,7 @@ import uuid
 
 import pytest
 
+from acts.expect import eventually_expect, running_on_a_node
 from acts.interruption_watch import InterruptionWatch
 from acts.jobs import gpu_job
 from acts.recorder import PodRecorder
@@ -43,12 +56,8 @@ def test_spot_interruption_cordons_within_the_notice_evicts_and_the_workload_run
         kube.batch.create_namespaced_job(
             ns, gpu_job(act_target, job, ns, tenant, run, seconds=900, survives_eviction=True)
         )
-        running = eventually(
-            pods.observe,
-            lambda ps: any(p.running is not None and p.node for p in ps),
-            timeout=timeouts.NODE_READY + timeouts.POD_RUNNING,
-            interval=2,
-            what=f"job {job}'s pod Running",
+        running = eventually_expect(
+            pods.observe, running_on_a_node, timeout=timeouts.NODE_READY + timeouts.POD_RUNNING, interval=2
         )
     victim = next(p for p in running if p.running is not None and p.node)
     node = node_obs(kube, victim.node)  # type: ignore[arg-type]

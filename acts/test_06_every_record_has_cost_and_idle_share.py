@@ -6,7 +6,20 @@ simulated kubelets' pod-resources answer); its store is left in the report folde
 `gpu-finops cost export`. On AWS the in-cluster collector (deployed by the addons
 stack) writes the DynamoDB table `<cluster>-cost`; the act reads it back and prices each interval itself
 from spot price history, so a collector that charged the wrong rate cannot agree with itself. On both, the
-holdings the collector recorded for the node must name the act's own GPU pod, for its tenant."""
+holdings the collector recorded for the node must name the act's own GPU pod, for its tenant.
+
+The claim, clause by clause (assertions/cost.py, one function each):
+1. enough_consecutive_records: at least three consecutive records, one per interval.
+2. records_are_of_the_node: each of the act's node.
+3. instance_seconds_match_the_node_life: each charges the seconds the node lived in it.
+4. gpu_util_is_a_percentage: GPU_UTIL in 0-100.
+5. sm_active_is_the_ratio_the_load_ran_at: SM_ACTIVE a ratio (locally: the simulated load, 0.005).
+6. sm_active_seen_while_the_load_ran: not identically zero while the compute load ran.
+7. sm_active_within_gpu_util: SM_ACTIVE <= GPU_UTIL/100 + 0.05.
+8. cost_is_the_rate_times_seconds: cost = the interval's price x seconds, from the expected rate source.
+9. idle_is_cost_times_unused_share: idle = cost x (1 - SM_ACTIVE).
+10. holdings_name_the_acts_pod: the holdings name the act's pod, for its tenant, in each interval it ran.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +33,7 @@ from typing import Any
 
 import pytest
 
+from acts.expect import at_least, eventually_expect, the_one_pod_running
 from acts.jobs import gpu_job
 from acts.report import REPORT_DIR
 from assertions.cost import CostObs, HolderObs, check_cost
@@ -88,20 +102,32 @@ def test_every_record_has_gpu_util_sm_active_cost_and_idle_share(
         expected_sm_active=got.expected_sm,
         holdings=got.holdings,
         holder=got.holder,
+        # both targets run a compute load over the pod's span: locally the simulator's SM_ACTIVE, on AWS
+        # vectorAdd in a loop (LOAD_COMMAND), so SM_ACTIVE identically zero is the metric never being there
+        compute_load=True,
     )
     require(report.record(check_cost(obs)))
 
 
-def run_gpu_job(kube, act_target, ns, tenant, run, seconds: int):
-    kube.batch.create_namespaced_job(
-        ns, gpu_job(act_target, f"cost-{run}", ns, tenant, run, seconds=seconds, sm_active=SM_ACTIVE)
+def load_command(seconds: int) -> list[str]:
+    """On real silicon: CUDA kernels back to back for `seconds`, so the GPU is busy across the records."""
+    loop = (
+        f"end=$(( $(date +%s) + {seconds} )); while [ $(date +%s) -lt $end ]; do "
+        "/cuda-samples/vectorAdd > /dev/null || exit 1; done"
     )
-    (pod,) = eventually(
+    return ["/bin/sh", "-c", loop]
+
+
+def run_gpu_job(kube, act_target, ns, tenant, run, seconds: int):
+    job = gpu_job(act_target, f"cost-{run}", ns, tenant, run, seconds=seconds, sm_active=SM_ACTIVE)
+    if not act_target.simulated:
+        job["spec"]["template"]["spec"]["containers"][0]["command"] = load_command(seconds)
+    kube.batch.create_namespaced_job(ns, job)
+    (pod,) = eventually_expect(
         lambda: job_pods(kube, ns, f"cost-{run}"),
-        lambda ps: len(ps) == 1 and ps[0].running,
+        the_one_pod_running,
         timeout=timeouts.NODE_READY + timeouts.POD_RUNNING,
         interval=2,
-        what="GPU pod Running",
     )
     return pod
 
@@ -191,12 +217,11 @@ def collect_on_aws(kube, act_target, config, ns, tenant, run) -> Collected:
     pod = run_gpu_job(kube, act_target, ns, tenant, run, seconds=interval * (INTERVALS + 3))
     first = align(pod.running.start, interval) + timedelta(seconds=interval)  # the first whole interval
     try:
-        records = eventually(
+        records = eventually_expect(
             lambda: node_records(store, pod.node, iso(first)),
-            lambda rs: len(rs) >= INTERVALS,
+            at_least(INTERVALS, f"records for node {pod.node} in dynamodb:{table}"),
             timeout=interval * (INTERVALS + 2) + timeouts.COST_RECORDS,
             interval=15,
-            what=f"{INTERVALS} records for node {pod.node} in dynamodb:{table}",
         )
     except WaitTimeout as exc:  # the checker says what is missing, quoting the collector
         records = exc.last if isinstance(exc.last, list) else []

@@ -29,6 +29,17 @@ by `check_diagnosis`. Local: Prometheus scrapes the cluster-driven DCGM simulato
 holder's `gpu-finops.io/gpu-profile`. AWS: the same code with the stack's Prometheus
 (GPU_FINOPS_PROMETHEUS_URL); the holders' profiles there must be real workloads, which this act does not
 ship yet, so it fails saying so rather than pass on annotations silicon ignores.
+
+The claim, clause by clause (assertions/diagnosis.py, one function each):
+1. a_situation_for_every_cause_and_one_with_two: every cause built, one target with two causes, none twice.
+2. each_target_diagnosed_once: every built target diagnosed, exactly once.
+3. checks_come_in_the_diagnosis_order: the checks in the order admission, allocation, memory, placement,
+   application.
+4. every_check_made: none left unchecked.
+5. first_cause_agrees_with_the_findings: first_cause is the first finding that explains; also_explains the later.
+6. first_cause_is_the_built_one: the first cause is the one built.
+7. first_finding_carries_its_evidence: the built evidence (non-empty) is on the first finding.
+8. the_other_built_cause_shown_holding: where two causes were built, the later one is shown holding.
 """
 
 from __future__ import annotations

@@ -1,12 +1,25 @@
 """Act 2: of twelve jobs, exactly two admitted, one per tenant, both running at once on different cards; the
-rest queued. Decided over the whole observation window, never from the last snapshot alone."""
+rest queued. Decided over the whole observation window, never from the last snapshot alone.
+
+| clause | identity | ownership | time order | count | provenance | target |
+|---|---|---|---|---|---|---|
+| every_job_has_one_workload | one uid per Workload name, no uid twice | - | - | exactly the jobs submitted, no duplicates | recorded snapshots | same |
+| no_workload_finished_in_the_window | per Workload | - | over the whole window | none | Finished condition | same |
+| exactly_n_admitted | per Workload | - | ever, in any snapshot | exactly n | QuotaReserved and Admitted True together | same |
+| one_admitted_per_cluster_queue | per Workload | the ClusterQueue Kueue charged = the tenant that submitted it; one each | - | one per tenant | status.admission.clusterQueue | same |
+| pods_start_only_after_admission | pods recorded under their Workload's Job | the Workload's own pods | Running start >= Admitted (whole seconds) | every pod | Admitted lastTransitionTime, else the first snapshot showing it | same |
+| admitted_pods_ran_healthy | per pod | - | - | >= 1 healthy run each | container status | same |
+| admitted_ran_at_once | per pod | - | the runs overlap before the act's last look | - | recorded intervals | same |
+| admitted_ran_on_different_cards | device ids | - | - | >= 1 device each, no card shared | kubelet pod-resources (local) / NVIDIA_VISIBLE_DEVICES (AWS) | same clause, different observers |
+| the_rest_never_held_quota_and_stayed_suspended | per Workload | - | over the whole window | every waiting one | QuotaReserved, status.admission, Job spec.suspend, pods | same |
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
 
-from assertions.decide import decide
+from assertions.clauses import Miss, before, compose, stamp
 from assertions.observed import Interval, WorkloadObs
 from assertions.verdict import Verdict
 
@@ -25,91 +38,240 @@ class AdmissionObs:
     observed_at: datetime | None = None
 
 
-def _healthy_runs(w: WorkloadObs) -> tuple[list[Interval], list[str]]:
-    """Running intervals of pods that did not crash, and the crashes."""
-    runs, crashed = [], []
-    for p in w.pods:
-        if p.running is None:
+def _ever_admitted(w: WorkloadObs) -> bool:
+    return any(s.is_("QuotaReserved") and s.is_("Admitted") for s in w.snapshots)
+
+
+def admitted(o: AdmissionObs) -> list[WorkloadObs]:
+    """The Workloads admitted in any snapshot of the window: an admission that came and went still counts."""
+    return [w for w in o.workloads if _ever_admitted(w)]
+
+
+def waiting(o: AdmissionObs) -> list[WorkloadObs]:
+    return [w for w in o.workloads if not _ever_admitted(w)]
+
+
+def healthy_runs(w: WorkloadObs) -> list[Interval]:
+    """Running intervals of the Workload's pods that did not crash."""
+    return [
+        p.running
+        for p in w.pods
+        if p.running is not None and p.phase != "Failed" and p.exit_code in (None, 0)
+    ]
+
+
+def cards(w: WorkloadObs) -> set[str]:
+    """The physical GPUs the Workload's pods were given (a time-sliced id names its card first)."""
+    return {d.split("::", 1)[0] for p in w.pods for d in p.devices}
+
+
+def every_job_has_one_workload(o: AdmissionObs) -> list[Miss]:
+    want = f"{o.expected_total} Workloads, one uid each"
+    misses = []
+    names = [w.name for w in o.workloads]
+    if len(o.workloads) != o.expected_total or len(set(names)) != len(names):
+        misses.append(Miss(want, f"observed {len(o.workloads)} workloads, expected {o.expected_total}"))
+    for w in o.workloads:
+        if len(w.uids) != 1 or w.uids[0] is None:
+            misses.append(
+                Miss(
+                    want,
+                    f"workload {w.name} was seen with uids {list(w.uids)}: deleted and re-created "
+                    "(or its uid not observed), so its history is not one object's",
+                )
+            )
+    uids = [w.uids[0] for w in o.workloads if len(w.uids) == 1 and w.uids[0] is not None]
+    if len(set(uids)) != len(uids):
+        misses.append(Miss(want, f"one uid recorded under two names: {sorted(uids)}"))
+    return misses
+
+
+def no_workload_finished_in_the_window(o: AdmissionObs) -> list[Miss]:
+    finished = [w.name for w in o.workloads if any(s.is_("Finished") for s in w.snapshots)]
+    if not finished:
+        return []
+    return [
+        Miss(
+            "no Workload Finished while observed",
+            f"workloads Finished during the observation ({finished}): their quota was handed on, so the "
+            "admissions seen are not one steady state",
+        )
+    ]
+
+
+def exactly_n_admitted(o: AdmissionObs) -> list[Miss]:
+    got = admitted(o)
+    if len(got) == o.expected_admitted:
+        return []
+    return [
+        Miss(
+            f"exactly {o.expected_admitted} admitted",
+            f"{len(got)} admitted during the observation ({[w.name for w in got]}), expected exactly "
+            f"{o.expected_admitted}",
+        )
+    ]
+
+
+def one_admitted_per_cluster_queue(o: AdmissionObs) -> list[Miss]:
+    """The tenant is the ClusterQueue Kueue charged, and it must be the tenant that submitted the job."""
+    got = admitted(o)
+    charged = sorted(w.admitted_by or "<no clusterQueue in status.admission>" for w in got)
+    want = f"one admitted each of {sorted(o.tenants)}, charged to its own tenant"
+    misses = []
+    if sorted(set(charged)) != sorted(o.tenants) or len(set(charged)) != len(charged):
+        misses.append(
+            Miss(want, f"admitted per ClusterQueue {charged}, expected one each of {sorted(o.tenants)}")
+        )
+    for w in got:
+        if w.admitted_by is not None and w.admitted_by != w.tenant:
+            misses.append(
+                Miss(
+                    want, f"{w.name} was submitted by {w.tenant} but charged to ClusterQueue {w.admitted_by}"
+                )
+            )
+    return misses
+
+
+def pods_start_only_after_admission(o: AdmissionObs) -> list[Miss]:
+    """Kueue gates a Job by keeping it suspended: no pod of it may run before its Workload was admitted."""
+    misses = []
+    for w in admitted(o):
+        at = w.since("Admitted")
+        for p in w.pods:
+            if p.running is not None and at is not None and before(p.running.start, at):
+                misses.append(
+                    Miss(
+                        f"{w.name}'s pods Running only after Admitted",
+                        f"pod {p.name} of {w.name} was Running at {stamp(p.running.start)}, before Kueue "
+                        f"admitted {w.name} at {stamp(at)}: Kueue did not gate it",
+                    )
+                )
+    return misses
+
+
+def admitted_pods_ran_healthy(o: AdmissionObs) -> list[Miss]:
+    misses = []
+    for w in admitted(o):
+        crashed = [
+            f"{p.name} ({p.phase}, exit {p.exit_code}, {p.reason})"
+            for p in w.pods
+            if p.running is not None and (p.phase == "Failed" or p.exit_code not in (None, 0))
+        ]
+        want = f"{w.name} Running without crashing"
+        if crashed:
+            misses.append(
+                Miss(want, f"admitted workload {w.name}'s pod crashed, which is not running: {crashed}")
+            )
+        if not healthy_runs(w):
+            misses.append(Miss(want, f"admitted workload {w.name} never had a healthy Running pod"))
+    return misses
+
+
+def admitted_ran_at_once(o: AdmissionObs) -> list[Miss]:
+    runs = [(w.name, healthy_runs(w)) for w in admitted(o)]
+    if len(runs) != 2 or not all(iv for _, iv in runs):
+        return []  # the count and health clauses say what is missing
+    if o.observed_at is None:
+        return [
+            Miss("the act's last look at the cluster", "observed_at not given: overlap cannot be decided")
+        ]
+    (first, first_runs), (second, second_runs) = runs
+    if any(x.overlaps(y, o.observed_at) for x in first_runs for y in second_runs):
+        return []
+    return [
+        Miss("both Running at once", f"{first} and {second} were admitted but never Running at the same time")
+    ]
+
+
+def admitted_ran_on_different_cards(o: AdmissionObs) -> list[Miss]:
+    misses = []
+    seen = {w.name: cards(w) for w in admitted(o)}
+    for name, devices in seen.items():
+        if not devices:
+            misses.append(
+                Miss(
+                    "a GPU device per admitted pod",
+                    f"no GPU device was observed for {name}'s pod: which card it ran on is unproven",
+                )
+            )
+    if len(seen) >= 2 and all(seen.values()):
+        shared = sorted(set.intersection(*seen.values()))
+        if shared:
+            misses.append(
+                Miss(
+                    "a different card each",
+                    f"the admitted workloads ran on the same physical GPU {shared}: one card, not two",
+                )
+            )
+    return misses
+
+
+def the_rest_never_held_quota_and_stayed_suspended(o: AdmissionObs) -> list[Miss]:
+    misses = []
+    for w in waiting(o):
+        want = f"{w.name} pending: never holding quota, its Job suspended, no pods"
+        if not w.snapshots:
+            misses.append(Miss(want, f"workload {w.name} was never observed"))
             continue
-        if p.phase == "Failed" or (p.exit_code not in (None, 0)):
-            crashed.append(f"{p.name} ({p.phase}, exit {p.exit_code}, {p.reason})")
-        else:
-            runs.append(p.running)
-    return runs, crashed
+        held = next((s for s in w.snapshots if s.is_("QuotaReserved") or s.has_admission), None)
+        if held is not None:
+            misses.append(
+                Miss(
+                    want,
+                    f"{w.name} held quota at {stamp(held.at)} (QuotaReserved or "
+                    "status.admission) without being Admitted",
+                )
+            )
+        # Kueue sets QuotaReserved=False only on workloads it tried to admit; those queued behind them have
+        # no such condition yet. Both are pending; any other state is not.
+        reserved = w.snapshots[-1].conditions.get("QuotaReserved")
+        if reserved is not None and reserved.status != "False":
+            misses.append(
+                Miss(
+                    want,
+                    f"{w.name} is not pending in Kueue: QuotaReserved is {reserved.status}, "
+                    "expected False or not set",
+                )
+            )
+        if any(s.job_suspended is not True for s in w.snapshots) or w.pods:
+            misses.append(
+                Miss(
+                    want, f"{w.name} reached the scheduler (Job unsuspended or pods exist) without admission"
+                )
+            )
+    return misses
+
+
+CLAUSES = (
+    every_job_has_one_workload,
+    no_workload_finished_in_the_window,
+    exactly_n_admitted,
+    one_admitted_per_cluster_queue,
+    pods_start_only_after_admission,
+    admitted_pods_ran_healthy,
+    admitted_ran_at_once,
+    admitted_ran_on_different_cards,
+    the_rest_never_held_quota_and_stayed_suspended,
+)
 
 
 def check_admission(o: AdmissionObs) -> Verdict:
-    f: list[str] = []
-    wls = list(o.workloads)
-    if len(wls) != o.expected_total:
-        f.append(f"observed {len(wls)} workloads, expected {o.expected_total}")
-    finished = [w.name for w in wls if any(s.is_("Finished") for s in w.snapshots)]
-    if finished:
-        f.append(
-            f"workloads Finished during the observation ({finished}): their quota was handed on, so the "
-            "admissions seen are not one steady state"
-        )
-    # Ever admitted, in any snapshot of the window: an admission that came and went still counts.
-    admitted = [w for w in wls if any(s.is_("QuotaReserved") and s.is_("Admitted") for s in w.snapshots)]
-    waiting = [w for w in wls if w not in admitted]
-    if len(admitted) != o.expected_admitted:
-        f.append(
-            f"{len(admitted)} admitted during the observation ({[w.name for w in admitted]}), expected exactly "
-            f"{o.expected_admitted}"
-        )
-    # The tenant is the ClusterQueue Kueue charged, not the namespace the job was submitted from.
-    charged = sorted(w.admitted_by or "<no clusterQueue in status.admission>" for w in admitted)
-    if sorted(set(charged)) != sorted(o.tenants) or len(set(charged)) != len(charged):
-        f.append(f"admitted per ClusterQueue {charged}, expected one each of {sorted(o.tenants)}")
-    runs: list[tuple[str, list[Interval]]] = []
-    for w in admitted:
-        good, crashed = _healthy_runs(w)
-        if crashed:
-            f.append(f"admitted workload {w.name}'s pod crashed, which is not running: {crashed}")
-        if not good:
-            f.append(f"admitted workload {w.name} never had a healthy Running pod")
-        runs.append((w.name, good))
-    if len(runs) == 2 and all(iv for _, iv in runs) and o.observed_at is not None:
-        (a, ia), (b, ib) = runs
-        if not any(x.overlaps(y, o.observed_at) for x in ia for y in ib):
-            f.append(f"{a} and {b} were admitted but never Running at the same time")
-    cards: dict[str, set[str]] = {}
-    for w in admitted:
-        devices = {d.split("::", 1)[0] for p in w.pods for d in p.devices}
-        if not devices:
-            f.append(f"no GPU device was observed for {w.name}'s pod: which card it ran on is unproven")
-        cards[w.name] = devices
-    shared = sorted(set.intersection(*cards.values())) if len(cards) >= 2 and all(cards.values()) else []
-    if shared:
-        f.append(f"the admitted workloads ran on the same physical GPU {shared}: one card, not two")
-    for w in waiting:
-        if not w.snapshots:
-            f.append(f"workload {w.name} was never observed")
-            continue
-        for s in w.snapshots:
-            if s.is_("QuotaReserved") or s.has_admission:
-                f.append(f"{w.name} held quota at {s.at.isoformat()} (QuotaReserved or status.admission) "
-                         "without being Admitted")  # fmt: skip
-                break
-        # Kueue sets QuotaReserved=False only on workloads it tried to admit; those queued behind them have
-        # no such condition yet. Both are pending; any other state is not.
-        qr = w.snapshots[-1].conditions.get("QuotaReserved")
-        if qr is not None and qr.status != "False":
-            f.append(
-                f"{w.name} is not pending in Kueue: QuotaReserved is {qr.status}, expected False or not set"
-            )
-        if any(s.job_suspended is False for s in w.snapshots) or w.pods:
-            f.append(f"{w.name} reached the scheduler (Job unsuspended or pods exist) without admission")
-    return decide(
+    """Act 2's claim: every clause of `CLAUSES` over the window's recorded Workloads."""
+    got, rest = admitted(o), waiting(o)
+    charged = sorted(w.admitted_by or "?" for w in got)
+    return compose(
         CLAIM,
         f"exactly {o.expected_admitted} of {o.expected_total} admitted over the window, one per ClusterQueue "
-        f"{sorted(o.tenants)}, Running concurrently without crashing on different GPU UUIDs; the rest never "
-        "held quota (QuotaReserved False or not set), Jobs suspended",
-        f,
-        f"admitted {[w.name for w in admitted]} by {charged}, running concurrently on "
-        f"{[sorted(c) for c in cards.values()]}; {len(waiting)} pending",
-        admitted=[w.name for w in admitted],
+        f"{sorted(o.tenants)}, Running concurrently without crashing on different GPU UUIDs, each after its "
+        "admission; the rest never held quota (QuotaReserved False or not set), Jobs suspended",
+        CLAUSES,
+        o,
+        lambda: (
+            f"admitted {[w.name for w in got]} by {charged}, running concurrently on "
+            f"{[sorted(cards(w)) for w in got]}; {len(rest)} pending"
+        ),
+        admitted=[w.name for w in got],
         cluster_queues=charged,
-        cards={k: sorted(v) for k, v in cards.items()},
-        pending=[w.name for w in waiting],
+        cards={w.name: sorted(cards(w)) for w in got},
+        pending=[w.name for w in rest],
     )

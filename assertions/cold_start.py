@@ -1,16 +1,30 @@
-"""Act 1: Karpenter brings a spot GPU node from zero and the GPU workload runs to success on it."""
+"""Act 1: Karpenter brings a spot GPU node from zero and the GPU workload runs to success on it.
+
+| clause | identity | ownership | time order | count | provenance | target |
+|---|---|---|---|---|---|---|
+| no_gpu_node_before_the_act | - (a count of none) | any GPU node counts, ours or not | at the act's start | exactly zero | observed list | same |
+| node_is_new_and_launched_by_our_nodeclaim | node not among those at start; its NodeClaim names it | NodeClaim's NodePool = the act's = the node's label | NodeClaim created >= act start, Launched, launched <= node Ready | one node | NodeClaim status, observed | same |
+| node_is_spot_with_a_gpu | the node above | capacity-type label | - (labels do not change) | >= 1 allocatable GPU | node status | same (kwok: simulated GPUs) |
+| node_became_ready | the node above | - | created <= Ready | - | Ready's lastTransitionTime | same |
+| pod_ran_on_that_node_after_it_was_ready | pod bound to the node's name | - | Ready <= Running start <= end | one pod | container status | same |
+| pod_succeeded_doing_gpu_work | the pod above | - | - | - | phase, exit code; the marker in its log | AWS: marker required; local: no logs, marker None, said in evidence |
+
+Identity of the node is by name plus "created after the act began, by a NodeClaim created after it": a
+node re-created under an old name is new by those timestamps, which is the claim. Job pods carry
+generated names, never reused, so a pod's name is its identity.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
 
-from assertions.decide import decide, seconds
+from assertions.clauses import Miss, before, compose, seconds, stamp
 from assertions.observed import NodeObs, PodObs
 from assertions.verdict import Verdict
-from facts.kube_keys import LABEL_CAPACITY_TYPE
 
 CLAIM = "from zero GPU nodes, Karpenter launched a new spot GPU node and the GPU job ran to success on it"
+CUDA_MISMATCH_EXIT = 253  # a CUDA build that does not match the driver exits with it without doing work
 
 
 @dataclass(frozen=True)
@@ -24,91 +38,186 @@ class ColdStartObs:
     # cannot show output (kwok-simulated pods have no logs), which the verdict's evidence says
 
 
-def check_cold_start(o: ColdStartObs) -> Verdict:
-    f: list[str] = []
-    n, p = o.node, o.pod
-    if o.gpu_nodes_at_start:
-        f.append(
+def no_gpu_node_before_the_act(o: ColdStartObs) -> list[Miss]:
+    if not o.gpu_nodes_at_start:
+        return []
+    return [
+        Miss(
+            "zero GPU nodes when the act began",
             f"precondition: {len(o.gpu_nodes_at_start)} GPU node(s) existed at the start: "
-            f"{list(o.gpu_nodes_at_start)}"
+            f"{list(o.gpu_nodes_at_start)}",
         )
+    ]
+
+
+def node_is_new_and_launched_by_our_nodeclaim(o: ColdStartObs) -> list[Miss]:
+    n = o.node
+    want = f"a node created after {stamp(o.act_started)} by a new NodeClaim of NodePool {o.nodepool}"
     if n is None:
-        f.append("no GPU node was observed for the job")
-    else:
-        # Kubernetes timestamps have whole seconds: a node created in the act's first second reads as
-        # created up to a second "before" it; one created in an earlier second really is older.
-        if n.created < o.act_started.replace(microsecond=0):
-            f.append(
-                f"node {n.name} was created {n.created.isoformat()}, before the act began "
-                f"{o.act_started.isoformat()}: not launched for this job"
+        return [Miss(want, "no GPU node was observed for the job")]
+    misses = []
+    if n.name in o.gpu_nodes_at_start or before(n.created, o.act_started):
+        misses.append(
+            Miss(
+                want,
+                f"node {n.name} was created {stamp(n.created)}, before the act began "
+                f"{stamp(o.act_started)}: not launched for this job",
             )
-        if not n.nodeclaim or n.nodeclaim_nodepool != o.nodepool:
-            f.append(
-                f"node {n.name} is not owned by a NodeClaim of NodePool {o.nodepool} "
-                f"(NodeClaim {n.nodeclaim}, NodePool {n.nodeclaim_nodepool})"
-            )
-        elif n.nodeclaim_created is None or n.nodeclaim_created < o.act_started.replace(microsecond=0):
-            f.append(
-                f"NodeClaim {n.nodeclaim} was created {n.nodeclaim_created and n.nodeclaim_created.isoformat()}, "
-                f"before the act began {o.act_started.isoformat()}: Karpenter did not launch it for this job"
-            )
-        elif n.nodeclaim_launched_at is None:
-            f.append(f"NodeClaim {n.nodeclaim} never reported Launched")
-        capacity_type = n.labels.get(LABEL_CAPACITY_TYPE)
-        if capacity_type != "spot":
-            f.append(f"node {n.name} has karpenter.sh/capacity-type={capacity_type}, not spot")
-        if n.allocatable_gpu < 1:
-            f.append(f"node {n.name} has no allocatable nvidia.com/gpu ({n.allocatable_gpu})")
-        if n.ready_at is None:
-            f.append(f"node {n.name} never became Ready")
-    if p is None:
-        f.append("the job's pod was never observed")
-    else:
-        if n is not None and p.node != n.name:
-            f.append(f"pod {p.name} ran on {p.node}, not on the new node {n.name}")
-        # Kubernetes stores whole seconds: a start in the same second as Ready is consistent.
-        if (
-            n is not None
-            and n.ready_at is not None
-            and p.running is not None
-            and p.running.start.replace(microsecond=0) < n.ready_at.replace(microsecond=0)
-        ):
-            f.append(
-                f"pod {p.name} was Running at {p.running.start.isoformat()}, before its node {n.name} was "
-                f"Ready at {n.ready_at.isoformat()}: the timestamps contradict each other"
-            )
-        if p.phase != "Succeeded" or p.exit_code not in (0, None):
-            f.append(
-                f"pod {p.name} ended {p.phase} (exit {p.exit_code}, reason {p.reason})"
-                + (
-                    ": a CUDA build that does not match the driver exits 253 without doing work"
-                    if p.exit_code == 253
-                    else ""
-                )
-            )
-        if o.success_marker and p.phase == "Succeeded" and (not p.output or o.success_marker not in p.output):
-            f.append(
-                f"pod {p.name} succeeded but its output lacks {o.success_marker!r}: no proof of GPU work"
-            )
-    timings = {}
-    if n is not None:
-        timings = {
-            "nodeclaim_launched_s": seconds(o.act_started, n.nodeclaim_launched_at),
-            "node_ready_s": seconds(o.act_started, n.ready_at),
-        }
-    if p is not None and p.running is not None:
-        timings.update(
-            pod_running_s=seconds(o.act_started, p.running.start),
-            pod_succeeded_s=seconds(o.act_started, p.running.end),
         )
-    return decide(
+    if not n.nodeclaim or n.nodeclaim_nodepool != o.nodepool or n.nodepool != o.nodepool:
+        misses.append(
+            Miss(
+                want,
+                f"node {n.name} is not owned by a NodeClaim of NodePool {o.nodepool} (NodeClaim "
+                f"{n.nodeclaim}, NodePool {n.nodeclaim_nodepool}, node label {n.nodepool})",
+            )
+        )
+        return misses
+    if n.nodeclaim_created is None or before(n.nodeclaim_created, o.act_started):
+        misses.append(
+            Miss(
+                want,
+                f"NodeClaim {n.nodeclaim} was created {stamp(n.nodeclaim_created)}, before the act "
+                f"began {stamp(o.act_started)}: Karpenter did not launch it for this job",
+            )
+        )
+    if n.nodeclaim_launched_at is None:
+        misses.append(Miss(want, f"NodeClaim {n.nodeclaim} never reported Launched"))
+    elif n.ready_at is not None and before(n.ready_at, n.nodeclaim_launched_at):
+        misses.append(
+            Miss(
+                want,
+                f"node {n.name} was Ready {stamp(n.ready_at)} before its NodeClaim {n.nodeclaim} "
+                f"Launched {stamp(n.nodeclaim_launched_at)}: not the node that claim launched",
+            )
+        )
+    return misses
+
+
+def node_is_spot_with_a_gpu(o: ColdStartObs) -> list[Miss]:
+    n = o.node
+    if n is None:
+        return []  # no node: node_is_new_and_launched_by_our_nodeclaim says so
+    misses = []
+    if n.capacity_type != "spot":
+        misses.append(
+            Miss(
+                "capacity-type spot",
+                f"node {n.name} has karpenter.sh/capacity-type={n.capacity_type}, not spot",
+            )
+        )
+    if n.allocatable_gpu < 1:
+        misses.append(
+            Miss(
+                ">= 1 allocatable nvidia.com/gpu",
+                f"node {n.name} has no allocatable nvidia.com/gpu ({n.allocatable_gpu})",
+            )
+        )
+    return misses
+
+
+def node_became_ready(o: ColdStartObs) -> list[Miss]:
+    n = o.node
+    if n is None:
+        return []
+    if n.ready_at is None:
+        return [Miss("the node Ready", f"node {n.name} never became Ready")]
+    if before(n.ready_at, n.created):
+        return [
+            Miss(
+                "Ready after the node was created",
+                f"node {n.name} was Ready {stamp(n.ready_at)} before it was created {stamp(n.created)}: "
+                "the timestamps contradict each other",
+            )
+        ]
+    return []
+
+
+def pod_ran_on_that_node_after_it_was_ready(o: ColdStartObs) -> list[Miss]:
+    n, p = o.node, o.pod
+    if p is None:
+        return [Miss("the job's pod observed", "the job's pod was never observed")]
+    if n is None:
+        return []
+    want = f"the pod Running on {n.name} once it was Ready"
+    if p.node != n.name:
+        return [Miss(want, f"pod {p.name} ran on {p.node}, not on the new node {n.name}")]
+    if p.running is None:
+        return [Miss(want, f"pod {p.name} was never seen Running")]
+    if n.ready_at is not None and before(p.running.start, n.ready_at):
+        return [
+            Miss(
+                want,
+                f"pod {p.name} was Running at {stamp(p.running.start)}, before its node {n.name} "
+                f"was Ready at {stamp(n.ready_at)}: the timestamps contradict each other",
+            )
+        ]
+    if p.running.end is not None and before(p.running.end, p.running.start):
+        return [
+            Miss(
+                want, f"pod {p.name} ended {stamp(p.running.end)} before it started {stamp(p.running.start)}"
+            )
+        ]
+    return []
+
+
+def pod_succeeded_doing_gpu_work(o: ColdStartObs) -> list[Miss]:
+    p = o.pod
+    if p is None:
+        return []
+    want = f"Succeeded, exit 0, printing {o.success_marker!r}"
+    if p.phase != "Succeeded" or p.exit_code not in (0, None):
+        why = ": a CUDA build that does not match the driver exits 253 without doing work"
+        return [
+            Miss(
+                want,
+                f"pod {p.name} ended {p.phase} (exit {p.exit_code}, reason {p.reason})"
+                + (why if p.exit_code == CUDA_MISMATCH_EXIT else ""),
+            )
+        ]
+    if o.success_marker and (not p.output or o.success_marker not in p.output):
+        return [
+            Miss(
+                want,
+                f"pod {p.name} succeeded but its output lacks {o.success_marker!r}: no proof of GPU work",
+            )
+        ]
+    return []
+
+
+CLAUSES = (
+    no_gpu_node_before_the_act,
+    node_is_new_and_launched_by_our_nodeclaim,
+    node_is_spot_with_a_gpu,
+    node_became_ready,
+    pod_ran_on_that_node_after_it_was_ready,
+    pod_succeeded_doing_gpu_work,
+)
+
+
+def timings(o: ColdStartObs) -> dict[str, float | None]:
+    """Seconds from the act's start to each step, for the report."""
+    out: dict[str, float | None] = {}
+    if o.node is not None:
+        out["nodeclaim_launched_s"] = seconds(o.act_started, o.node.nodeclaim_launched_at)
+        out["node_ready_s"] = seconds(o.act_started, o.node.ready_at)
+    if o.pod is not None and o.pod.running is not None:
+        out["pod_running_s"] = seconds(o.act_started, o.pod.running.start)
+        out["pod_succeeded_s"] = seconds(o.act_started, o.pod.running.end)
+    return out
+
+
+def check_cold_start(o: ColdStartObs) -> Verdict:
+    """Act 1's claim: every clause of `CLAUSES` over the observation."""
+    n, p = o.node, o.pod
+    return compose(
         CLAIM,
         f"a new node of NodePool {o.nodepool}, capacity-type spot, with a GPU; the pod on it "
         f"Succeeded printing {o.success_marker!r}",
-        f,
-        f"node {n.name if n else '?'} (spot, {n.allocatable_gpu if n else 0} GPU) launched; pod "
-        f"{p.name if p else '?'} Succeeded on it",
+        CLAUSES,
+        o,
+        lambda: f"node {n.name} (spot, {n.allocatable_gpu} GPU) launched; pod {p.name} Succeeded on it",  # type: ignore[union-attr]
         node=n.name if n else None,
         pod=p.name if p else None,
-        timings=timings,
+        timings=timings(o),
     )

@@ -1,14 +1,36 @@
-"""Act 6: every cost record of the GPU node holds GPU_UTIL and SM_ACTIVE, a real cost and the idle share."""
+"""Act 6: every cost record of the GPU node holds GPU_UTIL and SM_ACTIVE, a real cost and the idle share.
+
+| clause | identity | ownership | time order | count | provenance | target |
+|---|---|---|---|---|---|---|
+| enough_consecutive_records | one record per ChargePeriodStart | - | each starts where the last ended | >= min_records, no duplicate interval | the store the collector wrote | local: sqlite; AWS: DynamoDB |
+| records_are_of_the_node | ResourceName = the act's node | - | - | every record | record | same |
+| instance_seconds_match_the_node_life | the node | - | seconds inside the interval and the node's created..deleted (1 s) | every record | node timestamps from Kubernetes, not the collector | same |
+| gpu_util_is_a_percentage | - | - | - | every record | DCGM_FI_DEV_GPU_UTIL | same |
+| sm_active_is_the_ratio_the_load_ran_at | - | - | - | every record | DCGM_FI_PROF_SM_ACTIVE | local: must equal the simulator's load (0.005); AWS: real silicon, no expected value |
+| sm_active_seen_while_the_load_ran | the act's pod | - | the intervals its span overlaps | not all zero | recorded SM_ACTIVE | both, when the act ran a compute load |
+| sm_active_within_gpu_util | - | - | same interval | every record | the two DCGM fields | both (tolerance 0.05) |
+| cost_is_the_rate_times_seconds | - | rate source the act expects | per interval's price | every record | prices the act read itself (AWS: spot history; local: the catalog, not independent) | same clause, different price observers |
+| idle_is_cost_times_unused_share | - | - | - | every record | cost, SM_ACTIVE | same |
+| holdings_name_the_acts_pod | namespace/pod | the act's tenant | every interval the pod's span overlaps | >= 1 such interval | the collector's holdings | same |
+
+Tolerances: dollars 1e-6 (float sums); instance-seconds 1 s (Kubernetes stores whole seconds); the
+simulated SM_ACTIVE 0.005 (a scrape at an interval's edge); SM_ACTIVE may exceed GPU_UTIL/100 by at most
+0.05: GPU_UTIL is the share of time any kernel ran, SM_ACTIVE the share of SM cycles with a warp resident,
+averaged over all SMs, so it cannot exceed the first; DCGM samples the two on different schedules, so an
+interval's means may differ by a sample's worth. "Identically zero" is exact: any SM activity at all while
+a compute load ran is the metric being there.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from itertools import pairwise
 from typing import Any
 
-from assertions.decide import decide
+from assertions.clauses import Miss, compose, parse_iso
+from assertions.cost_holdings import HolderObs, holdings_name_the_acts_pod
 from assertions.verdict import Verdict
 
 CLAIM = (
@@ -16,20 +38,7 @@ CLAIM = (
 )
 TOLERANCE = 1e-6  # dollars
 SECONDS_TOLERANCE = 1.0  # Kubernetes stores creation and deletion times in whole seconds
-
-
-@dataclass(frozen=True)
-class HolderObs:
-    """The act's own GPU pod, as the act saw it: who the collector's holdings record must name."""
-
-    namespace: str
-    pod: str
-    tenant: str  # the tenant the act ran it for (its LocalQueue's ClusterQueue)
-    held_from: datetime  # the pod's container started (its devices were allocated no later)
-    held_until: datetime | None = None  # its container finished; None: still running when the act read it
-
-    def overlaps(self, start: datetime, end: datetime) -> bool:
-        return self.held_from < end and (self.held_until is None or self.held_until > start)
+SM_OVER_UTIL_TOLERANCE = 0.05  # SM_ACTIVE above GPU_UTIL/100 by more than this is not one GPU's metrics
 
 
 @dataclass(frozen=True)
@@ -53,6 +62,9 @@ class CostObs:
     # interval the act's pod overlapped must name it, for its tenant) when `holder` is given.
     holdings: Mapping[str, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
     holder: HolderObs | None = None
+    # the act ran a compute load on the node's GPU over the holder's span (local: the simulator told a load;
+    # AWS: a CUDA kernel in a loop): SM_ACTIVE identically zero over it is a metric that was never there
+    compute_load: bool = False
 
     def unit_price(self, start: str) -> float | None:
         if isinstance(self.expected_unit_price, Mapping):
@@ -60,141 +72,273 @@ class CostObs:
         return self.expected_unit_price
 
 
-def check_cost(o: CostObs) -> Verdict:
-    f: list[str] = []
-    recs = sorted(o.records, key=lambda r: r["ChargePeriodStart"])
+def ordered(o: CostObs) -> list[Mapping[str, Any]]:
+    return sorted(o.records, key=lambda r: r["ChargePeriodStart"])
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _sm(r: Mapping[str, Any]) -> float | None:
+    """The record's SM_ACTIVE when it is a ratio in [0, 1]; None otherwise (other clauses say why)."""
+    sm = r.get("x_SmActive")
+    return float(sm) if _number(sm) and 0 <= sm <= 1 else None
+
+
+def enough_consecutive_records(o: CostObs) -> list[Miss]:
+    recs = ordered(o)
+    want = f">= {o.min_records} consecutive records, one per interval"
+    misses = []
     if len(recs) < o.min_records:
         quoted = next(
             (line for line in reversed(o.collector_log) if "no samples" in line or "ERROR" in line),
             o.collector_log[-1] if o.collector_log else None,  # else its last word, rather than nothing
         )
-        f.append(
-            f"{len(recs)} record(s) for {o.node}, expected at least {o.min_records} consecutive"
-            + (f"; the collector said: {quoted!r}" if quoted else "; the collector log has no explanation")
+        misses.append(
+            Miss(
+                want,
+                f"{len(recs)} record(s) for {o.node}, expected at least {o.min_records} consecutive"
+                + (
+                    f"; the collector said: {quoted!r}"
+                    if quoted
+                    else "; the collector log has no explanation"
+                ),
+            )
         )
+    starts = [r["ChargePeriodStart"] for r in recs]
+    if len(set(starts)) != len(starts):
+        misses.append(Miss(want, f"one interval recorded twice: {starts}"))
     for a, b in pairwise(recs):
-        if a["ChargePeriodEnd"] != b["ChargePeriodStart"]:
-            f.append(f"records not consecutive: {a['ChargePeriodEnd']} then {b['ChargePeriodStart']}")
+        if (
+            a["ChargePeriodEnd"] != b["ChargePeriodStart"]
+            and a["ChargePeriodStart"] != b["ChargePeriodStart"]
+        ):
+            misses.append(
+                Miss(want, f"records not consecutive: {a['ChargePeriodEnd']} then {b['ChargePeriodStart']}")
+            )
+    return misses
+
+
+def records_are_of_the_node(o: CostObs) -> list[Miss]:
+    return [
+        Miss(
+            f"records of {o.node}",
+            f"{r['ChargePeriodStart']}: record of {r.get('ResourceName')!r}, not of the act's node {o.node}",
+        )
+        for r in ordered(o)
+        if r.get("ResourceName") != o.node
+    ]
+
+
+def instance_seconds_match_the_node_life(o: CostObs) -> list[Miss]:
+    want = "instance-seconds = the node's life inside each interval (1 s)"
     if o.node_created is None:
-        f.append(f"the node {o.node}'s creation time was not observed: instance-seconds cannot be checked")
-    for r in recs:
+        return [
+            Miss(
+                want,
+                f"the node {o.node}'s creation time was not observed: instance-seconds cannot be checked",
+            )
+        ]
+    misses = []
+    for r in ordered(o):
         at = r["ChargePeriodStart"]
-        if r.get("ResourceName") != o.node:
-            f.append(f"{at}: record of {r.get('ResourceName')!r}, not of the act's node {o.node}")
-        start, end = _parse(r["ChargePeriodStart"]), _parse(r["ChargePeriodEnd"])
+        start, end = parse_iso(r["ChargePeriodStart"]), parse_iso(r["ChargePeriodEnd"])
         secs = r.get("x_InstanceSeconds")
         length = (end - start).total_seconds()
-        if not isinstance(secs, int | float) or not 0 <= secs <= length:
-            f.append(f"{at}: instance-seconds {secs} do not fit inside the {length:g}s interval")
-        elif o.node_created is not None:
-            alive_from = max(start, o.node_created.replace(microsecond=0))
-            alive_to = min(end, o.node_deleted or end)
-            lived = max(0.0, (alive_to - alive_from).total_seconds())
-            if abs(secs - lived) > SECONDS_TOLERANCE:
-                f.append(
+        if not _number(secs) or not 0 <= secs <= length:
+            misses.append(
+                Miss(want, f"{at}: instance-seconds {secs} do not fit inside the {length:g}s interval")
+            )
+            continue
+        alive_from = max(start, o.node_created.replace(microsecond=0))
+        alive_to = min(end, o.node_deleted or end)
+        lived = max(0.0, (alive_to - alive_from).total_seconds())
+        if abs(secs - lived) > SECONDS_TOLERANCE:
+            misses.append(
+                Miss(
+                    want,
                     f"{at}: {secs}s charged, but the node lived {lived:g}s of this interval (created "
-                    f"{o.node_created.isoformat()}, deleted {o.node_deleted and o.node_deleted.isoformat()})"
+                    f"{o.node_created.isoformat()}, deleted {o.node_deleted and o.node_deleted.isoformat()})",
                 )
-        util, sm, cost, idle = (
-            r.get("x_GpuUtilPercent"),
-            r.get("x_SmActive"),
-            r.get("EffectiveCost"),
-            r.get("x_IdleCost"),
-        )
+            )
+    return misses
+
+
+def gpu_util_is_a_percentage(o: CostObs) -> list[Miss]:
+    misses = []
+    for r in ordered(o):
+        util = r.get("x_GpuUtilPercent")
         if util is None:
-            f.append(f"{at}: GPU_UTIL missing")
-        elif not isinstance(util, int | float) or not 0 <= util <= 100:
-            f.append(f"{at}: GPU_UTIL={util!r} is not a percentage in 0-100")
+            misses.append(Miss("GPU_UTIL in 0-100", f"{r['ChargePeriodStart']}: GPU_UTIL missing"))
+        elif not _number(util) or not 0 <= util <= 100:
+            misses.append(
+                Miss(
+                    "GPU_UTIL in 0-100",
+                    f"{r['ChargePeriodStart']}: GPU_UTIL={util!r} is not a percentage in 0-100",
+                )
+            )
+    return misses
+
+
+def sm_active_is_the_ratio_the_load_ran_at(o: CostObs) -> list[Miss]:
+    want = "SM_ACTIVE a ratio in [0, 1]" + (
+        f", {o.expected_sm_active} +- {o.sm_tolerance}" if o.expected_sm_active is not None else ""
+    )
+    misses = []
+    for r in ordered(o):
+        at, sm = r["ChargePeriodStart"], r.get("x_SmActive")
         if sm is None:
-            f.append(
-                f"{at}: SM_ACTIVE missing (the collector said: {r.get('x_Status')}: {r.get('x_Message')})"
+            misses.append(
+                Miss(
+                    want,
+                    f"{at}: SM_ACTIVE missing (the collector said: {r.get('x_Status')}: {r.get('x_Message')})",
+                )
             )
-        elif not 0 <= sm <= 1:
-            f.append(f"{at}: SM_ACTIVE={sm} is not a ratio in [0, 1] (a percentage stored as a ratio?)")
+        elif not _number(sm) or not 0 <= sm <= 1:
+            misses.append(
+                Miss(want, f"{at}: SM_ACTIVE={sm} is not a ratio in [0, 1] (a percentage stored as a ratio?)")
+            )
         elif o.expected_sm_active is not None and abs(sm - o.expected_sm_active) > o.sm_tolerance:
-            f.append(
-                f"{at}: SM_ACTIVE={sm}, but the workload ran at {o.expected_sm_active} "
-                f"(tolerance {o.sm_tolerance})"
+            misses.append(
+                Miss(
+                    want,
+                    f"{at}: SM_ACTIVE={sm}, but the workload ran at {o.expected_sm_active} "
+                    f"(tolerance {o.sm_tolerance})",
+                )
             )
-        if not cost or cost <= 0:
-            f.append(f"{at}: interval cost {cost}, expected > 0")
+    return misses
+
+
+def sm_active_seen_while_the_load_ran(o: CostObs) -> list[Miss]:
+    """A compute load ran: SM_ACTIVE exactly zero in every interval it ran is the metric that was never there."""
+    if not o.compute_load:
+        return []
+    recs = ordered(o)
+    h = o.holder
+    during = [
+        r
+        for r in recs
+        if h is None or h.overlaps(parse_iso(r["ChargePeriodStart"]), parse_iso(r["ChargePeriodEnd"]))
+    ]
+    values = [_sm(r) for r in during]
+    if not during or any(v is None for v in values) or any(values):
+        return []  # no interval to judge, or a value other clauses reject, or activity seen
+    return [
+        Miss(
+            "SM_ACTIVE above zero in some interval the compute load ran",
+            f"SM_ACTIVE was 0 in all {len(during)} interval(s) the compute load ran "
+            f"({during[0]['ChargePeriodStart']} to {during[-1]['ChargePeriodEnd']}): the metric was never there",
+        )
+    ]
+
+
+def sm_active_within_gpu_util(o: CostObs) -> list[Miss]:
+    misses = []
+    for r in ordered(o):
+        sm, util = _sm(r), r.get("x_GpuUtilPercent")
+        if sm is None or not _number(util) or not 0 <= util <= 100:
+            continue  # the two clauses above say what is wrong with each
+        if sm > util / 100 + SM_OVER_UTIL_TOLERANCE:
+            misses.append(
+                Miss(
+                    f"SM_ACTIVE <= GPU_UTIL/100 + {SM_OVER_UTIL_TOLERANCE}",
+                    f"{r['ChargePeriodStart']}: SM_ACTIVE={sm} but GPU_UTIL={util}%: SMs cannot be busier than "
+                    "the time any kernel ran",
+                )
+            )
+    return misses
+
+
+def cost_is_the_rate_times_seconds(o: CostObs) -> list[Miss]:
+    want = f"cost = {_price_words(o.expected_unit_price)} x seconds > 0" + (
+        f", rate source {o.expected_rate_source}" if o.expected_rate_source else ""
+    )
+    misses = []
+    for r in ordered(o):
+        at, cost = r["ChargePeriodStart"], r.get("EffectiveCost")
+        if not _number(cost) or cost <= 0:
+            misses.append(Miss(want, f"{at}: interval cost {cost}, expected > 0"))
             continue
         if o.expected_rate_source and r.get("x_RateSource") != o.expected_rate_source:
-            f.append(
-                f"{at}: charged from rate source {r.get('x_RateSource')!r}, expected {o.expected_rate_source!r}"
-                f" ({r.get('x_Message') or 'no message'})"
+            misses.append(
+                Miss(
+                    want,
+                    f"{at}: charged from rate source {r.get('x_RateSource')!r}, expected "
+                    f"{o.expected_rate_source!r} ({r.get('x_Message') or 'no message'})",
+                )
             )
         unit = o.unit_price(at)
         if unit is None:
-            f.append(f"{at}: no expected price for this interval to check the cost against")
-        else:
-            expected = unit * r.get("x_InstanceSeconds", 0) / 3600
-            if abs(cost - expected) > TOLERANCE:
-                f.append(
-                    f"{at}: cost {cost:.6f} != rate {unit:.6f}/h x {r.get('x_InstanceSeconds')}s = {expected:.6f}"
+            misses.append(Miss(want, f"{at}: no expected price for this interval to check the cost against"))
+            continue
+        secs = r.get("x_InstanceSeconds")
+        expected = unit * (secs if _number(secs) else 0) / 3600
+        if abs(cost - expected) > TOLERANCE:
+            misses.append(
+                Miss(want, f"{at}: cost {cost:.6f} != rate {unit:.6f}/h x {secs}s = {expected:.6f}")
+            )
+    return misses
+
+
+def idle_is_cost_times_unused_share(o: CostObs) -> list[Miss]:
+    misses = []
+    for r in ordered(o):
+        cost, idle, sm = r.get("EffectiveCost"), r.get("x_IdleCost"), _sm(r)
+        if sm is None or not _number(cost) or cost <= 0:
+            continue  # SM_ACTIVE or the cost is wrong already, and its clause says so
+        if not _number(idle) or abs(idle - cost * (1 - sm)) > TOLERANCE:
+            misses.append(
+                Miss(
+                    "idle = cost x (1 - SM_ACTIVE)",
+                    f"{r['ChargePeriodStart']}: idle cost {idle} != cost x (1 - SM_ACTIVE) = "
+                    f"{cost * (1 - sm):.6f}",
                 )
-        if sm is not None and 0 <= sm <= 1 and (idle is None or abs(idle - cost * (1 - sm)) > TOLERANCE):
-            f.append(f"{at}: idle cost {idle} != cost x (1 - SM_ACTIVE) = {cost * (1 - sm):.6f}")
-    if o.holder is not None and recs:
-        f += _holding_failures(o, recs)
+            )
+    return misses
+
+
+CLAUSES = (
+    enough_consecutive_records,
+    records_are_of_the_node,
+    instance_seconds_match_the_node_life,
+    gpu_util_is_a_percentage,
+    sm_active_is_the_ratio_the_load_ran_at,
+    sm_active_seen_while_the_load_ran,
+    sm_active_within_gpu_util,
+    cost_is_the_rate_times_seconds,
+    idle_is_cost_times_unused_share,
+    holdings_name_the_acts_pod,
+)
+
+
+def check_cost(o: CostObs) -> Verdict:
+    """Act 6's claim: every clause of `CLAUSES` over the node's records."""
+    recs = ordered(o)
     total = sum(r.get("EffectiveCost") or 0 for r in recs)
     idle_total = sum(r.get("x_IdleCost") or 0 for r in recs)
-    return decide(
+    return compose(
         CLAIM,
-        f">= {o.min_records} consecutive records, each with GPU_UTIL and SM_ACTIVE (ratio), cost = "
-        f"{_price_words(o.expected_unit_price)} x seconds > 0, idle = cost x (1 - SM_ACTIVE)"
+        f">= {o.min_records} consecutive records, each with GPU_UTIL and SM_ACTIVE (ratio, <= GPU_UTIL/100 + "
+        f"{SM_OVER_UTIL_TOLERANCE}), cost = {_price_words(o.expected_unit_price)} x seconds > 0, idle = cost x "
+        "(1 - SM_ACTIVE)"
         + (f", rate source {o.expected_rate_source}" if o.expected_rate_source else "")
+        + ("; SM_ACTIVE not identically zero while the compute load ran" if o.compute_load else "")
         + (
             f"; GPU holdings recorded naming {o.holder.namespace}/{o.holder.pod} for tenant "
             f"{o.holder.tenant} in each interval it ran"
             if o.holder
             else ""
         ),
-        f,
-        f"{len(recs)} records, ${total:.6f} of which ${idle_total:.6f} idle",
+        CLAUSES,
+        o,
+        lambda: f"{len(recs)} records, ${total:.6f} of which ${idle_total:.6f} idle",
         node=o.node,
         records=len(recs),
         holdings_recorded=len(o.holdings),
         cost=total,
         idle=idle_total,
     )
-
-
-def _holding_failures(o: CostObs, recs: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Each record whose interval the act's pod overlapped must have holdings recorded that name the pod,
-    attributed to the act's tenant; at least one record must be such an interval."""
-    h = o.holder
-    assert h is not None
-    who = f"{h.namespace}/{h.pod}"
-    f: list[str] = []
-    overlapped = [r for r in recs if h.overlaps(_parse(r["ChargePeriodStart"]), _parse(r["ChargePeriodEnd"]))]
-    if not overlapped:
-        span = f"{h.held_from.isoformat()} to {h.held_until.isoformat() if h.held_until else 'still running'}"
-        return [f"no record's interval overlaps the act's pod {who} ({span}): its holding cannot be checked"]
-    said = next((line for line in reversed(o.collector_log) if "GPU holdings" in line), None)
-    for r in overlapped:
-        at = r["ChargePeriodStart"]
-        if at not in o.holdings:
-            f.append(
-                f"{at}: no GPU holdings recorded for {o.node} (the collector ran without a holdings reader, "
-                "or its read failed; the export shows this interval unallocated, x_Status no-holdings)"
-                + (f"; the collector said: {said!r}" if said else "")
-            )
-            continue
-        held = {(x.get("namespace"), x.get("pod")): x for x in o.holdings[at]}
-        mine = held.get((h.namespace, h.pod))
-        if mine is None:
-            names = sorted(f"{ns}/{p}" for ns, p in held) or "nobody"
-            f.append(f"{at}: the holdings recorded for {o.node} name {names}, not the act's pod {who}")
-        elif mine.get("tenant") != h.tenant:
-            f.append(
-                f"{at}: the act's pod {who} was recorded for tenant {mine.get('tenant')!r}, expected {h.tenant!r}"
-            )
-    return f
-
-
-def _parse(ts: str) -> datetime:
-    return datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone(UTC)
 
 
 def _price_words(p: float | Mapping[str, float]) -> str:

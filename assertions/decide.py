@@ -1,4 +1,5 @@
-"""The one way checkers turn a list of failed conditions into a Verdict."""
+"""A list of failed conditions into a Verdict, for the nightly workflow's checker (assertions/nightly.py). The acts'
+checkers compose named clauses instead (assertions/clauses.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,3 @@ def decide(
     if failures:
         return Verdict(claim, False, expected, "; ".join(failures), evidence)
     return Verdict(claim, True, expected, observed_when_holding, evidence)
-
-
-def seconds(a: Any, b: Any) -> float | None:
-    return (b - a).total_seconds() if a is not None and b is not None else None

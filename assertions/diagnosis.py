@@ -1,14 +1,30 @@
 """Act 7: the diagnosis names the cause. Each pending pod (or unadmitted workload) built with a known
 cause is diagnosed with that cause first, with its key evidence, every later check shown, and, where two
-causes hold at once, the later one shown holding too, so it was the order that decided."""
+causes hold at once, the later one shown holding too, so it was the order that decided.
+
+| clause | identity | ownership | time order | count | provenance | target |
+|---|---|---|---|---|---|---|
+| a_situation_for_every_cause_and_one_with_two | situation targets, no target built twice | - | - | every cause >= 1; >= 1 with two causes | what the act built | same |
+| each_target_diagnosed_once | target "namespace/name" | - | - | exactly one diagnosis per built target | the diagnosis's JSON | same |
+| checks_come_in_the_diagnosis_order | per diagnosis | - | the checks in the order admission, allocation, memory, placement, application | each check once | findings as shown | same |
+| every_check_made | per diagnosis | - | - | nothing in not_checked | the diagnosis | same |
+| first_cause_agrees_with_the_findings | per diagnosis | - | first_cause = the first explaining finding; also_explains = the later ones, in order | - | findings' `explains`, not the summary field | same |
+| first_cause_is_the_built_one | per target | - | - | - | the diagnosis vs what the act built | same |
+| first_finding_carries_its_evidence | per target | holder, node, workload tokens name the act's objects | - | the act's tokens non-empty, all present | the first finding's key_evidence | same |
+| the_other_built_cause_shown_holding | per target | - | after the first cause in the order | every also-built cause | also_explains | same |
+
+Time order among the targets and the observation's timestamps are not checked: the diagnosis is one
+read of the cluster (its DCGM window is the act's WINDOW_S), not a sequence of events.
+"""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from assertions.decide import decide
+from assertions.clauses import Miss, compose
 from assertions.verdict import Verdict
 
 CLAIM = (
@@ -38,6 +54,7 @@ class DiagnosisObs:
     checks: tuple[str, ...]  # the checks shown, in the order shown
     also_explains: tuple[str, ...] = ()
     not_checked: tuple[str, ...] = ()
+    explaining: tuple[str, ...] | None = None  # the checks whose finding explains the wait, as shown
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DiagnosisObs:
@@ -51,6 +68,7 @@ class DiagnosisObs:
             checks=tuple(f["check"] for f in findings),
             also_explains=tuple(d.get("also_explains") or ()),
             not_checked=tuple(d.get("not_checked") or ()),
+            explaining=tuple(f["check"] for f in findings if f.get("explains")),
         )
 
 
@@ -61,53 +79,159 @@ class DiagnosisActObs:
     required_causes: tuple[str, ...] = ORDER  # each must be some situation's expected first cause
 
 
-def check_diagnosis(o: DiagnosisActObs) -> Verdict:
-    f: list[str] = []
+def diagnosed(o: DiagnosisActObs) -> list[tuple[Situation, DiagnosisObs]]:
+    """Each built situation with its diagnosis, for the targets diagnosed exactly once."""
+    count = Counter(d.target for d in o.diagnoses)
+    by_target = {d.target: d for d in o.diagnoses if count[d.target] == 1}
+    return [(s, by_target[s.target]) for s in o.situations if s.target in by_target]
+
+
+def a_situation_for_every_cause_and_one_with_two(o: DiagnosisActObs) -> list[Miss]:
+    want = f"one situation per cause {list(o.required_causes)}, one with two causes, each target once"
     if not o.situations:
-        f.append("no situation was built: nothing was diagnosed against a known cause")
-    missing_causes = [c for c in o.required_causes if c not in {s.expected_first for s in o.situations}]
-    if missing_causes:
-        f.append(f"no situation built for {missing_causes}: every cause must be shown to be found")
-    if o.situations and not any(s.also_holds for s in o.situations):
-        f.append("no situation where two causes hold at once: the order was never put to the test")
-    by_target = {d.target: d for d in o.diagnoses}
-    named = []
+        return [Miss(want, "no situation was built: nothing was diagnosed against a known cause")]
+    misses = []
+    built = {s.expected_first for s in o.situations}
+    missing = [c for c in o.required_causes if c not in built]
+    if missing:
+        misses.append(Miss(want, f"no situation built for {missing}: every cause must be shown to be found"))
+    if not any(s.also_holds for s in o.situations):
+        misses.append(
+            Miss(want, "no situation where two causes hold at once: the order was never put to the test")
+        )
+    twice = sorted(t for t, n in Counter(s.target for s in o.situations).items() if n > 1)
+    if twice:
+        misses.append(Miss(want, f"targets built twice: {twice}"))
+    return misses
+
+
+def each_target_diagnosed_once(o: DiagnosisActObs) -> list[Miss]:
+    count = Counter(d.target for d in o.diagnoses)
+    misses = []
     for s in o.situations:
-        d = by_target.get(s.target)
-        if d is None:
-            f.append(f"{s.target}: not diagnosed (diagnosed: {sorted(by_target)})")
+        if count[s.target] == 0:
+            misses.append(
+                Miss(f"{s.target} diagnosed", f"{s.target}: not diagnosed (diagnosed: {sorted(count)})")
+            )
+        elif count[s.target] > 1:
+            misses.append(
+                Miss(f"{s.target} diagnosed once", f"{s.target}: diagnosed {count[s.target]} times")
+            )
+    return misses
+
+
+def checks_come_in_the_diagnosis_order(o: DiagnosisActObs) -> list[Miss]:
+    return [
+        Miss(
+            f"every check in the order {list(ORDER)}",
+            f"{s.target}: checks shown {list(d.checks)}, expected every check in the order {list(ORDER)}",
+        )
+        for s, d in diagnosed(o)
+        if d.checks != ORDER
+    ]
+
+
+def every_check_made(o: DiagnosisActObs) -> list[Miss]:
+    return [
+        Miss(
+            "no check skipped",
+            f"{s.target}: not checked: {list(d.not_checked)}; the act needs every check made",
+        )
+        for s, d in diagnosed(o)
+        if d.not_checked
+    ]
+
+
+def first_cause_agrees_with_the_findings(o: DiagnosisActObs) -> list[Miss]:
+    misses = []
+    for s, d in diagnosed(o):
+        want = "first_cause = the first explaining finding, also_explains = the later ones"
+        if d.explaining is None:
+            misses.append(Miss(want, f"{s.target}: which findings explain the wait was not observed"))
             continue
-        if d.first_cause != s.expected_first:
-            f.append(f"{s.target}: first cause {d.first_cause}, expected {s.expected_first}")
-        else:
+        first = d.explaining[0] if d.explaining else None
+        if d.first_cause != first or d.also_explains != d.explaining[1:]:
+            misses.append(
+                Miss(
+                    want,
+                    f"{s.target}: first cause {d.first_cause}, also {list(d.also_explains)}, but the "
+                    f"findings that explain are {list(d.explaining)}",
+                )
+            )
+    return misses
+
+
+def first_cause_is_the_built_one(o: DiagnosisActObs) -> list[Miss]:
+    return [
+        Miss(
+            f"{s.target}: {s.expected_first}",
+            f"{s.target}: first cause {d.first_cause}, expected {s.expected_first}",
+        )
+        for s, d in diagnosed(o)
+        if d.first_cause != s.expected_first
+    ]
+
+
+def first_finding_carries_its_evidence(o: DiagnosisActObs) -> list[Miss]:
+    misses = []
+    for s, d in diagnosed(o):
+        want = f"{s.target}: the {s.expected_first} finding carrying {list(s.key_evidence)}"
+        if not s.key_evidence:
+            misses.append(
+                Miss(want, f"{s.target}: the situation names no evidence to expect: nothing to check")
+            )
+        elif d.first_cause == s.expected_first:
             lacking = [k for k in s.key_evidence if k not in d.key_evidence]
             if lacking:
-                f.append(
-                    f"{s.target}: {s.expected_first} named without its evidence {lacking} "
-                    f"(the finding carries {list(d.key_evidence)})"
+                misses.append(
+                    Miss(
+                        want,
+                        f"{s.target}: {s.expected_first} named without its evidence {lacking} "
+                        f"(the finding carries {list(d.key_evidence)})",
+                    )
                 )
-        if d.checks != ORDER:
-            f.append(
-                f"{s.target}: checks shown {list(d.checks)}, expected every check in the order {list(ORDER)}"
-            )
-        if d.not_checked:
-            f.append(f"{s.target}: not checked: {list(d.not_checked)}; the act needs every check made")
+    return misses
+
+
+def the_other_built_cause_shown_holding(o: DiagnosisActObs) -> list[Miss]:
+    misses = []
+    for s, d in diagnosed(o):
         unshown = [c for c in s.also_holds if c not in d.also_explains]
         if unshown:
-            f.append(
-                f"{s.target}: {unshown} also hold(s) but the diagnosis does not show it holding "
-                f"(shown holding: {list(d.also_explains)}): later checks were skipped or wrong"
+            misses.append(
+                Miss(
+                    f"{s.target}: {list(s.also_holds)} shown holding too",
+                    f"{s.target}: {unshown} also hold(s) but the diagnosis does not show it holding (shown "
+                    f"holding: {list(d.also_explains)}): later checks were skipped or wrong",
+                )
             )
-        named.append(f"{s.target}: {d.first_cause}")
-    return decide(
+    return misses
+
+
+CLAUSES = (
+    a_situation_for_every_cause_and_one_with_two,
+    each_target_diagnosed_once,
+    checks_come_in_the_diagnosis_order,
+    every_check_made,
+    first_cause_agrees_with_the_findings,
+    first_cause_is_the_built_one,
+    first_finding_carries_its_evidence,
+    the_other_built_cause_shown_holding,
+)
+
+
+def check_diagnosis(o: DiagnosisActObs) -> Verdict:
+    """Act 7's claim: every clause of `CLAUSES` over the situations built and the diagnoses made."""
+    return compose(
         CLAIM,
         "; ".join(
             f"{s.target}: {s.expected_first}" + (f" (also {', '.join(s.also_holds)})" if s.also_holds else "")
             for s in o.situations
         )
         or "one situation per cause, one with two causes at once",
-        f,
-        "; ".join(named),
+        CLAUSES,
+        o,
+        lambda: "; ".join(f"{s.target}: {d.first_cause}" for s, d in diagnosed(o)),
         situations=[s.__dict__ for s in o.situations],
         diagnoses=[d.__dict__ for d in o.diagnoses],
     )

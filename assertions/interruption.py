@@ -1,13 +1,24 @@
 """Act 5: a spot interruption warning reaches Karpenter through its interruption queue; Karpenter cordons
 the node within the two-minute notice, evicts the workload gracefully, and the workload runs again on a
-replacement spot GPU node of our NodePool."""
+replacement spot GPU node of our NodePool.
+
+| clause | identity | ownership | time order | count | provenance | target |
+|---|---|---|---|---|---|---|
+| warning_was_delivered | the FIS experiment | - (aimed at the node's instance by the act) | - | - | FIS final state | AWS only; local: an SQS put, always "delivered" |
+| karpenter_saw_the_interruption | events about this node (kind Node) or its NodeClaim (kind NodeClaim) | the event's kind agrees with the name | at/after the warning (whole seconds) | each reason >= 1 | Kubernetes events | same |
+| node_cordoned_within_the_notice | the interrupted node | - | warning - 1 s <= taint <= warning + notice | - | the act's own poll of the taint | same |
+| nodeclaim_of_the_node_deleted | the node's own NodeClaim | the node's NodePool = ours | deleted at/after the warning | - | the act's poll | same |
+| workload_evicted_through_the_eviction_api | pods on the interrupted node | the workload's Job | - | >= 1, each evicted | DisruptionTarget reason | same |
+| replacement_is_a_new_spot_node_of_ours | another name, another uid, another NodeClaim | node label NodePool = its NodeClaim's = ours | created at/after the warning, Ready after created | one | node and NodeClaim status | same |
+| workload_ran_again_on_the_replacement | a pod not among the evicted ones | the workload's Job | Running at/after the warning and the replacement's Ready | >= 1 | container status | same |
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
 
-from assertions.decide import decide, seconds
+from assertions.clauses import Miss, before, compose, seconds, stamp
 from assertions.observed import EventObs, NodeObs, PodObs
 from assertions.verdict import Verdict
 from facts.kube_keys import TAINT_DISRUPTED
@@ -20,6 +31,9 @@ TAINT = TAINT_DISRUPTED
 EVICTION_API = "EvictionByEvictionAPI"  # DisruptionTarget reason of a pod evicted through the eviction API
 NOTICE_SECONDS = 120.0  # EC2's spot interruption notice
 EVENTS = ("SpotInterrupted", "TerminatingOnInterruption")
+CLOCK_SKEW_SECONDS = (
+    1.0  # the act's poll and the warning's clock: a taint a second "early" is the same moment
+)
 
 
 @dataclass(frozen=True)
@@ -38,95 +52,248 @@ class InterruptionObs:
     notice_seconds: float = NOTICE_SECONDS
 
 
-def _gpus(n: NodeObs) -> int:
+def gpus(n: NodeObs) -> int:
     return max(n.allocatable_gpu, n.allocatable_shared)
 
 
-def check_interruption(o: InterruptionObs) -> Verdict:
-    f: list[str] = []
-    n = o.node
-    if o.delivery == "fis" and o.delivery_state != "completed":
-        f.append(f"the FIS experiment ended {o.delivery_state!r}: {o.delivery_reason or 'no reason given'}")
-    since = o.warned_at.replace(microsecond=0)  # event times have whole seconds
-    mine = [e for e in o.events if e.name in (n.name, n.nodeclaim) and e.at >= since]
-    reasons = sorted({e.reason for e in mine})
-    for needed in EVENTS:
-        if needed not in reasons:
-            f.append(
-                f"no {needed} event on node {n.name} or NodeClaim {n.nodeclaim} after the warning (saw "
-                f"{reasons or 'none'}): the warning did not come through Karpenter's interruption queue"
-            )
-    to_cordon = seconds(o.warned_at, o.taint_seen_at)
-    if o.taint_seen_at is None:
-        f.append(f"taint {TAINT} never observed on {n.name}: Karpenter did not cordon it")
-    elif to_cordon is not None and to_cordon < -1:
-        f.append(f"{n.name} carried {TAINT} {-to_cordon:.0f}s before the warning: not cordoned because of it")
-    elif to_cordon is not None and to_cordon > o.notice_seconds:
-        f.append(
-            f"{n.name} was cordoned {to_cordon:.0f}s after the warning, past the {o.notice_seconds:.0f}s notice: "
-            "the instance would have been reclaimed with the workload on it"
+def victims(o: InterruptionObs) -> list[PodObs]:
+    """The workload's pods that were on the interrupted node."""
+    return [p for p in o.pods if p.node == o.node.name]
+
+
+def ran_again(o: InterruptionObs) -> list[PodObs]:
+    """The workload's pods, other than the evicted ones, Running on the replacement after the warning."""
+    r = o.replacement
+    if r is None:
+        return []
+    evicted = {p.name for p in victims(o)}
+    return [
+        p
+        for p in o.pods
+        if p.name not in evicted
+        and p.node == r.name
+        and p.running is not None
+        and not before(p.running.start, o.warned_at)
+        and (r.ready_at is None or not before(p.running.start, r.ready_at))
+    ]
+
+
+def warning_was_delivered(o: InterruptionObs) -> list[Miss]:
+    if o.delivery != "fis" or o.delivery_state == "completed":
+        return []
+    return [
+        Miss(
+            "the FIS experiment completed",
+            f"the FIS experiment ended {o.delivery_state!r}: {o.delivery_reason or 'no reason given'}",
         )
+    ]
+
+
+def interruption_events(o: InterruptionObs) -> list[EventObs]:
+    """Events after the warning about the interrupted node (kind Node) or its NodeClaim (kind NodeClaim)."""
+    n = o.node
+    return [
+        e
+        for e in o.events
+        if ((e.kind == "Node" and e.name == n.name) or (e.kind == "NodeClaim" and e.name == n.nodeclaim))
+        and not before(e.at, o.warned_at)
+    ]
+
+
+def karpenter_saw_the_interruption(o: InterruptionObs) -> list[Miss]:
+    n = o.node
+    reasons = sorted({e.reason for e in interruption_events(o)})
+    return [
+        Miss(
+            f"{needed} about node {n.name} or NodeClaim {n.nodeclaim} after the warning",
+            f"no {needed} event on node {n.name} or NodeClaim {n.nodeclaim} after the warning (saw "
+            f"{reasons or 'none'}): the warning did not come through Karpenter's interruption queue",
+        )
+        for needed in EVENTS
+        if needed not in reasons
+    ]
+
+
+def node_cordoned_within_the_notice(o: InterruptionObs) -> list[Miss]:
+    n = o.node
+    want = f"{TAINT} on {n.name} within {o.notice_seconds:.0f}s of the warning"
+    to_cordon = seconds(o.warned_at, o.taint_seen_at)
+    if to_cordon is None:
+        return [Miss(want, f"taint {TAINT} never observed on {n.name}: Karpenter did not cordon it")]
+    if to_cordon < -CLOCK_SKEW_SECONDS:
+        return [
+            Miss(
+                want,
+                f"{n.name} carried {TAINT} {-to_cordon:.0f}s before the warning: not cordoned because of it",
+            )
+        ]
+    if to_cordon > o.notice_seconds:
+        return [
+            Miss(
+                want,
+                f"{n.name} was cordoned {to_cordon:.0f}s after the warning, past the "
+                f"{o.notice_seconds:.0f}s notice: the instance would have been reclaimed with the "
+                "workload on it",
+            )
+        ]
+    return []
+
+
+def nodeclaim_of_the_node_deleted(o: InterruptionObs) -> list[Miss]:
+    n = o.node
+    want = f"the NodeClaim of {n.name}, of NodePool {o.nodepool}, deleted after the warning"
     if n.nodeclaim is None:
-        f.append(f"node {n.name} had no NodeClaim: not a Karpenter node")
-    elif o.nodeclaim_deleted_at is None:
-        f.append(f"NodeClaim {n.nodeclaim} was never deleted: Karpenter did not act on the interruption")
-    victims = [p for p in o.pods if p.node == n.name]
-    if not victims:
-        f.append(f"no workload pod was seen on {n.name}: nothing to drain, so draining is unproven")
-    for p in victims:
+        return [Miss(want, f"node {n.name} had no NodeClaim: not a Karpenter node")]
+    if n.nodepool != o.nodepool or n.nodeclaim_nodepool not in (None, o.nodepool):
+        return [
+            Miss(
+                want,
+                f"node {n.name} is of NodePool {n.nodepool} (its NodeClaim's: {n.nodeclaim_nodepool}), "
+                f"not {o.nodepool}",
+            )
+        ]
+    if o.nodeclaim_deleted_at is None:
+        return [
+            Miss(
+                want, f"NodeClaim {n.nodeclaim} was never deleted: Karpenter did not act on the interruption"
+            )
+        ]
+    if before(o.nodeclaim_deleted_at, o.warned_at):
+        return [
+            Miss(
+                want,
+                f"NodeClaim {n.nodeclaim} was deleted {stamp(o.nodeclaim_deleted_at)}, before the "
+                f"warning {stamp(o.warned_at)}: not because of it",
+            )
+        ]
+    return []
+
+
+def workload_evicted_through_the_eviction_api(o: InterruptionObs) -> list[Miss]:
+    n = o.node
+    on_node = victims(o)
+    want = f"the workload's pods on {n.name} evicted ({EVICTION_API})"
+    if not on_node:
+        return [
+            Miss(want, f"no workload pod was seen on {n.name}: nothing to drain, so draining is unproven")
+        ]
+    misses = []
+    for p in on_node:
         if p.disruption == EVICTION_API:
             continue
         if p.disruption == "DeletionByPodGC":
-            f.append(
-                f"pod {p.name} was deleted by PodGC after its node vanished, not evicted: no graceful drain"
-            )
+            why = f"pod {p.name} was deleted by PodGC after its node vanished, not evicted: no graceful drain"
         elif p.disruption is None:
-            f.append(
-                f"pod {p.name} on the interrupted node ended {p.phase} without a DisruptionTarget condition: "
-                "killed, not evicted"
+            why = (
+                f"pod {p.name} on the interrupted node ended {p.phase} without a DisruptionTarget "
+                "condition: killed, not evicted"
             )
         else:
-            f.append(f"pod {p.name} was disrupted by {p.disruption}, not evicted through the eviction API")
-    r = o.replacement
-    again = [p for p in o.pods if r is not None and p.node == r.name and p.running is not None]
+            why = f"pod {p.name} was disrupted by {p.disruption}, not evicted through the eviction API"
+        misses.append(Miss(want, why))
+    return misses
+
+
+def replacement_is_a_new_spot_node_of_ours(o: InterruptionObs) -> list[Miss]:
+    n, r = o.node, o.replacement
+    want = f"a new Ready spot GPU node of NodePool {o.nodepool}, not {n.name}"
     if r is None:
-        f.append("no replacement GPU node was observed")
-    else:
-        if r.created < since:
-            f.append(f"'replacement' {r.name} existed before the warning ({r.created.isoformat()})")
-        if r.nodepool != o.nodepool:
-            f.append(f"replacement {r.name} is of NodePool {r.nodepool}, not {o.nodepool}")
-        if r.capacity_type != "spot":
-            f.append(f"replacement {r.name} has karpenter.sh/capacity-type={r.capacity_type}, not spot")
-        if _gpus(r) < 1:
-            f.append(f"replacement {r.name} advertises no GPU")
-        if r.ready_at is None:
-            f.append(f"replacement {r.name} never became Ready")
-        if not again:
-            f.append(f"the workload never ran again on the replacement {r.name}")
-    timings = {
-        "warning_to_cordon_s": to_cordon,
+        return [Miss(want, "no replacement GPU node was observed")]
+    misses = []
+    if r.name == n.name or r.uid is None or r.uid == n.uid or r.nodeclaim in (None, n.nodeclaim):
+        misses.append(
+            Miss(
+                want,
+                f"'replacement' {r.name} (uid {r.uid}, NodeClaim {r.nodeclaim}) is not another "
+                f"node than the interrupted {n.name} (uid {n.uid}, NodeClaim {n.nodeclaim})",
+            )
+        )
+    if before(r.created, o.warned_at):
+        misses.append(Miss(want, f"'replacement' {r.name} existed before the warning ({stamp(r.created)})"))
+    if r.nodepool != o.nodepool or r.nodeclaim_nodepool not in (None, o.nodepool):
+        misses.append(
+            Miss(
+                want,
+                f"replacement {r.name} is of NodePool {r.nodepool}, not {o.nodepool} (its NodeClaim's: "
+                f"{r.nodeclaim_nodepool})",
+            )
+        )
+    if r.capacity_type != "spot":
+        misses.append(
+            Miss(want, f"replacement {r.name} has karpenter.sh/capacity-type={r.capacity_type}, not spot")
+        )
+    if gpus(r) < 1:
+        misses.append(Miss(want, f"replacement {r.name} advertises no GPU"))
+    if r.ready_at is None:
+        misses.append(Miss(want, f"replacement {r.name} never became Ready"))
+    elif before(r.ready_at, r.created):
+        misses.append(
+            Miss(
+                want,
+                f"replacement {r.name} was Ready {stamp(r.ready_at)} before it was created "
+                f"{stamp(r.created)}",
+            )
+        )
+    return misses
+
+
+def workload_ran_again_on_the_replacement(o: InterruptionObs) -> list[Miss]:
+    r = o.replacement
+    if r is None or ran_again(o):
+        return []  # no replacement: replacement_is_a_new_spot_node_of_ours says so
+    seen = [(p.name, p.node, stamp(p.running.start) if p.running else None) for p in o.pods]
+    return [
+        Miss(
+            f"a pod other than the evicted ones Running on {r.name} after the warning and its Ready",
+            f"the workload never ran again on the replacement {r.name} (pods seen: {seen})",
+        )
+    ]
+
+
+CLAUSES = (
+    warning_was_delivered,
+    karpenter_saw_the_interruption,
+    node_cordoned_within_the_notice,
+    nodeclaim_of_the_node_deleted,
+    workload_evicted_through_the_eviction_api,
+    replacement_is_a_new_spot_node_of_ours,
+    workload_ran_again_on_the_replacement,
+)
+
+
+def timings(o: InterruptionObs) -> dict[str, float | None]:
+    again = ran_again(o)
+    r = o.replacement
+    return {
+        "warning_to_cordon_s": seconds(o.warned_at, o.taint_seen_at),
         "warning_to_nodeclaim_deleted_s": seconds(o.warned_at, o.nodeclaim_deleted_at),
         "warning_to_replacement_ready_s": seconds(o.warned_at, r.ready_at) if r else None,
         "warning_to_workload_running_s": (
             seconds(o.warned_at, min(p.running.start for p in again if p.running)) if again else None
         ),
     }
-    return decide(
+
+
+def check_interruption(o: InterruptionObs) -> Verdict:
+    """Act 5's claim: every clause of `CLAUSES` over what the act watched after the warning."""
+    n, r = o.node, o.replacement
+    times = timings(o)
+    return compose(
         CLAIM,
         f"{' and '.join(EVENTS)} events; {TAINT} within {o.notice_seconds:.0f}s of the warning; the NodeClaim "
         f"deleted; the workload's pods evicted ({EVICTION_API}); a new Ready spot GPU node of NodePool "
         f"{o.nodepool} running the workload again",
-        f,
-        f"{n.name} cordoned {to_cordon:.0f}s after the warning, pods evicted, workload running on "
-        f"{r.name if r else '?'}"
-        if to_cordon is not None
-        else "not cordoned",
+        CLAUSES,
+        o,
+        lambda: (
+            f"{n.name} cordoned {times['warning_to_cordon_s']:.0f}s after the warning, pods evicted, workload "
+            f"running on {r.name if r else '?'}"
+        ),
         node=n.name,
         nodeclaim=n.nodeclaim,
         delivery=f"{o.delivery}: {o.delivery_state}",
-        events=reasons,
-        victims={p.name: p.disruption for p in victims},
+        events=sorted({e.reason for e in interruption_events(o)}),
+        victims={p.name: p.disruption for p in victims(o)},
         replacement=r.name if r else None,
-        timings=timings,
+        timings=times,
     )

@@ -35,6 +35,7 @@ class NodeObs:
     capacity_shared: int = 0  # nvidia.com/gpu.shared: time-sliced replicas, when the plugin renames them
     allocatable_shared: int = 0
     deleted_at: datetime | None = None  # deletionTimestamp, or when the act saw it gone
+    uid: str | None = None  # metadata.uid: a node re-created under the same name has another
 
     @property
     def nodepool(self) -> str | None:
@@ -79,6 +80,7 @@ class WorkloadSnapshot:
     job_suspended: bool | None = None  # the owning Job's spec.suspend
     cluster_queue: str | None = None  # status.admission.clusterQueue: the tenant Kueue charged
     flavors: tuple[str, ...] = ()  # ResourceFlavors of status.admission.podSetAssignments
+    uid: str | None = None  # metadata.uid: a Workload deleted and re-created under its name has another
 
     def is_(self, ctype: str, reason: str | None = None) -> bool:
         c = self.conditions.get(ctype)
@@ -110,6 +112,11 @@ class WorkloadObs:
     def admitted_by(self) -> str | None:
         """The ClusterQueue of the first admission seen."""
         return next((s.cluster_queue for s in self.snapshots if s.is_("Admitted") and s.cluster_queue), None)
+
+    @property
+    def uids(self) -> tuple[str | None, ...]:
+        """Each distinct metadata.uid seen across the snapshots, in the order first seen."""
+        return tuple(dict.fromkeys(s.uid for s in self.snapshots))
 
     @property
     def last(self) -> WorkloadSnapshot | None:

@@ -1,12 +1,28 @@
-"""Act 3: a high-priority job evicts a low-priority one; the victim is requeued, not killed."""
+"""Act 3: a high-priority job evicts a low-priority one; the victim is requeued, not killed.
+
+| clause | identity | ownership | time order | count | provenance | target |
+|---|---|---|---|---|---|---|
+| preemptor_outranks_victim | the two Workloads | - (priority classes are cluster-wide) | - | - | spec.priority, observed | same |
+| victim_is_one_workload_throughout | one metadata.uid over every snapshot, not the preemptor's | - | the whole window | one uid each | observed uids | same |
+| victim_was_admitted_before_the_preemptor_came | the victim's uid | - | Admitted in a snapshot taken before the preemptor was submitted | >= 1 | snapshots | same |
+| victim_history_shows_eviction_then_requeue | the same uid | - | Evicted(Preempted) after the submission, then (later or same snapshot) suspended, no admission, QuotaReserved False | >= 1 each, in that order | conditions as recorded, not inferred | same |
+| victim_preempted_for_the_policy_reason | the victim | the preemptor's ClusterQueue = the victim's for InClusterQueue | the eviction window | - | Preempted condition's reason | same |
+| victim_never_finished | the victim | - | after the submission | none | Finished condition | same |
+| preemptor_admitted_only_after_the_eviction | the preemptor | - | Admitted >= Evicted (whole seconds) | - | lastTransitionTimes | same |
+| preemptor_admitted_and_running | the preemptor | - | its pod Running >= its Admitted | >= 1 running pod | container status | same |
+
+The victim's pods are not a clause: the Job controller deletes a suspended Job's pod without a
+DisruptionTarget on a real cluster, so a Failed victim pod is no evidence either way; the Workload's own
+condition history decides.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
 
-from assertions.decide import decide
-from assertions.observed import WorkloadObs
+from assertions.clauses import Miss, before, compose, stamp
+from assertions.observed import WorkloadObs, WorkloadSnapshot
 from assertions.verdict import Verdict
 
 CLAIM = "the high-priority job preempted a low-priority one, which was requeued (suspended again), not failed"
@@ -28,89 +44,223 @@ class PreemptionObs:
     expected_reason: str = "InClusterQueue"
 
 
-def check_preemption(o: PreemptionObs) -> Verdict:
-    f: list[str] = []
+def after_submission(o: PreemptionObs) -> list[WorkloadSnapshot]:
+    return [s for s in o.victim.snapshots if s.at >= o.preemptor_submitted]
+
+
+def eviction_window(o: PreemptionObs) -> list[WorkloadSnapshot]:
+    """The victim's snapshots, after the preemptor came, showing Evicted True for reason Preempted."""
+    return [s for s in after_submission(o) if s.is_("Evicted", "Preempted")]
+
+
+def evicted_at(s: WorkloadSnapshot) -> datetime:
+    return s.conditions["Evicted"].last_transition or s.at
+
+
+def is_requeued(s: WorkloadSnapshot) -> bool:
+    reserved = s.conditions.get("QuotaReserved")
+    return (
+        bool(s.job_suspended) and not s.has_admission and reserved is not None and reserved.status == "False"
+    )
+
+
+def preemptor_outranks_victim(o: PreemptionObs) -> list[Miss]:
     v, h = o.victim, o.preemptor
+    want = "the preemptor's spec.priority above the victim's"
     if v.priority is None or h.priority is None:
-        f.append(
-            f"priorities not observed (victim {v.priority}, preemptor {h.priority}): spec.priority unset"
-        )
-    elif h.priority <= v.priority:
-        f.append(
-            f"the preemptor's priority {h.priority} ({h.priority_class}) is not higher than the victim's "
-            f"{v.priority} ({v.priority_class})"
-        )
-    before = [s for s in v.snapshots if s.at < o.preemptor_submitted]
-    after = [s for s in v.snapshots if s.at >= o.preemptor_submitted]
-    if not any(s.is_("Admitted") for s in before):
-        f.append(
-            f"precondition: victim {v.name} was not admitted before the high-priority job was submitted "
-            "(the queue was not full, so nothing needed preempting)"
-        )
-    window = [s for s in after if s.is_("Evicted", "Preempted")]
-    if not window:
-        seen = sorted({f"{c.type}={c.status}/{c.reason}" for s in after for c in s.conditions.values()})
-        f.append(
-            f"no eviction window observed on {v.name}: Evicted(reason Preempted) never True after the "
-            f"preemptor arrived (conditions seen: {seen})"
-        )
-    else:
-        reasons = sorted(
-            {
-                s.conditions["Preempted"].reason
-                for s in window
-                if s.conditions.get("Preempted") and s.conditions["Preempted"].status == "True"
-            }
-        )
-        if not set(reasons) & PREEMPTED_REASONS:
-            f.append(
-                f"{v.name} was Evicted but Preempted was never True with a preemption reason "
-                f"{sorted(PREEMPTED_REASONS)}"
+        return [
+            Miss(
+                want,
+                f"priorities not observed (victim {v.priority}, preemptor {h.priority}): spec.priority unset",
             )
-        elif o.expected_reason not in reasons:
-            f.append(
-                f"{v.name} was preempted {reasons}, but the config's policy for this pair implies "
-                f"{o.expected_reason}"
-            )
-        evicted_at = window[0].conditions["Evicted"].last_transition or window[0].at
-        admitted_at = h.since("Admitted")
-        if admitted_at is not None and admitted_at.replace(microsecond=0) < evicted_at.replace(microsecond=0):
-            f.append(
-                f"preemptor {h.name} was admitted at {admitted_at.isoformat()}, before {v.name} was evicted at "
-                f"{evicted_at.isoformat()}: the quota was free, nothing needed preempting"
-            )
-        after_evict = [s for s in after if s.at >= window[0].at]
-        requeued = [
-            s
-            for s in after_evict
-            if s.job_suspended
-            and not s.has_admission
-            and s.conditions.get("QuotaReserved")
-            and s.conditions["QuotaReserved"].status == "False"
         ]
-        if not requeued:
-            f.append(
-                f"{v.name} was not requeued: never seen with its Job suspended, no status.admission and "
-                "QuotaReserved False after the eviction"
+    if h.priority <= v.priority:
+        return [
+            Miss(
+                want,
+                f"the preemptor's priority {h.priority} ({h.priority_class}) is not higher than the "
+                f"victim's {v.priority} ({v.priority_class})",
             )
-    if any(s.is_("Finished") for s in after):
-        fin = next(s for s in after if s.is_("Finished")).conditions["Finished"]
-        f.append(f"victim {v.name} Finished ({fin.reason}: {fin.message}) instead of being requeued")
-    # A preempted Job's pod is deleted by the Job controller when Kueue suspends the Job, with no
-    # DisruptionTarget on a real cluster: a Failed victim pod is no evidence either way. The Workload's
-    # conditions decide (Finished above; requeued with QuotaReserved False).
+        ]
+    return []
+
+
+def victim_is_one_workload_throughout(o: PreemptionObs) -> list[Miss]:
+    misses = []
+    for role, w in (("victim", o.victim), ("preemptor", o.preemptor)):
+        if len(w.uids) != 1 or w.uids[0] is None:
+            misses.append(
+                Miss(
+                    f"the {role} one Workload (one uid) in every snapshot",
+                    f"{role} {w.name} was seen with uids {list(w.uids)}: deleted and re-created (or its uid "
+                    "not observed), so its history is not one object's",
+                )
+            )
+    if o.victim.uids and o.victim.uids == o.preemptor.uids:
+        misses.append(Miss("two different Workloads", f"victim and preemptor share uid {o.victim.uids}"))
+    return misses
+
+
+def victim_was_admitted_before_the_preemptor_came(o: PreemptionObs) -> list[Miss]:
+    v = o.victim
+    if any(s.is_("Admitted") for s in v.snapshots if s.at < o.preemptor_submitted):
+        return []
+    return [
+        Miss(
+            f"{v.name} Admitted before {stamp(o.preemptor_submitted)}",
+            f"precondition: victim {v.name} was not admitted before the high-priority job was submitted "
+            "(the queue was not full, so nothing needed preempting)",
+        )
+    ]
+
+
+def victim_history_shows_eviction_then_requeue(o: PreemptionObs) -> list[Miss]:
+    v = o.victim
+    window = eviction_window(o)
+    want = (
+        "Evicted(Preempted) after the preemptor came, then Job suspended, no admission, QuotaReserved False"
+    )
+    if not window:
+        seen = sorted(
+            {f"{c.type}={c.status}/{c.reason}" for s in after_submission(o) for c in s.conditions.values()}
+        )
+        return [
+            Miss(
+                want,
+                f"no eviction window observed on {v.name}: Evicted(reason Preempted) never True after "
+                f"the preemptor arrived (conditions seen: {seen})",
+            )
+        ]
+    misses = []
+    if before(evicted_at(window[0]), o.preemptor_submitted):
+        misses.append(
+            Miss(
+                want,
+                f"{v.name}'s Evicted condition dates from {stamp(evicted_at(window[0]))}, before the "
+                f"preemptor was submitted {stamp(o.preemptor_submitted)}: another eviction",
+            )
+        )
+    if not any(is_requeued(s) for s in after_submission(o) if s.at >= window[0].at):
+        misses.append(
+            Miss(
+                want,
+                f"{v.name} was not requeued: never seen with its Job suspended, no status.admission and "
+                "QuotaReserved False after the eviction",
+            )
+        )
+    return misses
+
+
+def victim_preempted_for_the_policy_reason(o: PreemptionObs) -> list[Miss]:
+    v, h = o.victim, o.preemptor
+    window = eviction_window(o)
+    if not window:
+        return []  # victim_history_shows_eviction_then_requeue says so
+    reasons = sorted({s.conditions["Preempted"].reason for s in window if s.is_("Preempted")})
+    want = f"Preempted True with reason {o.expected_reason}"
+    if not set(reasons) & PREEMPTED_REASONS:
+        return [
+            Miss(
+                want,
+                f"{v.name} was Evicted but Preempted was never True with a preemption reason "
+                f"{sorted(PREEMPTED_REASONS)}",
+            )
+        ]
+    if o.expected_reason not in reasons:
+        return [
+            Miss(
+                want,
+                f"{v.name} was preempted {reasons}, but the config's policy for this pair implies "
+                f"{o.expected_reason}",
+            )
+        ]
+    if o.expected_reason == "InClusterQueue" and v.admitted_by != h.admitted_by:
+        return [
+            Miss(
+                want,
+                f"preempted InClusterQueue, but the victim was admitted by {v.admitted_by} and the "
+                f"preemptor by {h.admitted_by}: not one ClusterQueue",
+            )
+        ]
+    return []
+
+
+def victim_never_finished(o: PreemptionObs) -> list[Miss]:
+    done = next((s for s in after_submission(o) if s.is_("Finished")), None)
+    if done is None:
+        return []
+    fin = done.conditions["Finished"]
+    return [
+        Miss(
+            "the victim not Finished",
+            f"victim {o.victim.name} Finished ({fin.reason}: {fin.message}) instead of being requeued",
+        )
+    ]
+
+
+def preemptor_admitted_only_after_the_eviction(o: PreemptionObs) -> list[Miss]:
+    window = eviction_window(o)
+    admitted_at = o.preemptor.since("Admitted")
+    if not window or admitted_at is None:
+        return []  # the eviction and admission clauses say which is missing
+    if not before(admitted_at, evicted_at(window[0])):
+        return []
+    return [
+        Miss(
+            "the preemptor admitted once the victim was evicted",
+            f"preemptor {o.preemptor.name} was admitted at {stamp(admitted_at)}, before {o.victim.name} was "
+            f"evicted at {stamp(evicted_at(window[0]))}: the quota was free, nothing needed preempting",
+        )
+    ]
+
+
+def preemptor_admitted_and_running(o: PreemptionObs) -> list[Miss]:
+    h = o.preemptor
+    want = f"{h.name} Admitted, its pod Running after that"
     if not any(s.is_("Admitted") for s in h.snapshots):
-        f.append(f"preemptor {h.name} was never admitted")
-    if not any(p.running is not None for p in h.pods):
-        f.append(f"preemptor {h.name} never had a Running pod")
+        return [Miss(want, f"preemptor {h.name} was never admitted")]
+    runs = [p for p in h.pods if p.running is not None]
+    if not runs:
+        return [Miss(want, f"preemptor {h.name} never had a Running pod")]
+    admitted_at = h.since("Admitted")
+    early = [p.name for p in runs if admitted_at is not None and before(p.running.start, admitted_at)]  # type: ignore[union-attr]
+    if early:
+        return [
+            Miss(
+                want,
+                f"preemptor pods {early} were Running before {h.name} was admitted at "
+                f"{stamp(admitted_at)}: Kueue did not gate them",
+            )
+        ]
+    return []
+
+
+CLAUSES = (
+    preemptor_outranks_victim,
+    victim_is_one_workload_throughout,
+    victim_was_admitted_before_the_preemptor_came,
+    victim_history_shows_eviction_then_requeue,
+    victim_preempted_for_the_policy_reason,
+    victim_never_finished,
+    preemptor_admitted_only_after_the_eviction,
+    preemptor_admitted_and_running,
+)
+
+
+def check_preemption(o: PreemptionObs) -> Verdict:
+    """Act 3's claim: every clause of `CLAUSES` over the two Workloads' recorded histories."""
+    window = eviction_window(o)
     first_evicted = window[0].at.isoformat() if window else None
-    return decide(
+    return compose(
         CLAIM,
-        "victim: Evicted/Preempted True in a window, then Job suspended, no admission, "
-        "QuotaReserved False, not Finished; preemptor admitted and running",
-        f,
-        f"{v.name} evicted at {first_evicted} and requeued; {h.name} admitted and running",
-        victim=v.name,
-        preemptor=h.name,
+        "victim: one Workload throughout, Evicted/Preempted True after the preemptor came, then Job suspended, "
+        "no admission, QuotaReserved False, not Finished; preemptor admitted after the eviction and running",
+        CLAUSES,
+        o,
+        lambda: (
+            f"{o.victim.name} evicted at {first_evicted} and requeued; {o.preemptor.name} admitted and running"
+        ),
+        victim=o.victim.name,
+        preemptor=o.preemptor.name,
         evicted_at=first_evicted,
     )

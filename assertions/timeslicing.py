@@ -1,12 +1,26 @@
 """Act 4: one physical GPU becomes four schedulable replicas; four pods, each admitted by Kueue, ran on it at
-once, on one GPU UUID, and each ran to success."""
+once, on one GPU UUID, and each ran to success.
+
+| clause | identity | ownership | time order | count | provenance | target |
+|---|---|---|---|---|---|---|
+| node_advertises_one_gpu_as_n_replicas | the node the pods ran on | - | as last seen | GFD count 1, replicas n, shared capacity = allocatable = n | GFD labels, node status | same |
+| no_whole_gpu_beside_the_replicas | the node | - | - | zero nvidia.com/gpu | node status | same |
+| each_pod_admitted_by_kueue_on_the_shared_flavor | a Workload per pod, by the pods recorded under its Job | one Workload owns each pod; the shared ResourceFlavor | the pod Running >= its Workload's Admitted | n Workloads, n pods, no pod twice | Workload snapshots | same |
+| all_pods_on_that_node | pod spec.nodeName | - | - | every pod | pod spec | same |
+| all_ran_at_once | per pod | - | latest start < earliest end (before the last look) | every pod Running | recorded intervals | same |
+| each_pod_got_one_replica_of_one_uuid | device ids | - | - | one device each, one UUID in all, no replica twice | pod-resources (local) / NVIDIA_VISIBLE_DEVICES (AWS, no replica index) | same clause, different observers |
+| each_ran_to_success | per pod | - | - | every pod | phase, exit code | same |
+
+Workload identity is by name here (not uid): each is recorded under its own Job within one act's run, and a
+re-created Workload would have to be re-admitted, which the admission clause sees either way.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from assertions.decide import decide
+from assertions.clauses import Miss, before, compose, stamp
 from assertions.observed import NodeObs, PodObs, WorkloadObs
 from assertions.verdict import Verdict
 from facts.kube_keys import LABEL_GPU_COUNT, LABEL_GPU_REPLICAS, LABEL_GPU_SHARING
@@ -33,75 +47,72 @@ def physical(device: str) -> str:
     return device.split("::", 1)[0]
 
 
-def check_timeslicing(o: TimeSlicingObs) -> Verdict:
-    f: list[str] = []
+def node_advertises_one_gpu_as_n_replicas(o: TimeSlicingObs) -> list[Miss]:
     n = o.node
     count = n.labels.get(LABEL_GPU_COUNT)
     per_gpu = n.labels.get(LABEL_GPU_REPLICAS)
     strategy = n.labels.get(LABEL_GPU_SHARING)
+    want = f"GFD count 1, replicas {o.replicas}, time-slicing; nvidia.com/gpu.shared = {o.replicas}"
+    misses = []
     if count != "1":
-        f.append(f"node {n.name} has {count} physical GPUs (GFD nvidia.com/gpu.count), expected 1")
+        misses.append(
+            Miss(want, f"node {n.name} has {count} physical GPUs (GFD nvidia.com/gpu.count), expected 1")
+        )
     if per_gpu != str(o.replicas) or strategy != "time-slicing":
-        f.append(
-            f"GFD labels say replicas={per_gpu}, sharing-strategy={strategy}; expected {o.replicas}, time-slicing"
+        misses.append(
+            Miss(
+                want,
+                f"GFD labels say replicas={per_gpu}, sharing-strategy={strategy}; expected "
+                f"{o.replicas}, time-slicing",
+            )
         )
     cards = int(count) if count and count.isdigit() else 0
     if n.capacity_shared != cards * o.replicas or n.capacity_shared != o.replicas:
-        f.append(
-            f"nvidia.com/gpu.shared capacity is {n.capacity_shared}, expected {o.replicas} = {cards} physical x "
-            f"{o.replicas} replicas"
+        misses.append(
+            Miss(
+                want,
+                f"nvidia.com/gpu.shared capacity is {n.capacity_shared}, expected {o.replicas} = "
+                f"{cards} physical x {o.replicas} replicas",
+            )
         )
     if n.allocatable_shared != n.capacity_shared:
-        f.append(
-            f"nvidia.com/gpu.shared allocatable {n.allocatable_shared} != capacity {n.capacity_shared}: the "
-            "scheduler can place fewer replicas than the node advertises"
-        )
-    if n.capacity_gpu:
-        f.append(
-            f"node {n.name} still advertises {n.capacity_gpu} whole nvidia.com/gpu beside its replicas: a "
-            "card would be handed out twice"
-        )
-    pods = list(o.pods)
-    if len(pods) != o.replicas:
-        f.append(f"{len(pods)} pods observed, expected {o.replicas}")
-    elsewhere = [f"{p.name} on {p.node}" for p in pods if p.node != n.name]
-    if elsewhere:
-        f.append(f"pods not on {n.name}: {elsewhere}")
-    never = [p.name for p in pods if p.running is None]
-    if never:
-        f.append(f"pods never Running: {never}")
-    failed = [
-        f"{p.name} ({p.phase}, exit {p.exit_code})" for p in pods if p.phase != "Succeeded" or p.exit_code
-    ]
-    if failed:
-        f.append(f"pods that did not run to success: {failed}")
-    ran = [p.running for p in pods if p.running is not None]
-    if pods and len(ran) == len(pods):
-        now = o.observed_at or max(r.start for r in ran)
-        latest_start = max(r.start for r in ran)
-        earliest_end = min((r.end or now) for r in ran)
-        if not latest_start < earliest_end:
-            f.append(
-                f"the pods never ran all at once: the last started {latest_start.isoformat()}, the first "
-                f"ended {earliest_end.isoformat()}"
+        misses.append(
+            Miss(
+                want,
+                f"nvidia.com/gpu.shared allocatable {n.allocatable_shared} != capacity "
+                f"{n.capacity_shared}: the scheduler can place fewer replicas than the node "
+                "advertises",
             )
-    no_device = [p.name for p in pods if len(p.devices) != 1]
-    if no_device:
-        f.append(
-            f"pods without exactly one GPU device: {[(p.name, p.devices) for p in pods if p.name in no_device]}"
         )
-    cards_seen = sorted({physical(d) for p in pods for d in p.devices})
-    if len(cards_seen) > 1:
-        f.append(f"pods ran on {len(cards_seen)} GPU UUIDs {cards_seen}: not one GPU shared")
-    replicas_seen = [d for p in pods for d in p.devices if "::" in d]
-    if len(replicas_seen) != len(set(replicas_seen)):
-        f.append(f"one replica was handed to two pods: {sorted(replicas_seen)}")
-    not_admitted = [w.name for w in o.workloads if not any(s.is_("Admitted") for s in w.snapshots)]
+    return misses
+
+
+def no_whole_gpu_beside_the_replicas(o: TimeSlicingObs) -> list[Miss]:
+    if not o.node.capacity_gpu:
+        return []
+    return [
+        Miss(
+            "no whole nvidia.com/gpu",
+            f"node {o.node.name} still advertises {o.node.capacity_gpu} whole "
+            "nvidia.com/gpu beside its replicas: a card would be handed out twice",
+        )
+    ]
+
+
+def each_pod_admitted_by_kueue_on_the_shared_flavor(o: TimeSlicingObs) -> list[Miss]:
+    want = f"{o.replicas} pods, each of its own Workload admitted on {o.flavor} before it ran"
+    misses = []
+    names = [p.name for p in o.pods]
+    if len(o.pods) != o.replicas or len(set(names)) != len(names):
+        misses.append(Miss(want, f"{len(o.pods)} pods observed, expected {o.replicas}"))
     if len(o.workloads) != o.replicas:
-        f.append(f"{len(o.workloads)} Kueue Workloads observed for the pods, expected {o.replicas}")
+        misses.append(
+            Miss(want, f"{len(o.workloads)} Kueue Workloads observed for the pods, expected {o.replicas}")
+        )
+    not_admitted = [w.name for w in o.workloads if not any(s.is_("Admitted") for s in w.snapshots)]
     if not_admitted:
-        f.append(f"workloads never admitted by Kueue: {not_admitted}")
-    wrong_flavor = sorted(
+        misses.append(Miss(want, f"workloads never admitted by Kueue: {not_admitted}"))
+    wrong = sorted(
         {
             f"{w.name}: {s.flavors}"
             for w in o.workloads
@@ -109,17 +120,105 @@ def check_timeslicing(o: TimeSlicingObs) -> Verdict:
             if s.flavors and o.flavor not in s.flavors
         }
     )
-    if wrong_flavor:
-        f.append(f"workloads admitted on another ResourceFlavor than {o.flavor}: {wrong_flavor}")
-    return decide(
+    if wrong:
+        misses.append(Miss(want, f"workloads admitted on another ResourceFlavor than {o.flavor}: {wrong}"))
+    for p in o.pods:
+        owners = [w for w in o.workloads if p.name in {q.name for q in w.pods}]
+        if len(owners) != 1:
+            misses.append(
+                Miss(want, f"pod {p.name} belongs to {len(owners)} of the act's Workloads, expected one")
+            )
+            continue
+        at = owners[0].since("Admitted")
+        if p.running is not None and at is not None and before(p.running.start, at):
+            misses.append(
+                Miss(
+                    want,
+                    f"pod {p.name} was Running at {stamp(p.running.start)}, before its Workload "
+                    f"{owners[0].name} was admitted at {stamp(at)}: Kueue did not gate it",
+                )
+            )
+    return misses
+
+
+def all_pods_on_that_node(o: TimeSlicingObs) -> list[Miss]:
+    elsewhere = [f"{p.name} on {p.node}" for p in o.pods if p.node != o.node.name]
+    return (
+        [Miss(f"every pod on {o.node.name}", f"pods not on {o.node.name}: {elsewhere}")] if elsewhere else []
+    )
+
+
+def all_ran_at_once(o: TimeSlicingObs) -> list[Miss]:
+    never = [p.name for p in o.pods if p.running is None]
+    if never:
+        return [Miss("every pod Running", f"pods never Running: {never}")]
+    runs = [p.running for p in o.pods if p.running is not None]
+    if not runs:
+        return []
+    now = o.observed_at or max(r.start for r in runs)
+    latest_start = max(r.start for r in runs)
+    earliest_end = min((r.end or now) for r in runs)
+    if latest_start < earliest_end:
+        return []
+    return [
+        Miss(
+            "all Running at one moment",
+            f"the pods never ran all at once: the last started "
+            f"{stamp(latest_start)}, the first ended {stamp(earliest_end)}",
+        )
+    ]
+
+
+def each_pod_got_one_replica_of_one_uuid(o: TimeSlicingObs) -> list[Miss]:
+    want = "one device per pod, one GPU UUID for all, no replica handed out twice"
+    misses = []
+    no_device = [(p.name, p.devices) for p in o.pods if len(p.devices) != 1]
+    if no_device:
+        misses.append(Miss(want, f"pods without exactly one GPU device: {no_device}"))
+    uuids = sorted({physical(d) for p in o.pods for d in p.devices})
+    if len(uuids) > 1:
+        misses.append(Miss(want, f"pods ran on {len(uuids)} GPU UUIDs {uuids}: not one GPU shared"))
+    replicas = [d for p in o.pods for d in p.devices if "::" in d]
+    if len(replicas) != len(set(replicas)):
+        misses.append(Miss(want, f"one replica was handed to two pods: {sorted(replicas)}"))
+    return misses
+
+
+def each_ran_to_success(o: TimeSlicingObs) -> list[Miss]:
+    failed = [
+        f"{p.name} ({p.phase}, exit {p.exit_code})" for p in o.pods if p.phase != "Succeeded" or p.exit_code
+    ]
+    return (
+        [Miss("every pod Succeeded, exit 0", f"pods that did not run to success: {failed}")] if failed else []
+    )
+
+
+CLAUSES = (
+    node_advertises_one_gpu_as_n_replicas,
+    no_whole_gpu_beside_the_replicas,
+    each_pod_admitted_by_kueue_on_the_shared_flavor,
+    all_pods_on_that_node,
+    all_ran_at_once,
+    each_pod_got_one_replica_of_one_uuid,
+    each_ran_to_success,
+)
+
+
+def check_timeslicing(o: TimeSlicingObs) -> Verdict:
+    """Act 4's claim: every clause of `CLAUSES` over the node, its pods and their Workloads."""
+    uuids = sorted({physical(d) for p in o.pods for d in p.devices})
+    return compose(
         CLAIM,
         f"GFD count 1, replicas {o.replicas}, time-slicing; nvidia.com/gpu.shared capacity = allocatable = "
-        f"{o.replicas}; {o.replicas} Kueue-admitted pods Running together on {n.name}, one device each, one "
+        f"{o.replicas}; {o.replicas} Kueue-admitted pods Running together on {o.node.name}, one device each, one "
         "UUID, each Succeeded",
-        f,
-        f"{n.name}: {n.capacity_shared} replicas of 1 GPU; {len(pods)} pods ran at once on {cards_seen}",
-        node=n.name,
-        pods={p.name: list(p.devices) for p in pods},
-        uuids=cards_seen,
+        CLAUSES,
+        o,
+        lambda: (
+            f"{o.node.name}: {o.node.capacity_shared} replicas of 1 GPU; {len(o.pods)} pods ran at once on {uuids}"
+        ),
+        node=o.node.name,
+        pods={p.name: list(p.devices) for p in o.pods},
+        uuids=uuids,
         replaced_pods=o.replaced,
     )

@@ -14,6 +14,15 @@ from typing import Any
 
 
 @dataclass(frozen=True)
+class ClauseFailure:
+    """One clause of a claim that the observed world broke: which clause, what it needed, what was seen."""
+
+    clause: str  # the clause function's name, e.g. "replacement_is_a_new_spot_node_of_ours"
+    expected: str
+    observed: str
+
+
+@dataclass(frozen=True)
 class Verdict:
     """The outcome of checking one claim against observed state."""
 
@@ -22,6 +31,12 @@ class Verdict:
     expected: str
     observed: str
     evidence: Mapping[str, Any] = field(default_factory=dict)
+    failures: tuple[ClauseFailure, ...] = ()  # each clause that failed, in the claim's order
+
+    @property
+    def failed_clauses(self) -> tuple[str, ...]:
+        """The names of the clauses that failed, each once, in the claim's order."""
+        return tuple(dict.fromkeys(f.clause for f in self.failures))
 
     def __bool__(self) -> bool:  # a Verdict must never be used as a truth value by accident
         raise TypeError("use verdict.holds, not the Verdict itself, as a boolean")
@@ -35,6 +50,10 @@ class Verdict:
             f"expected: {self.expected}",
             f"observed: {self.observed}",
         ]
+        if self.failures:
+            lines.append("failed clauses:")
+            for f in self.failures:
+                lines.append(f"  {f.clause}: expected {f.expected}; observed {f.observed}")
         if self.evidence:
             lines.append("evidence:")
             for key, value in self.evidence.items():
@@ -51,6 +70,9 @@ class Verdict:
             "expected": self.expected,
             "observed": self.observed,
             "evidence": json.loads(json.dumps(dict(self.evidence), default=str)),
+            "failed_clauses": [
+                {"clause": f.clause, "expected": f.expected, "observed": f.observed} for f in self.failures
+            ],
         }
 
 

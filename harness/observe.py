@@ -53,6 +53,7 @@ def node_obs(kube: Kube, name: str) -> NodeObs:
             else None
         ),
         deleted_at=n.metadata.deletion_timestamp,
+        uid=n.metadata.uid,
         ready_at=ready.last_transition_time if ready is not None and ready.status == "True" else None,
         nodeclaim=claim.name if claim else None,
         nodeclaim_nodepool=claim.nodepool if claim else None,
@@ -135,6 +136,7 @@ def snapshot(workload: dict[str, Any], at: datetime, job_suspended: bool | None)
         job_suspended=job_suspended,
         cluster_queue=admission.get("clusterQueue"),
         flavors=flavors,
+        uid=(workload.get("metadata") or {}).get("uid"),
     )
 
 

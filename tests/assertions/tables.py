@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from assertions.observed import Condition, Interval, PodObs, WorkloadObs, WorkloadSnapshot
@@ -27,7 +28,7 @@ def cond(
 
 
 def admitted_snap(
-    at: float, cq: str | None = "team-a", flavors: tuple[str, ...] = ("gpu-spot",)
+    at: float, cq: str | None = "team-a", flavors: tuple[str, ...] = ("gpu-spot",), uid: str | None = None
 ) -> WorkloadSnapshot:
     return WorkloadSnapshot(
         t(at),
@@ -39,16 +40,23 @@ def admitted_snap(
         False,
         cluster_queue=cq,
         flavors=flavors,
+        uid=uid,
     )
 
 
-def pending_snap(at: float) -> WorkloadSnapshot:
+def pending_snap(at: float, uid: str | None = None) -> WorkloadSnapshot:
     return WorkloadSnapshot(
         t(at),
         {"QuotaReserved": cond("QuotaReserved", "False", "Pending", "couldn't assign flavors")},
         False,
         True,
+        uid=uid,
     )
+
+
+def with_uid(w: WorkloadObs, uid: str | None = None) -> WorkloadObs:
+    """The Workload with every snapshot carrying one metadata.uid (one object throughout)."""
+    return replace(w, snapshots=tuple(replace(s, uid=uid or f"uid-{w.name}") for s in w.snapshots))
 
 
 def running_wl(
@@ -58,7 +66,7 @@ def running_wl(
     return WorkloadObs(
         name,
         tenant,
-        snapshots=(admitted_snap(5, tenant),),
+        snapshots=(admitted_snap(5, tenant, uid=f"uid-{name}"),),
         pods=(
             PodObs(
                 f"{name}-pod",
@@ -72,4 +80,4 @@ def running_wl(
 
 
 def pending_wl(name: str, tenant: str) -> WorkloadObs:
-    return WorkloadObs(name, tenant, snapshots=(pending_snap(5),))
+    return WorkloadObs(name, tenant, snapshots=(pending_snap(5, uid=f"uid-{name}"),))

@@ -232,7 +232,25 @@ def test_admission_holds_while_queued_workloads_have_no_quota_condition_yet():
         ADMIT,
         workloads=(
             *ADMIT.workloads[:2],
-            *(replace(w, snapshots=(WorkloadSnapshot(t(5), {}, False, True),)) for w in ADMIT.workloads[2:]),
+            *(
+                replace(w, snapshots=(WorkloadSnapshot(t(5), {}, False, True, uid=f"uid-{w.name}"),))
+                for w in ADMIT.workloads[2:]
+            ),
         ),
     )
     check(check_admission(queued), True)
+
+
+def test_pods_running_before_their_workloads_were_admitted_fail():
+    """Issue 23: the admitted jobs' pods were Running before Kueue admitted their Workloads."""
+    late = tuple(
+        replace(w, snapshots=(admitted_snap(30, w.tenant, uid=f"uid-{w.name}"),))
+        if w.snapshots[0].has_admission
+        else w
+        for w in ADMIT.workloads
+    )
+    v = check_admission(replace(ADMIT, workloads=late))
+    check(
+        v, False, "pod a-0-pod of a-0 was Running at 2026-11-30T12:00:10+00:00, before Kueue admitted a-0 at"
+    )
+    assert v.failed_clauses == ("pods_start_only_after_admission",)

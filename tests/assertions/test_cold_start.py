@@ -15,7 +15,7 @@ from tests.assertions.tables import T0, check, t
 SPOT_NODE = NodeObs(
     "gpu-a",
     created=t(40),
-    labels={"karpenter.sh/capacity-type": "spot"},
+    labels={"karpenter.sh/capacity-type": "spot", "karpenter.sh/nodepool": "gpu-spot"},
     allocatable_gpu=1,
     capacity_gpu=1,
     ready_at=t(90),

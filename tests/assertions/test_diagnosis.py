@@ -19,7 +19,14 @@ SITUATIONS = (
 
 
 def right(s: Situation) -> DiagnosisObs:
-    return DiagnosisObs(s.target, s.expected_first, (*s.key_evidence, "extra:token"), ORDER, s.also_holds)
+    return DiagnosisObs(
+        s.target,
+        s.expected_first,
+        (*s.key_evidence, "extra:token"),
+        ORDER,
+        s.also_holds,
+        explaining=(s.expected_first, *s.also_holds),
+    )
 
 
 DIAGNOSES = tuple(right(s) for s in SITUATIONS)
@@ -124,12 +131,19 @@ def test_from_the_diagnosis_json():
             "also_explains": ["application"],
             "not_checked": [],
             "findings": [
-                {"check": "admission", "key_evidence": []},
-                {"check": "allocation", "key_evidence": ["holder:team-a/llm"]},
-                {"check": "memory", "key_evidence": []},
-                {"check": "placement", "key_evidence": ["only-match:gpu-a"]},
-                {"check": "application", "key_evidence": ["starved:team-a/s"]},
+                {"check": "admission", "explains": False, "key_evidence": []},
+                {"check": "allocation", "explains": True, "key_evidence": ["holder:team-a/llm"]},
+                {"check": "memory", "explains": False, "key_evidence": []},
+                {"check": "placement", "explains": False, "key_evidence": ["only-match:gpu-a"]},
+                {"check": "application", "explains": True, "key_evidence": ["starved:team-a/s"]},
             ],
         }
     )
-    assert d == DiagnosisObs("team-a/alloc", "allocation", ("holder:team-a/llm",), ORDER, ("application",))
+    assert d == DiagnosisObs(
+        "team-a/alloc",
+        "allocation",
+        ("holder:team-a/llm",),
+        ORDER,
+        ("application",),
+        explaining=("allocation", "application"),
+    )

@@ -19,10 +19,24 @@ def t(s: float) -> datetime:
 
 SPOT = {"karpenter.sh/capacity-type": "spot", "karpenter.sh/nodepool": "gpu-spot"}
 NODE = NodeObs(
-    "gpu-int", t(-300), SPOT, allocatable_gpu=1, capacity_gpu=1, ready_at=t(-250), nodeclaim="gpu-spot-int"
+    "gpu-int",
+    t(-300),
+    SPOT,
+    allocatable_gpu=1,
+    capacity_gpu=1,
+    ready_at=t(-250),
+    nodeclaim="gpu-spot-int",
+    uid="uid-int",
 )
 NEW = NodeObs(
-    "gpu-new", t(20), SPOT, allocatable_gpu=1, capacity_gpu=1, ready_at=t(40), nodeclaim="gpu-spot-new"
+    "gpu-new",
+    t(20),
+    SPOT,
+    allocatable_gpu=1,
+    capacity_gpu=1,
+    ready_at=t(40),
+    nodeclaim="gpu-spot-new",
+    uid="uid-new",
 )
 VICTIM = PodObs(
     "w-1", "gpu-int", "Failed", Interval(t(-200), t(12)), evicted=True, disruption="EvictionByEvictionAPI"
@@ -154,3 +168,15 @@ def test_each_near_miss_fails_for_its_reason(case, obs, why):
 
 def test_a_completed_fis_experiment_holds():
     check(check_interruption(replace(HOLDS, delivery="fis", delivery_state="completed")), True)
+
+
+def test_the_interrupted_node_under_its_old_name_is_no_replacement():
+    """Issue 23: the 'replacement' is the interrupted node itself, and the only pod seen is the evicted one."""
+    v = check_interruption(
+        replace(HOLDS, replacement=replace(NODE, created=t(5), ready_at=t(6)), pods=(VICTIM,))
+    )
+    check(v, False, "'replacement' gpu-int (uid uid-int, NodeClaim gpu-spot-int) is not another node")
+    assert v.failed_clauses == (
+        "replacement_is_a_new_spot_node_of_ours",
+        "workload_ran_again_on_the_replacement",
+    )

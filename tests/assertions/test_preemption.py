@@ -8,7 +8,7 @@ import pytest
 
 from assertions.observed import Interval, PodObs, WorkloadObs, WorkloadSnapshot
 from assertions.preemption import PreemptionObs, check_preemption
-from tests.assertions.tables import admitted_snap, check, cond, pending_snap, t
+from tests.assertions.tables import admitted_snap, check, cond, pending_snap, t, with_uid
 
 
 # --- act 3: preemption -----------------------------------------------------------------------------------
@@ -38,21 +38,25 @@ def requeued_snap(at: float, evicted_reason: str = "Preempted", preempted: bool 
     return WorkloadSnapshot(t(at), conditions, False, True)
 
 
-VICTIM = WorkloadObs(
-    "low-0",
-    "team-a",
-    "low",
-    100,
-    snapshots=(admitted_snap(5), admitted_snap(25), evicted_snap(31), requeued_snap(33)),
-    pods=(PodObs("low-0-pod", "gpu-a", "Failed", Interval(t(6), t(32)), evicted=True),),
+VICTIM = with_uid(
+    WorkloadObs(
+        "low-0",
+        "team-a",
+        "low",
+        100,
+        snapshots=(admitted_snap(5), admitted_snap(25), evicted_snap(31), requeued_snap(33)),
+        pods=(PodObs("low-0-pod", "gpu-a", "Failed", Interval(t(6), t(32)), evicted=True),),
+    )
 )
-PREEMPTOR = WorkloadObs(
-    "high-0",
-    "team-a",
-    "high",
-    1000,
-    snapshots=(pending_snap(30), admitted_snap(34)),
-    pods=(PodObs("high-0-pod", "gpu-a", "Running", Interval(t(36))),),
+PREEMPTOR = with_uid(
+    WorkloadObs(
+        "high-0",
+        "team-a",
+        "high",
+        1000,
+        snapshots=(pending_snap(30), admitted_snap(34)),
+        pods=(PodObs("high-0-pod", "gpu-a", "Running", Interval(t(36))),),
+    )
 )
 PREEMPT = PreemptionObs(VICTIM, PREEMPTOR, t(30))
 
@@ -186,3 +190,17 @@ def test_a_failed_victim_pod_without_disruption_target_is_not_a_kill_when_the_wo
         VICTIM, pods=(PodObs("low-0-pod", "gpu-a", "Failed", Interval(t(6), t(32)), exit_code=137),)
     )
     check(check_preemption(replace(PREEMPT, victim=victim)), True)
+
+
+def test_a_victim_deleted_and_recreated_fresh_is_not_requeued():
+    """Issue 23: the victim Workload deleted and re-created fresh, with no eviction or requeue in its history."""
+    fresh = WorkloadSnapshot(
+        t(33), {"QuotaReserved": cond("QuotaReserved", "False", "Pending")}, False, True, uid="uid-2"
+    )
+    victim = replace(VICTIM, snapshots=(*VICTIM.snapshots[:2], fresh))
+    v = check_preemption(replace(PREEMPT, victim=victim))
+    check(v, False, "victim low-0 was seen with uids ['uid-low-0', 'uid-2']: deleted and re-created")
+    assert v.failed_clauses[:2] == (
+        "victim_is_one_workload_throughout",
+        "victim_history_shows_eviction_then_requeue",
+    )

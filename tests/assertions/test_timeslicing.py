@@ -33,7 +33,9 @@ TS_PODS = tuple(
     for i in range(4)
 )
 TS_WLS = tuple(
-    WorkloadObs(f"job-ts-{i}", "team-a", snapshots=(admitted_snap(5, flavors=("gpu-shared",)),))
+    WorkloadObs(
+        f"job-ts-{i}", "team-a", snapshots=(admitted_snap(5, flavors=("gpu-shared",)),), pods=(TS_PODS[i],)
+    )
     for i in range(4)
 )
 TS = TimeSlicingObs(TS_NODE, TS_PODS, TS_WLS, observed_at=t(60))

@@ -1,0 +1,75 @@
+"""A claim is a tuple of clauses; a checker is their composition.
+
+A clause is a plain function named by what it requires (`replacement_is_a_new_spot_node_of_ours`). It
+takes the act's observation and returns its failures, each a `Miss` (what the clause needed, what was
+seen); an empty list means the clause holds. `compose` runs every clause, tags each miss with the clause's
+name and returns one `Verdict` whose `failed_clauses` names each clause that failed, as Kueue composes
+`IsAdmissible` from `IsFinished`, `IsActive` and `HasQuotaReservation`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from assertions.verdict import ClauseFailure, Verdict
+
+ObsT = TypeVar("ObsT")
+
+
+@dataclass(frozen=True)
+class Miss:
+    """One way a clause failed: what it needed and what the world showed instead."""
+
+    expected: str
+    observed: str
+
+
+Clause = Callable[[ObsT], list[Miss]]
+
+
+def compose(
+    claim: str,
+    expected: str,
+    clauses: Sequence[Clause[ObsT]],
+    obs: ObsT,
+    observed_when_holding: Callable[[], str],
+    **evidence: Any,
+) -> Verdict:
+    """Run every clause on `obs`; the claim holds only when none failed. `observed` names each failure as
+    `clause: what was seen`, in the claim's order; `observed_when_holding` is only called when it holds."""
+    failures = tuple(
+        ClauseFailure(clause.__name__, miss.expected, miss.observed)
+        for clause in clauses
+        for miss in clause(obs)
+    )
+    if failures:
+        observed = "; ".join(f"{f.clause}: {f.observed}" for f in failures)
+        return Verdict(claim, False, expected, observed, evidence, failures)
+    return Verdict(claim, True, expected, observed_when_holding(), evidence)
+
+
+def whole_seconds(at: datetime) -> datetime:
+    """Kubernetes stores object timestamps in whole seconds: compare what the act clocked at that grain."""
+    return at.replace(microsecond=0)
+
+
+def before(a: datetime, b: datetime) -> bool:
+    """`a` is in an earlier whole second than `b`: it really happened first, whatever the truncation."""
+    return whole_seconds(a) < whole_seconds(b)
+
+
+def seconds(a: datetime | None, b: datetime | None) -> float | None:
+    """Seconds from `a` to `b`, or None when either was not observed."""
+    return (b - a).total_seconds() if a is not None and b is not None else None
+
+
+def stamp(at: datetime | None) -> str:
+    return at.isoformat() if at is not None else "never"
+
+
+def parse_iso(ts: str) -> datetime:
+    """An ISO-8601 timestamp (a trailing Z allowed) as an aware UTC datetime."""
+    return datetime.fromisoformat(ts.replace("Z", "+00:00")).astimezone(UTC)

@@ -1,0 +1,118 @@
+"""Act 6 (cost and idle share): holding worlds and their near-misses."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+from hypothesis import strategies as st
+
+from assertions.cost import CostObs, HolderObs
+from facts.timestamps import iso
+from tests.assertions.near_misses import Break
+from tests.assertions.tables import T0
+
+RATE = 1.861
+
+
+def record(start, seconds: int, sm: float, util: float, node: str = "gpu-a") -> dict:
+    cost = RATE * seconds / 3600
+    return {
+        "ResourceName": node, "ChargePeriodStart": iso(start), "ChargePeriodEnd": iso(start + timedelta(seconds=60)),
+        "x_GpuUtilPercent": util, "x_SmActive": sm, "EffectiveCost": cost, "x_InstanceSeconds": seconds,
+        "x_IdleCost": cost * (1 - sm), "x_RateSource": "catalog", "x_Status": "ok", "x_Message": None,
+    }  # fmt: skip
+
+
+@st.composite
+def holding(draw: st.DrawFn) -> CostObs:
+    n = draw(st.integers(3, 5))
+    created_offset = draw(st.integers(0, 59))  # the node came up inside the first interval
+    created = T0 + timedelta(seconds=created_offset)
+    local = draw(st.booleans())
+    sm = draw(st.sampled_from([0.4582, 0.02, 1.0])) if local else None
+    recs = []
+    for i in range(n):
+        load = sm if sm is not None else draw(st.floats(0.0, 0.9))
+        util = min(100.0, load * 100 + draw(st.floats(0, 40)))
+        recs.append(record(T0 + timedelta(seconds=60 * i), 60 - created_offset if i == 0 else 60, load, util))
+    if sm is None and not any(r["x_SmActive"] for r in recs):  # a load ran on AWS: some activity was seen
+        recs[-1] = record(T0 + timedelta(seconds=60 * (n - 1)), 60, 0.3, 50.0)
+    holder = HolderObs("team-a", "cost-1", "team-a", T0 + timedelta(seconds=created_offset + 1))
+    holdings = {
+        r["ChargePeriodStart"]: [{"namespace": "team-a", "pod": "cost-1", "tenant": "team-a"}] for r in recs
+    }
+    order = draw(st.permutations(recs))
+    return CostObs("gpu-a", order, RATE, min_records=2, expected_rate_source="catalog", node_created=created,
+                   expected_sm_active=sm, holdings=holdings, holder=holder, compute_load=True)  # fmt: skip
+
+
+def first(o: CostObs, **changes) -> CostObs:
+    recs = sorted(o.records, key=lambda r: r["ChargePeriodStart"])
+    return replace(o, records=[{**recs[0], **changes}, *recs[1:]])
+
+
+def all_records(o: CostObs, **changes) -> CostObs:
+    return replace(o, records=[{**r, **changes} for r in o.records])
+
+
+def never_there(o: CostObs) -> CostObs:
+    """The seed's metric that was never there: SM_ACTIVE 0 throughout while the load ran (AWS, no expected value)."""
+    recs = [{**r, "x_SmActive": 0.0, "x_IdleCost": r["EffectiveCost"]} for r in o.records]
+    return replace(o, records=recs, expected_sm_active=None)
+
+
+def sm_over_util(o: CostObs) -> CostObs:
+    """SM_ACTIVE 0.5 while GPU_UTIL says a kernel ran 10 % of the time: not one GPU's metrics."""
+    recs = sorted(o.records, key=lambda r: r["ChargePeriodStart"])
+    cost = recs[0]["EffectiveCost"]
+    changed = {**recs[0], "x_SmActive": 0.5, "x_IdleCost": cost * 0.5, "x_GpuUtilPercent": 10.0}
+    return replace(o, records=[changed, *recs[1:]])
+
+
+def gap(o: CostObs) -> CostObs:
+    recs = sorted(o.records, key=lambda r: r["ChargePeriodStart"])
+    return replace(o, records=[recs[0], *recs[2:]])
+
+
+def seconds(s: float) -> timedelta:
+    return timedelta(seconds=s)
+
+
+BREAKS = (
+    Break("enough_consecutive_records", "count", "one record", lambda o: replace(o, records=list(o.records)[:1])),
+    Break("enough_consecutive_records", "count", "one interval recorded twice",
+          lambda o: replace(o, records=[*o.records, dict(o.records[0])])),
+    Break("enough_consecutive_records", "time", "a gap between records", gap),
+    Break("records_are_of_the_node", "identity", "a record of another node", lambda o: first(o, ResourceName="gpu-b")),
+    Break("instance_seconds_match_the_node_life", "provenance", "the node's creation not observed",
+          lambda o: replace(o, node_created=None)),
+    Break("instance_seconds_match_the_node_life", "time", "charged seconds before the node existed",
+          lambda o: replace(o, node_created=o.node_created + seconds(30))),
+    Break("instance_seconds_match_the_node_life", "count", "more seconds than the interval",
+          lambda o: first(o, x_InstanceSeconds=61)),
+    Break("gpu_util_is_a_percentage", "provenance", "GPU_UTIL missing", lambda o: first(o, x_GpuUtilPercent=None)),
+    Break("gpu_util_is_a_percentage", "state", "GPU_UTIL a ratio", lambda o: first(o, x_GpuUtilPercent=140.0)),
+    Break("sm_active_is_the_ratio_the_load_ran_at", "provenance", "SM_ACTIVE missing", lambda o: first(o, x_SmActive=None)),
+    Break("sm_active_is_the_ratio_the_load_ran_at", "state", "SM_ACTIVE a percentage", lambda o: first(o, x_SmActive=45.8)),
+    Break("sm_active_is_the_ratio_the_load_ran_at", "state", "SM_ACTIVE off the simulated load",
+          lambda o: replace(o, expected_sm_active=0.9) if o.expected_sm_active != 0.9 else replace(o, expected_sm_active=0.1)),
+    Break("sm_active_seen_while_the_load_ran", "provenance", "SM_ACTIVE identically zero under load", never_there),
+    Break("sm_active_within_gpu_util", "state", "SM_ACTIVE above GPU_UTIL", sm_over_util),
+    Break("cost_is_the_rate_times_seconds", "state", "a zero cost", lambda o: first(o, EffectiveCost=0.0)),
+    Break("cost_is_the_rate_times_seconds", "state", "charged at another rate",
+          lambda o: replace(o, expected_unit_price=RATE * 2)),
+    Break("cost_is_the_rate_times_seconds", "provenance", "another rate source",
+          lambda o: first(o, x_RateSource="on-demand")),
+    Break("cost_is_the_rate_times_seconds", "provenance", "no price for an interval",
+          lambda o: replace(o, expected_unit_price={})),
+    Break("idle_is_cost_times_unused_share", "state", "idle = the whole cost", lambda o: first(o, x_IdleCost=-1.0)),
+    Break("idle_is_cost_times_unused_share", "provenance", "idle missing", lambda o: first(o, x_IdleCost=None)),
+    Break("holdings_name_the_acts_pod", "provenance", "no holdings recorded", lambda o: replace(o, holdings={})),
+    Break("holdings_name_the_acts_pod", "identity", "holdings name another pod",
+          lambda o: replace(o, holdings={k: [{**h, "pod": "other"} for h in v] for k, v in o.holdings.items()})),
+    Break("holdings_name_the_acts_pod", "ownership", "the pod recorded for another tenant",
+          lambda o: replace(o, holdings={k: [{**h, "tenant": "team-b"} for h in v] for k, v in o.holdings.items()})),
+    Break("holdings_name_the_acts_pod", "time", "the pod's span overlaps no record",
+          lambda o: replace(o, holder=replace(o.holder, held_from=T0 + seconds(86400)))),
+)  # fmt: skip
