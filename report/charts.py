@@ -82,6 +82,7 @@ def to_svg(fig, name: str, title: str) -> str:
     plt.close(fig)
     text = buf.getvalue()
     text = text[text.index("<svg") :]
+    text = re.sub(r"<metadata>.*?</metadata>", "", text, flags=re.S)  # RDF boilerplate, nothing to show
     text = re.sub(r'\bid="([^"]+)"', rf'id="{name}--\1"', text)
     text = re.sub(r"url\(#([^)]+)\)", rf"url(#{name}--\1)", text)
     text = re.sub(r'xlink:href="#([^"]+)"', rf'xlink:href="#{name}--\1"', text)

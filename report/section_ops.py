@@ -90,8 +90,9 @@ def diagnosis_section(data: dict[str, Any] | Absent) -> Section:
     if isinstance(data, Absent):
         return Section("diagnosis", "Diagnosis", missing(data))
     diagnoses = data["diagnoses"]
+    dcgm = f"; DCGM {data['dcgm']}" if data.get("dcgm") else ""
     lead = (f"<p>{len(diagnoses)} waiting GPU pod(s) or workload(s); checks in the order "
-            f"{esc(' → '.join(data.get('order') or []))}; DCGM {esc(data.get('dcgm', '?'))}.</p>")  # fmt: skip
+            f"{esc(' → '.join(data.get('order') or []))}{esc(dcgm)}.</p>")  # fmt: skip
     if not diagnoses:
         lead += "<p>No GPU pod was waiting and no workload was unadmitted when the diagnosis ran.</p>"
     return Section("diagnosis", "Diagnosis", lead + "".join(diagnosis_card(d) for d in diagnoses))
