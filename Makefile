@@ -24,6 +24,9 @@ ACTIONLINT_VERSION := 1.7.12
 UV_VERSION := 0.13.8
 # renovate: datasource=npm depName=renovate
 RENOVATE_VERSION := 44.121.2
+# axe-core checks the HTML report's accessibility in the browser tests (tests/report).
+# renovate: datasource=npm depName=axe-core
+AXE_CORE_VERSION := 4.14.1
 TARGET     ?= local
 
 export PIP_CACHE_DIR     ?= $(CACHE_DIR)/pip
@@ -40,12 +43,14 @@ FOCUS_VALIDATOR := $(TOOLS_DIR)/focus-validator/bin/focus-validator
 ACTIONLINT  := $(CACHE_DIR)/tools/actionlint-v$(ACTIONLINT_VERSION)/actionlint
 UV          := $(CACHE_DIR)/tools/uv-$(UV_VERSION)/bin/uv
 RENOVATE_VALIDATOR := $(CACHE_DIR)/tools/renovate-$(RENOVATE_VERSION)/node_modules/.bin/renovate-config-validator
+AXE_CORE_DIR := $(CACHE_DIR)/tools/axe-core-$(AXE_CORE_VERSION)
+AXE_CORE     := $(AXE_CORE_DIR)/node_modules/axe-core/axe.min.js
 # The Python dependencies, resolved once with hashes (make lock): what setup, CI and the nightly install.
 LOCK_TEST    := requirements/test.txt
 LOCK_RUNTIME := requirements/runtime.txt
 LOCK_FLAGS   := --generate-hashes --universal --python-version 3.11 --quiet
 
-.PHONY: help setup test mutation lint lock synth up destroy bench clean local-up local-down acts demo
+.PHONY: help setup test mutation lint lock synth up destroy bench clean local-up local-down acts demo report
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -84,6 +89,14 @@ $(RENOVATE_VALIDATOR): $(NODE_BIN)
 print-renovate-validator: # where renovate-config-validator lives (tests/ci runs it)
 	@echo $(RENOVATE_VALIDATOR)
 
+$(AXE_CORE): $(NODE_BIN)
+	@echo "installing axe-core $(AXE_CORE_VERSION) (the report's accessibility check) into $(AXE_CORE_DIR)"
+	@mkdir -p $(AXE_CORE_DIR)
+	@PATH=$(CURDIR)/$(NODE_DIR)/node_modules/.bin:$$PATH npm install --prefix $(AXE_CORE_DIR) --no-audit --no-fund --loglevel=error "axe-core@$(AXE_CORE_VERSION)" >/dev/null
+
+print-axe-core: # the folder axe-core is installed in (tests/report injects its axe.min.js)
+	@echo $(AXE_CORE_DIR)
+
 lock: $(UV) ## re-resolve the Python dependencies into the hash-pinned lock files (after editing pyproject.toml)
 	$(UV) pip compile pyproject.toml --extra test $(LOCK_FLAGS) -o $(LOCK_TEST)
 	$(UV) pip compile pyproject.toml $(LOCK_FLAGS) -o $(LOCK_RUNTIME)
@@ -93,18 +106,20 @@ $(SETUP_STAMP): pyproject.toml Makefile $(LOCK_TEST)
 	@echo "installing the locked dependencies ($(LOCK_TEST), hashes required), then gpu-finops, into $(VENV)/"
 	@$(VENV)/bin/pip install -q --require-hashes -r $(LOCK_TEST)
 	@$(VENV)/bin/pip install -q --no-deps -e .
-	@missing=""; for tool in prometheus shellcheck; do command -v $$tool >/dev/null || missing="$$missing $$tool"; done; \
+	@# command:package; chromium and chromium-driver drive the report's browser tests (tests/report)
+	@missing=""; for pair in prometheus:prometheus shellcheck:shellcheck chromium:chromium chromedriver:chromium-driver; do \
+	  command -v $${pair%%:*} >/dev/null || missing="$$missing $${pair#*:}"; done; \
 	if [ -n "$$missing" ]; then echo "installing from Debian:$$missing"; \
 	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 	  $$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 	@touch $@
 
-setup: $(SETUP_STAMP) $(NODE_BIN) $(CHECKOV) $(FOCUS_VALIDATOR) ## create .venv, install the project, Node.js 22, checkov, focus-validator, prometheus, shellcheck
+setup: $(SETUP_STAMP) $(NODE_BIN) $(CHECKOV) $(FOCUS_VALIDATOR) ## create .venv, install the project, Node.js 22, checkov, focus-validator, prometheus, shellcheck, chromium
 
 print-actionlint: # where the actionlint binary lives (tests/ci runs it)
 	@echo $(ACTIONLINT)
 
-test: setup $(ACTIONLINT) $(RENOVATE_VALIDATOR) ## run the offline test suite (the CI command)
+test: setup $(ACTIONLINT) $(RENOVATE_VALIDATOR) $(AXE_CORE) ## run the offline test suite (the CI command)
 	$(VENV)/bin/pytest --target=$(TARGET)
 
 mutation: setup ## mutation testing of the claim checkers (assertions/) against tests/assertions: minutes, so not in `test`
@@ -145,10 +160,15 @@ acts: setup ## run the acts (seven) against TARGET (aws|local); reports in repor
 	@mkdir -p reports
 	$(VENV)/bin/pytest acts --target=$(TARGET) -p no:cacheprovider -rs --tb=short --junitxml=reports/acts.junit.xml
 
-demo: setup ## the main job on the local target: up, all acts (a skipped act fails the demo), the report, down
+demo: setup ## the main job on the local target: up, all acts (a skipped act fails the demo), down, the report
 	$(VENV)/bin/gpu-finops local up
-	$(MAKE) acts TARGET=local GPU_FINOPS_REQUIRE_ALL_ACTS=1 || { $(VENV)/bin/gpu-finops local down; exit 1; }
+	$(MAKE) acts TARGET=local GPU_FINOPS_REQUIRE_ALL_ACTS=1 || { $(VENV)/bin/gpu-finops local down; \
+	  $(VENV)/bin/gpu-finops report --out reports/index.html; exit 1; }
 	$(VENV)/bin/gpu-finops local down
+	$(VENV)/bin/gpu-finops report --out reports/index.html  # its last line: the page's path
+
+report: setup ## the HTML report of the last run (reports/index.html) from what it recorded in reports/
+	$(VENV)/bin/gpu-finops report --out reports/index.html
 
 clean: ## remove build outputs (keeps .venv and .node)
 	rm -rf cdktf.out reports .pytest_cache

@@ -130,15 +130,29 @@ def write_reports(reports: list[ActReport], folder: Path, target: str, finished:
         ],
     }
     (folder / "acts.json").write_text(json.dumps(data, indent=2, default=str))
-    table = Table(title=f"gpu-finops acts on {target}")
-    for col in ("act", "outcome", "claim / reason", "timings (s)"):
-        table.add_column(col)
-    for r in reports:
-        timings = ", ".join(f"{k}={v:.0f}" for k, v in r.timings.items() if isinstance(v, int | float))
-        text = r.claim if r.outcome == "passed" else (r.message.splitlines()[-1] if r.message else r.claim)
-        table.add_row(r.act, r.outcome, text[:160], timings)
-    Console(width=200).print(table)
+    Console(width=TABLE_WIDTH).print(terminal_table(reports, target))
     timeline(reports, folder / "acts-timeline.png")
+
+
+TABLE_WIDTH = 120  # what CI logs show: the table wraps its cells to fit, never wider
+
+
+def seconds(value: float) -> str:
+    """Whole seconds, never a negative zero (a -0.3 s clock skew prints 0, not -0)."""
+    return f"{round(value) + 0:d}"
+
+
+def terminal_table(reports: list[ActReport], target: str) -> Table:
+    table = Table(title=f"gpu-finops acts on {target}", expand=False)
+    table.add_column("act", overflow="fold", max_width=34)
+    table.add_column("outcome")
+    table.add_column("claim / reason", overflow="fold", ratio=1)
+    table.add_column("timings (s)", overflow="fold", max_width=30)
+    for r in reports:
+        timings = ", ".join(f"{k}={seconds(v)}" for k, v in r.timings.items() if isinstance(v, int | float))
+        text = r.claim if r.outcome == "passed" else (r.message.splitlines()[-1] if r.message else r.claim)
+        table.add_row(r.act.removeprefix("test_"), r.outcome, text[:160], timings)
+    return table
 
 
 @dataclass(frozen=True)
@@ -169,6 +183,8 @@ def timeline_bars(reports: list[ActReport]) -> list[Bar]:
 
 
 def timeline(reports: list[ActReport], path: Path) -> Path | None:
+    """One lane per phase, node and pod, grouped by act (a heading lane names each act); the labels are the
+    y axis's, so none runs past the plot, and the figure is cropped to what it draws, title included."""
     bars = timeline_bars(reports)
     if not bars:
         return None
@@ -177,21 +193,26 @@ def timeline(reports: list[ActReport], path: Path) -> Path | None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(12, 0.4 * len(bars) + 1.5))
-    for i, b in enumerate(bars):
-        ax.barh(
-            i,
-            b.length,
-            left=b.start,
-            color="tab:blue" if b.kind == "phase" else "tab:orange",
-            alpha=1.0 if b.end_observed else 0.35,
-            hatch=None if b.end_observed else "//",
-        )
-        ax.text(b.start, i, f" {b.act}: {b.label}", va="center", fontsize=7)
-    ax.set_yticks([])
+    rows: list[tuple[str, Bar | None]] = []
+    for act in dict.fromkeys(b.act for b in bars):
+        rows.append((act, None))
+        rows += [(f"  {b.label.split(' (')[0]}", b) for b in bars if b.act == act]
+    fig, ax = plt.subplots(figsize=(12, 0.3 * len(rows) + 1.6), layout="constrained")
+    for i, (_label, b) in enumerate(rows):
+        if b is None:
+            ax.axhline(i, color="#cbd5e0", linewidth=0.8)
+            continue
+        color = "tab:blue" if b.kind == "phase" else "tab:orange"
+        ax.barh(i, b.length, left=b.start, height=0.6, color=color if b.end_observed else "white",
+                edgecolor=color, hatch=None if b.end_observed else "//")  # fmt: skip
+    ax.set_yticks(range(len(rows)), [label[:60] for label, _b in rows], fontsize=8)
+    for tick, (_label, b) in zip(ax.get_yticklabels(), rows, strict=True):
+        if b is None:
+            tick.set_fontweight("bold")
+    ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlabel("seconds since the first act began")
-    ax.set_title("act phases (blue) and node/pod lifecycles (orange; hatched: end not observed)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    ax.set_title("Act phases (blue) and node/pod lifecycles (orange; hatched: end not observed), by act",
+                 loc="left")  # fmt: skip
+    fig.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(fig)
     return path

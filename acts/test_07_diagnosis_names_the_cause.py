@@ -45,6 +45,7 @@ The claim, clause by clause (assertions/diagnosis.py, one function each):
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import subprocess
@@ -168,6 +169,7 @@ def test_each_waiting_gpu_pod_is_diagnosed_with_the_cause_it_was_built_with(
         with report.phase("diagnose: admission, memory, allocation, two causes, application"):
             first = diagnose(kube, prom_url, order)
             keep_cli_output(act_target, prom_url, REPORT_DIR / "act-7-diagnose-all.txt")
+            keep_json(first, order, REPORT_DIR / "act-7-diagnose.json")
         with report.phase("placement: one whole card freed, its node tainted for the act"):
             stop(kube, ns_b, jobs=(f"second-{run}",))
             stop(kube, ns_a, pods=("waits-application",))
@@ -250,6 +252,14 @@ def keep_cli_output(t: Target, prom_url: str, path: Path) -> None:
         )
     except (OSError, subprocess.SubprocessError) as exc:
         log.warning("gpu-finops diagnose --all could not be kept: %s", exc)
+
+
+def keep_json(diagnoses: list[dict[str, Any]], order: tuple[str, ...], path: Path) -> None:
+    """The diagnoses as `gpu-finops diagnose --all --json` shapes them, for `gpu-finops report`'s
+    Diagnosis section. Evidence only: it never decides the act."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"order": list(order), "window_s": WINDOW_S, "diagnoses": diagnoses},
+                               indent=1, default=str))  # fmt: skip
 
 
 def eventually_profiles_in_prometheus(prom_url: str, holders: list[str]) -> None:

@@ -122,6 +122,7 @@ def chart(records: Sequence[CostRecord], path: Path, tenants: Sequence | None = 
         return _save(fig, path)
     top, bottom = axes[0], axes[1]
     bottom.sharex(top)
+    stacked: dict[str, float] = {}  # interval start -> idle $ already drawn there (nodes stack, not overlap)
     for name, rows in sorted(group_by_node(records).items()):
         t = [timestamps.parse(r.ChargePeriodStart) for r in rows]
         util = [r.x_GpuUtilPercent for r in rows]
@@ -136,11 +137,26 @@ def chart(records: Sequence[CostRecord], path: Path, tenants: Sequence | None = 
             color=line.get_color(),
             label=f"{name} SM_ACTIVE",
         )
-        bottom.bar(t, [r.x_IdleCost or 0 for r in rows], width=0.0005, label=name, alpha=0.7)
+        # Each bar spans its own interval, [start, end) (matplotlib dates are days): a 10-second record is
+        # 10 seconds wide, starts where the record starts, and the next one begins where it ends.
+        widths = [
+            (timestamps.parse(r.ChargePeriodEnd) - ti).total_seconds() / 86400
+            for r, ti in zip(rows, t, strict=True)
+        ]
+        idle = [r.x_IdleCost or 0 for r in rows]
+        base = [stacked.get(r.ChargePeriodStart, 0.0) for r in rows]
+        bars = bottom.bar(t, idle, width=widths, bottom=base, align="edge", label=name, alpha=0.8,
+                          edgecolor="white", linewidth=0.5)  # fmt: skip
+        for i, patch in enumerate(bars):
+            patch.set_gid(f"idle-{name}-{i}")
+        for r, v in zip(rows, idle, strict=True):
+            stacked[r.ChargePeriodStart] = stacked.get(r.ChargePeriodStart, 0.0) + v
     top.set_ylabel("percent")
     top.set_ylim(0, 105)
     top.set_title("GPU_UTIL (kernel resident) vs SM_ACTIVE (warps active): the gap is idle silicon")
-    top.legend(fontsize="small", ncol=2)
+    # Beside the plot, not over the lines or bars.
+    top.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    bottom.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), title="node")
     bottom.set_ylabel("idle $ per interval")
     bottom.set_title("Money that bought no computation: cost x (1 - SM_ACTIVE)")
     for label in (*top.get_xticklabels(), *bottom.get_xticklabels()):
@@ -153,6 +169,6 @@ def _save(fig, path: Path) -> Path:
 
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")  # the legends beside the plots stay in the image
     plt.close(fig)
     return path

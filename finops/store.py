@@ -67,8 +67,12 @@ class CostStore(Protocol):
 class SqliteCostStore:
     """A cost table in one SQLite file (in-cluster: on a volume)."""
 
-    def __init__(self, path: str | Path):
+    def __init__(self, path: str | Path, *, read_only: bool = False):
         self.path = str(path)
+        self.read_only = read_only
+        if read_only:
+            self.db = self._open_read_only()
+            return
         try:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -103,6 +107,27 @@ class SqliteCostStore:
             )
             self.db.execute(_HOLDINGS_DDL)  # the migration from version 1 (and 0: a new file)
             self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        """The file as it is: no directory made, no table created, no migration (a reader, such as the
+        HTML report, must not change the store it reports on)."""
+        if not Path(self.path).is_file():
+            raise UsageError(f"no SQLite cost store at {self.path}: check the --store path")
+        try:
+            db = sqlite3.connect(f"{Path(self.path).resolve().as_uri()}?mode=ro", uri=True)
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        except sqlite3.Error as exc:
+            raise UsageError(f"cannot read the SQLite cost store {self.path}: {exc}") from exc
+        if version > SCHEMA_VERSION:
+            raise StoreVersionError(
+                f"{self.path}: cost store schema version {version}, this gpu-finops knows up to "
+                f"{SCHEMA_VERSION}: use the gpu-finops that wrote it, or a newer one"
+            )
+        if "cost_records" not in tables:
+            raise UsageError(f"{self.path} holds no cost_records table: is it a gpu-finops cost store?")
+        self._has_holdings = "gpu_holdings" in tables  # a version-1 file, read as it is, has none
+        return db
 
     @property
     def schema_version(self) -> int:
@@ -149,6 +174,8 @@ class SqliteCostStore:
         self, since: str | None = None, until: str | None = None
     ) -> dict[tuple[str, str], IntervalHoldings]:
         """The recorded holdings by (ResourceName, ChargePeriodStart)."""
+        if self.read_only and not self._has_holdings:
+            return {}
         sql = f"SELECT {', '.join(_HOLDINGS_COLUMNS)} FROM gpu_holdings WHERE 1=1"
         args: list[str] = []
         if since:

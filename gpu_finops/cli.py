@@ -42,6 +42,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "per GPU who holds it and what it does, beside the ones that look idle but are held",
     ),
     "ledger": ("ledger.cli_ledger", "a month's GPU-hours in owned buckets; the allocation ladder"),
+    "report": (
+        "report.cli_report",
+        "one self-contained HTML page of a run: acts, cost, ledger and diagnosis",
+    ),
     "local": ("local.cli_local", "the local rehearsal cluster: up, down, status"),
     "teardown": ("teardown.cli_teardown", "plan, destroy, verify-empty and resume the account teardown"),
     "guard": ("infra.cli_guard", "the nightly run's cost ceiling, budget refusal and deadline"),

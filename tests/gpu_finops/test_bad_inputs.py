@@ -69,6 +69,11 @@ CASES: dict[str, Case] = {
         "gpu-finops cost: cannot open the SQLite cost store {tmp}/a-file/cost.sqlite: {tmp}/a-file: exists and is "
         "not a directory; check the --store path",
     ),
+    "report on an acts file that is not JSON": Case(
+        ("report", "--acts", "{tmp}/bad-row.csv", "--out", "{tmp}/index.html"),
+        2,
+        "gpu-finops report: {tmp}/bad-row.csv: not readable as acts report JSON",
+    ),
     "an unknown subcommand": Case(
         ("frobnicate",), 2, "gpu-finops: argument COMMAND: invalid choice: 'frobnicate'"
     ),
@@ -77,6 +82,11 @@ CASES: dict[str, Case] = {
         ("cost", "report", "--store", "{tmp}/cost.sqlite", "--png", "{tmp}/cost.png"),
         1,
         "gpu-finops cost: no cost records in {tmp}/cost.sqlite for the range given: run `gpu-finops collect` first",
+    ),
+    "report with nothing recorded": Case(
+        ("report", "--acts", "{tmp}/none.json", "--store", "{tmp}/none.sqlite", "--out", "{tmp}/index.html"),
+        1,
+        "gpu-finops report: nothing to report: none of {tmp}/none.json, {tmp}/none.sqlite, ",
     ),
     # --- an external service unreachable or refusing us (exit 3)
     "collect --once with Prometheus down": Case(
