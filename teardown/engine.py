@@ -24,7 +24,8 @@ from facts import timeouts
 from harness.waits import eventually
 from teardown.journal import Journal
 from teardown.model import Context, Resource
-from teardown.registry import REGISTRY, deletion_order, load
+from teardown.registry import REGISTRY, deletion_order
+from teardown.types import load
 
 log = logging.getLogger(__name__)
 

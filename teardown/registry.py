@@ -3,6 +3,7 @@
 Each registration says how to list the type in every non-terminal state (only what is ours), how to
 delete one, and `depends_on`: the types whose resources must be gone before this type can be deleted
 (as in libnuke). The deletion order is a topological sort of that graph, never a hand-kept list.
+The registrations live in `teardown.types`, which imports this module; this module imports none of them.
 """
 
 from __future__ import annotations
@@ -47,10 +48,3 @@ def deletion_order(types: Iterable[str] | None = None) -> list[str]:
         graph[name] = {d for d in REGISTRY[name].depends_on if d in selected}
     # static_order raises CycleError naming the cycle if the graph has one.
     return list(TopologicalSorter(graph).static_order())
-
-
-def load() -> dict[str, ResourceType]:
-    """Import every registration module (idempotent) and return the registry."""
-    from teardown import types_ec2, types_eks, types_iam, types_misc, types_storage  # noqa: F401
-
-    return REGISTRY
