@@ -1,70 +1,40 @@
-"""IAM registrations: instance profiles, roles (with their policies), customer-managed policies, and the
-EC2 spot service-linked role (only when our own record says we created it)."""
+"""IAM: instance profiles, roles (their policies detached first) and customer-managed policies as rows;
+the EC2 spot service-linked role as code (only when our own record says we created it)."""
 
 from __future__ import annotations
 
 from botocore.exceptions import ClientError
 
 from facts.names import SPOT_SLR, spot_slr_record_name
-from teardown.listing import owned, pages, unless_gone
+from teardown.listing import owned, unless_gone
 from teardown.model import Context, Resource, gone_ok, is_gone
-from teardown.registry import ResourceType, register
+from teardown.registry import ResourceType, register, register_row
+from teardown.row import Call, Row
 
 
-def list_instance_profiles(ctx: Context) -> list[Resource]:
-    """Ours by tag (our stacks' default tags; Karpenter's cluster tags on the profiles it creates).
-    ListInstanceProfiles returns no tags: each is read with GetInstanceProfile."""
-    out = []
-    iam = ctx.client("iam")
-    for ip in pages(ctx, "iam", "list_instance_profiles", "InstanceProfiles"):
-        name = ip["InstanceProfileName"]
-        full = unless_gone(lambda name=name: iam.get_instance_profile(InstanceProfileName=name))
-        if full is None:
-            continue
-        profile = full["InstanceProfile"]
-        roles = [r["RoleName"] for r in profile.get("Roles", [])]
-        r = owned(ctx, "iam_instance_profile", name, profile.get("Tags"), name=name, roles=roles)
-        if r:
-            out.append(r)
-    return out
-
-
-@gone_ok
-def delete_instance_profile(ctx: Context, r: Resource) -> None:
+def empty_instance_profile(ctx: Context, r: Resource) -> None:
+    """A profile is emptied of its roles (read again: Karpenter may have changed them) first."""
     iam = ctx.client("iam")
     for role in iam.get_instance_profile(InstanceProfileName=r.id)["InstanceProfile"].get("Roles", []):
         iam.remove_role_from_instance_profile(InstanceProfileName=r.id, RoleName=role["RoleName"])
-    iam.delete_instance_profile(InstanceProfileName=r.id)
 
 
-register(
-    ResourceType(
-        "iam_instance_profile",
-        list_instance_profiles,
-        delete_instance_profile,
-        depends_on=("ec2_instance",),
-        why_left="Karpenter creates instance profiles per EC2NodeClass; they block node-role deletion",
-    )
-)
+# Ours by tag (our stacks' default tags; Karpenter's cluster tags on the profiles it creates).
+# ListInstanceProfiles returns no tags: each is read with GetInstanceProfile.
+register_row(Row(
+    "iam_instance_profile", "iam", "list_instance_profiles", "InstanceProfiles", "InstanceProfileName",
+    "delete_instance_profile", "InstanceProfileName", prepare=empty_instance_profile,
+    describe=Call("get_instance_profile", "InstanceProfileName", "InstanceProfileName", "InstanceProfile"),
+    name_field="InstanceProfileName",
+    details={"roles": lambda p: [r["RoleName"] for r in p.get("Roles", [])]},
+    depends_on=("ec2_instance",),
+    why_left="Karpenter creates instance profiles per EC2NodeClass; they block node-role deletion",
+))  # fmt: skip
 
 
-def list_roles(ctx: Context) -> list[Resource]:
-    """Ours by tag. ListRoles returns no tags: each is read with ListRoleTags."""
-    out = []
-    iam = ctx.client("iam")
-    for role in pages(ctx, "iam", "list_roles", "Roles"):
-        name = role["RoleName"]
-        if role.get("Path", "/").startswith("/aws-service-role/"):
-            continue  # service-linked roles: see spot_slr
-        tags = unless_gone(lambda name=name: iam.list_role_tags(RoleName=name).get("Tags"))
-        r = None if tags is None else owned(ctx, "iam_role", name, tags, name=name)
-        if r:
-            out.append(r)
-    return out
-
-
-@gone_ok
-def delete_role(ctx: Context, r: Resource) -> None:
+def release_role(ctx: Context, r: Resource) -> None:
+    """A role is detached from its managed policies, stripped of its inline ones and taken out of its
+    instance profiles first."""
     iam = ctx.client("iam")
     for page in iam.get_paginator("list_attached_role_policies").paginate(RoleName=r.id):
         for p in page["AttachedPolicies"]:
@@ -77,43 +47,34 @@ def delete_role(ctx: Context, r: Resource) -> None:
             iam.remove_role_from_instance_profile(
                 InstanceProfileName=ip["InstanceProfileName"], RoleName=r.id
             )
-    iam.delete_role(RoleName=r.id)
 
 
-register(
-    ResourceType(
-        "iam_role",
-        list_roles,
-        delete_role,
-        depends_on=("iam_instance_profile", "eks_cluster", "eks_nodegroup", "fis_template"),
-        why_left="an instance profile still holds it (Karpenter's, not in Terraform state)",
-    )
-)
+# Ours by tag. ListRoles returns no tags: each is read with ListRoleTags.
+register_row(Row(
+    "iam_role", "iam", "list_roles", "Roles", "RoleName",
+    "delete_role", "RoleName", prepare=release_role,
+    tags=Call("list_role_tags", "RoleName", "RoleName", "Tags"), name_field="RoleName",
+    skip=lambda role: role.get("Path", "/").startswith("/aws-service-role/"),  # see spot_slr
+    depends_on=("iam_instance_profile", "eks_cluster", "eks_nodegroup", "fis_template"),
+    why_left="an instance profile still holds it (Karpenter's, not in Terraform state)",
+))  # fmt: skip
 
 
-def list_policies(ctx: Context) -> list[Resource]:
-    """Customer-managed policies, ours by tag (ListPolicies returns no tags: read with ListPolicyTags)."""
-    out = []
-    iam = ctx.client("iam")
-    for p in pages(ctx, "iam", "list_policies", "Policies", Scope="Local"):
-        arn = p["Arn"]
-        tags = unless_gone(lambda arn=arn: iam.list_policy_tags(PolicyArn=arn).get("Tags"))
-        r = None if tags is None else owned(ctx, "iam_policy", arn, tags, name=p["PolicyName"])
-        if r:
-            out.append(r)
-    return out
-
-
-@gone_ok
-def delete_policy(ctx: Context, r: Resource) -> None:
+def drop_policy_versions(ctx: Context, r: Resource) -> None:
+    """A policy's versions other than the default are deleted first."""
     iam = ctx.client("iam")
     for version in iam.list_policy_versions(PolicyArn=r.id)["Versions"]:
         if not version["IsDefaultVersion"]:
             iam.delete_policy_version(PolicyArn=r.id, VersionId=version["VersionId"])
-    iam.delete_policy(PolicyArn=r.id)
 
 
-register(ResourceType("iam_policy", list_policies, delete_policy, depends_on=("iam_role",)))
+# Customer-managed policies, ours by tag (ListPolicies returns no tags: read with ListPolicyTags).
+register_row(Row(
+    "iam_policy", "iam", "list_policies", "Policies", "Arn",
+    "delete_policy", "PolicyArn",
+    list_kwargs={"Scope": "Local"}, tags=Call("list_policy_tags", "PolicyArn", "Arn", "Tags"),
+    name_field="PolicyName", prepare=drop_policy_versions, depends_on=("iam_role",),
+))  # fmt: skip
 
 
 def list_spot_slr(ctx: Context) -> list[Resource]:
@@ -154,5 +115,7 @@ register(
         delete_spot_slr,
         depends_on=("ec2_instance",),
         why_left="we created it, and AWS refuses while spot instances remain",
+        irregular="account-wide and AWS-named: ours only by our SSM record of creating it, whose tags "
+        "decide; deleting it deletes the record too",
     )
 )

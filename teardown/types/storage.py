@@ -1,5 +1,5 @@
-"""Storage and key registrations: EBS volumes, the collector's ECR repository, the FOCUS export bucket
-and the KMS key that encrypts the cluster's secrets, logs, queue and table. Each is ours by tag."""
+"""Storage and keys: EBS volumes, the collector's ECR repository and the KMS key that encrypts the
+cluster's secrets, logs, queue and table as rows; the FOCUS export bucket as code. Each is ours by tag."""
 
 from __future__ import annotations
 
@@ -7,80 +7,36 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from teardown.listing import owned, pages, unless_gone
+from teardown.listing import owned, unless_gone
 from teardown.model import Context, Resource, gone_ok
-from teardown.registry import ResourceType, register
+from teardown.registry import ResourceType, register, register_row
+from teardown.row import Call, Row
 
 KMS_MIN_WINDOW_DAYS = 7  # the shortest deletion window KMS allows (7-30)
 KMS_PENDING = "PendingDeletion"
 
+# Leaked volumes: PVs the EBS CSI driver created (tagged `kubernetes.io/cluster/<c>=owned`) and volumes
+# of nodes launched with our tags whose DeleteOnTermination was off. A volume in use answers VolumeInUse,
+# retried until its node is gone.
+register_row(Row(
+    "ebs_volume", "ec2", "describe_volumes", "Volumes", "VolumeId",
+    "delete_volume", "VolumeId",
+    state="State", default_state="available", terminal=("deleted",), on_its_way=("deleting",),
+    details={"attached_to": lambda v: [a["InstanceId"] for a in v.get("Attachments", [])]},
+    depends_on=("ec2_instance", "eks_nodegroup", "eks_cluster"),
+    why_left="a PersistentVolume's disk (the EBS CSI driver's) outlives its cluster unless the PV "
+    "was deleted first; still attached while its instance shuts down",
+))  # fmt: skip
 
-# --- EBS volumes ----------------------------------------------------------------------------------------
-def list_volumes(ctx: Context) -> list[Resource]:
-    """Leaked volumes: PVs the EBS CSI driver created (tagged `kubernetes.io/cluster/<c>=owned`) and
-    volumes of nodes launched with our tags whose DeleteOnTermination was off."""
-    out = []
-    for v in pages(ctx, "ec2", "describe_volumes", "Volumes"):
-        if v.get("State") == "deleted":
-            continue
-        r = owned(
-            ctx,
-            "ebs_volume",
-            v["VolumeId"],
-            v.get("Tags"),
-            v.get("State", "available"),
-            attached_to=[a["InstanceId"] for a in v.get("Attachments", [])],
-        )
-        if r:
-            out.append(r)
-    return out
-
-
-@gone_ok
-def delete_volume(ctx: Context, r: Resource) -> None:
-    if r.state != "deleting":
-        ctx.client("ec2").delete_volume(VolumeId=r.id)  # in use: VolumeInUse, retried until its node is gone
-
-
-register(
-    ResourceType(
-        "ebs_volume",
-        list_volumes,
-        delete_volume,
-        depends_on=("ec2_instance", "eks_nodegroup", "eks_cluster"),
-        why_left="a PersistentVolume's disk (the EBS CSI driver's) outlives its cluster unless the PV "
-        "was deleted first; still attached while its instance shuts down",
-    )
-)
-
-
-# --- ECR repository -------------------------------------------------------------------------------------
-def list_repositories(ctx: Context) -> list[Resource]:
-    """Ours by tag, among repositories named like ours (`<cluster>/collector`): the nightly's role may
-    read the tags of our repositories only, and reading every repository's would cost a call each."""
-    out = []
-    ecr = ctx.client("ecr")
-    for repo in pages(ctx, "ecr", "describe_repositories", "repositories"):
-        if not ctx.config.owns_name(repo["repositoryName"]):
-            continue
-        arn = repo["repositoryArn"]
-        tags = unless_gone(lambda arn=arn: ecr.list_tags_for_resource(resourceArn=arn).get("tags", []))
-        r = (
-            None
-            if tags is None
-            else owned(ctx, "ecr_repository", repo["repositoryName"], tags, name=repo["repositoryName"])
-        )
-        if r:
-            out.append(r)
-    return out
-
-
-@gone_ok
-def delete_repository(ctx: Context, r: Resource) -> None:
-    ctx.client("ecr").delete_repository(repositoryName=r.id, force=True)  # images and all
-
-
-register(ResourceType("ecr_repository", list_repositories, delete_repository))
+# Ours by tag, among repositories named like ours (`<cluster>/collector`): the nightly's role may read
+# the tags of our repositories only, and reading every repository's would cost a call each. Deleted with
+# `force`, images and all.
+register_row(Row(
+    "ecr_repository", "ecr", "describe_repositories", "repositories", "repositoryName",
+    "delete_repository", "repositoryName", delete_kwargs={"force": True},
+    tags=Call("list_tags_for_resource", "resourceArn", "repositoryArn", "tags"), name_field="repositoryName",
+    only_named_ours=True,
+))  # fmt: skip
 
 
 # --- the FOCUS export bucket ----------------------------------------------------------------------------
@@ -142,65 +98,30 @@ register(
         list_buckets,
         delete_bucket,
         why_left="the FOCUS export bucket: still holds object versions, or a writer added one meanwhile",
+        irregular="S3 lists every region's buckets: each one's region is read, and a bucket without tags "
+        "answers NoSuchTagSet; deleting it first empties every object version and delete marker",
     )
 )
 
 
 # --- the KMS key ----------------------------------------------------------------------------------------
-def list_keys(ctx: Context) -> list[Resource]:
-    """Customer-managed keys, ours by tag. A key pending deletion is listed in that state, which counts
-    as gone (KMS deletes it when its window ends; nothing more can be done but wait)."""
-    out = []
-    kms = ctx.client("kms")
-    for k in pages(ctx, "kms", "list_keys", "Keys"):
-        key_id = k["KeyId"]
-        meta = unless_gone(lambda key_id=key_id: kms.describe_key(KeyId=key_id)["KeyMetadata"])
-        if (
-            meta is None
-            or meta.get("KeyManager") != "CUSTOMER"
-            or meta.get("KeyState") == "PendingReplicaDeletion"
-        ):
-            continue
-        tags = unless_gone(lambda key_id=key_id: kms.list_resource_tags(KeyId=key_id).get("Tags", []))
-        tag_list = [{"Key": t["TagKey"], "Value": t["TagValue"]} for t in tags or []]
-        r = owned(
-            ctx,
-            "kms_key",
-            key_id,
-            tag_list,
-            meta.get("KeyState", "Enabled"),
-            name=meta.get("Description") or key_id,
-            deletion_date=str(meta.get("DeletionDate") or ""),
-        )
-        if r:
-            out.append(r)
-    return out
-
-
-@gone_ok
-def delete_key(ctx: Context, r: Resource) -> None:
-    """Schedule deletion with the shortest window KMS allows; the key is unusable from now on."""
-    if r.state != KMS_PENDING:
-        ctx.client("kms").schedule_key_deletion(KeyId=r.id, PendingWindowInDays=KMS_MIN_WINDOW_DAYS)
-
-
-register(
-    ResourceType(
-        "kms_key",
-        list_keys,
-        delete_key,
-        # everything it encrypts goes first: EKS secrets, the log group, the queue, the table, the images
-        depends_on=(
-            "eks_cluster",
-            "log_group",
-            "sqs_queue",
-            "dynamodb_table",
-            "ecr_repository",
-            "s3_bucket",
-            "ebs_volume",
-        ),
-        why_left="KMS refuses to schedule deletion of a key it cannot find in this region, or the caller "
-        "lacks kms:ScheduleKeyDeletion",
-        gone_states=(KMS_PENDING,),
-    )
-)
+# Customer-managed keys, ours by tag. A key pending deletion is listed in that state, which counts as gone
+# (KMS deletes it when its window ends; nothing more can be done but wait). Deletion is ScheduleKeyDeletion
+# with the shortest window KMS allows; the key is unusable from then on.
+register_row(Row(
+    "kms_key", "kms", "list_keys", "Keys", "KeyId",
+    "schedule_key_deletion", "KeyId", delete_kwargs={"PendingWindowInDays": KMS_MIN_WINDOW_DAYS},
+    describe=Call("describe_key", "KeyId", "KeyId", "KeyMetadata"),
+    skip=lambda m: m.get("KeyManager") != "CUSTOMER" or m.get("KeyState") == "PendingReplicaDeletion",
+    tags=Call("list_resource_tags", "KeyId", "KeyId", "Tags", pair=("TagKey", "TagValue")),
+    name_field=lambda m: m.get("Description") or m["KeyId"], state="KeyState", default_state="Enabled",
+    on_its_way=(KMS_PENDING,), details={"deletion_date": lambda m: str(m.get("DeletionDate") or "")},
+    # everything it encrypts goes first: EKS secrets, the log group, the queue, the table, the images
+    depends_on=(
+        "eks_cluster", "log_group", "sqs_queue", "dynamodb_table", "ecr_repository", "s3_bucket",
+        "ebs_volume",
+    ),
+    why_left="KMS refuses to schedule deletion of a key it cannot find in this region, or the caller "
+    "lacks kms:ScheduleKeyDeletion",
+    gone_states=(KMS_PENDING,),
+))  # fmt: skip
