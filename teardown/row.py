@@ -12,8 +12,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
+from facts.timestamps import iso, parse
 from teardown.listing import NAME_TAG, owned, pages, token_pages, unless_gone
 from teardown.model import Context, Resource, gone_ok
 
@@ -58,6 +60,8 @@ class Row:
     terminal: tuple[str, ...] = ()  # states that mean gone: not listed
     on_its_way: tuple[str, ...] = ()  # states in which deletion already runs: no delete call
     details: Mapping[str, Field] = field(default_factory=dict)
+    created: Field | None = None  # when AWS says it was created (provenance: born in this run)
+    inside: Mapping[str, Field] = field(default_factory=dict)  # type -> the id(s) of what holds it
     delete_kwargs: Mapping[str, Any] = field(default_factory=dict)
     id_as_list: bool = False  # the delete call takes a list of ids (TerminateInstances)
     prepare: Callable[[Context, Resource], None] | None = None  # what must happen before the delete call
@@ -129,7 +133,33 @@ def _resource(ctx: Context, row: Row, item: Any) -> Resource | None:
         return None  # deleted before its tags were read
     rid = item if row.id_field is None else item[row.id_field]
     details = {key: pick(item, path) for key, path in row.details.items()}
+    details.update(provenance_details(pick(item, row.created), row.inside, item))
     return owned(ctx, row.name, rid, tags, state, name=name, **details)
+
+
+def as_time(value: Any) -> datetime | None:
+    """A creation time as AWS gives it: a datetime, an ISO string, or epoch milliseconds (Logs)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(value / 1000, UTC)
+    t = parse(value)
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
+
+
+def provenance_details(created: Any, inside: Mapping[str, Field], item: Any) -> dict[str, Any]:
+    """`created` (ISO, whole seconds) and `inside` (the keys of what holds it) for teardown.provenance."""
+    out: dict[str, Any] = {}
+    t = as_time(created)
+    if t is not None:
+        out["created"] = iso(t)
+    keys = []
+    for rtype, path in inside.items():
+        value = pick(item, path)
+        keys += [f"{rtype}/{v}" for v in (value if isinstance(value, list) else [value]) if v]
+    if keys:
+        out["inside"] = keys
+    return out
 
 
 def list_row(row: Row, ctx: Context) -> list[Resource]:

@@ -5,19 +5,36 @@ the delete call (detach, disassociate)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from facts.kube_keys import LABEL_NODEPOOL
 from teardown.model import Context, Resource, tags_of
 from teardown.registry import register_row
-from teardown.row import Row
+from teardown.row import Row, as_time
 
 INSTANCE_STATES = ("pending", "running", "shutting-down", "stopping", "stopped")  # every non-terminal one
+
+
+def earliest_start(i: Mapping[str, Any]) -> Any:
+    """When an instance was first launched: LaunchTime moves on each start after a stop, its primary
+    ENI's attachment time does not. The earlier of the two (a stopped and restarted old instance is
+    not made young)."""
+    times = [i.get("LaunchTime")] + [
+        (n.get("Attachment") or {}).get("AttachTime")
+        for n in i.get("NetworkInterfaces", [])
+        if (n.get("Attachment") or {}).get("DeviceIndex") == 0
+    ]
+    found = [t for t in (as_time(t) for t in times) if t is not None]
+    return min(found) if found else None
+
 
 register_row(Row(
     "ec2_instance", "ec2", "describe_instances", "Reservations", "InstanceId",
     "terminate_instances", "InstanceIds", id_as_list=True, on_its_way=("shutting-down",),
     unnest="Instances",  # a reservation holds its instances
     list_kwargs={"Filters": [{"Name": "instance-state-name", "Values": list(INSTANCE_STATES)}]},
-    state="State.Name",
+    state="State.Name", created=earliest_start,
     details={
         "karpenter": lambda i: LABEL_NODEPOOL in tags_of(i.get("Tags")),
         "lifecycle": lambda i: i.get("InstanceLifecycle", "on-demand"),
@@ -30,7 +47,7 @@ register_row(Row(
 register_row(Row(
     "launch_template", "ec2", "describe_launch_templates", "LaunchTemplates", "LaunchTemplateId",
     "delete_launch_template", "LaunchTemplateId",
-    name_field="LaunchTemplateName", depends_on=("ec2_instance", "eks_nodegroup"),
+    name_field="LaunchTemplateName", created="CreateTime", depends_on=("ec2_instance", "eks_nodegroup"),
     why_left="Karpenter creates one per EC2NodeClass and AMI; Terraform never knew it",
 ))  # fmt: skip
 
@@ -44,7 +61,7 @@ def detach_eni(ctx: Context, r: Resource) -> None:
 register_row(Row(
     "network_interface", "ec2", "describe_network_interfaces", "NetworkInterfaces", "NetworkInterfaceId",
     "delete_network_interface", "NetworkInterfaceId", prepare=detach_eni,
-    tags=("TagSet", "Tags"), state="Status",
+    tags=("TagSet", "Tags"), state="Status", inside={"subnet": "SubnetId"},  # AWS gives no creation time
     details={
         "description": lambda e: e.get("Description", ""),
         "subnet": "SubnetId",
@@ -58,7 +75,7 @@ register_row(Row(
 register_row(Row(
     "nat_gateway", "ec2", "describe_nat_gateways", "NatGateways", "NatGatewayId",
     "delete_nat_gateway", "NatGatewayId", on_its_way=("deleting",),  # already on its way: wait it out
-    state="State", terminal=("deleted",),
+    state="State", terminal=("deleted",), created="CreateTime",
     details={
         "allocations": lambda n: [
             a["AllocationId"] for a in n.get("NatGatewayAddresses", []) if a.get("AllocationId")
@@ -89,6 +106,7 @@ register_row(Row(
     "delete_internet_gateway", "InternetGatewayId", prepare=detach_igw,
     state=lambda g: "attached" if g.get("Attachments") else "detached",
     details={"vpcs": lambda g: [a["VpcId"] for a in g.get("Attachments", [])]},
+    inside={"vpc": lambda g: [a["VpcId"] for a in g.get("Attachments", [])]},
     depends_on=("nat_gateway", "eip", "ec2_instance"),
     why_left="cannot detach while public addresses (EIPs, NAT) remain mapped in the VPC",
 ))  # fmt: skip
@@ -112,13 +130,13 @@ register_row(Row(
             if a.get("RouteTableAssociationId")
         ]
     },
-    depends_on=("nat_gateway",),
+    inside={"vpc": "VpcId"}, depends_on=("nat_gateway",),
 ))  # fmt: skip
 
 register_row(Row(
     "subnet", "ec2", "describe_subnets", "Subnets", "SubnetId",
     "delete_subnet", "SubnetId",
-    state="State", default_state="available", details={"vpc": "VpcId"},
+    state="State", default_state="available", details={"vpc": "VpcId"}, inside={"vpc": "VpcId"},
     depends_on=("network_interface", "ec2_instance", "nat_gateway", "eks_cluster", "route_table"),
     why_left="a network interface in it remains (often a leaked VPC-CNI ENI)",
 ))  # fmt: skip
@@ -127,7 +145,7 @@ register_row(Row(
     "security_group", "ec2", "describe_security_groups", "SecurityGroups", "GroupId",
     "delete_security_group", "GroupId",
     skip=lambda sg: sg.get("GroupName") == "default",  # goes with its VPC
-    details={"vpc": "VpcId", "group_name": "GroupName"},
+    details={"vpc": "VpcId", "group_name": "GroupName"}, inside={"vpc": "VpcId"},
     depends_on=("network_interface", "ec2_instance", "eks_cluster", "eks_nodegroup"),
     why_left="still referenced by a network interface or another group's rule",
 ))  # fmt: skip

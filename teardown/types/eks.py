@@ -5,13 +5,13 @@ from __future__ import annotations
 from teardown.listing import owned, pages, unless_gone
 from teardown.model import Context, Resource, gone_ok
 from teardown.registry import ResourceType, register, register_row
-from teardown.row import Call, Row
+from teardown.row import Call, Row, provenance_details
 
 # Ours by tag; a cluster merely named like ours is reported, never deleted.
 register_row(Row(
     "eks_cluster", "eks", "list_clusters", "clusters", "name",
     "delete_cluster", "name",
-    describe=Call("describe_cluster", "name", None, "cluster"), tags="tags", name_field="name",
+    describe=Call("describe_cluster", "name", None, "cluster"), tags="tags", name_field="name", created="createdAt",
     state="status", default_state="ACTIVE", on_its_way=("DELETING",), depends_on=("eks_nodegroup",),
     why_left="EKS refuses to delete a cluster while node groups remain", wait_gone=1200,
 ))  # fmt: skip
@@ -38,8 +38,9 @@ def list_nodegroups(ctx: Context) -> list[Resource]:
                 continue
             rid = f"{name}:{ng}"
             r = owned(
-                ctx, "eks_nodegroup", rid, desc.get("tags") or {}, desc.get("status") or "ACTIVE", name=rid
-            )
+                ctx, "eks_nodegroup", rid, desc.get("tags") or {}, desc.get("status") or "ACTIVE", name=rid,
+                **provenance_details(desc.get("createdAt"), {}, desc),
+            )  # fmt: skip
             if r:
                 out.append(r)
     return out

@@ -3,6 +3,8 @@ the EC2 spot service-linked role as code (only when our own record says we creat
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from botocore.exceptions import ClientError
 
 from facts.names import SPOT_SLR, spot_slr_record_name
@@ -25,7 +27,7 @@ register_row(Row(
     "iam_instance_profile", "iam", "list_instance_profiles", "InstanceProfiles", "InstanceProfileName",
     "delete_instance_profile", "InstanceProfileName", prepare=empty_instance_profile,
     describe=Call("get_instance_profile", "InstanceProfileName", "InstanceProfileName", "InstanceProfile"),
-    name_field="InstanceProfileName",
+    name_field="InstanceProfileName", created="CreateDate",
     details={"roles": lambda p: [r["RoleName"] for r in p.get("Roles", [])]},
     depends_on=("ec2_instance",),
     why_left="Karpenter creates instance profiles per EC2NodeClass; they block node-role deletion",
@@ -53,7 +55,7 @@ def release_role(ctx: Context, r: Resource) -> None:
 register_row(Row(
     "iam_role", "iam", "list_roles", "Roles", "RoleName",
     "delete_role", "RoleName", prepare=release_role,
-    tags=Call("list_role_tags", "RoleName", "RoleName", "Tags"), name_field="RoleName",
+    tags=Call("list_role_tags", "RoleName", "RoleName", "Tags"), name_field="RoleName", created="CreateDate",
     skip=lambda role: role.get("Path", "/").startswith("/aws-service-role/"),  # see spot_slr
     depends_on=("iam_instance_profile", "eks_cluster", "eks_nodegroup", "fis_template"),
     why_left="an instance profile still holds it (Karpenter's, not in Terraform state)",
@@ -73,7 +75,7 @@ register_row(Row(
     "iam_policy", "iam", "list_policies", "Policies", "Arn",
     "delete_policy", "PolicyArn",
     list_kwargs={"Scope": "Local"}, tags=Call("list_policy_tags", "PolicyArn", "Arn", "Tags"),
-    name_field="PolicyName", prepare=drop_policy_versions, depends_on=("iam_role",),
+    name_field="PolicyName", created="CreateDate", prepare=drop_policy_versions, depends_on=("iam_role",),
 ))  # fmt: skip
 
 
@@ -91,6 +93,8 @@ def list_spot_slr(ctx: Context) -> list[Resource]:
     role = unless_gone(lambda: ctx.client("iam").get_role(RoleName=SPOT_SLR))
     state = "present" if role else "record-only"
     r = owned(ctx, "spot_slr", SPOT_SLR, tags or [], state, name=SPOT_SLR, record=record)
+    if r is not None and r.ours:  # our record is its provenance: AWS names the role, not us
+        r = replace(r, provenance=f"our record {record} says make up created it")
     if r is None:  # the record is ours by name: say so rather than hide it
         why = f"record {record} says we created it, but the record has none of our tags"
         r = Resource("spot_slr", SPOT_SLR, state, SPOT_SLR, "", {"record": record}, lookalike=why)

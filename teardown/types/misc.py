@@ -32,7 +32,7 @@ register_row(Row(
 register_row(Row(
     "fis_template", "fis", "list_experiment_templates", "experimentTemplates", "id",  # no paginator: token
     "delete_experiment_template", "id",
-    token="nextToken", tags="tags", name_field="description",
+    token="nextToken", tags="tags", name_field="description", created="creationTime",
 ))  # fmt: skip
 
 # Ours by tag, among the groups named under `/aws/eks/<cluster>/` (the only place our stacks put one;
@@ -44,7 +44,7 @@ register_row(Row(
     "delete_log_group", "logGroupName",
     list_kwargs=lambda ctx: {"logGroupNamePrefix": f"/aws/eks/{ctx.config.cluster_name}/"},
     tags=Call("list_tags_log_group", "logGroupName", "logGroupName", "tags"), name_field="logGroupName",
-    depends_on=("eks_cluster",),
+    created="creationTime", depends_on=("eks_cluster",),
     why_left="EKS recreates its control-plane log group until the cluster is gone",
 ))  # fmt: skip
 
@@ -53,5 +53,5 @@ register_row(Row(
     "delete_table", "TableName",
     describe=Call("describe_table", "TableName", None, "Table"),
     tags=Call("list_tags_of_resource", "ResourceArn", "TableArn", "Tags"), name_field="TableName",
-    state="TableStatus", default_state="ACTIVE", on_its_way=("DELETING",),
+    state="TableStatus", default_state="ACTIVE", on_its_way=("DELETING",), created="CreationDateTime",
 ))  # fmt: skip

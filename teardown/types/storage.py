@@ -10,7 +10,7 @@ from botocore.exceptions import ClientError
 from teardown.listing import owned, unless_gone
 from teardown.model import Context, Resource, gone_ok
 from teardown.registry import ResourceType, register, register_row
-from teardown.row import Call, Row
+from teardown.row import Call, Row, provenance_details
 
 KMS_MIN_WINDOW_DAYS = 7  # the shortest deletion window KMS allows (7-30)
 KMS_PENDING = "PendingDeletion"
@@ -22,6 +22,7 @@ register_row(Row(
     "ebs_volume", "ec2", "describe_volumes", "Volumes", "VolumeId",
     "delete_volume", "VolumeId",
     state="State", default_state="available", terminal=("deleted",), on_its_way=("deleting",),
+    created="CreateTime",
     details={"attached_to": lambda v: [a["InstanceId"] for a in v.get("Attachments", [])]},
     depends_on=("ec2_instance", "eks_nodegroup", "eks_cluster"),
     why_left="a PersistentVolume's disk (the EBS CSI driver's) outlives its cluster unless the PV "
@@ -35,7 +36,7 @@ register_row(Row(
     "ecr_repository", "ecr", "describe_repositories", "repositories", "repositoryName",
     "delete_repository", "repositoryName", delete_kwargs={"force": True},
     tags=Call("list_tags_for_resource", "resourceArn", "repositoryArn", "tags"), name_field="repositoryName",
-    only_named_ours=True,
+    only_named_ours=True, created="createdAt",
 ))  # fmt: skip
 
 
@@ -66,7 +67,8 @@ def list_buckets(ctx: Context) -> list[Resource]:
         if unless_gone(lambda name=name: _bucket_region(s3, name)) != ctx.config.region:
             continue
         tags = unless_gone(lambda name=name: _bucket_tags(s3, name))
-        r = None if tags is None else owned(ctx, "s3_bucket", name, tags, name=name)
+        born = provenance_details(b.get("CreationDate"), {}, b)
+        r = None if tags is None else owned(ctx, "s3_bucket", name, tags, name=name, **born)
         if r:
             out.append(r)
     return out
@@ -115,6 +117,7 @@ register_row(Row(
     skip=lambda m: m.get("KeyManager") != "CUSTOMER" or m.get("KeyState") == "PendingReplicaDeletion",
     tags=Call("list_resource_tags", "KeyId", "KeyId", "Tags", pair=("TagKey", "TagValue")),
     name_field=lambda m: m.get("Description") or m["KeyId"], state="KeyState", default_state="Enabled",
+    created="CreationDate",
     on_its_way=(KMS_PENDING,), details={"deletion_date": lambda m: str(m.get("DeletionDate") or "")},
     # everything it encrypts goes first: EKS secrets, the log group, the queue, the table, the images
     depends_on=(
