@@ -141,6 +141,7 @@ synth: setup ## write the Terraform JSON of the network, cluster and addons stac
 
 up: setup ## validate the releases on a real API server, preflight, then apply network -> cluster -> addons
 	$(VENV)/bin/gpu-finops local validate-charts
+	$(VENV)/bin/gpu-finops teardown begin # the run record: what this run creates is provably ours
 	$(VENV)/bin/gpu-finops infra up
 
 destroy: setup ## NodePools first, then addons -> cluster -> network, then verify the account is empty

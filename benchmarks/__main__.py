@@ -5,6 +5,7 @@ backfilled month, rule evaluation per step). Prints figures; asserts nothing (a 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import tempfile
 import time
@@ -142,6 +143,7 @@ def bench_verify(resources: int) -> None:
     from local.cluster.prometheus_server import free_port
     from teardown.engine import inventory
     from teardown.model import Context, TeardownConfig
+    from teardown.provenance import Sources
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     port = free_port()
@@ -160,7 +162,17 @@ def bench_verify(resources: int) -> None:
     vpc = ec2.create_vpc(CidrBlock="10.0.0.0/16")["Vpc"]["VpcId"]
     for i in range(resources):
         ec2.create_security_group(GroupName=f"sg-{i}", Description="x", VpcId=vpc, TagSpecifications=tag)
-    ctx = Context(TeardownConfig(region="us-east-1", allowed_accounts=("123456789012",)), session)
+    # provenance (teardown.provenance): the groups are in a Terraform state of their own
+    state = Path(tempfile.mkdtemp()) / ".state"
+    state.mkdir()
+    groups = [g["GroupId"] for g in ec2.describe_security_groups()["SecurityGroups"]]
+    instances = [{"attributes": {"id": g}} for g in groups]
+    (state / "terraform.bench.tfstate").write_text(json.dumps({"resources": [{"instances": instances}]}))
+    ctx = Context(
+        TeardownConfig(region="us-east-1", allowed_accounts=("123456789012",)),
+        session,
+        sources=Sources(state, state.parent / "run.json", state.parent / "journal.jsonl"),
+    )
     t = time.perf_counter()
     found = inventory(ctx)
     wall = time.perf_counter() - t

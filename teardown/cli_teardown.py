@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.console import Console
@@ -27,6 +28,7 @@ from teardown.engine import (
 )
 from teardown.journal import Journal
 from teardown.model import Context, Resource, TeardownConfig
+from teardown.provenance import EvidenceError, Sources, run_record_path, write_run_record
 from teardown.reviewed import PlanFileError, check_reviewed, read_plan, write_plan
 
 EXIT_CODES = f"""exit codes:
@@ -47,6 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = EXIT_CODES
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     helps = {
+        "begin": "record that a run begins now (make up does, before anything is created): what this run "
+        "creates and tags as ours is then provably ours",
         "plan": "list what would be deleted, in order (a dry run; deletes nothing)",
         "destroy": "delete everything of ours in dependency order, then verify",
         "verify": "list every resource type; exit 0 only when nothing of ours is left",
@@ -89,6 +93,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             "--journal", type=arguments.writable_file, default=Path("reports/teardown-journal.jsonl")
         )
         p.add_argument("--report", type=arguments.writable_file, default=Path("reports/teardown-report.json"))
+        p.add_argument(
+            "--run-record",
+            type=Path,
+            default=None,
+            help="the run record `teardown begin` writes (default reports/teardown-run-CLUSTER.json): a "
+            "resource tagged as ours and created after its start is ours (docs/teardown.md, provenance)",
+        )
+        p.add_argument(
+            "--state-dir",
+            type=Path,
+            default=None,
+            help="infra's Terraform state directory (default: the config's state_dir): a resource tagged as "
+            "ours and in that state is ours",
+        )
         p.add_argument(
             "--wait",
             type=arguments.number(0),
@@ -145,7 +163,7 @@ def _write_report(path: Path, **data) -> None:
 def _aside(console: Console, found: Survey) -> None:
     """What is never deleted: lookalikes (our kind of name, not our tags) and ours that counts as gone."""
     if found.lookalikes:
-        t = Table(title=f"looks like ours, not tagged as ours: {len(found.lookalikes)} (left alone)")
+        t = Table(title=f"looks like ours, not proven ours: {len(found.lookalikes)} (left alone)")
         for col in ("type", "id", "state", "why it is not ours"):
             t.add_column(col)
         for r in found.lookalikes:
@@ -227,11 +245,34 @@ def run(args: argparse.Namespace) -> int:
         config = _config(args)
     except ConfigError as exc:
         return _refuse(f"{exc} (config file: ${CONFIG_ENV} or facts/config.yaml)")
-    ctx = Context(config)
+    args.run_record = args.run_record or run_record_path(config.cluster_name)
+    sources = Sources(args.state_dir or Path(config.state_dir), args.run_record, args.journal)
+    ctx = Context(config, sources=sources)
     try:
         account = check_account(ctx)
     except AccountNotAllowed as exc:
         return _refuse(str(exc))
+    try:
+        return _act(ctx, console, args, account)
+    except EvidenceError as exc:
+        return _refuse(str(exc))
+
+
+def _begin(ctx: Context, console: Console, args: argparse.Namespace, account: str) -> int:
+    started, written = write_run_record(
+        args.run_record, account, ctx.config.region, ctx.config.cluster_name, datetime.now(UTC)
+    )
+    console.print(
+        f"run record {args.run_record}: {'this run began' if written else 'kept: the run began'} {started}; "
+        "teardown deletes what carries our tag and was created since, is in our Terraform state "
+        f"({ctx.sources.state_dir}) or our journal, or lies inside one of those"
+    )
+    return 0
+
+
+def _act(ctx: Context, console: Console, args: argparse.Namespace, account: str) -> int:
+    if args.action == "begin":
+        return _begin(ctx, console, args, account)
     # No credentials, no endpoint, access denied: exit 3, one line naming the call (gpu_finops/failures.py).
     reviewed = None
     if getattr(args, "plan", None) is not None:

@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from botocore.exceptions import ClientError
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
@@ -24,7 +25,9 @@ from facts import timeouts
 from harness.waits import eventually
 from teardown.journal import Journal
 from teardown.model import Context, Resource
-from teardown.registry import REGISTRY, deletion_order, load
+from teardown.provenance import Evidence, Sources, gather, prove, run_record_path
+from teardown.registry import REGISTRY, deletion_order
+from teardown.types import load
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +87,12 @@ class Survey:
     lookalikes: list[Resource] = field(default_factory=list)
 
 
+def evidence(ctx: Context) -> Evidence:
+    """The provenance evidence for this context's target, read from its sources now."""
+    sources = ctx.sources or Sources(Path(ctx.config.state_dir), run_record_path(ctx.config.cluster_name))
+    return gather(sources, ctx.account(), ctx.config.region, ctx.config.cluster_name)
+
+
 def counts_as_gone(r: Resource) -> bool:
     return r.state in REGISTRY[r.type].gone_states
 
@@ -96,6 +105,8 @@ def survey(ctx: Context, types: Iterable[str] | None = None, workers: int = 8) -
         results = list(pool.map(lambda n: REGISTRY[n].list(ctx), names))
     order = {name: i for i, name in enumerate(deletion_order(names))}
     found = sorted((r for batch in results for r in batch), key=lambda r: (order[r.type], r.id))
+    # our tag alone is not enough: what shows we made it is read now, never cached
+    found = prove(found, evidence(ctx))
     out = Survey()
     for r in found:
         (out.lookalikes if not r.ours else out.gone if counts_as_gone(r) else out.ours).append(r)

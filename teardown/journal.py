@@ -72,6 +72,17 @@ class Journal:
                 plan = [Resource.from_dict(r) for r in e["resources"]]
         return plan
 
+    def proven(self) -> dict[str, str]:
+        """Every key an earlier plan held, with the provenance it had then (older entries had none:
+        they prove nothing)."""
+        return {
+            r["type"] + "/" + r["id"]: r["provenance"]
+            for e in self.events()
+            if e["event"] == "plan"
+            for r in e.get("resources", [])
+            if isinstance(r, dict) and r.get("provenance") and "type" in r and "id" in r
+        }
+
     def deleted(self) -> set[str]:
         return {e["key"] for e in self.events() if e["event"] == "deleted"}
 

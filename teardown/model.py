@@ -36,6 +36,7 @@ class TeardownConfig:
     project: str = PROJECT
     allowed_accounts: tuple[str, ...] = ()
     project_tag: str = TAG_PROJECT
+    state_dir: str = ".state"  # infra's Terraform state: provenance (teardown.provenance)
 
     @classmethod
     def from_config(cls, c: Config, **overrides: Any) -> TeardownConfig:
@@ -45,6 +46,7 @@ class TeardownConfig:
             "cluster_name": c.cluster_name,
             "project": c.project,
             "allowed_accounts": tuple(c.allowed_accounts),
+            "state_dir": c.state_dir,
         }
         return cls(**{**base, **{k: v for k, v in overrides.items() if v is not None}})
 
@@ -130,6 +132,7 @@ class Resource:
     owned_by: str = ""  # the tag that makes it ours; empty when it only looks like ours
     details: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
     lookalike: str = ""  # why it looks like ours but is not tagged as ours (left alone)
+    provenance: str = ""  # what shows we made it (teardown.provenance): our tag alone never suffices
 
     @property
     def ours(self) -> bool:
@@ -147,6 +150,7 @@ class Resource:
             "name": self.name,
             "owned_by": self.owned_by,
             "details": dict(self.details),
+            **({"provenance": self.provenance} if self.provenance else {}),
             **({"looks_like_ours": self.lookalike} if self.lookalike else {}),
         }
 
@@ -160,14 +164,17 @@ class Resource:
             d.get("owned_by", ""),
             d.get("details") or {},
             d.get("looks_like_ours", ""),
+            d.get("provenance", ""),
         )
 
 
 class Context:
     """boto3 clients for one region (AWS_ENDPOINT_URL is honoured by boto3 itself) and an API-call counter."""
 
-    def __init__(self, config: TeardownConfig, session: boto3.Session | None = None):
+    def __init__(self, config: TeardownConfig, session: boto3.Session | None = None, sources: Any = None):
         self.config = config
+        # where the provenance evidence lies (teardown.provenance.Sources; its defaults when None)
+        self.sources = sources
         self.session = session or boto3.Session(region_name=config.region)
         self._clients: dict[str, Any] = {}
         self._lock = threading.Lock()

@@ -49,6 +49,21 @@ def boto_session(aws_env: str) -> boto3.Session:
 
 
 @pytest.fixture
+def teardown_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Teardown's provenance as `make up` leaves it, in a temporary working directory: a run record for
+    each cluster the tests name, begun now (before the test builds its account), and `.state/` for the
+    Terraform state that tests/teardown/account.py writes. Returns that directory."""
+    from datetime import UTC, datetime
+
+    from teardown.provenance import run_record_path, write_run_record
+
+    monkeypatch.chdir(tmp_path)
+    for cluster in ("gpu-finops", "demo", "demo-2"):
+        write_run_record(run_record_path(cluster), "123456789012", "us-east-1", cluster, datetime.now(UTC))
+    return tmp_path
+
+
+@pytest.fixture
 def reports_dir(tmp_path: Path) -> Path:
     path = tmp_path / "reports"
     path.mkdir()

@@ -227,7 +227,7 @@ def recorded(monkeypatch) -> Recorded:
 
 
 def test_every_call_teardown_preflight_and_the_guard_make_is_allowed(
-    boto_session, recorded, tmp_path, capsys
+    boto_session, recorded, tmp_path, capsys, teardown_run
 ):
     from gpu_finops.cli import main
     from infra.preflight import Preflight

@@ -15,7 +15,8 @@ from botocore.stub import Stubber
 from facts.config import load_config
 from infra.preflight import GVT_SPOT_QUOTA_CODE, Preflight
 from teardown.model import Context, TeardownConfig
-from teardown.registry import REGISTRY, load
+from teardown.registry import REGISTRY
+from teardown.types import load
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -76,10 +77,10 @@ MOTO_SPOT_SLR = "AWSServiceRoleForspot"
 @pytest.fixture
 def moto_slr_name(monkeypatch):
     import infra.preflight
-    import teardown.types_iam
+    import teardown.types.iam
 
     monkeypatch.setattr(infra.preflight, "SPOT_SLR", MOTO_SPOT_SLR)
-    monkeypatch.setattr(teardown.types_iam, "SPOT_SLR", MOTO_SPOT_SLR)
+    monkeypatch.setattr(teardown.types.iam, "SPOT_SLR", MOTO_SPOT_SLR)
 
 
 def test_spot_role_created_only_when_absent_and_recorded_as_ours(boto_session, moto_slr_name):

@@ -15,7 +15,8 @@ import pytest
 
 from gpu_finops.cli import main
 from teardown.journal import Journal
-from teardown.registry import REGISTRY, load
+from teardown.registry import REGISTRY
+from teardown.types import load
 from tests.teardown.account import build, foreign_still_there, ours_left
 
 ACCOUNT = "123456789012"

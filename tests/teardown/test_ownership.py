@@ -11,7 +11,7 @@ import pytest
 from gpu_finops.cli import main
 from teardown.engine import survey
 from teardown.model import Context, TeardownConfig
-from tests.teardown.account import TRUST, build, foreign_still_there
+from tests.teardown.account import TRUST, build, foreign_still_there, in_state
 
 ACCOUNT = "123456789012"
 CONFIG = TeardownConfig(region="us-east-1", allowed_accounts=(ACCOUNT,))  # cluster and project gpu-finops
@@ -78,7 +78,7 @@ def test_foreign_role_named_like_ours_survives_destroy_and_is_reported(
     monkeypatch.setenv("GPU_FINOPS_ALLOWED_ACCOUNTS", ACCOUNT)
     assert main(cli("plan", tmp_path)) == 0
     out = capsys.readouterr().out
-    assert "looks like ours, not tagged as ours: 6 (left alone)" in out
+    assert "looks like ours, not proven ours: 6 (left alone)" in out
     assert f"name 'gpu-finops-reporting' matches ours, but tagged {P}=other-project" in out
     assert main(cli("destroy", tmp_path)) == 0
     out = capsys.readouterr().out
@@ -123,6 +123,7 @@ def leak_demo_eni(boto_session) -> str:
             }
         ],
     )
+    in_state(vpc["Vpc"]["VpcId"], subnet)  # demo's `make up` made them
     return eni["NetworkInterface"]["NetworkInterfaceId"]
 
 

@@ -16,7 +16,8 @@ from gpu_finops.cli import main
 from teardown.engine import GuardViolation, destroy, guard_plan, inventory
 from teardown.journal import Journal
 from teardown.model import Context, TeardownConfig
-from teardown.registry import REGISTRY, deletion_order, load
+from teardown.registry import REGISTRY, deletion_order
+from teardown.types import load
 from tests.teardown.account import CLUSTER, build, foreign_still_there
 
 ACCOUNT = "123456789012"  # moto's default
