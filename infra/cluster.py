@@ -33,34 +33,14 @@ from facts.kube_keys import LABEL_DISCOVERY
 from facts.names import SPOT_SLR
 from infra import iam_policies as pol
 from infra.ci_policies import boundary_arn
-from infra.cluster_data import add_cost_table, add_export_bucket
-from infra.cluster_karpenter import add_fis, add_karpenter
+from infra.cluster_data import CostDataInputs, add_cost_data
+from infra.cluster_karpenter import KarpenterInputs, add_karpenter
+from infra.cluster_node_role import MANAGED, node_role_with_policies
 from infra.jsii_structs import camel
 from infra.network import NetworkStack, aws_provider, local_state
 
-MANAGED = "arn:aws:iam::aws:policy/"
-NODE_POLICIES = (
-    "AmazonEKSWorkerNodePolicy",
-    "AmazonEKS_CNI_Policy",
-    "AmazonEC2ContainerRegistryReadOnly",
-    "AmazonSSMManagedInstanceCore",
-)
-
 
 class ClusterStack(TerraformStack):
-    def node_role_with_policies(self, prefix: str, name: str) -> IamRole:
-        """An EC2 node role named `name` with the managed policies every EKS node needs."""
-        role = IamRole(
-            self,
-            f"{prefix}-role",
-            name=name,
-            assume_role_policy=pol.trust("ec2.amazonaws.com"),
-            permissions_boundary=self.boundary,
-        )
-        for i, p in enumerate(NODE_POLICIES):
-            IamRolePolicyAttachment(self, f"{prefix}-policy-{i}", role=role.name, policy_arn=MANAGED + p)
-        return role
-
     def __init__(self, scope: Construct, c: Config, net: NetworkStack):
         super().__init__(scope, "cluster")
         aws_provider(self, c)
@@ -76,10 +56,22 @@ class ClusterStack(TerraformStack):
         self.add_encryption(c)
         self.add_control_plane(c, net)
         self.add_system_nodes(c, net)
-        add_karpenter(self, c)  # infra/cluster_karpenter.py
-        add_fis(self, c)
-        add_cost_table(self, c)  # infra/cluster_data.py
-        add_export_bucket(self, c)
+        # In this stack's own scope, so the logical IDs stay what they were (see their module docstrings).
+        karpenter = add_karpenter(
+            self,
+            KarpenterInputs(
+                config=c, account=self.account, boundary=self.boundary, cluster_name=self.cluster.name
+            ),
+        )
+        self.node_role, self.queue = karpenter.node_role, karpenter.queue
+        self.fis_template = karpenter.fis_template
+        data = add_cost_data(
+            self,
+            CostDataInputs(
+                config=c, boundary=self.boundary, key_arn=self.key.arn, cluster_name=self.cluster.name
+            ),
+        )
+        self.table, self.ecr, self.export_bucket = data.table, data.ecr, data.export_bucket
         self.add_outputs()
 
     def add_encryption(self, c: Config) -> None:
@@ -181,7 +173,7 @@ class ClusterStack(TerraformStack):
     def add_system_nodes(self, c: Config, net: NetworkStack) -> None:
         """The system managed node group (IMDSv2 required through its launch template) and the EKS add-ons."""
         name = c.cluster_name
-        system_role = self.node_role_with_policies("system-node", c.system_node_role)
+        system_role = node_role_with_policies(self, "system-node", c.system_node_role, self.boundary)
         system_lt = LaunchTemplate(
             self,
             "system-lt",
