@@ -16,6 +16,7 @@ from cdktn_provider_aws.cloudwatch_log_group import CloudwatchLogGroup
 from cdktn_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
 from cdktn_provider_aws.data_aws_eks_addon_version import DataAwsEksAddonVersion
 from cdktn_provider_aws.data_aws_iam_role import DataAwsIamRole
+from cdktn_provider_aws.ec2_tag import Ec2Tag
 from cdktn_provider_aws.eks_access_entry import EksAccessEntry
 from cdktn_provider_aws.eks_access_policy_association import EksAccessPolicyAssociation
 from cdktn_provider_aws.eks_addon import EksAddon
@@ -132,13 +133,15 @@ class ClusterStack(TerraformStack):
         IamRolePolicyAttachment(
             self, "cluster-policy", role=cluster_role.name, policy_arn=MANAGED + "AmazonEKSClusterPolicy"
         )
+        # An additional group on the control plane's ENIs only, with no rules: never a node's group, so it
+        # carries no discovery tag (a node that had only it could reach nothing).
         cluster_sg = SecurityGroup(
             self,
             "cluster-sg",
             name=c.cluster_role,
             vpc_id=net.vpc.id,
-            description="EKS cluster and Karpenter nodes",
-            tags={LABEL_DISCOVERY: name, "Name": c.cluster_role},
+            description="EKS control plane, additional group (no rules)",
+            tags={"Name": c.cluster_role},
         )
         self.cluster = EksCluster(
             self,
@@ -157,6 +160,15 @@ class ClusterStack(TerraformStack):
             enabled_cluster_log_types=["api", "audit", "authenticator", "controllerManager", "scheduler"],
             access_config={"authentication_mode": "API", "bootstrap_cluster_creator_admin_permissions": True},
             depends_on=[self.log_group, self.egress],
+        )
+        # Karpenter's getting-started: its nodes use the group EKS creates for the cluster (all traffic from
+        # itself, all out; also on the control plane's ENIs and the system nodes), found by this tag.
+        Ec2Tag(
+            self,
+            "cluster-sg-discovery",
+            resource_id=self.cluster.vpc_config.cluster_security_group_id,
+            key=LABEL_DISCOVERY,
+            value=name,
         )
 
         for i, arn in enumerate(c.admin_principal_arns):
