@@ -90,7 +90,10 @@ def _add_cost_table(scope: Construct, given: CostDataInputs) -> tuple[DynamodbTa
         permissions_boundary=given.boundary,
     )
     IamRolePolicy(
-        scope, "collector-policy", role=collector_role.name, policy=pol.collector(table.arn, c.region)
+        scope,
+        "collector-policy",
+        role=collector_role.name,
+        policy=pol.collector(table.arn, given.key_arn, c.region),
     )
     EksPodIdentityAssociation(
         scope,
