@@ -1,6 +1,7 @@
 """`make up` and `make destroy`: Terraform over the synthesized stacks, in dependency order.
 
-up: synth, preflight (stop before any apply when something is missing), then network, cluster, addons.
+up: synth, preflight (stop before any apply when something is missing), then network, cluster, the
+collector image in the repository the cluster stack created (pushed here when built locally), addons.
 destroy: the CR chart first (NodePools gone, so Karpenter drains and terminates its own nodes), wait for
 Karpenter's instances to go, then addons, cluster, network in reverse, then teardown's verify."""
 
@@ -17,7 +18,7 @@ from facts.kube_keys import LABEL_NODEPOOL, cluster_tag
 from harness.waits import eventually
 from infra.addons import CHART_NAME
 from infra.app import STACKS, synth
-from infra.preflight import Preflight, report
+from infra.preflight import Preflight, collector_image_ref, collector_registry, report
 
 KARPENTER_DRAIN = 900.0
 
@@ -50,12 +51,45 @@ def up(c: Config, outdir: Path = Path("cdktf.out")) -> int:
         return 2
     synth(c, outdir)
     for stack in STACKS:
+        if stack == "addons":
+            ensure_collector_image(c, session)
         d = outdir / "stacks" / stack
         tf(d, "init", "-input=false")
         tf(d, "apply", "-input=false", "-auto-approve")
     path = write_kubeconfig(c)
     print(f"kubeconfig for the acts: {path} (TARGET=aws reads it)")
     return 0
+
+
+def ensure_collector_image(c: Config, session: boto3.Session, run=subprocess.run) -> None:
+    """Before the addons stack: the collector's image tag must be in the repository the cluster stack just
+    created. When it is missing and an image of that name was built here (the nightly builds it before
+    `make up`; by hand `docker build -t <ref> .`), push it; else stop, saying how to build and push it."""
+    account = session.client("sts").get_caller_identity()["Account"]
+    pf, ref = Preflight(c, session), collector_image_ref(c, account)
+    check = pf.collector_image(account)
+    if check.ok:
+        print(f"collector image: {check.detail}")
+        return
+    if run(["docker", "image", "inspect", ref], capture_output=True).returncode == 0:
+        login = run(
+            ["aws", "ecr", "get-login-password", "--region", c.region], capture_output=True, text=True
+        )
+        steps = [] if login.returncode else [
+            ["docker", "login", "--username", "AWS", "--password-stdin", collector_registry(c, account)],
+            ["docker", "push", ref],
+        ]  # fmt: skip
+        for cmd in steps:
+            print("+", " ".join(cmd), flush=True)
+            if run(cmd, input=login.stdout if "login" in cmd else None, text=True).returncode:
+                break
+        check = pf.collector_image(account)
+        if check.ok:
+            print(f"collector image: pushed {ref}")
+            return
+    raise DeployError(
+        f"the addons stack was not applied: {check.detail}; then rerun `make up` (network and cluster are up)"
+    )
 
 
 def kubeconfig_path(c: Config) -> Path:
