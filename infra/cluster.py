@@ -240,6 +240,8 @@ class ClusterStack(TerraformStack):
                 cluster_name=self.cluster.name,
                 addon_name=addon,
                 addon_version=version,
+                # EKS installs vpc-cni, kube-proxy and CoreDNS itself; take them over instead of failing.
+                resolve_conflicts_on_create="OVERWRITE",
                 depends_on=[self.system_nodes] if addon == "coredns" else None,
             )
 
