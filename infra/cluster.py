@@ -16,6 +16,7 @@ from cdktn_provider_aws.cloudwatch_log_group import CloudwatchLogGroup
 from cdktn_provider_aws.data_aws_caller_identity import DataAwsCallerIdentity
 from cdktn_provider_aws.data_aws_eks_addon_version import DataAwsEksAddonVersion
 from cdktn_provider_aws.data_aws_iam_role import DataAwsIamRole
+from cdktn_provider_aws.ec2_tag import Ec2Tag
 from cdktn_provider_aws.eks_access_entry import EksAccessEntry
 from cdktn_provider_aws.eks_access_policy_association import EksAccessPolicyAssociation
 from cdktn_provider_aws.eks_addon import EksAddon
@@ -33,34 +34,14 @@ from facts.kube_keys import LABEL_DISCOVERY
 from facts.names import SPOT_SLR
 from infra import iam_policies as pol
 from infra.ci_policies import boundary_arn
-from infra.cluster_data import add_cost_table, add_export_bucket
-from infra.cluster_karpenter import add_fis, add_karpenter
+from infra.cluster_data import CostDataInputs, add_cost_data
+from infra.cluster_karpenter import KarpenterInputs, add_karpenter
+from infra.cluster_node_role import MANAGED, node_role_with_policies
 from infra.jsii_structs import camel
 from infra.network import NetworkStack, aws_provider, local_state
 
-MANAGED = "arn:aws:iam::aws:policy/"
-NODE_POLICIES = (
-    "AmazonEKSWorkerNodePolicy",
-    "AmazonEKS_CNI_Policy",
-    "AmazonEC2ContainerRegistryReadOnly",
-    "AmazonSSMManagedInstanceCore",
-)
-
 
 class ClusterStack(TerraformStack):
-    def node_role_with_policies(self, prefix: str, name: str) -> IamRole:
-        """An EC2 node role named `name` with the managed policies every EKS node needs."""
-        role = IamRole(
-            self,
-            f"{prefix}-role",
-            name=name,
-            assume_role_policy=pol.trust("ec2.amazonaws.com"),
-            permissions_boundary=self.boundary,
-        )
-        for i, p in enumerate(NODE_POLICIES):
-            IamRolePolicyAttachment(self, f"{prefix}-policy-{i}", role=role.name, policy_arn=MANAGED + p)
-        return role
-
     def __init__(self, scope: Construct, c: Config, net: NetworkStack):
         super().__init__(scope, "cluster")
         aws_provider(self, c)
@@ -76,10 +57,22 @@ class ClusterStack(TerraformStack):
         self.add_encryption(c)
         self.add_control_plane(c, net)
         self.add_system_nodes(c, net)
-        add_karpenter(self, c)  # infra/cluster_karpenter.py
-        add_fis(self, c)
-        add_cost_table(self, c)  # infra/cluster_data.py
-        add_export_bucket(self, c)
+        # In this stack's own scope, so the logical IDs stay what they were (see their module docstrings).
+        karpenter = add_karpenter(
+            self,
+            KarpenterInputs(
+                config=c, account=self.account, boundary=self.boundary, cluster_name=self.cluster.name
+            ),
+        )
+        self.node_role, self.queue = karpenter.node_role, karpenter.queue
+        self.fis_template = karpenter.fis_template
+        data = add_cost_data(
+            self,
+            CostDataInputs(
+                config=c, boundary=self.boundary, key_arn=self.key.arn, cluster_name=self.cluster.name
+            ),
+        )
+        self.table, self.ecr, self.export_bucket = data.table, data.ecr, data.export_bucket
         self.add_outputs()
 
     def add_encryption(self, c: Config) -> None:
@@ -140,13 +133,15 @@ class ClusterStack(TerraformStack):
         IamRolePolicyAttachment(
             self, "cluster-policy", role=cluster_role.name, policy_arn=MANAGED + "AmazonEKSClusterPolicy"
         )
+        # An additional group on the control plane's ENIs only, with no rules: never a node's group, so it
+        # carries no discovery tag (a node that had only it could reach nothing).
         cluster_sg = SecurityGroup(
             self,
             "cluster-sg",
             name=c.cluster_role,
             vpc_id=net.vpc.id,
-            description="EKS cluster and Karpenter nodes",
-            tags={LABEL_DISCOVERY: name, "Name": c.cluster_role},
+            description="EKS control plane, additional group (no rules)",
+            tags={"Name": c.cluster_role},
         )
         self.cluster = EksCluster(
             self,
@@ -166,6 +161,15 @@ class ClusterStack(TerraformStack):
             access_config={"authentication_mode": "API", "bootstrap_cluster_creator_admin_permissions": True},
             depends_on=[self.log_group, self.egress],
         )
+        # Karpenter's getting-started: its nodes use the group EKS creates for the cluster (all traffic from
+        # itself, all out; also on the control plane's ENIs and the system nodes), found by this tag.
+        Ec2Tag(
+            self,
+            "cluster-sg-discovery",
+            resource_id=self.cluster.vpc_config.cluster_security_group_id,
+            key=LABEL_DISCOVERY,
+            value=name,
+        )
 
         for i, arn in enumerate(c.admin_principal_arns):
             EksAccessEntry(self, f"admin-{i}", cluster_name=self.cluster.name, principal_arn=arn)
@@ -181,7 +185,7 @@ class ClusterStack(TerraformStack):
     def add_system_nodes(self, c: Config, net: NetworkStack) -> None:
         """The system managed node group (IMDSv2 required through its launch template) and the EKS add-ons."""
         name = c.cluster_name
-        system_role = self.node_role_with_policies("system-node", c.system_node_role)
+        system_role = node_role_with_policies(self, "system-node", c.system_node_role, self.boundary)
         system_lt = LaunchTemplate(
             self,
             "system-lt",
@@ -236,6 +240,8 @@ class ClusterStack(TerraformStack):
                 cluster_name=self.cluster.name,
                 addon_name=addon,
                 addon_version=version,
+                # EKS installs vpc-cni, kube-proxy and CoreDNS itself; take them over instead of failing.
+                resolve_conflicts_on_create="OVERWRITE",
                 depends_on=[self.system_nodes] if addon == "coredns" else None,
             )
 

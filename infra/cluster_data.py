@@ -1,9 +1,17 @@
 """The cluster stack's data: the cost table, the collector's identity and image repository, and the FOCUS
-export bucket. Called by `ClusterStack` (infra/cluster.py) in declaration order."""
+export bucket.
+
+`add_cost_data(scope, CostDataInputs) -> CostDataResources` is a construct-like builder: everything it
+reads comes in through the frozen inputs, everything the rest of the stack reads goes out through the
+frozen result, and it knows nothing of `ClusterStack` (infra/cluster.py calls it, never the reverse).
+It creates its resources directly in the `scope` it is given (the cluster stack), not in a nested
+Construct: CDK Terrain derives a resource's Terraform logical ID from its construct path, so a nested
+construct would rename every resource and Terraform would plan to destroy and recreate the cost table
+(and its data) on an applied stack."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from cdktn_provider_aws.dynamodb_table import DynamodbTable
 from cdktn_provider_aws.ecr_repository import EcrRepository
@@ -17,69 +25,105 @@ from cdktn_provider_aws.s3_bucket_server_side_encryption_configuration import (
     S3BucketServerSideEncryptionConfigurationA,
 )
 from cdktn_provider_aws.s3_bucket_versioning import S3BucketVersioningA
+from constructs import Construct
 
 from facts.config import Config
 from facts.names import COLLECTOR
 from infra import iam_policies as pol
 from infra.jsii_structs import camel
 
-if TYPE_CHECKING:
-    from infra.cluster import ClusterStack
-
 EXPORT_NONCURRENT_DAYS = 30  # an overwritten FOCUS partition stays recoverable this long
 
 
-def add_cost_table(stack: ClusterStack, c: Config) -> None:
+@dataclass(frozen=True)
+class CostDataInputs:
+    """What the cost data needs from the rest of the cluster stack."""
+
+    config: Config
+    boundary: str  # the permissions boundary ARN every role carries (infra/ci_boundary.py)
+    key_arn: str  # the cluster's customer-managed KMS key (table, image repository, export bucket)
+    cluster_name: str  # the EKS cluster's name attribute, so pod identity depends on it
+
+
+@dataclass(frozen=True)
+class CostDataResources:
+    """What the cluster stack's outputs and the addons stack read back."""
+
+    table: DynamodbTable
+    collector_role: IamRole
+    ecr: EcrRepository
+    export_bucket: S3Bucket
+
+
+def add_cost_data(scope: Construct, given: CostDataInputs) -> CostDataResources:
+    """The cost table, the collector's identity and image repository, then the FOCUS export bucket; all
+    created in `scope` with the logical IDs they have always had (see the module docstring)."""
+    table, collector_role, ecr = _add_cost_table(scope, given)
+    return CostDataResources(
+        table=table,
+        collector_role=collector_role,
+        ecr=ecr,
+        export_bucket=_add_export_bucket(scope, given),
+    )
+
+
+def _add_cost_table(scope: Construct, given: CostDataInputs) -> tuple[DynamodbTable, IamRole, EcrRepository]:
     """The cost table, and the collector's identity and image repository."""
-    stack.table = DynamodbTable(
-        stack,
+    c = given.config
+    table = DynamodbTable(
+        scope,
         "cost-table",
         name=c.cost_table,
         billing_mode="PAY_PER_REQUEST",
         hash_key="ResourceId",
         range_key="ChargePeriodStart",
         attribute=camel([{"name": "ResourceId", "type": "S"}, {"name": "ChargePeriodStart", "type": "S"}]),
-        server_side_encryption={"enabled": True, "kms_key_arn": stack.key.arn},
+        server_side_encryption={"enabled": True, "kms_key_arn": given.key_arn},
         point_in_time_recovery={"enabled": True},
         deletion_protection_enabled=False,
     )
     collector_role = IamRole(
-        stack,
+        scope,
         "collector-role",
         name=c.collector_role,
         assume_role_policy=pol.POD_IDENTITY_TRUST,
-        permissions_boundary=stack.boundary,
+        permissions_boundary=given.boundary,
     )
     IamRolePolicy(
-        stack, "collector-policy", role=collector_role.name, policy=pol.collector(stack.table.arn, c.region)
+        scope,
+        "collector-policy",
+        role=collector_role.name,
+        policy=pol.collector(table.arn, given.key_arn, c.region),
     )
     EksPodIdentityAssociation(
-        stack,
+        scope,
         "collector-pod-identity",
-        cluster_name=stack.cluster.name,
+        cluster_name=given.cluster_name,
         namespace=c.monitoring_namespace,
         service_account=COLLECTOR,
         role_arn=collector_role.arn,
     )
-    stack.ecr = EcrRepository(
-        stack,
+    ecr = EcrRepository(
+        scope,
         "collector-repo",
         name=c.collector_repository,
         image_tag_mutability="IMMUTABLE",
         image_scanning_configuration={"scan_on_push": True},
-        encryption_configuration=camel([{"encryption_type": "KMS", "kms_key": stack.key.arn}]),
+        encryption_configuration=camel([{"encryption_type": "KMS", "kms_key": given.key_arn}]),
         force_delete=True,
     )
+    return table, collector_role, ecr
 
 
-def add_export_bucket(stack: ClusterStack, c: Config) -> None:
+def _add_export_bucket(scope: Construct, given: CostDataInputs) -> S3Bucket:
     """The FOCUS export bucket (`gpu-finops cost export --to s3://<bucket>/focus`): ours by tag, versioned,
     KMS-encrypted with the cluster key, no public access, old versions expired. Teardown empties and
     deletes it; Terraform never force-destroys data."""
-    stack.export_bucket = S3Bucket(stack, "focus-export", bucket=c.export_bucket, tags=c.tags)
-    bucket = stack.export_bucket.id
+    c = given.config
+    export_bucket = S3Bucket(scope, "focus-export", bucket=c.export_bucket, tags=c.tags)
+    bucket = export_bucket.id
     S3BucketPublicAccessBlock(
-        stack,
+        scope,
         "focus-export-public-access",
         bucket=bucket,
         block_public_acls=True,
@@ -88,10 +132,10 @@ def add_export_bucket(stack: ClusterStack, c: Config) -> None:
         restrict_public_buckets=True,
     )
     S3BucketVersioningA(
-        stack, "focus-export-versioning", bucket=bucket, versioning_configuration={"status": "Enabled"}
+        scope, "focus-export-versioning", bucket=bucket, versioning_configuration={"status": "Enabled"}
     )
     S3BucketServerSideEncryptionConfigurationA(
-        stack,
+        scope,
         "focus-export-sse",
         bucket=bucket,
         rule=camel(
@@ -99,7 +143,7 @@ def add_export_bucket(stack: ClusterStack, c: Config) -> None:
                 {
                     "apply_server_side_encryption_by_default": {
                         "sse_algorithm": "aws:kms",
-                        "kms_master_key_id": stack.key.arn,
+                        "kms_master_key_id": given.key_arn,
                     },
                     "bucket_key_enabled": True,
                 }
@@ -107,7 +151,7 @@ def add_export_bucket(stack: ClusterStack, c: Config) -> None:
         ),
     )
     S3BucketLifecycleConfiguration(
-        stack,
+        scope,
         "focus-export-lifecycle",
         bucket=bucket,
         rule=camel(
@@ -122,3 +166,4 @@ def add_export_bucket(stack: ClusterStack, c: Config) -> None:
             ]
         ),
     )
+    return export_bucket

@@ -1,11 +1,18 @@
 """The cluster stack's Karpenter and interruption resources: Karpenter's node role and instance profile,
 its interruption queue and the EventBridge rules feeding it, its controller role (tag-scoped) through pod
-identity; and the FIS template that interrupts one of our spot GPU nodes. Called by `ClusterStack`
-(infra/cluster.py) in declaration order."""
+identity; and the FIS template that interrupts one of our spot GPU nodes.
+
+`add_karpenter(scope, KarpenterInputs) -> KarpenterResources` is a construct-like builder: everything it
+reads comes in through the frozen inputs, everything the rest of the stack reads goes out through the
+frozen result, and it knows nothing of `ClusterStack` (infra/cluster.py calls it, never the reverse).
+It creates its resources directly in the `scope` it is given (the cluster stack), not in a nested
+Construct: CDK Terrain derives a resource's Terraform logical ID from its construct path, so a nested
+construct would rename every resource (`karpenter_interruption-queue_1A2B3C4D` for `interruption-queue`)
+and Terraform would plan to destroy and recreate them all on an applied stack."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from cdktn import Fn
 from cdktn_provider_aws.cloudwatch_event_rule import CloudwatchEventRule
@@ -18,15 +25,14 @@ from cdktn_provider_aws.iam_role import IamRole
 from cdktn_provider_aws.iam_role_policy import IamRolePolicy
 from cdktn_provider_aws.sqs_queue import SqsQueue
 from cdktn_provider_aws.sqs_queue_policy import SqsQueuePolicy
+from constructs import Construct
 
 from facts.config import Config
 from facts.kube_keys import LABEL_NODEPOOL
 from facts.names import TAG_PROJECT
 from infra import iam_policies as pol
+from infra.cluster_node_role import node_role_with_policies
 from infra.jsii_structs import camel
-
-if TYPE_CHECKING:
-    from infra.cluster import ClusterStack
 
 INTERRUPTION_EVENTS = {
     "spot-interruption": {"source": ["aws.ec2"], "detail-type": ["EC2 Spot Instance Interruption Warning"]},
@@ -36,82 +42,111 @@ INTERRUPTION_EVENTS = {
 }
 
 
-def add_karpenter(stack: ClusterStack, c: Config) -> None:
+@dataclass(frozen=True)
+class KarpenterInputs:
+    """What the Karpenter and FIS resources need from the rest of the cluster stack."""
+
+    config: Config
+    account: str  # the caller identity's account ID (a token at synth)
+    boundary: str  # the permissions boundary ARN every role carries (infra/ci_boundary.py)
+    cluster_name: str  # the EKS cluster's name attribute, so access and pod identity depend on it
+
+
+@dataclass(frozen=True)
+class KarpenterResources:
+    """What the cluster stack's outputs and the addons stack read back."""
+
+    node_role: IamRole
+    queue: SqsQueue
+    controller_role: IamRole
+    fis_template: FisExperimentTemplate
+
+
+def add_karpenter(scope: Construct, given: KarpenterInputs) -> KarpenterResources:
     """Karpenter's node role and instance profile, its interruption queue with the EventBridge rules
-    feeding it, and its controller role (tag-scoped) through pod identity."""
-    name, account = c.cluster_name, stack.account
-    stack.node_role = stack.node_role_with_policies("karpenter-node", c.karpenter_node_role)
-    IamInstanceProfile(stack, "karpenter-node-profile", name=c.karpenter_node_role, role=stack.node_role.name)
+    feeding it, its controller role (tag-scoped) through pod identity, and the FIS template; all created
+    in `scope` with the logical IDs they have always had (see the module docstring)."""
+    c = given.config
+    name, account = c.cluster_name, given.account
+    node_role = node_role_with_policies(scope, "karpenter-node", c.karpenter_node_role, given.boundary)
+    IamInstanceProfile(scope, "karpenter-node-profile", name=c.karpenter_node_role, role=node_role.name)
     EksAccessEntry(
-        stack,
+        scope,
         "karpenter-node-access",
-        cluster_name=stack.cluster.name,
-        principal_arn=stack.node_role.arn,
+        cluster_name=given.cluster_name,
+        principal_arn=node_role.arn,
         type="EC2_LINUX",
     )
 
-    stack.queue = SqsQueue(
-        stack,
+    queue = SqsQueue(
+        scope,
         "interruption-queue",
         name=c.interruption_queue,
         message_retention_seconds=300,
         sqs_managed_sse_enabled=True,
     )
     SqsQueuePolicy(
-        stack,
+        scope,
         "interruption-queue-policy",
-        queue_url=stack.queue.url,
-        policy=pol.interruption_queue(stack.queue.arn),
+        queue_url=queue.url,
+        policy=pol.interruption_queue(queue.arn),
     )
     for rule_name, pattern in INTERRUPTION_EVENTS.items():
         rule = CloudwatchEventRule(
-            stack, f"rule-{rule_name}", name=f"{name}-{rule_name}", event_pattern=Fn.jsonencode(pattern)
+            scope, f"rule-{rule_name}", name=f"{name}-{rule_name}", event_pattern=Fn.jsonencode(pattern)
         )
         CloudwatchEventTarget(
-            stack, f"rule-{rule_name}-target", rule=rule.name, target_id="karpenter", arn=stack.queue.arn
+            scope, f"rule-{rule_name}-target", rule=rule.name, target_id="karpenter", arn=queue.arn
         )
 
-    stack.controller_role = IamRole(
-        stack,
+    controller_role = IamRole(
+        scope,
         "karpenter-controller-role",
         name=c.karpenter_controller_role,
         assume_role_policy=pol.POD_IDENTITY_TRUST,
-        permissions_boundary=stack.boundary,
+        permissions_boundary=given.boundary,
     )
     IamRolePolicy(
-        stack,
+        scope,
         "karpenter-controller-policy",
-        role=stack.controller_role.name,
-        policy=pol.karpenter_controller(name, c.region, account, stack.node_role.arn, stack.queue.arn),
+        role=controller_role.name,
+        policy=pol.karpenter_controller(name, c.region, account, node_role.arn, queue.arn),
     )
     EksPodIdentityAssociation(
-        stack,
+        scope,
         "karpenter-pod-identity",
-        cluster_name=stack.cluster.name,
+        cluster_name=given.cluster_name,
         namespace="kube-system",
         service_account="karpenter",
-        role_arn=stack.controller_role.arn,
+        role_arn=controller_role.arn,
+    )
+    return KarpenterResources(
+        node_role=node_role,
+        queue=queue,
+        controller_role=controller_role,
+        fis_template=_add_fis(scope, given),
     )
 
 
-def add_fis(stack: ClusterStack, c: Config) -> None:
+def _add_fis(scope: Construct, given: KarpenterInputs) -> FisExperimentTemplate:
     """FIS: interrupt only this project's spot GPU instances."""
-    name, account = c.cluster_name, stack.account
+    c = given.config
+    name, account = c.cluster_name, given.account
     fis_role = IamRole(
-        stack,
+        scope,
         "fis-role",
         name=c.fis_role,
         assume_role_policy=pol.trust("fis.amazonaws.com"),
-        permissions_boundary=stack.boundary,
+        permissions_boundary=given.boundary,
     )
     IamRolePolicy(
-        stack,
+        scope,
         "fis-policy",
         role=fis_role.name,
         policy=pol.fis_spot(c.region, account, c.nodepool_name, c.project),
     )
-    stack.fis_template = FisExperimentTemplate(
-        stack,
+    return FisExperimentTemplate(
+        scope,
         "fis-spot",
         description=f"{name}: interrupt one spot GPU node of NodePool {c.nodepool_name}",
         role_arn=fis_role.arn,

@@ -1,23 +1,26 @@
 """`make up` and `make destroy`: Terraform over the synthesized stacks, in dependency order.
 
-up: synth, preflight (stop before any apply when something is missing), then network, cluster, addons.
+up: synth, preflight (stop before any apply when something is missing), then network, cluster, the
+collector image in the repository the cluster stack created (pushed here when built locally), addons.
 destroy: the CR chart first (NodePools gone, so Karpenter drains and terminates its own nodes), wait for
-Karpenter's instances to go, then addons, cluster, network in reverse, then teardown's verify."""
+Karpenter's instances to go, then addons, cluster, network in reverse, then teardown's verify. A failed
+step never stops the ones after it; destroy reports each failure and exits 1."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import boto3
 
 from facts.config import Config
 from facts.kube_keys import LABEL_NODEPOOL, cluster_tag
-from harness.waits import eventually
+from harness.waits import WaitTimeout, eventually
 from infra.addons import CHART_NAME
 from infra.app import STACKS, synth
-from infra.preflight import Preflight, report
+from infra.preflight import Preflight, collector_image_ref, collector_registry, report
 
 KARPENTER_DRAIN = 900.0
 
@@ -50,12 +53,45 @@ def up(c: Config, outdir: Path = Path("cdktf.out")) -> int:
         return 2
     synth(c, outdir)
     for stack in STACKS:
+        if stack == "addons":
+            ensure_collector_image(c, session)
         d = outdir / "stacks" / stack
         tf(d, "init", "-input=false")
         tf(d, "apply", "-input=false", "-auto-approve")
     path = write_kubeconfig(c)
     print(f"kubeconfig for the acts: {path} (TARGET=aws reads it)")
     return 0
+
+
+def ensure_collector_image(c: Config, session: boto3.Session, run=subprocess.run) -> None:
+    """Before the addons stack: the collector's image tag must be in the repository the cluster stack just
+    created. When it is missing and an image of that name was built here (the nightly builds it before
+    `make up`; by hand `docker build -t <ref> .`), push it; else stop, saying how to build and push it."""
+    account = session.client("sts").get_caller_identity()["Account"]
+    pf, ref = Preflight(c, session), collector_image_ref(c, account)
+    check = pf.collector_image(account)
+    if check.ok:
+        print(f"collector image: {check.detail}")
+        return
+    if run(["docker", "image", "inspect", ref], capture_output=True).returncode == 0:
+        login = run(
+            ["aws", "ecr", "get-login-password", "--region", c.region], capture_output=True, text=True
+        )
+        steps = [] if login.returncode else [
+            ["docker", "login", "--username", "AWS", "--password-stdin", collector_registry(c, account)],
+            ["docker", "push", ref],
+        ]  # fmt: skip
+        for cmd in steps:
+            print("+", " ".join(cmd), flush=True)
+            if run(cmd, input=login.stdout if "login" in cmd else None, text=True).returncode:
+                break
+        check = pf.collector_image(account)
+        if check.ok:
+            print(f"collector image: pushed {ref}")
+            return
+    raise DeployError(
+        f"the addons stack was not applied: {check.detail}; then rerun `make up` (network and cluster are up)"
+    )
 
 
 def kubeconfig_path(c: Config) -> Path:
@@ -100,18 +136,41 @@ def destroy(c: Config, outdir: Path = Path("cdktf.out")) -> int:
         report([cred, allowed])
         return 2
     synth(c, outdir)  # the same config, so every variable `up` used is there
+    # Every step runs whatever failed before it: after a partial `up` (or a stuck release) the cluster and
+    # the network must still go. Each failure is recorded and reported at the end (exit 1).
+    failures: list[tuple[str, str]] = []
+
+    def attempt(what: str, step: Callable[[], object]) -> None:
+        try:
+            step()
+        except (DeployError, WaitTimeout) as exc:
+            print(f"failed ({what}): {exc}; going on with the next step", flush=True)
+            failures.append((what, str(exc)))
+
     addons = outdir / "stacks" / "addons"
-    tf(addons, "init", "-input=false")
-    tf(addons, "destroy", "-input=false", "-auto-approve", f"-target=helm_release.{CHART_NAME}")
-    eventually(
-        lambda: karpenter_instances(session, c),
-        lambda ids: not ids,
-        timeout=KARPENTER_DRAIN,
-        interval=15,
-        what="Karpenter to terminate its nodes after the NodePool was deleted",
+    attempt("the CR chart", lambda: tf(addons, "init", "-input=false"))
+    attempt(
+        "the CR chart",
+        lambda: tf(addons, "destroy", "-input=false", "-auto-approve", f"-target=helm_release.{CHART_NAME}"),
+    )
+    attempt(
+        "Karpenter's nodes",
+        lambda: eventually(
+            lambda: karpenter_instances(session, c),
+            lambda ids: not ids,
+            timeout=KARPENTER_DRAIN,
+            interval=15,
+            what="Karpenter to terminate its nodes after the NodePool was deleted",
+        ),
     )
     for stack in reversed(STACKS):
         d = outdir / "stacks" / stack
-        tf(d, "init", "-input=false")
-        tf(d, "destroy", "-input=false", "-auto-approve")
+        attempt(stack, lambda d=d: tf(d, "init", "-input=false"))
+        attempt(stack, lambda d=d: tf(d, "destroy", "-input=false", "-auto-approve"))
+    if failures:
+        print(f"destroy failed at {len(failures)} steps (every other step ran):")
+        for what, why in failures:
+            print(f"  - {what}: {why}")
+        print("fix each cause and rerun `make destroy`, then `make resume` (teardown resume) to finish")
+        return 1
     return 0

@@ -235,7 +235,9 @@ def fis_spot(region: str, account: str, nodepool: str, project: str) -> str:
     )
 
 
-def collector(table_arn: str, region: str) -> str:
+def collector(table_arn: str, key_arn: str, region: str) -> str:
+    """The collector's role: its table, prices and spot history; and the table's customer-managed key,
+    only as DynamoDB uses it for this role (the key policy delegates to IAM, so this is the grant)."""
     return doc(
         {
             "Sid": "CostTable",
@@ -248,6 +250,13 @@ def collector(table_arn: str, region: str) -> str:
                 "dynamodb:DescribeTable",
             ],
             "Resource": table_arn,
+        },
+        {
+            "Sid": "CostTableKeyThroughDynamoDB",
+            "Effect": "Allow",
+            "Action": ["kms:Encrypt", "kms:Decrypt", "kms:GenerateDataKey*", "kms:DescribeKey"],
+            "Resource": key_arn,
+            "Condition": {"StringEquals": {"kms:ViaService": f"dynamodb.{region}.amazonaws.com"}},
         },
         {"Sid": "Prices", "Effect": "Allow", "Action": "pricing:GetProducts", "Resource": "*"},
         {

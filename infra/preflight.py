@@ -1,6 +1,9 @@
 """Checks before any apply: credentials, the account allowlist, terraform or tofu, the G/VT spot vCPU
 quota against the NodePool limit, the AWS CLI (kubeconfig tokens) and the EC2 spot service-linked role. Every check runs and reports;
-`make up` stops before applying anything if one failed."""
+`make up` stops before applying anything if one failed.
+
+`collector_image` is checked later, by `make up` itself between the cluster and addons stacks: the cluster
+stack creates the ECR repository, so before it there is nothing to look in."""
 
 from __future__ import annotations
 
@@ -16,6 +19,25 @@ from facts.config import Config
 from facts.names import SPOT_SLR
 
 GVT_SPOT_QUOTA_CODE = "L-3819A6DF"  # EC2: All G and VT Spot Instance Requests (vCPUs)
+
+
+def collector_registry(c: Config, account: str) -> str:
+    return f"{account}.dkr.ecr.{c.region}.amazonaws.com"
+
+
+def collector_image_ref(c: Config, account: str) -> str:
+    """The image the addons stack's collector release pulls (infra/addons.py)."""
+    return f"{collector_registry(c, account)}/{c.collector_repository}:{c.versions.collector_image_tag}"
+
+
+def push_commands(c: Config, account: str) -> list[str]:
+    """How to build and push the collector image by hand, from the repository root (the Dockerfile)."""
+    registry, ref = collector_registry(c, account), collector_image_ref(c, account)
+    return [
+        f"aws ecr get-login-password --region {c.region} | docker login --username AWS --password-stdin {registry}",
+        f"docker build -t {ref} .",
+        f"docker push {ref}",
+    ]
 
 
 @dataclass(frozen=True)
@@ -124,6 +146,36 @@ class Preflight:
             Tags=[{"Key": k, "Value": v} for k, v in self.config.tags.items()],
         )
         return Check("spot service-linked role", True, f"created {SPOT_SLR}; recorded as ours for teardown")
+
+    def collector_image(self, account: str) -> Check:
+        """The collector's image tag is in its ECR repository (the repository is immutable-tagged)."""
+        c, name = self.config, "collector image"
+        repo, tag = c.collector_repository, c.versions.collector_image_tag
+        how = "build and push it from the repository root: " + " ; ".join(push_commands(c, account))
+        try:
+            self.session.client("ecr", region_name=c.region).describe_images(
+                repositoryName=repo, imageIds=[{"imageTag": tag}]
+            )
+        except ClientError as exc:
+            code = exc.response["Error"]["Code"]
+            if code == "ImageNotFoundException":
+                return Check(
+                    name,
+                    False,
+                    f"{repo}:{tag} is not in ECR (the collector's release would wait and roll back, taking "
+                    f"the NodePools and queues with it); {how}",
+                )
+            if code == "RepositoryNotFoundException":
+                return Check(
+                    name,
+                    False,
+                    f"ECR repository {repo} does not exist: the cluster stack creates it (`make up` applies "
+                    f"network and cluster first); then {how}",
+                )
+            return Check(name, False, f"cannot read {repo}:{tag} in ECR: {exc}")
+        except BotoCoreError as exc:
+            return Check(name, False, f"cannot read {repo}:{tag} in ECR: {exc}")
+        return Check(name, True, f"{repo}:{tag} is in ECR")
 
     def run(self, *, create_spot_role: bool = False) -> list[Check]:
         cred, account = self.credentials()

@@ -11,6 +11,8 @@ from facts.config import Config
 from facts.kube_keys import GPU_RESOURCE as GPU
 
 WHOLE_DEVICE_CONFIG = "default"
+# Our GPU nodes' taint (infra/objects/karpenter.py GPU_TAINT, nvidia.com/gpu=true:NoSchedule), any value.
+GPU_TOLERATION = {"key": GPU, "operator": "Exists", "effect": "NoSchedule"}
 
 
 def timeslicing_config(c: Config) -> str:
@@ -43,6 +45,9 @@ def device_plugin_values(c: Config) -> dict[str, Any]:
     return {
         "config": {"map": device_plugin_configs(c), "default": WHOLE_DEVICE_CONFIG},
         "gfd": {"enabled": True},
-        "nfd": {"enabled": True},
-        "tolerations": [{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}],
+        # The bundled NFD worker's own list tolerates only nvidia.com/gpu=present: without it on a GPU
+        # node the NVIDIA PCI label never appears, so neither the device plugin nor GFD (whose affinity
+        # needs that label) runs there. Helm replaces a list, so this is its whole list.
+        "nfd": {"enabled": True, "worker": {"tolerations": [dict(GPU_TOLERATION)]}},
+        "tolerations": [dict(GPU_TOLERATION)],  # the device plugin's and GFD's DaemonSets
     }

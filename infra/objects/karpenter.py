@@ -109,7 +109,9 @@ def ec2nodeclass(c: Config, node_role: str) -> dict[str, Any]:
             "metadataOptions": {
                 "httpEndpoint": "enabled",
                 "httpTokens": "required",
-                "httpPutResponseHopLimit": 1,
+                # Upstream's default: 1 would keep every pod off the host network from IMDSv2 (its
+                # token response needs a second hop), Karpenter's own controller included.
+                "httpPutResponseHopLimit": 2,
                 "httpProtocolIPv6": "disabled",
             },
             "blockDeviceMappings": [
@@ -136,6 +138,10 @@ def karpenter_values(c: Config, queue_name: str, controller_role_arn: str) -> di
             "featureGates": {"nodeOverlay": bool(c.shared_replicas)},  # the shared pool's replica overlay
         },
         "serviceAccount": {"name": "karpenter"},
-        "controller": {"resources": {"requests": {"cpu": "250m", "memory": "512Mi"}}},
+        "controller": {
+            "resources": {"requests": {"cpu": "250m", "memory": "512Mi"}},
+            # The region explicitly, never discovered from IMDS (the chart's documented way).
+            "env": [{"name": "AWS_REGION", "value": c.region}],
+        },
         "podAnnotations": {ANNOTATION_CONTROLLER_ROLE: controller_role_arn},
     }
