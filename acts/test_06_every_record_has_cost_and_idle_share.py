@@ -36,7 +36,8 @@ import pytest
 from acts.expect import at_least, eventually_expect, the_one_pod_running
 from acts.jobs import gpu_job
 from acts.report import REPORT_DIR
-from assertions.cost import CostObs, HolderObs, check_cost
+from assertions.cost import check_cost
+from assertions.cost_obs import CostObs, HolderObs
 from assertions.verdict import require
 from clients.nodes import KubeNodeSource
 from clients.promql import PrometheusClient

@@ -2,28 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
-from typing import TYPE_CHECKING
-
 from assertions.clauses import Miss, parse_iso
-
-if TYPE_CHECKING:  # the observation type only; cost.py imports this module
-    from assertions.cost import CostObs
-
-
-@dataclass(frozen=True)
-class HolderObs:
-    """The act's own GPU pod, as the act saw it: who the collector's holdings record must name."""
-
-    namespace: str
-    pod: str
-    tenant: str  # the tenant the act ran it for (its LocalQueue's ClusterQueue)
-    held_from: datetime  # the pod's container started (its devices were allocated no later)
-    held_until: datetime | None = None  # its container finished; None: still running when the act read it
-
-    def overlaps(self, start: datetime, end: datetime) -> bool:
-        return self.held_from < end and (self.held_until is None or self.held_until > start)
+from assertions.cost_obs import CostObs
 
 
 def holdings_name_the_acts_pod(o: CostObs) -> list[Miss]:

@@ -6,7 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from assertions.cost import CostObs, HolderObs, check_cost
+from assertions.cost import check_cost
+from assertions.cost_obs import CostObs, HolderObs
 from tests.assertions.tables import check, t
 
 
