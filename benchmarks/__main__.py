@@ -31,7 +31,7 @@ def bench_synth(runs: int) -> None:
 
 
 def bench_collector(gpu_counts: list[int]) -> None:
-    from clients.nodes import NodeFacts
+    from clients.nodes import GpuNode
     from clients.promql import PrometheusClient
     from facts import dcgm
     from finops.collector import Collector
@@ -73,7 +73,7 @@ def bench_collector(gpu_counts: list[int]) -> None:
         server = sim.serve()
         now = datetime.now(UTC)
         nodes = [
-            NodeFacts(
+            GpuNode(
                 f"node-{n:05d}",
                 "p5.48xlarge",
                 "on-demand",

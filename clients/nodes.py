@@ -1,4 +1,4 @@
-"""Read GPU nodes from Kubernetes into plain `NodeFacts` (the collector's and the reaper's view)."""
+"""Read GPU nodes from Kubernetes into plain `GpuNode` (the collector's and the reaper's view)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,10 @@ from facts.kube_keys import (
 
 
 @dataclass(frozen=True)
-class NodeFacts:
-    """What the collector and reaper need to know of one node."""
+class GpuNode:
+    """A GPU node as the cost side sees it: what the collector, pricing and the reaper need (its type,
+    capacity type, zone, NodePool, instance, cards and life). Not the diagnosis's `diagnose.model.NodeFacts`,
+    which is the node as the scheduler sees it (taints, allocatable, readiness)."""
 
     name: str
     instance_type: str | None
@@ -52,8 +54,8 @@ def instance_id_from_provider_id(provider_id: str | None) -> str | None:
     return tail or None
 
 
-def node_facts(node: Any) -> NodeFacts:
-    """Convert a kubernetes-client V1Node (or anything shaped like it) into NodeFacts."""
+def node_facts(node: Any) -> GpuNode:
+    """Convert a kubernetes-client V1Node (or anything shaped like it) into GpuNode."""
     meta, status, spec = node.metadata, node.status, node.spec
     labels = dict(meta.labels or {})
     capacity = dict((status.capacity or {}) if status else {})
@@ -61,7 +63,7 @@ def node_facts(node: Any) -> NodeFacts:
     gpu_count = (
         int(physical) if physical and physical.isdigit() else int(str(capacity.get(GPU_RESOURCE, "0")) or 0)
     )
-    return NodeFacts(
+    return GpuNode(
         name=meta.name,
         instance_type=labels.get(LABEL_INSTANCE_TYPE),
         capacity_type=labels.get(LABEL_CAPACITY_TYPE),
@@ -95,13 +97,13 @@ class KubeNodeSource:
                 config.load_kube_config()
         return cls(client.CoreV1Api())
 
-    def gpu_nodes(self) -> list[NodeFacts]:
+    def gpu_nodes(self) -> list[GpuNode]:
         facts = [node_facts(n) for n in self.core_v1.list_node().items]
         return [f for f in facts if f.gpu_count > 0]
 
 
-def node_facts_from_dict(obj: dict[str, Any]) -> NodeFacts:
-    """NodeFacts from a node as `kubectl get nodes -o json` prints it (camelCase keys)."""
+def node_facts_from_dict(obj: dict[str, Any]) -> GpuNode:
+    """GpuNode from a node as `kubectl get nodes -o json` prints it (camelCase keys)."""
     meta, status, spec = obj.get("metadata", {}), obj.get("status", {}) or {}, obj.get("spec", {}) or {}
     labels = dict(meta.get("labels") or {})
     capacity = status.get("capacity") or {}
@@ -112,7 +114,7 @@ def node_facts_from_dict(obj: dict[str, Any]) -> NodeFacts:
     created = timestamps.parse(meta.get("creationTimestamp") or None)
     if created is None:
         raise ValueError(f"node {meta.get('name')!r} has no metadata.creationTimestamp")
-    return NodeFacts(
+    return GpuNode(
         name=meta["name"],
         instance_type=labels.get(LABEL_INSTANCE_TYPE),
         capacity_type=labels.get(LABEL_CAPACITY_TYPE),
@@ -133,7 +135,7 @@ class FileNodeSource:
     def __init__(self, path: str):
         self.path = path
 
-    def gpu_nodes(self) -> list[NodeFacts]:
+    def gpu_nodes(self) -> list[GpuNode]:
         import json
 
         with open(self.path) as f:

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 from statistics import fmean
 from typing import Protocol
 
-from clients.nodes import NodeFacts
+from clients.nodes import GpuNode
 from clients.promql import PrometheusClient
 from facts import dcgm
 from facts.timestamps import iso
@@ -46,7 +46,7 @@ CONFIG_ERRORS = frozenset({STATUS_MISSING_SM_ACTIVE, STATUS_NO_GPU_SERIES, STATU
 
 
 class NodeSource(Protocol):
-    def gpu_nodes(self) -> list[NodeFacts]: ...
+    def gpu_nodes(self) -> list[GpuNode]: ...
 
 
 # hostname -> metric -> gpu id -> mean value over the interval
@@ -92,7 +92,7 @@ def _mean(values: dict[str, float] | None) -> float | None:
 
 
 def make_record(
-    node: NodeFacts,
+    node: GpuNode,
     start: datetime,
     end: datetime,
     observed: tuple[datetime, datetime],
@@ -196,7 +196,7 @@ class Collector:
         self.clock = clock
         # name -> (facts, when last listed): a node gone since the last cycle is still charged for the
         # part of the interval it was observed in.
-        self._seen: dict[str, tuple[NodeFacts, datetime]] = {}
+        self._seen: dict[str, tuple[GpuNode, datetime]] = {}
         # who held the GPUs, read each cycle; None: nothing recorded (the export says `no-holdings`)
         self.holdings = HoldingsRecorder(holdings) if holdings else None
 
@@ -282,7 +282,7 @@ class Collector:
 
     def _record(
         self,
-        node: NodeFacts,
+        node: GpuNode,
         start: datetime,
         end: datetime,
         observed: tuple[datetime, datetime],

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from clients.nodes import NodeFacts
+from clients.nodes import GpuNode
 from finops.rates import OnDemandPrices, RateUnavailable, SpotPrices
 from finops.records import RATE_CATALOG, RATE_FALLBACK, RATE_ON_DEMAND, RATE_SPOT
 
@@ -21,7 +21,7 @@ class IntervalCost:
 
 
 class RateBook(Protocol):
-    def interval_cost(self, node: NodeFacts, start: datetime, end: datetime) -> IntervalCost: ...
+    def interval_cost(self, node: GpuNode, start: datetime, end: datetime) -> IntervalCost: ...
 
 
 class AwsRates:
@@ -32,7 +32,7 @@ class AwsRates:
         self.spot = spot
         self.default_region = default_region
 
-    def interval_cost(self, node: NodeFacts, start: datetime, end: datetime) -> IntervalCost:
+    def interval_cost(self, node: GpuNode, start: datetime, end: datetime) -> IntervalCost:
         hours = (end - start).total_seconds() / 3600
         region = node.region or self.default_region
         if not node.instance_type or not region:
@@ -67,7 +67,7 @@ class CatalogRates:
     def __init__(self, prices: dict[tuple[str, str], float]):
         self.prices = prices
 
-    def interval_cost(self, node: NodeFacts, start: datetime, end: datetime) -> IntervalCost:
+    def interval_cost(self, node: GpuNode, start: datetime, end: datetime) -> IntervalCost:
         key = (node.instance_type or "", node.capacity_type or "on-demand")
         if key not in self.prices:
             raise RateUnavailable(

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Protocol
 
 from clients.karpenter import NodeClaimFacts
-from clients.nodes import NodeFacts
+from clients.nodes import GpuNode
 from facts.timestamps import iso
 from finops.records import STATUS_OK, CostRecord
 
@@ -33,7 +33,7 @@ class ReapPolicy:
 
 @dataclass
 class Candidate:
-    node: NodeFacts
+    node: GpuNode
     idle_usd_per_hour: float | None
     cost_usd_per_hour: float | None
     measured_intervals: int
@@ -58,7 +58,7 @@ def _trailing_idle(records: list[CostRecord], threshold: float, interval_seconds
 
 
 def rank(
-    nodes: Iterable[NodeFacts], records: Iterable[CostRecord], policy: ReapPolicy, now: datetime
+    nodes: Iterable[GpuNode], records: Iterable[CostRecord], policy: ReapPolicy, now: datetime
 ) -> list[Candidate]:
     """Pure ranking and eligibility. Highest idle dollars per hour first; unmeasured nodes last."""
     since = iso(now - policy.window)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from clients.nodes import NodeFacts
+from clients.nodes import GpuNode
 from facts import dcgm
 from infra.metrics_csv import PROJECT_METRICS
 from local.cluster.prometheus_server import PrometheusServer
@@ -60,9 +60,9 @@ def node(
     deleted: datetime | None = None,
     nodepool: str = "gpu-spot",
     annotations: dict[str, str] | None = None,
-) -> NodeFacts:
+) -> GpuNode:
     now = now or datetime.now(UTC)
-    return NodeFacts(
+    return GpuNode(
         name=name,
         instance_type=instance_type,
         capacity_type=capacity,
@@ -77,10 +77,10 @@ def node(
 
 
 class FakeNodes:
-    """The Kubernetes boundary for collector tests: a list of NodeFacts the test controls."""
+    """The Kubernetes boundary for collector tests: a list of GpuNode the test controls."""
 
-    def __init__(self, nodes: list[NodeFacts]):
+    def __init__(self, nodes: list[GpuNode]):
         self.nodes = nodes
 
-    def gpu_nodes(self) -> list[NodeFacts]:
+    def gpu_nodes(self) -> list[GpuNode]:
         return list(self.nodes)

@@ -12,7 +12,7 @@ import pytest
 from botocore.stub import Stubber
 
 from assertions.cost import CostObs, check_cost
-from clients.nodes import NodeFacts
+from clients.nodes import GpuNode
 from facts import dcgm
 from facts.timestamps import iso
 from finops.collector import make_record
@@ -24,7 +24,7 @@ from tests.finops.aws_shapes import price_list_item, spot_record
 from tests.finops.test_store import _dynamo
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-NODE = NodeFacts("ip-10-42-1-7.ec2.internal", "g6e.xlarge", "spot", "us-east-1a", "gpu-spot", "i-0abc", 1,
+NODE = GpuNode("ip-10-42-1-7.ec2.internal", "g6e.xlarge", "spot", "us-east-1a", "gpu-spot", "i-0abc", 1,
                  created=T0 + timedelta(seconds=20))  # fmt: skip
 READINGS = {dcgm.GPU_UTIL: {"GPU-1": 100.0}, dcgm.SM_ACTIVE: {"GPU-1": 0.4582}}
 # the spot price steps from 0.95 to 1.02 $/h in the middle of the second minute
