@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from facts.conditions import Condition
 from facts.kube_keys import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL
 
 
@@ -59,15 +60,6 @@ class PodObs:
     evicted: bool = False  # an Evicted event or a DisruptionTarget condition was observed
     disruption: str | None = None  # the DisruptionTarget condition's reason (EvictionByEvictionAPI, ...)
     devices: tuple[str, ...] = ()  # device ids the kubelet gave the container (GPU-uuid or GPU-uuid::replica)
-
-
-@dataclass(frozen=True)
-class Condition:
-    type: str
-    status: str  # "True" | "False" | "Unknown"
-    reason: str = ""
-    message: str = ""
-    last_transition: datetime | None = None
 
 
 @dataclass(frozen=True)

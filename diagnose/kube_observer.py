@@ -19,9 +19,9 @@ from diagnose.model import (
     SelectorTerm,
     Taint,
     Toleration,
-    WorkloadCondition,
     WorkloadFacts,
 )
+from facts.conditions import Condition
 from facts.kube_keys import KUEUE_GROUP, KUEUE_VERSION
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -197,9 +197,7 @@ def workload_facts(wl: dict[str, Any], job_suspended: bool | None) -> WorkloadFa
         name=meta.get("name") or "",
         queue=spec.get("queueName"),
         conditions={
-            c["type"]: WorkloadCondition(
-                c["type"], c["status"], c.get("reason") or "", c.get("message") or ""
-            )
+            c["type"]: Condition(c["type"], c["status"], c.get("reason") or "", c.get("message") or "")
             for c in status.get("conditions") or ()
         },
         job_suspended=job_suspended,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from facts.conditions import Condition
 from facts.kube_keys import GPU_RESOURCE, LABEL_GPU_REPLICAS, SHARED_GPU_RESOURCE
 
 GPU = GPU_RESOURCE  # whole GPUs, or time-slicing replicas when the device plugin does not rename
@@ -168,19 +169,11 @@ class GpuStats:
 
 # --- Kueue ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class WorkloadCondition:
-    type: str
-    status: str  # "True" | "False" | "Unknown"
-    reason: str = ""
-    message: str = ""
-
-
-@dataclass(frozen=True)
 class WorkloadFacts:
     namespace: str
     name: str
     queue: str | None = None  # spec.queueName (the LocalQueue)
-    conditions: dict[str, WorkloadCondition] = field(default_factory=dict)
+    conditions: dict[str, Condition] = field(default_factory=dict)
     job_suspended: bool | None = None  # the owning Job's spec.suspend
     pod_template: PodFacts | None = None  # podSets[0].template, so later checks run without a pod
 

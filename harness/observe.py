@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from assertions.observed import Condition, EventObs, Interval, NodeObs, PodObs, WorkloadSnapshot
+from assertions.observed import EventObs, Interval, NodeObs, PodObs, WorkloadSnapshot
 from clients.karpenter import KarpenterClient, NodeClaimFacts
 from clients.kube import Kube
 from clients.nodes import instance_id_from_provider_id
 from facts import timestamps
+from facts.conditions import Condition
 from facts.kube_keys import GPU_RESOURCE, KUEUE_GROUP, KUEUE_VERSION, SHARED_GPU_RESOURCE
 
 KUEUE = (KUEUE_GROUP, KUEUE_VERSION)

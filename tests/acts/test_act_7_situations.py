@@ -14,10 +14,10 @@ from diagnose.model import (
     NodeFacts,
     PodFacts,
     Taint,
-    WorkloadCondition,
     WorkloadFacts,
 )
 from facts import dcgm
+from facts.conditions import Condition
 from local.sim.profiles import DATA_STARVED, RESIDENT_MODEL, UNHELD, profile_values
 
 GPU, SHARED = "nvidia.com/gpu", "nvidia.com/gpu.shared"
@@ -69,7 +69,7 @@ SERVERS = ["a/server-0", "a/server-1", "a/server-2"]
 SERVER_HOLDERS = tuple(Holder("a", s.split("/")[1], "shared", {SHARED: 1}) for s in SERVERS)
 SERVER_STATS = tuple(stats("shared", "GPU-s", s, RESIDENT_MODEL) for s in SERVERS)
 WL = WorkloadFacts(
-    "b", "job-second", "team-b", {"QuotaReserved": WorkloadCondition("QuotaReserved", "False", "Pending", "insufficient unused quota")},
+    "b", "job-second", "team-b", {"QuotaReserved": Condition("QuotaReserved", "False", "Pending", "insufficient unused quota")},
     job_suspended=True, pod_template=pod("second", GPU),
 )  # fmt: skip
 

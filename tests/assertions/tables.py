@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from assertions.observed import Condition, Interval, PodObs, WorkloadObs, WorkloadSnapshot
+from assertions.observed import Interval, PodObs, WorkloadObs, WorkloadSnapshot
+from facts.conditions import Condition
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

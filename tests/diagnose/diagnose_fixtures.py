@@ -12,10 +12,10 @@ from diagnose.model import (
     SelectorTerm,
     Taint,
     Toleration,
-    WorkloadCondition,
     WorkloadFacts,
 )
 from facts import dcgm
+from facts.conditions import Condition
 from local.sim.profiles import (
     BUSY_TRAINER,
     DATA_STARVED,
@@ -83,7 +83,7 @@ def unadmitted(name: str = "wl-1", template: PodFacts | None = None) -> Workload
         name,
         queue="team-a",
         conditions={
-            "QuotaReserved": WorkloadCondition(
+            "QuotaReserved": Condition(
                 "QuotaReserved",
                 "False",
                 "Pending",

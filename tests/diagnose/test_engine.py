@@ -18,8 +18,8 @@ from diagnose.model import (
     PLACEMENT,
     Cluster,
     PodFacts,
-    WorkloadCondition,
 )
+from facts.conditions import Condition
 from local.sim.profiles import PROFILES, profile_values
 from tests.diagnose import diagnose_fixtures as fx
 
@@ -234,8 +234,8 @@ def test_pod_of_an_admitted_workload_is_not_admission():
     w = replace(
         fx.unadmitted("wl-ok"),
         conditions={
-            "QuotaReserved": WorkloadCondition("QuotaReserved", "True"),
-            "Admitted": WorkloadCondition("Admitted", "True"),
+            "QuotaReserved": Condition("QuotaReserved", "True"),
+            "Admitted": Condition("Admitted", "True"),
         },
         job_suspended=False,
     )
