@@ -80,9 +80,10 @@ from acts.targets import Target, local_description
 from assertions.diagnosis import DiagnosisActObs, DiagnosisObs, Situation, check_diagnosis
 from assertions.verdict import require
 from clients.kube import Kube
-from diagnose import ORDER, Cluster, diagnose_all
+from diagnose import ORDER, diagnose_all
 from diagnose.kube_observer import KubeObserver
 from diagnose.prom_observer import read_or_reason
+from diagnose.read import read_cluster
 from facts import timeouts
 from facts.kube_keys import GPU_RESOURCE, SHARED_GPU_RESOURCE
 from harness.waits import eventually
@@ -224,16 +225,7 @@ def dcgm_prometheus(t: Target, kube: Kube, tmp_path: Path) -> Iterator[str]:
 
 def diagnose(kube: Kube, prom_url: str, order: tuple[str, ...]) -> list[dict[str, Any]]:
     """Every pending GPU pod and unadmitted workload, as `gpu-finops diagnose --all --json` says them."""
-    pods, nodes, holders, wls = KubeObserver(kube).observe(None)
-    stats, why = read_or_reason(prom_url, WINDOW_S, retry_for=timeouts.PROM_RETRY)
-    cluster = Cluster(
-        nodes=tuple(nodes),
-        holders=tuple(holders),
-        workloads=tuple(wls),
-        stats=None if stats is None else tuple(stats),
-        stats_unavailable=why,
-        window_s=WINDOW_S,
-    )
+    pods, cluster = read_cluster(KubeObserver(kube), prom_url, WINDOW_S, retry_for=timeouts.PROM_RETRY)
     return [d.to_dict() for d in diagnose_all(pods, cluster, order)]
 
 

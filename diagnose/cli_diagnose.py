@@ -118,19 +118,16 @@ def kube_call(fn, *args, **kw):
 
 
 def read_cluster(args: argparse.Namespace, observer: Any, namespace: str | None):
-    from diagnose.prom_observer import read_or_reason
+    from diagnose.read import read_cluster as read
 
-    pods, nodes, holders, workloads = kube_call(observer.observe, namespace)
-    stats, why = read_or_reason(args.prometheus_url, args.window, retry_for=args.prometheus_retry)
-    cluster = Cluster(
-        nodes=tuple(nodes),
-        holders=tuple(holders),
-        workloads=tuple(workloads),
-        stats=None if stats is None else tuple(stats),
-        stats_unavailable=why,
-        window_s=args.window,
+    return read(
+        observer,
+        args.prometheus_url,
+        args.window,
+        retry_for=args.prometheus_retry,
+        namespace=namespace,
+        kube_call=kube_call,
     )
-    return pods, cluster
 
 
 def run(args: argparse.Namespace) -> int:

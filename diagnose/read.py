@@ -1,0 +1,40 @@
+"""The cluster read for a diagnosis, once: what `gpu-finops diagnose` and act 7 both diagnose."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from diagnose.model import Cluster, PodFacts
+
+
+def _direct(fn: Callable[..., Any], *args: Any) -> Any:
+    return fn(*args)
+
+
+def read_cluster(
+    observer: Any,
+    prometheus_url: str,
+    window_s: int,
+    *,
+    retry_for: float,
+    namespace: str | None = None,
+    kube_call: Callable[..., Any] = _direct,
+) -> tuple[list[PodFacts], Cluster]:
+    """Pods, nodes, holders and workloads from Kubernetes (through `observer`, a KubeObserver; `kube_call`
+    wraps the read, as the CLI's turns an unreachable API server into exit 3), and DCGM activity over the
+    last `window_s` seconds from Prometheus; when Prometheus cannot answer, the Cluster says why instead
+    of holding statistics."""
+    from diagnose.prom_observer import read_or_reason
+
+    pods, nodes, holders, workloads = kube_call(observer.observe, namespace)
+    stats, why = read_or_reason(prometheus_url, window_s, retry_for=retry_for)
+    cluster = Cluster(
+        nodes=tuple(nodes),
+        holders=tuple(holders),
+        workloads=tuple(workloads),
+        stats=None if stats is None else tuple(stats),
+        stats_unavailable=why,
+        window_s=window_s,
+    )
+    return list(pods), cluster
