@@ -104,7 +104,8 @@ lock: $(UV) ## re-resolve the Python dependencies into the hash-pinned lock file
 $(SETUP_STAMP): pyproject.toml Makefile $(LOCK_TEST)
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	@echo "installing the locked dependencies ($(LOCK_TEST), hashes required), then gpu-finops, into $(VENV)/"
-	@$(VENV)/bin/pip install -q --require-hashes -r $(LOCK_TEST)
+	@$(VENV)/bin/pip install -q --require-hashes --no-deps -r $(LOCK_TEST)  # the lock is complete; --no-deps keeps pip from re-resolving extras (urllib3[socks]) that hash mode refuses
+	@$(VENV)/bin/pip check >/dev/null || { $(VENV)/bin/pip check; exit 1; }
 	@$(VENV)/bin/pip install -q --no-deps -e .
 	@# command:package; chromium and chromium-driver drive the report's browser tests (tests/report)
 	@missing=""; for pair in prometheus:prometheus shellcheck:shellcheck chromium:chromium chromedriver:chromium-driver; do \
