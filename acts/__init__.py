@@ -1,1 +1,2 @@
-"""The six acts: each sets up, observes, asserts its claim from observed state, and reports timings."""
+"""The seven acts: each sets up, observes, checks its claim (a list of named clauses in `assertions/`) from
+observed state, and reports timings; `expect` holds the named predicates their waits use."""

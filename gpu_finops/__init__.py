@@ -1,1 +1,2 @@
-"""gpu-finops: the single command-line entry point over infra, teardown, finops and the local target."""
+"""gpu-finops: the single command-line entry point over the product (finops, ledger, diagnose, report), infra,
+teardown and the local target."""

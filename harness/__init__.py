@@ -1,1 +1,2 @@
-"""I/O that observes: Kubernetes, AWS and Prometheus readers returning plain dataclasses; waits."""
+"""The acts' I/O that observes: Kubernetes, AWS and Prometheus readings returned as `assertions/`'
+plain dataclasses (through `clients/`' readers), and the waits that report their last observation."""
