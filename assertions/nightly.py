@@ -9,7 +9,9 @@ means `success()`; a failed step with `continue-on-error` does not count as a fa
 `steps.<id>.outcome` is before continue-on-error, and a cancelled step's outcome is `cancelled`), and the
 run must reach destroy and verify whenever `make up` started, resume whenever destroy did not succeed
 (it failed or was cancelled), and the report upload always. An expression the simulator does not
-understand fails the check: it cannot vouch for what it cannot evaluate.
+understand fails the check: it cannot vouch for what it cannot evaluate. The guarded steps must `exec`
+the guard, so that a cancel's SIGINT (sent to the step's process alone) reaches it; what the guard then
+does is tested with real processes in tests/ci/test_nightly_cancel.py.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ ROLES = {
     "verify": lambda s: "teardown verify" in str(s.get("run", "")),
     "upload": lambda s: str(s.get("uses", "")).startswith("actions/upload-artifact@"),
 }
+# The step's whole script is the guard, exec'd: the runner signals the step's entry process only
+# (docs.github.com, workflow cancellation reference), so the guard must be that process.
+GUARD_EXECED = re.compile(r"\s*exec\s+\S*gpu-finops\s+guard\s+run\b[^\n;&|]*\s*\Z")
 STATIC_KEY_PATTERN = re.compile(
     r"aws-access-key-id|aws-secret-access-key|AWS_SECRET_ACCESS_KEY|AKIA[0-9A-Z]{16}"
 )
@@ -186,9 +191,16 @@ def check_nightly_workflow(
             f"steps out of order: expected {' -> '.join(order)}, found positions {dict(zip(order, positions, strict=True))}"
         )
     for role in ("up", "acts"):
-        if "guard run" not in str(steps[at[role]].get("run", "")):
+        run = str(steps[at[role]].get("run", ""))
+        if "guard run" not in run:
             f.append(
                 f"the {role} step does not run under `gpu-finops guard run`: the deadline cannot stop it"
+            )
+        elif not GUARD_EXECED.match(run):
+            f.append(
+                f"the {role} step does not `exec` the guard: a cancel's SIGINT reaches only the step's "
+                "shell, which passes it to no one and dies on the SIGTERM, leaving the command running "
+                "beside teardown"
             )
     if steps[at["verify"]].get("continue-on-error"):
         f.append("verify has continue-on-error: a non-empty account would not fail the run")

@@ -24,6 +24,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from facts.private_files import write_private
 from finops.focus import BOOL, COLUMNS, FLOAT, INT, MONEY, QUANTITY, TEXT, TIME, FocusDataset, period_key
 from finops.records import COLUMNS as RECORD_COLUMNS
 from finops.records import CostRecord
@@ -114,7 +115,7 @@ class Destination:
             return f"s3://{self.bucket}/{key}"
         path = Path(self.dest) / relative
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+        write_private(path, data)  # spend by tenant: 0600 from the start
         return str(path)
 
 

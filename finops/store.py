@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from facts.errors import UsageError
+from facts.private_files import create_private
 from finops.holdings_record import IntervalHoldings
 from finops.records import COLUMNS, KEY, CostRecord
 
@@ -76,6 +77,9 @@ class SqliteCostStore:
         try:
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                # sqlite3 would create it with the umask's mode (world-readable); a 0600 empty file is
+                # an empty database, and SQLite gives its journal and WAL files the same mode.
+                create_private(Path(self.path))
             self.db = sqlite3.connect(self.path)
         except (OSError, sqlite3.Error) as exc:
             where = getattr(exc, "filename", None)

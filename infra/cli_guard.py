@@ -10,7 +10,7 @@ import textwrap
 from datetime import datetime
 from pathlib import Path
 
-from facts import arguments
+from facts import arguments, timeouts
 from facts.config import load_config
 from facts.errors import CONTRACT, CheckFailed, UsageError
 from infra.guard import (
@@ -30,7 +30,9 @@ EPILOG = (
     textwrap.fill(
         "exit codes: 0 within budget (estimate) or the command's own code (run); "
         f"{EXIT_OVER_BUDGET} the ceiling is over --budget-usd (nothing started); 2 guard or configuration "
-        "error (no price, no deadline file, a bad number); 124 the command was stopped at the deadline.",
+        "error (no price, no deadline file or a bad one, a bad number); 124 the command was stopped at "
+        "the deadline; 130, 143, 129 the guard got SIGINT, SIGTERM, SIGHUP, passed it to the command's "
+        "whole process group and waited for the group to end.",
         width=100,
     )
     + "\n\n"
@@ -103,8 +105,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--grace-seconds",
         type=arguments.number(0),
-        default=30.0,
-        help="SIGTERM to SIGKILL (default %(default)s)",
+        default=timeouts.GUARD_DEADLINE_GRACE,
+        help="at the deadline: SIGTERM to SIGKILL of the command's group (default %(default)s)",
+    )
+    run.add_argument(
+        "--signal-grace-seconds",
+        type=arguments.number(0),
+        default=timeouts.GUARD_SIGNAL_GRACE,
+        help="after SIGINT/SIGTERM/SIGHUP, passed on to the command's group: until SIGKILL (default "
+        "%(default)s, inside the runner's 7.5 s between a cancel's SIGINT and its SIGTERM)",
     )
     run.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command")
 
@@ -136,7 +145,12 @@ def run(args: argparse.Namespace) -> int:
         command = args.command[1:] if args.command[:1] == ["--"] else args.command
         if not command:
             raise UsageError("guard run: nothing to run; usage: gpu-finops guard run -- make up")
-        return run_until(Deadline.read(args.deadline_file), command, grace_seconds=args.grace_seconds)
+        return run_until(
+            Deadline.read(args.deadline_file),
+            command,
+            grace_seconds=args.grace_seconds,
+            signal_grace_seconds=args.signal_grace_seconds,
+        )
     if args.job_timeout_minutes is not None and args.max_hours * 60 > args.job_timeout_minutes:
         raise GuardError(
             f"--max-hours {args.max_hours:g} is longer than the job's timeout of "

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
+import math
 import signal
 import subprocess
 import time
@@ -22,8 +22,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from facts import timeouts
 from facts.config import Config
 from facts.errors import EXIT_FALSE, UsageError
+from infra import process_group
 from infra.eks_support import UnsupportedVersion, control_plane_price
 
 # Published list prices (us-east-1, checked 2026-11): https://aws.amazon.com/vpc/pricing/ (NAT gateway
@@ -179,6 +181,19 @@ def render(e: Estimate) -> str:
 
 
 # --- the deadline ---------------------------------------------------------------------------------------
+_DEADLINE_FIELDS = {  # field -> (what it must be, the lower bound, whether the bound itself is allowed)
+    "at": ("epoch seconds", 0.0, False),
+    "started": ("epoch seconds", 0.0, False),
+    "max_hours": ("hours", 0.0, False),
+    "teardown_reserve_minutes": ("minutes", 0.0, True),
+}
+
+
+def _excerpt(value: object, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."
+
+
 @dataclass(frozen=True)
 class Deadline:
     """Epoch seconds after which nothing but teardown may run."""
@@ -187,6 +202,16 @@ class Deadline:
     started: float
     max_hours: float
     teardown_reserve_minutes: float
+
+    def __post_init__(self) -> None:
+        # NaN compares false with everything: a NaN deadline would never pass, so it is refused here,
+        # with inf, negatives and anything that is not a number.
+        for field, (unit, low, inclusive) in _DEADLINE_FIELDS.items():
+            value = getattr(self, field)
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if not number or not math.isfinite(value) or value < low or (value == low and not inclusive):
+                bound = f">= {low:g}" if inclusive else f"> {low:g}"
+                raise GuardError(f"{field} is {_excerpt(value)}; expected finite {unit} {bound}")
 
     @classmethod
     def start(cls, max_hours: float, teardown_reserve_minutes: float, now: float | None = None) -> Deadline:
@@ -206,14 +231,36 @@ class Deadline:
 
     @classmethod
     def read(cls, path: Path) -> Deadline:
+        """The deadline `guard estimate` wrote; GuardError (exit 2, one line naming the file) otherwise."""
+        again = f"write it again with `gpu-finops guard estimate --deadline-file {path}`"
         try:
-            return cls(**json.loads(path.read_text()))
+            text = path.read_text()
         except FileNotFoundError:
             raise GuardError(
                 f"no deadline file at {path}: run `gpu-finops guard estimate --deadline-file {path}` first"
             ) from None
-        except (ValueError, TypeError) as exc:
-            raise GuardError(f"deadline file {path} is not one `guard estimate` wrote: {exc}") from exc
+        except (OSError, UnicodeDecodeError) as exc:
+            raise GuardError(f"deadline file {path} cannot be read ({exc}); {again}") from None
+        if not text.strip():
+            raise GuardError(f"deadline file {path} is empty; {again}")
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise GuardError(f"deadline file {path} is not JSON ({exc}): {_excerpt(text)}; {again}") from None
+        if not isinstance(data, dict) or set(data) != set(_DEADLINE_FIELDS):
+            keys = sorted(data) if isinstance(data, dict) else _excerpt(data)
+            raise GuardError(
+                f"deadline file {path} holds {keys}, expected an object with {sorted(_DEADLINE_FIELDS)}; "
+                f"{again}"
+            )
+        try:
+            return cls(**data)
+        except GuardError as exc:
+            raise GuardError(f"deadline file {path}: {exc}; {again}") from None
+
+
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_POLL_SECONDS = 0.2  # how often the guard looks at the clock while its command runs
 
 
 def run_until(
@@ -221,12 +268,17 @@ def run_until(
     argv: Sequence[str],
     *,
     clock: Callable[[], float] = time.time,
-    grace_seconds: float = 30.0,
+    grace_seconds: float = timeouts.GUARD_DEADLINE_GRACE,
+    signal_grace_seconds: float = timeouts.GUARD_SIGNAL_GRACE,
     echo: Callable[[str], object] = print,
 ) -> int:
     """Run argv in its own process group; at the deadline SIGTERM the group, SIGKILL after the grace.
 
-    Returns the command's exit code, or EXIT_DEADLINE when the guard stopped it."""
+    SIGINT, SIGTERM and SIGHUP sent to the guard go to the whole group (the command is in a session of
+    its own, so a signal meant for the guard's group would not reach it), and the guard waits until no
+    process of the group is left: SIGKILL after `signal_grace_seconds`. Returns the command's exit code;
+    EXIT_DEADLINE when the guard stopped it at the deadline; 128 + the signal's number when a signal
+    stopped it (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP), as a shell reports it."""
     left = deadline.at - clock()
     if left <= 0:
         echo(
@@ -234,24 +286,72 @@ def run_until(
             "(teardown runs next)"
         )
         return EXIT_DEADLINE
-    proc = subprocess.Popen(list(argv), start_new_session=True)
+    received: list[int] = []
+    started: list[subprocess.Popen] = []
+
+    def forward(signum: int, _frame: object) -> None:
+        received.append(signum)
+        if started:
+            process_group.signal_group(started[0].pid, signum)
+
+    # Installed before the child exists, so a signal while it starts is not lost (it is sent below).
+    previous = {sig: signal.signal(sig, forward) for sig in FORWARDED_SIGNALS}
     try:
-        return proc.wait(timeout=left)
-    except subprocess.TimeoutExpired:
-        echo(
-            f"cost guard: {' '.join(argv)} still running at the deadline "
-            f"({deadline.max_hours:g} h run, {deadline.teardown_reserve_minutes:g} min kept for teardown); "
-            "stopping it so teardown can run"
-        )
-        _signal_group(proc, signal.SIGTERM)
-        try:
-            proc.wait(timeout=grace_seconds)
-        except subprocess.TimeoutExpired:
-            _signal_group(proc, signal.SIGKILL)
-            proc.wait()
-        return EXIT_DEADLINE
+        proc = subprocess.Popen(list(argv), start_new_session=True)
+        started.append(proc)
+        if received:
+            process_group.signal_group(proc.pid, received[0])
+        return _supervise(proc, deadline, argv, received, clock, grace_seconds, signal_grace_seconds, echo)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
-def _signal_group(proc: subprocess.Popen, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError):  # the group already ended
-        os.killpg(proc.pid, sig)
+def _supervise(
+    proc: subprocess.Popen,
+    deadline: Deadline,
+    argv: Sequence[str],
+    received: list[int],
+    clock: Callable[[], float],
+    grace_seconds: float,
+    signal_grace_seconds: float,
+    echo: Callable[[str], object],
+) -> int:
+    command = " ".join(argv)
+    at_deadline = False
+    kill_at: float | None = None  # monotonic time at which the group gets SIGKILL
+    told_signal = False
+    while True:
+        with contextlib.suppress(subprocess.TimeoutExpired):  # still running: look at the clock
+            proc.wait(timeout=_POLL_SECONDS)
+        if received and not told_signal:
+            told_signal = True
+            echo(
+                f"cost guard: got {signal.Signals(received[0]).name}; passed it to {command} (its whole "
+                f"process group), SIGKILL in {signal_grace_seconds:g}s if any of it is left"
+            )
+            limit = time.monotonic() + signal_grace_seconds
+            kill_at = limit if kill_at is None else min(kill_at, limit)
+        elif not received and not at_deadline and clock() >= deadline.at:
+            at_deadline = True
+            echo(
+                f"cost guard: {command} still running at the deadline "
+                f"({deadline.max_hours:g} h run, {deadline.teardown_reserve_minutes:g} min kept for teardown); "
+                "stopping it so teardown can run"
+            )
+            process_group.signal_group(proc.pid, signal.SIGTERM)
+            kill_at = time.monotonic() + grace_seconds
+        if proc.returncode is not None and kill_at is None:
+            return proc.returncode  # it ended by itself
+        if kill_at is not None and (proc.returncode is not None or time.monotonic() >= kill_at):
+            break
+    # Stopped: the direct child may be gone while a grandchild (terraform under make) still runs.
+    if not process_group.wait_empty(proc.pid, max(0.0, kill_at - time.monotonic())):
+        process_group.signal_group(proc.pid, signal.SIGKILL)
+        if not process_group.wait_empty(proc.pid, timeouts.GUARD_KILL_WAIT):
+            echo(
+                f"cost guard: processes {process_group.members(proc.pid)} of {command} are still there "
+                "after SIGKILL; teardown runs beside them"
+            )
+    proc.wait()
+    return 128 + received[0] if received else EXIT_DEADLINE

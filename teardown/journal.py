@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from facts.private_files import open_private
 from teardown.model import Resource
 
 log = logging.getLogger(__name__)
@@ -30,7 +31,7 @@ class Journal:
         """Append one entry as one whole line (a single O_APPEND write), then fsync."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         line = json.dumps({"t": time.time(), "event": event, **data}, default=str).encode() + b"\n"
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = open_private(self.path, os.O_RDWR | os.O_APPEND)  # account and resource ids: ours alone
         try:
             # A torn last line (no newline) would glue this entry onto it and lose both: start afresh.
             if _ends_torn(fd):

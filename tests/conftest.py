@@ -70,5 +70,22 @@ def reports_dir(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.fixture
+def private_files_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The usual umask (022, which leaves new files world-readable) and no chmod of any kind: a file
+    that is 0600 under this fixture was created 0600, not written open and narrowed afterwards."""
+    old = os.umask(0o022)
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"chmod after creation: {args}")
+
+    for owner, name in ((os, "chmod"), (os, "fchmod"), (Path, "chmod")):
+        monkeypatch.setattr(owner, name, refuse)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     return f"gpu-finops tests; TARGET={config.getoption('--target')}; cwd={os.getcwd()}"

@@ -13,6 +13,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from facts.private_files import write_private
+
 VALID = dt.timedelta(days=30)
 
 
@@ -21,14 +23,15 @@ def _key() -> rsa.RSAPrivateKey:
 
 
 def _write_key(key: rsa.RSAPrivateKey, path: Path) -> None:
-    path.write_bytes(
+    # 0600 from its creation: written and then chmodded, the key was readable by anyone in between.
+    write_private(
+        path,
         key.private_bytes(
             serialization.Encoding.PEM,
             serialization.PrivateFormat.TraditionalOpenSSL,
             serialization.NoEncryption(),
-        )
+        ),
     )
-    path.chmod(0o600)
 
 
 def _write_cert(cert: x509.Certificate, path: Path) -> None:

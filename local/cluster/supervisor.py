@@ -1,14 +1,25 @@
-"""Start, watch and stop the local target's processes, by pid, with one log file each."""
+"""Start, watch and stop the local target's processes, by pid, with one log file each.
+
+A stored pid names our process only while that process lives: after it ends the kernel may give the
+number to anything, and a `local down` days later would SIGTERM (then SIGKILL) that stranger's whole
+process group. So each record keeps the process's start time (/proc/<pid>/stat field 22) from when it
+was started, and a pid whose start time differs is someone else's: never signalled, reported as not
+running. A record from before start times were kept is checked by its command line instead."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from infra.process_group import PROC, start_time
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -17,6 +28,7 @@ class Proc:
     pid: int
     argv: list[str]
     log: str
+    start_time: int | None = None  # /proc/<pid>/stat field 22 when started; None in older records
 
 
 class Supervisor:
@@ -47,11 +59,33 @@ class Supervisor:
         except OSError:
             return False
 
+    @classmethod
+    def ours(cls, proc: Proc) -> bool:
+        """The pid still names the process we started (alive, same start time), not a later one."""
+        if not cls.alive(proc.pid):
+            return False
+        if proc.start_time is not None:
+            same = start_time(proc.pid) == proc.start_time
+        else:  # a record from before start times were kept: the command line must be ours
+            try:
+                same = (PROC / str(proc.pid) / "cmdline").read_bytes().split(b"\0")[:-1] == [
+                    os.fsencode(a) for a in proc.argv
+                ]
+            except OSError:
+                same = False
+        if not same:
+            logger.warning(
+                "%s: pid %d is now another process (started at a different time); not ours to signal",
+                proc.name,
+                proc.pid,
+            )
+        return same
+
     def start(
         self, name: str, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None
     ) -> Proc:
         procs = self._load()
-        if name in procs and self.alive(procs[name].pid):
+        if name in procs and self.ours(procs[name]):
             return procs[name]
         self.logs.mkdir(parents=True, exist_ok=True)
         log = self.logs / f"{name}.log"
@@ -65,20 +99,21 @@ class Supervisor:
                 cwd=cwd,
                 start_new_session=True,
             )
-        proc = Proc(name, p.pid, argv, str(log))
+        # Read at once: the child exists from fork on, and exec does not change its start time.
+        proc = Proc(name, p.pid, argv, str(log), start_time(p.pid))
         procs[name] = proc
         self._save(procs)
         return proc
 
     def status(self) -> dict[str, tuple[Proc, bool]]:
-        return {k: (p, self.alive(p.pid)) for k, p in self._load().items()}
+        return {k: (p, self.ours(p)) for k, p in self._load().items()}
 
     def exited(self, name: str) -> str | None:
         """None while running; else the tail of its log."""
         proc = self._load().get(name)
         if proc is None:
             return "never started"
-        if self.alive(proc.pid):
+        if self.ours(proc):
             return None
         return Path(proc.log).read_text(errors="replace")[-3000:]
 
@@ -86,7 +121,7 @@ class Supervisor:
         """Stop one process (SIGTERM, then SIGKILL after `grace`); True if it was running."""
         procs = self._load()
         proc = procs.get(name)
-        if proc is None or not self.alive(proc.pid):
+        if proc is None or not self.ours(proc):
             return False
         self._kill(proc, grace)
         return True
@@ -97,9 +132,9 @@ class Supervisor:
         except ProcessLookupError:
             return
         deadline = time.monotonic() + grace
-        while self.alive(proc.pid) and time.monotonic() < deadline:
+        while self.ours(proc) and time.monotonic() < deadline:
             time.sleep(0.1)
-        if self.alive(proc.pid):
+        if self.ours(proc):  # checked again: the pid may have been reused while we waited
             os.killpg(proc.pid, signal.SIGKILL)
 
     def stop_all(self, grace: float = 10.0) -> list[str]:
@@ -107,7 +142,7 @@ class Supervisor:
         procs = self._load()
         stopped = []
         for name, proc in reversed(list(procs.items())):
-            if not self.alive(proc.pid):
+            if not self.ours(proc):
                 continue
             self._kill(proc, grace)
             stopped.append(name)

@@ -118,6 +118,14 @@ BROKEN = {
         put("run", "make up", r"make up"),
         "up step does not run under `gpu-finops guard run`",
     ),
+    "up not exec'd": (
+        put("run", ".venv/bin/gpu-finops guard run -- make up", r"make up"),
+        "the up step does not `exec` the guard",
+    ),
+    "acts guarded, then more in the same shell": (
+        put("run", "exec .venv/bin/gpu-finops guard run -- make acts TARGET=aws; echo done", r"make acts"),
+        "the acts step does not `exec` the guard",
+    ),
     "static keys": (
         lambda wf: step(wf, r"configure-aws-credentials")["with"].update(
             {"aws-access-key-id": "${{ secrets.KEY }}", "aws-secret-access-key": "${{ secrets.SECRET }}"}

@@ -251,3 +251,11 @@ def test_the_athena_ddl_in_the_docs_is_the_exported_schema():
     assert [f"`{n}`" for n in schema().names] == [
         line.split()[0] for line in athena_ddl().splitlines()[1 : len(schema()) + 1]
     ]
+
+
+def test_a_local_export_is_readable_by_its_owner_only(dataset, tmp_path, private_files_only):
+    """Spend by tenant and account: every file written 0600 (under umask 022 they were 0644), a rewrite too."""
+    for _ in range(2):
+        written = write_dataset(dataset, str(tmp_path / "focus"))
+        modes = {w.path: Path(w.path).stat().st_mode & 0o777 for w in written}
+        assert len(modes) >= 3 and set(modes.values()) == {0o600}, modes

@@ -52,3 +52,15 @@ def test_range_filter(store):
         rows[1].ChargePeriodStart,
         rows[2].ChargePeriodStart,
     ]
+
+
+def test_a_new_sqlite_store_is_created_readable_by_its_owner_only(tmp_path, private_files_only):
+    """sqlite3 creates its file with the umask's mode (0644 under 022): the store is made 0600 first,
+    and its journal files copy that mode."""
+    path = tmp_path / "new" / "cost.sqlite"
+    s = SqliteCostStore(path)
+    s.upsert(records("gpu-a", [0.5]))
+    assert s.records()
+    s.close()
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in path.parent.iterdir() if p.stat().st_mode & 0o077] == []

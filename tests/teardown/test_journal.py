@@ -90,3 +90,11 @@ def test_a_short_os_write_is_completed(journal, monkeypatch):
 
 def test_a_missing_journal_has_no_events(journal):
     assert list(journal.events()) == [] and journal.last_plan() == [] and not journal.finished()
+
+
+def test_the_journal_is_created_readable_by_its_owner_only(journal, private_files_only):
+    """It names the account's resources; under umask 022 it used to be created 0644."""
+    journal.write("destroy-start", planned=1)
+    journal.write("deleted", key="vpc/vpc-1")
+    assert journal.path.stat().st_mode & 0o777 == 0o600
+    assert [e["event"] for e in journal.events()] == ["destroy-start", "deleted"]

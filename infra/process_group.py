@@ -1,0 +1,81 @@
+"""A command's process group as the kernel sees it (Linux /proc): who is still in it, when a process
+started, and waiting until the group is empty.
+
+The guard (infra/guard.py) starts its command in a session of its own, so a signal meant for the whole
+command (make, terraform, its providers) must go to the group, and "stopped" means no member is left,
+not only that the direct child was reaped: a grandchild that ignores SIGTERM outlives its parent.
+The local supervisor (local/supervisor.py) uses the start time to tell its own process from a later
+one that was given the same pid.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from pathlib import Path
+
+PROC = Path("/proc")
+_POLL_SECONDS = 0.05
+
+
+def _stat_fields(pid: int, proc: Path = PROC) -> list[str] | None:
+    """Fields 3.. of /proc/<pid>/stat (field 2, the command name, may hold spaces and parentheses)."""
+    try:
+        text = (proc / str(pid) / "stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError, NotADirectoryError):
+        return None
+    return text[text.rindex(")") + 2 :].split()
+
+
+def start_time(pid: int, proc: Path = PROC) -> int | None:
+    """Field 22 of /proc/<pid>/stat: when the process started, in clock ticks after boot; None when
+    there is no such process. A pid can be reused; (pid, start time) names one process for good."""
+    fields = _stat_fields(pid, proc)
+    return int(fields[19]) if fields else None
+
+
+def running(pid: int, proc: Path = PROC) -> bool:
+    """The process exists and is not a zombie (a zombie runs nothing; it waits for its parent)."""
+    fields = _stat_fields(pid, proc)
+    return fields is not None and fields[0] not in ("Z", "X")
+
+
+def members(pgid: int, proc: Path = PROC) -> list[int]:
+    """The running (non-zombie) processes whose process group is `pgid`."""
+    found = []
+    for entry in proc.iterdir():
+        if entry.name.isdigit():
+            fields = _stat_fields(int(entry.name), proc)
+            if fields and fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
+                found.append(int(entry.name))
+    return sorted(found)
+
+
+def signal_group(pgid: int, sig: int) -> None:
+    """Send `sig` to every process of the group; a group that already ended is not an error."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, sig)
+
+
+def wait_empty(pgid: int, timeout: float) -> bool:
+    """Wait up to `timeout` seconds for the group to have no running member; True once it has none."""
+    end = time.monotonic() + timeout
+    while members(pgid):
+        if time.monotonic() >= end:
+            return False
+        time.sleep(_POLL_SECONDS)
+    return True
+
+
+def stop_group(pgid: int, sig: int, grace: float, *, kill_wait: float) -> list[int]:
+    """`sig` to the group, up to `grace` seconds for it to end, then SIGKILL and up to `kill_wait` more.
+
+    Returns the members still running after all that (none, unless the kernel is stuck on them)."""
+    signal_group(pgid, sig)
+    if wait_empty(pgid, grace):
+        return []
+    signal_group(pgid, signal.SIGKILL)
+    wait_empty(pgid, kill_wait)
+    return members(pgid)
