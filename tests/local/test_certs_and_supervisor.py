@@ -11,8 +11,8 @@ import time
 import pytest
 
 from infra.process_group import start_time
-from local.certs import Pki
-from local.supervisor import Proc, Supervisor
+from local.cluster.certs import Pki
+from local.cluster.supervisor import Proc, Supervisor
 from tests.process_table import running
 
 
