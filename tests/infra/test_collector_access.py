@@ -10,6 +10,7 @@ import json
 import pytest
 
 from facts.config import load_config
+from facts.names import TAG_PROJECT
 from infra.ci_boundary import boundary_policy
 from infra.iam_eval import Request, decide
 
@@ -20,6 +21,9 @@ KEY = f"arn:aws:kms:{C.region}:{ACCOUNT}:key/0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f
 OTHER_KEY = f"arn:aws:kms:{C.region}:{ACCOUNT}:key/11111111-2222-3333-4444-555555555555"
 TOKENS = {"${aws_dynamodb_table.cost-table.arn}": TABLE, "${aws_kms_key.kms.arn}": KEY}
 VIA_DYNAMODB = {"kms:ViaService": f"dynamodb.{C.region}.amazonaws.com"}
+# The key carries the provider's default tags (our project tag among them: checked below), which the boundary's
+# KMS statement requires, so each request on it names them as the real request context would.
+KEY_TAGS = {f"aws:ResourceTag/{TAG_PROJECT}": C.project}
 
 # What the collector calls (finops/store.py: batch_writer -> BatchWriteItem, scan; the CLI's reads) and
 # the KMS requests DynamoDB makes for it with the table's key.
@@ -49,7 +53,14 @@ def collector_policies(synthesized) -> list[dict]:
 def requests_of(call: str) -> list[Request]:
     action, kms = CALLS[call]
     region = {"aws:RequestedRegion": C.region}
-    return [Request(action, TABLE, region)] + [Request(a, KEY, region | VIA_DYNAMODB) for a in kms]
+    return [Request(action, TABLE, region)] + [Request(a, KEY, region | VIA_DYNAMODB | KEY_TAGS) for a in kms]
+
+
+def test_the_key_carries_our_project_tag(synthesized):
+    cluster = synthesized.stack("cluster")
+    assert "kms" in cluster["resource"]["aws_kms_key"]
+    (provider,) = cluster["provider"]["aws"]
+    assert provider["default_tags"][0]["tags"][TAG_PROJECT] == C.project
 
 
 def refused(policies: list[dict], reqs: list[Request]) -> list[str]:
@@ -77,7 +88,7 @@ def test_the_key_policy_delegates_to_iam_so_the_role_policy_decides(synthesized)
 
 
 def test_the_key_is_usable_only_through_dynamodb(collector_policies):
-    direct = Request("kms:Decrypt", KEY, {"aws:RequestedRegion": C.region})
+    direct = Request("kms:Decrypt", KEY, {"aws:RequestedRegion": C.region} | KEY_TAGS)
     assert not decide(collector_policies, direct).allowed
     via_s3 = Request(
         "kms:Decrypt",
@@ -88,7 +99,7 @@ def test_the_key_is_usable_only_through_dynamodb(collector_policies):
 
 
 def test_no_other_key_is_usable(collector_policies):
-    other = Request("kms:Decrypt", OTHER_KEY, {"aws:RequestedRegion": C.region} | VIA_DYNAMODB)
+    other = Request("kms:Decrypt", OTHER_KEY, {"aws:RequestedRegion": C.region} | VIA_DYNAMODB | KEY_TAGS)
     out = decide(collector_policies, other)
     assert not out.allowed and "implicit deny" in out.reason
 
