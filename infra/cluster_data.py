@@ -76,7 +76,7 @@ def add_export_bucket(stack: ClusterStack, c: Config) -> None:
     """The FOCUS export bucket (`gpu-finops cost export --to s3://<bucket>/focus`): ours by tag, versioned,
     KMS-encrypted with the cluster key, no public access, old versions expired. Teardown empties and
     deletes it; Terraform never force-destroys data."""
-    stack.export_bucket = S3Bucket(stack, "focus-export", bucket=c.export_bucket, tags=c.tags)
+    stack.export_bucket = S3Bucket(stack, "focus-export", bucket=c.export_bucket(stack.account), tags=c.tags)
     bucket = stack.export_bucket.id
     S3BucketPublicAccessBlock(
         stack,
