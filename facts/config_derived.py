@@ -110,10 +110,11 @@ class Derived:
     def collector_repository(self) -> str:
         return f"{self.cluster_name}/collector"
 
-    @property
-    def export_bucket(self) -> str:
-        """The FOCUS export bucket (tagged as ours; teardown empties every version, then deletes it)."""
-        return f"{self.cluster_name}-focus" + (f"-{a}" if (a := getattr(self, "account_id", "")) else "")
+    def export_bucket(self, account: str) -> str:
+        """The FOCUS export bucket in `account` (tagged as ours; teardown empties every version, then deletes
+        it). Bucket names are global: the account in the name means nobody else can have taken it first,
+        and a reader or writer naming it expects that account as the owner."""
+        return f"{self.cluster_name}-focus-{account}"
 
     @property
     def ci_role(self) -> str:

@@ -10,6 +10,8 @@ The ground floor holds them so every package can raise them; nothing here import
 
 from __future__ import annotations
 
+import reprlib
+
 EXIT_OK = 0
 EXIT_FALSE = 1  # the claim or check is false, or the operation did not complete (what is left is said)
 EXIT_USAGE = 2  # usage or configuration: a bad argument, config key, file or environment variable
@@ -27,6 +29,27 @@ CONTRACT = """exit codes (every subcommand):
   4    an unexpected error: a bug in gpu-finops (rerun with -v and report it)
   130  interrupted (Ctrl-C); a line says where things stand and how to finish
 Errors are one line on stderr naming the input, what is wrong and what to do next; -v adds the traceback."""
+
+
+def _short_repr() -> reprlib.Repr:
+    short = reprlib.Repr()
+    short.maxlevel, short.maxlist, short.maxdict, short.maxtuple, short.maxset = 3, 6, 6, 6, 6
+    short.maxstring = short.maxother = short.maxlong = 60
+    return short
+
+
+_SHORT = _short_repr()
+EXCERPT_CHARS = 80  # a value quoted in a message: enough to recognise it, never a megabyte line
+
+
+def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
+    """`value` as text on one line, cut to `limit` characters with the length said when it is longer:
+    messages quote what they refuse, and what they refuse may be huge (a YAML alias bomb) or multi-line."""
+    text = value if isinstance(value, str) else _SHORT.repr(value)  # bounded, however deep the value
+    text = " ".join(text.splitlines()) if "\n" in text or "\r" in text else text
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 1]}…" + (f" ({len(text)} characters)" if isinstance(value, str) else "")
 
 
 class GpuFinopsError(Exception):

@@ -28,6 +28,7 @@ from facts.private_files import write_private
 from finops.focus import BOOL, COLUMNS, FLOAT, INT, MONEY, QUANTITY, TEXT, TIME, FocusDataset, period_key
 from finops.records import COLUMNS as RECORD_COLUMNS
 from finops.records import CostRecord
+from finops.s3_access import S3Prefix
 
 PARTITION = "billing_period"
 DATA_FILE = "focus.parquet"
@@ -79,15 +80,6 @@ def _parquet_bytes(table) -> bytes:
     return buf.getvalue()
 
 
-def split_s3(url: str) -> tuple[str, str]:
-    """s3://bucket/prefix -> (bucket, prefix without slashes at either end)."""
-    rest = url.removeprefix("s3://")
-    bucket, _, prefix = rest.partition("/")
-    if not bucket:
-        raise ValueError(f"not an s3:// URL with a bucket: {url!r}")
-    return bucket, prefix.strip("/")
-
-
 @dataclass(frozen=True)
 class Written:
     path: str  # file path or s3:// URL
@@ -99,20 +91,11 @@ class Destination:
 
     def __init__(self, dest: str, s3_client: Any = None):
         self.dest = dest.rstrip("/")
-        self.s3 = dest.startswith("s3://")
-        if self.s3:
-            self.bucket, self.prefix = split_s3(dest)
-            if s3_client is None:
-                import boto3
-
-                s3_client = boto3.client("s3")
-            self.client = s3_client
+        self.s3 = S3Prefix.at(dest, s3_client) if dest.startswith("s3://") else None
 
     def put(self, relative: str, data: bytes) -> str:
-        if self.s3:
-            key = f"{self.prefix}/{relative}" if self.prefix else relative
-            self.client.put_object(Bucket=self.bucket, Key=key, Body=data)
-            return f"s3://{self.bucket}/{key}"
+        if self.s3 is not None:
+            return self.s3.put(relative, data)
         path = Path(self.dest) / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         write_private(path, data)  # spend by tenant: 0600 from the start

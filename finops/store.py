@@ -158,17 +158,9 @@ class SqliteCostStore:
         return len(records)
 
     def records(self, since: str | None = None, until: str | None = None) -> list[CostRecord]:
-        sql = f"SELECT {', '.join(chr(34) + c + chr(34) for c in COLUMNS)} FROM cost_records WHERE 1=1"
-        args: list[str] = []
-        if since:
-            sql += " AND ChargePeriodStart >= ?"
-            args.append(since)
-        if until:
-            sql += " AND ChargePeriodStart < ?"
-            args.append(until)
-        sql += " ORDER BY ChargePeriodStart, ResourceName"
+        columns = ", ".join(chr(34) + c + chr(34) for c in COLUMNS)
         out = []
-        for row in self.db.execute(sql, args):
+        for row in self._in_window("cost_records", columns, since, until, "ChargePeriodStart, ResourceName"):
             data = dict(zip(COLUMNS, row, strict=True))
             data["x_RateStale"] = bool(data["x_RateStale"])
             out.append(CostRecord.from_dict(data))
@@ -180,7 +172,17 @@ class SqliteCostStore:
         """The recorded holdings by (ResourceName, ChargePeriodStart)."""
         if self.read_only and not self._has_holdings:
             return {}
-        sql = f"SELECT {', '.join(_HOLDINGS_COLUMNS)} FROM gpu_holdings WHERE 1=1"
+        out = {}
+        for row in self._in_window("gpu_holdings", ", ".join(_HOLDINGS_COLUMNS), since, until):
+            h = IntervalHoldings.from_parts(*row)
+            out[h.key] = h
+        return out
+
+    def _in_window(
+        self, table: str, columns: str, since: str | None, until: str | None, order: str | None = None
+    ) -> sqlite3.Cursor:
+        """The rows of `table` whose interval starts in [since, until): the one time-window query."""
+        sql = f"SELECT {columns} FROM {table} WHERE 1=1"
         args: list[str] = []
         if since:
             sql += " AND ChargePeriodStart >= ?"
@@ -188,11 +190,9 @@ class SqliteCostStore:
         if until:
             sql += " AND ChargePeriodStart < ?"
             args.append(until)
-        out = {}
-        for row in self.db.execute(sql, args):
-            h = IntervalHoldings.from_parts(*row)
-            out[h.key] = h
-        return out
+        if order:
+            sql += f" ORDER BY {order}"
+        return self.db.execute(sql, args)
 
     def close(self) -> None:
         self.db.close()
@@ -210,6 +210,11 @@ def _from_dynamo(name: str, value: Any) -> Any:
     if isinstance(value, Decimal):
         return int(value) if name in _INT_COLUMNS else float(value)
     return value
+
+
+def _starts_in(start: str, since: str | None, until: str | None) -> bool:
+    """The window test of SqliteCostStore._in_window, for a table scanned whole (DynamoDB)."""
+    return not (since and start < since) and not (until and start >= until)
 
 
 _HOLDINGS_ATTR, _SOURCE_ATTR, _RECORDED_ATTR = "x_Holdings", "x_HoldingsSource", "x_HoldingsRecordedAt"
@@ -255,7 +260,7 @@ class DynamoCostStore:
         out = {}
         for item in self._items():
             start = item["ChargePeriodStart"]
-            if _HOLDINGS_ATTR not in item or (since and start < since) or (until and start >= until):
+            if _HOLDINGS_ATTR not in item or not _starts_in(start, since, until):
                 continue
             h = IntervalHoldings.from_parts(
                 item["ResourceName"], item["ResourceId"], start, item["ChargePeriodEnd"],
@@ -268,7 +273,7 @@ class DynamoCostStore:
         out = []
         for item in self._items():
             start = item["ChargePeriodStart"]
-            if (since and start < since) or (until and start >= until):
+            if not _starts_in(start, since, until):
                 continue
             out.append(CostRecord.from_dict({k: _from_dynamo(k, v) for k, v in item.items()}))
         return sorted(out, key=lambda r: (r.ChargePeriodStart, r.ResourceName))

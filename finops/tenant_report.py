@@ -16,7 +16,9 @@ from typing import Any
 
 from rich.table import Table
 
-from finops.export import DATA_FILE, PARTITION, split_s3
+from facts.errors import UsageError, excerpt
+from finops.export import DATA_FILE, PARTITION
+from finops.s3_access import S3Prefix
 
 TENANT_SQL = f"""
 SELECT
@@ -59,37 +61,34 @@ class TenantSummary:
         }
 
 
-def _local_copy(source: str, workdir: Path, s3_client: Any = None) -> Path:
-    bucket, prefix = split_s3(source)
-    if s3_client is None:
-        import boto3
-
-        s3_client = boto3.client("s3")
-    pages = s3_client.get_paginator("list_objects_v2").paginate(
-        Bucket=bucket, Prefix=f"{prefix}/" if prefix else ""
-    )
-    for page in pages:
-        for obj in page.get("Contents", []):
-            relative = obj["Key"][len(prefix) :].lstrip("/") if prefix else obj["Key"]
-            if not relative.startswith(f"{PARTITION}="):
-                continue  # the unpriced list and anything else beside the dataset
-            path = workdir / relative
-            path.parent.mkdir(parents=True, exist_ok=True)
-            s3_client.download_file(bucket, obj["Key"], str(path))
-    return workdir
-
-
 def by_tenant(source: str, *, period: str | None = None, s3_client: Any = None) -> list[TenantSummary]:
-    """Tenants' totals over the dataset at `source` (a directory or s3:// prefix), optionally one period."""
+    """Tenants' totals over the dataset at `source` (a directory or s3:// prefix), optionally one period.
+    A source that is missing, not a folder, without partitions, or whose files are not the export's
+    Parquet is a UsageError naming it."""
     import duckdb
 
     with tempfile.TemporaryDirectory(prefix="gpu-finops-focus-") as tmp:
-        root = _local_copy(source, Path(tmp), s3_client) if source.startswith("s3://") else Path(source)
+        if source.startswith("s3://"):
+            root = S3Prefix.at(source, s3_client).copy_to(Path(tmp), f"{PARTITION}=")
+        else:
+            root = Path(source)
+            if not root.is_dir():
+                what = "does not exist" if not root.exists() else "is not a directory"
+                raise UsageError(f"--parquet {excerpt(source)} {what}: name the folder `cost export` wrote")
         files = sorted(str(p) for p in root.glob(f"{PARTITION}=*/{DATA_FILE}"))
         if not files:
-            raise FileNotFoundError(f"no FOCUS partitions ({PARTITION}=YYYY-MM/{DATA_FILE}) under {source}")
-        with duckdb.connect() as db:
-            rows = db.execute(TENANT_SQL, {"files": files, "period": period}).fetchall()
+            raise UsageError(
+                f"--parquet {excerpt(source)}: no FOCUS partitions ({PARTITION}=YYYY-MM/{DATA_FILE}) under it; "
+                "name the folder `cost export` wrote"
+            )
+        try:
+            with duckdb.connect() as db:
+                rows = db.execute(TENANT_SQL, {"files": files, "period": period}).fetchall()
+        except duckdb.Error as exc:
+            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise UsageError(
+                f"--parquet {excerpt(source)}: not the FOCUS export `cost export` writes: {excerpt(first, 160)}"
+            ) from None
     return [
         TenantSummary(t, cost, idle, measured, float(hours or 0), nodes)
         for t, cost, idle, measured, hours, nodes in rows

@@ -215,7 +215,7 @@ def services_policy(c: Config, account: str) -> dict[str, Any]:
             ours(
                 "OurExportBucket",
                 "s3:",
-                [f"arn:aws:s3:::{c.export_bucket}", f"arn:aws:s3:::{c.export_bucket}/*"],
+                [f"arn:aws:s3:::{c.export_bucket(account)}", f"arn:aws:s3:::{c.export_bucket(account)}/*"],
             ),
             _stmt(
                 "CreateKeysOnlyTaggedAsOurs",

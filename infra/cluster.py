@@ -69,7 +69,11 @@ class ClusterStack(TerraformStack):
         data = add_cost_data(
             self,
             CostDataInputs(
-                config=c, boundary=self.boundary, key_arn=self.key.arn, cluster_name=self.cluster.name
+                config=c,
+                account=self.account,
+                boundary=self.boundary,
+                key_arn=self.key.arn,
+                cluster_name=self.cluster.name,
             ),
         )
         self.table, self.ecr, self.export_bucket = data.table, data.ecr, data.export_bucket

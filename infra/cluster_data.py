@@ -40,6 +40,7 @@ class CostDataInputs:
     """What the cost data needs from the rest of the cluster stack."""
 
     config: Config
+    account: str  # the account the stack applies to (the export bucket's name carries it)
     boundary: str  # the permissions boundary ARN every role carries (infra/ci_boundary.py)
     key_arn: str  # the cluster's customer-managed KMS key (table, image repository, export bucket)
     cluster_name: str  # the EKS cluster's name attribute, so pod identity depends on it
@@ -120,7 +121,7 @@ def _add_export_bucket(scope: Construct, given: CostDataInputs) -> S3Bucket:
     KMS-encrypted with the cluster key, no public access, old versions expired. Teardown empties and
     deletes it; Terraform never force-destroys data."""
     c = given.config
-    export_bucket = S3Bucket(scope, "focus-export", bucket=c.export_bucket, tags=c.tags)
+    export_bucket = S3Bucket(scope, "focus-export", bucket=c.export_bucket(given.account), tags=c.tags)
     bucket = export_bucket.id
     S3BucketPublicAccessBlock(
         scope,

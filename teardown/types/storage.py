@@ -41,32 +41,36 @@ register_row(Row(
 
 
 # --- the FOCUS export bucket ----------------------------------------------------------------------------
-def _bucket_tags(s3: Any, name: str) -> list[dict[str, str]]:
+def _bucket_tags(s3: Any, name: str, owner: str) -> list[dict[str, str]]:
     try:
-        return s3.get_bucket_tagging(Bucket=name).get("TagSet", [])
+        return s3.get_bucket_tagging(Bucket=name, ExpectedBucketOwner=owner).get("TagSet", [])
     except ClientError as exc:
         if exc.response["Error"]["Code"] == "NoSuchTagSet":
             return []
         raise
 
 
-def _bucket_region(s3: Any, name: str) -> str:
-    return s3.get_bucket_location(Bucket=name).get("LocationConstraint") or "us-east-1"
+def _bucket_region(s3: Any, name: str, owner: str) -> str:
+    return (
+        s3.get_bucket_location(Bucket=name, ExpectedBucketOwner=owner).get("LocationConstraint")
+        or "us-east-1"
+    )
 
 
 def list_buckets(ctx: Context) -> list[Resource]:
     """Buckets in our region, ours by tag, among those named like ours (the export bucket is
-    `<cluster>-focus[-<account>]`): S3 lists every region's buckets, and the nightly's role may read the
-    location and tags of our buckets only."""
+    `<cluster>-focus-<account>`): S3 lists every region's buckets, and the nightly's role may read the
+    location and tags of our buckets only. Every call names our account as the owner: a bucket another
+    account owns answers 403 instead of being read, emptied or deleted."""
     out = []
-    s3 = ctx.client("s3")
+    s3, owner = ctx.client("s3"), ctx.account()
     for b in s3.list_buckets().get("Buckets", []):
         name = b["Name"]
         if not ctx.config.owns_name(name):
             continue
-        if unless_gone(lambda name=name: _bucket_region(s3, name)) != ctx.config.region:
+        if unless_gone(lambda name=name: _bucket_region(s3, name, owner)) != ctx.config.region:
             continue
-        tags = unless_gone(lambda name=name: _bucket_tags(s3, name))
+        tags = unless_gone(lambda name=name: _bucket_tags(s3, name, owner))
         born = provenance_details(b.get("CreationDate"), {}, b)
         r = None if tags is None else owned(ctx, "s3_bucket", name, tags, name=name, **born)
         if r:
@@ -77,21 +81,25 @@ def list_buckets(ctx: Context) -> list[Resource]:
 @gone_ok
 def delete_bucket(ctx: Context, r: Resource) -> None:
     """Empty it (every object version and delete marker, a thousand a call), then delete it."""
-    s3 = ctx.client("s3")
-    for page in s3.get_paginator("list_object_versions").paginate(Bucket=r.id):
+    s3, owner = ctx.client("s3"), ctx.account()
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=r.id, ExpectedBucketOwner=owner):
         batch = [
             {"Key": v["Key"], "VersionId": v["VersionId"]}
             for v in [*page.get("Versions", []), *page.get("DeleteMarkers", [])]
         ]
         for i in range(0, len(batch), 1000):
-            result = s3.delete_objects(Bucket=r.id, Delete={"Objects": batch[i : i + 1000], "Quiet": True})
+            result = s3.delete_objects(
+                Bucket=r.id,
+                Delete={"Objects": batch[i : i + 1000], "Quiet": True},
+                ExpectedBucketOwner=owner,
+            )
             if result.get("Errors"):
                 first = result["Errors"][0]
                 raise RuntimeError(
                     f"emptying s3://{r.id}: {len(result['Errors'])} object version(s) not deleted, first "
                     f"{first.get('Key')} ({first.get('Code')}: {first.get('Message')})"
                 )
-    s3.delete_bucket(Bucket=r.id)
+    s3.delete_bucket(Bucket=r.id, ExpectedBucketOwner=owner)
 
 
 register(

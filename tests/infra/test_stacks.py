@@ -260,7 +260,7 @@ def test_the_node_ami_alias_is_a_dated_release_never_latest(synthesized):
 def test_the_focus_export_bucket_is_ours_versioned_encrypted_private_and_expires_old_versions(synthesized):
     cluster = synthesized.stack("cluster")
     bucket = resources(cluster, "aws_s3_bucket")["focus-export"]
-    assert bucket["bucket"] == C.export_bucket
+    assert bucket["bucket"] == C.export_bucket("${data.aws_caller_identity.account.account_id}")
     assert bucket["tags"][TAG_PROJECT] == C.project
     assert "force_destroy" not in bucket or bucket["force_destroy"] is False
     ref = "${aws_s3_bucket.focus-export.id}"

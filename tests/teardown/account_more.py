@@ -52,7 +52,9 @@ def add_storage(session: boto3.Session, acct: Account, cluster: str) -> None:
         imageTag="0.1.0",
     )
     acct.add(acct.ours, "ecr_repository", repo)
-    bucket = Config(cluster_name=cluster).export_bucket
+    bucket = Config(cluster_name=cluster).export_bucket(
+        session.client("sts").get_caller_identity()["Account"]
+    )
     s3.create_bucket(Bucket=bucket)
     s3.put_bucket_tagging(Bucket=bucket, Tagging={"TagSet": ours})
     s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
