@@ -227,18 +227,19 @@ def run(args: argparse.Namespace) -> int:
         config = _config(args)
     except ConfigError as exc:
         return _refuse(f"{exc} (config file: ${CONFIG_ENV} or facts/config.yaml)")
-    ctx = Context(config)
-    try:
-        account = check_account(ctx)
-    except AccountNotAllowed as exc:
-        return _refuse(str(exc))
-    # No credentials, no endpoint, access denied: exit 3, one line naming the call (gpu_finops/failures.py).
+    # The offline checks first: a bad --plan file is a usage error (2) before the first AWS call.
     reviewed = None
     if getattr(args, "plan", None) is not None:
         try:
             reviewed = read_plan(args.plan)
         except PlanFileError as exc:
             return _refuse(str(exc))
+    ctx = Context(config)
+    try:
+        account = check_account(ctx)
+    except AccountNotAllowed as exc:
+        return _refuse(str(exc))
+    # No credentials, no endpoint, access denied: exit 3, one line naming the call (gpu_finops/failures.py).
     journal = Journal(args.journal)
     if args.action == "verify":
         return _verify(ctx, console, args)
