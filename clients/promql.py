@@ -7,6 +7,8 @@ import logging
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -55,7 +57,7 @@ class PrometheusClient:
         request = urllib.request.Request(self.url + path + query, headers={"Accept": "application/json"})
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                return json.loads(response.read())
+                raw = response.read()
         except urllib.error.HTTPError as exc:
             body = exc.read().decode(errors="replace")
             if exc.code >= 500:
@@ -65,6 +67,33 @@ class PrometheusClient:
             ) from exc
         except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
             raise _Transient(str(getattr(exc, "reason", exc))) from exc
+        try:
+            body = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):  # JSONDecodeError is a ValueError
+            text = raw[:80].decode(errors="replace")
+            raise PrometheusQueryError(
+                f"Prometheus at {self.url} answered {path} with something that is not JSON "
+                f"({' '.join(text.split())!r}); check that the Prometheus URL points at Prometheus"
+            ) from None
+        if not isinstance(body, dict):
+            raise self.malformed(path, f"a JSON {type(body).__name__}, not an object")
+        return body
+
+    def malformed(self, path: str, what: str) -> PrometheusQueryError:
+        """The error for an answer that is JSON but not the Prometheus HTTP API's shape."""
+        return PrometheusQueryError(
+            f"Prometheus at {self.url} answered {path} with {what}; check that the Prometheus URL points at "
+            "Prometheus (its HTTP API: /api/v1)"
+        )
+
+    @contextmanager
+    def reading(self, path: str) -> Iterator[None]:
+        """Around the code that picks an answer apart: a missing `data`, a result that is not a list, a
+        value that is not a number, all become one error naming Prometheus (exit 3), not a bug."""
+        try:
+            yield
+        except (KeyError, IndexError, TypeError, ValueError, ArithmeticError) as exc:
+            raise self.malformed(path, f"an answer of another shape ({type(exc).__name__}: {exc})") from None
 
     def _get_with_retries(self, path: str, params: dict[str, str] | None = None) -> dict[str, Any]:
         retrying = Retrying(
@@ -101,15 +130,16 @@ class PrometheusClient:
             raise PrometheusQueryError(
                 f"query {promql!r} failed: {body.get('errorType')}: {body.get('error')}"
             )
-        data = body["data"]
-        if data["resultType"] != "vector":
-            raise PrometheusQueryError(
-                f"query {promql!r} returned {data['resultType']}, expected an instant vector"
-            )
-        samples = []
-        for series in data["result"]:
-            value = float(series["value"][1])
-            if value != value:  # NaN: no data in the window; missing, not a number
-                continue
-            samples.append(Sample(labels=dict(series["metric"]), value=value))
+        with self.reading("/api/v1/query"):
+            data = body["data"]
+            if data["resultType"] != "vector":
+                raise PrometheusQueryError(
+                    f"query {promql!r} returned {data['resultType']}, expected an instant vector"
+                )
+            samples = []
+            for series in data["result"]:
+                value = float(series["value"][1])
+                if value != value:  # NaN: no data in the window; missing, not a number
+                    continue
+                samples.append(Sample(labels=dict(series["metric"]), value=value))
         return samples

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from diagnose.model import ORDER, Cluster, Diagnosis
-from facts import errors
+from facts import arguments, errors, timeouts
 from facts.errors import EXIT_FALSE, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, UsageError
 
 # The contract's codes (facts/errors.py), by what they mean here.
@@ -45,6 +45,7 @@ def parse_window(text: str) -> int:
 def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--prometheus-url",
+        type=arguments.http_url,
         default=os.environ.get("PROMETHEUS_URL", "http://127.0.0.1:9090"),
         help="Prometheus that scrapes dcgm-exporter (default: $PROMETHEUS_URL or :9090)",
     )
@@ -58,7 +59,7 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kubeconfig", default=None, help="kubeconfig (default: in-cluster or $KUBECONFIG)")
     parser.add_argument(
         "--prometheus-retry",
-        type=float,
+        type=arguments.number(0, maximum=timeouts.PROM_RETRY_MAX),  # nan/inf would retry forever
         default=None,
         help="seconds to retry Prometheus before counting it unreachable (default: the harness's)",
     )

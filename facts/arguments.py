@@ -11,7 +11,9 @@ import math
 import os
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from facts.regions import known_regions
 
@@ -100,5 +102,49 @@ def region(text: str) -> str:
         close = difflib.get_close_matches(text, known_regions(), n=1)
         raise argparse.ArgumentTypeError(
             f"{text!r} is not an AWS region" + (f"; did you mean {close[0]!r}?" if close else "")
+        )
+    return text
+
+
+def aware_time(text: str) -> datetime:
+    """An ISO 8601 time with its zone (`Z` or an offset), as an aware datetime in UTC: a time without a
+    zone is refused, since the cost table's times are UTC and a local reading would shift the window."""
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        value = None
+    if value is None or value.tzinfo is None:
+        why = "without a zone" if value is not None else "not an ISO 8601 time"
+        raise argparse.ArgumentTypeError(
+            f"expected an ISO 8601 time with a zone, like 2026-11-01T00:00:00Z or 2026-11-01T03:00:00+05:00, "
+            f"got {text[:80]!r} ({why})"
+        )
+    return value.astimezone(UTC)
+
+
+def calendar_month(text: str) -> str:
+    """A calendar month `YYYY-MM` whose next month is a date too (so 9999-12 is refused, not overflowed)."""
+    try:
+        start = datetime.strptime(text, "%Y-%m")
+        ok = re.fullmatch(r"\d{4}-\d{2}", text) is not None and start.year < 9999
+    except ValueError:
+        ok = False
+    if not ok:
+        raise argparse.ArgumentTypeError(
+            f"expected a calendar month YYYY-MM (years 0001-9998), like 2026-11, got {text[:80]!r}"
+        )
+    return text
+
+
+def http_url(text: str) -> str:
+    """An http(s) URL with a host, like http://127.0.0.1:9090."""
+    parts = urlsplit(text)
+    try:
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:
+        port_ok = False
+    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+        raise argparse.ArgumentTypeError(
+            f"expected an http(s) URL like http://127.0.0.1:9090, got {text[:80]!r}"
         )
     return text

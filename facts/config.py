@@ -20,10 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import TypeAdapter, ValidationError
 
-from facts import names
+from facts import config_yaml, names
 from facts.config_derived import Derived
 from facts.config_types import (
     RULES,
@@ -46,7 +45,7 @@ from facts.config_types import (
     RetentionDays,
     Version,
 )
-from facts.errors import FILE, ConfigError
+from facts.errors import FILE, ConfigError, shown
 
 DEFAULT_FILE = Path(__file__).with_name("config.yaml")
 CONFIG_ENV = "GPU_FINOPS_CONFIG"  # a config file used instead of the default (the nightly writes one)
@@ -238,11 +237,12 @@ def _config_error(error: dict[str, Any]) -> ConfigError:
         "string_too_short": "a non-empty string",
     }.get(kind, error["msg"])
     if kind == "greater_than_equal":
-        return ConfigError(key, f"must be >= {ctx.get('ge')}, found {found!r}{item}")
-    shown = f"{type(found).__name__} {found!r}" if kind.endswith("_type") else repr(found)
+        return ConfigError(key, f"must be >= {ctx.get('ge')}, found {shown(found)}{item}")
+    # the value is quoted cut short: it may be megabytes (a long string, a huge list)
+    found_text = f"{type(found).__name__} {shown(found)}" if kind.endswith("_type") else shown(found)
     if kind == "string_type" and isinstance(found, int | float):
         expected += " (quote it in YAML)"
-    return ConfigError(key, f"expected {expected}, found {shown}{item}")
+    return ConfigError(key, f"expected {expected}, found {found_text}{item}")
 
 
 def load_config(path: str | Path | None = None) -> Config:
@@ -256,6 +256,8 @@ def load_config(path: str | Path | None = None) -> Config:
     if not path.exists():
         return Config().validate()
     try:
+        if path.is_file():
+            config_yaml.check_size(path.stat().st_size, str(path))  # before reading a byte
         text = path.read_text(encoding="utf-8")
     except IsADirectoryError:
         raise ConfigError(FILE, "is a directory; name a YAML file", str(path)) from None
@@ -267,13 +269,7 @@ def load_config(path: str | Path | None = None) -> Config:
         ) from None
     except OSError as exc:
         raise ConfigError(FILE, f"cannot read: {exc.strerror or exc}", str(path)) from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1} column {mark.column + 1}: " if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(FILE, f"not valid YAML: {where}{problem}", str(path)) from None
+    data = config_yaml.parse(text, str(path))
     try:
         config = _schema().validate_python({} if data is None else data)
         return config.validate()

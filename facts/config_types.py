@@ -11,6 +11,7 @@ from typing import Annotated
 from pydantic import AfterValidator, ConfigDict, Field, StrictBool, StrictInt
 
 from facts.arguments import CLUSTER_NAME
+from facts.errors import shown
 from facts.regions import known_regions
 
 # Every key is checked; values are never coerced (a quoted "4" is not an integer, `yes` is not a name).
@@ -23,7 +24,7 @@ LOG_RETENTION_DAYS += (2922, 3288, 3653)
 def _matches(pattern: str, what: str):
     def check(value: str) -> str:
         if not re.fullmatch(pattern, value):
-            raise ValueError(f"{value!r} is not {what}")
+            raise ValueError(f"{shown(value)} is not {what}")
         return value
 
     return AfterValidator(check)
@@ -35,7 +36,7 @@ def _region(value: str) -> str:
 
         close = difflib.get_close_matches(value, known_regions(), n=1)
         raise ValueError(
-            f"{value!r} is not an AWS region botocore {botocore.__version__} knows"
+            f"{shown(value)} is not an AWS region botocore {botocore.__version__} knows"
             + (f"; did you mean {close[0]!r}?" if close else "")
             + " (a region newer than botocore: upgrade boto3)"
         )
@@ -47,9 +48,9 @@ def _cidr(value: str) -> str:
         net = ipaddress.ip_network(value, strict=True)
     except ValueError as exc:
         why = "" if "does not appear" in str(exc) else f": {exc}"
-        raise ValueError(f"{value!r} is not a CIDR block like 10.0.0.0/16{why}") from None
+        raise ValueError(f"{shown(value)} is not a CIDR block like 10.0.0.0/16{why}") from None
     if net.version != 4:
-        raise ValueError(f"{value!r}: only IPv4 CIDR blocks are supported")
+        raise ValueError(f"{shown(value)}: only IPv4 CIDR blocks are supported")
     return value
 
 

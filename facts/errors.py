@@ -52,6 +52,11 @@ def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
     return f"{text[: limit - 1]}…" + (f" ({len(text)} characters)" if isinstance(value, str) else "")
 
 
+def shown(value: object) -> str:
+    """`value` as Python writes it (strings quoted), bounded like excerpt: for "found 'banana'"."""
+    return excerpt(_SHORT.repr(value))
+
+
 class GpuFinopsError(Exception):
     """An error with a message for the operator and the exit code of its meaning."""
 

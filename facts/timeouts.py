@@ -6,6 +6,7 @@ from __future__ import annotations
 # Prometheus
 PROM_QUERY = 30.0  # one HTTP query
 PROM_RETRY = 20.0  # how long a query is retried before Prometheus counts as down
+PROM_RETRY_MAX = 3600.0  # the most --prometheus-retry may ask: finite, so a run always ends
 PROM_READY = 60.0  # a freshly started Prometheus answering /-/ready
 PROM_FIRST_SAMPLES = 60.0  # a scrape target's series visible in Prometheus
 

@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--prometheus-url",
+        type=arguments.http_url,
         default=os.environ.get("PROMETHEUS_URL", "http://127.0.0.1:9090"),
         help="Prometheus that scrapes dcgm-exporter (default: $PROMETHEUS_URL or :9090)",
     )
@@ -54,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--prometheus-retry",
-        type=arguments.number(0),
+        type=arguments.number(0, maximum=timeouts.PROM_RETRY_MAX),
         default=timeouts.PROM_RETRY,
         help="seconds to retry Prometheus before counting it unreachable (default %(default)s)",
     )

@@ -19,6 +19,21 @@ def add_store_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_window_arguments(parser: argparse.ArgumentParser) -> None:
+    """--since/--until: aware times (a zone is required), compared as times by the store."""
+    from facts.arguments import aware_time
+
+    parser.add_argument(
+        "--since",
+        type=aware_time,
+        default=None,
+        help="first ChargePeriodStart (ISO 8601 with a zone, e.g. Z)",
+    )
+    parser.add_argument(
+        "--until", type=aware_time, default=None, help="ChargePeriodStart before this (ISO 8601 with a zone)"
+    )
+
+
 def add_nodes_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--nodes",

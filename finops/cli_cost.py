@@ -8,8 +8,9 @@ import json
 from pathlib import Path
 
 from clients.terminal import console as wide_console
+from facts import arguments
 from facts.errors import CheckFailed
-from finops.cli_common import add_store_argument
+from finops.cli_common import add_store_argument, add_window_arguments
 from finops.cli_export import add_export_parser, run_export
 from finops.cost_report import chart, summarize, table
 from finops.store import open_store
@@ -19,8 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     report = sub.add_parser("report", help="per-node table, JSON and a PNG chart")
     add_store_argument(report)
-    report.add_argument("--since", default=None, help="first ChargePeriodStart (ISO 8601 UTC)")
-    report.add_argument("--until", default=None, help="ChargePeriodStart before this (ISO 8601 UTC)")
+    add_window_arguments(report)
     report.add_argument("--png", type=Path, default=Path("reports/cost.png"), help="chart path")
     report.add_argument("--json", type=Path, default=None, help="also write the per-node summary as JSON")
     report.add_argument(
@@ -29,7 +29,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a FOCUS export (directory or s3:// prefix, from `cost export`): adds the per-tenant table "
         "(cost, idle cost, idle share, GPU-hours, read with DuckDB) and the chart's per-tenant panel",
     )
-    report.add_argument("--period", default=None, help="with --parquet: one billing period, YYYY-MM")
+    report.add_argument(
+        "--period",
+        type=arguments.calendar_month,
+        default=None,
+        help="with --parquet: one billing period, YYYY-MM",
+    )
     add_export_parser(sub)
     parser.epilog = "exit 0: report written; exit 1: the cost table has no records in the range"
 
@@ -37,7 +42,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.action == "export":
         return run_export(args)
-    records = open_store(args.store).records(since=args.since, until=args.until)
+    # A report reads: the store is opened read-only, so a missing or foreign file is refused, never made.
+    records = open_store(args.store, read_only=True).records(since=args.since, until=args.until)
     console = wide_console()
     tenants = None
     if args.parquet:

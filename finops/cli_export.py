@@ -9,10 +9,11 @@ import os
 from clients.terminal import console as wide_console
 from facts.errors import CheckFailed, UsageError
 from facts.names import PROJECT
-from finops.cli_common import add_store_argument
+from finops.cli_common import add_store_argument, add_window_arguments
 from finops.export import write_dataset
 from finops.focus import FOCUS_VERSION, FocusContext, focus_dataset
 from finops.holdings_record import STATUS_NO_HOLDINGS
+from finops.s3_access import split_s3
 from finops.store import open_store
 
 
@@ -22,13 +23,24 @@ def _holdings_summary(holdings) -> str:
     return f"{len(holdings)} GPU holding(s) applied to every interval"
 
 
+def _destination(text: str) -> str:
+    """--out: a directory path, or an s3:// URL that names a bucket (checked before the store is read)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    if text.startswith("s3://"):
+        try:
+            split_s3(text)
+        except UsageError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def add_export_parser(sub: argparse._SubParsersAction) -> None:
     export = sub.add_parser("export", help=f"write the FOCUS {FOCUS_VERSION} dataset, split per tenant")
     add_store_argument(export)
     export.add_argument("--format", choices=["parquet"], default="parquet", help="only parquet (the default)")
-    export.add_argument("--out", required=True, help="a directory or s3://bucket/prefix")
-    export.add_argument("--since", default=None, help="first ChargePeriodStart (ISO 8601 UTC)")
-    export.add_argument("--until", default=None, help="ChargePeriodStart before this (ISO 8601 UTC)")
+    export.add_argument("--out", required=True, type=_destination, help="a directory or s3://bucket/prefix")
+    add_window_arguments(export)
     export.add_argument(
         "--holdings",
         default="recorded",
@@ -69,7 +81,7 @@ def _holdings(spec: str, kubeconfig: str | None, store):
 
 def run_export(args: argparse.Namespace) -> int:
     console = wide_console()
-    store = open_store(args.store)
+    store = open_store(args.store, read_only=True)  # the export reads the store, never writes it
     records = store.records(since=args.since, until=args.until)
     if not records:
         raise CheckFailed(

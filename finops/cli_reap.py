@@ -13,6 +13,8 @@ from finops.cli_common import add_nodes_argument, add_store_argument, node_sourc
 from finops.reaper import ReapPolicy, rank, reap
 from finops.store import open_store
 
+YEAR_MINUTES = 366 * 24 * 60  # the longest --window/--min-age: finite, so every time sum stays a date
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser)
@@ -25,12 +27,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--window",
-        type=arguments.number(0, above=True),
+        type=arguments.number(0, above=True, maximum=YEAR_MINUTES),  # 1e308 minutes overflows a timedelta
         default=60,
         help="minutes of records to rank by (default 60)",
     )
     parser.add_argument(
-        "--min-age", type=arguments.number(0), default=30, help="minutes a node must have lived (default 30)"
+        "--min-age",
+        type=arguments.number(0, maximum=YEAR_MINUTES),
+        default=30,
+        help="minutes a node must have lived (default 30)",
     )
     parser.add_argument(
         "--idle-threshold",

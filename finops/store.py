@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Protocol
 
-from facts.errors import UsageError
+from facts import timestamps
+from facts.errors import UsageError, excerpt
 from facts.private_files import create_private
 from finops.holdings_record import IntervalHoldings
 from finops.records import COLUMNS, KEY, CostRecord
@@ -58,10 +60,12 @@ _TEXT_COLUMNS = {
 class CostStore(Protocol):
     def upsert(self, records: Sequence[CostRecord], holdings: Sequence[IntervalHoldings] = ()) -> int: ...
 
-    def records(self, since: str | None = None, until: str | None = None) -> list[CostRecord]: ...
+    def records(
+        self, since: str | datetime | None = None, until: str | datetime | None = None
+    ) -> list[CostRecord]: ...
 
     def holdings(
-        self, since: str | None = None, until: str | None = None
+        self, since: str | datetime | None = None, until: str | datetime | None = None
     ) -> dict[tuple[str, str], IntervalHoldings]: ...
 
 
@@ -72,7 +76,8 @@ class SqliteCostStore:
         self.path = str(path)
         self.read_only = read_only
         if read_only:
-            self.db = self._open_read_only()
+            self.db = _open_read_only(self.path)
+            self._check_version()
             return
         try:
             if self.path != ":memory:":
@@ -99,12 +104,7 @@ class SqliteCostStore:
                 else "REAL"
             )
             cols.append(f'"{name}" {kind}')
-        version = self.db.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise StoreVersionError(
-                f"{self.path}: cost store schema version {version}, this gpu-finops knows up to "
-                f"{SCHEMA_VERSION}: use the gpu-finops that wrote it, or a newer one"
-            )
+        self._check_version()
         with self.db:
             self.db.execute(
                 f"CREATE TABLE IF NOT EXISTS cost_records ({', '.join(cols)}, PRIMARY KEY ({', '.join(KEY)}))"
@@ -112,26 +112,13 @@ class SqliteCostStore:
             self.db.execute(_HOLDINGS_DDL)  # the migration from version 1 (and 0: a new file)
             self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
-    def _open_read_only(self) -> sqlite3.Connection:
-        """The file as it is: no directory made, no table created, no migration (a reader, such as the
-        HTML report, must not change the store it reports on)."""
-        if not Path(self.path).is_file():
-            raise UsageError(f"no SQLite cost store at {self.path}: check the --store path")
-        try:
-            db = sqlite3.connect(f"{Path(self.path).resolve().as_uri()}?mode=ro", uri=True)
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        except sqlite3.Error as exc:
-            raise UsageError(f"cannot read the SQLite cost store {self.path}: {exc}") from exc
+    def _check_version(self) -> None:
+        version = self.db.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise StoreVersionError(
                 f"{self.path}: cost store schema version {version}, this gpu-finops knows up to "
                 f"{SCHEMA_VERSION}: use the gpu-finops that wrote it, or a newer one"
             )
-        if "cost_records" not in tables:
-            raise UsageError(f"{self.path} holds no cost_records table: is it a gpu-finops cost store?")
-        self._has_holdings = "gpu_holdings" in tables  # a version-1 file, read as it is, has none
-        return db
 
     @property
     def schema_version(self) -> int:
@@ -157,7 +144,9 @@ class SqliteCostStore:
             self.db.executemany(held_sql, held)
         return len(records)
 
-    def records(self, since: str | None = None, until: str | None = None) -> list[CostRecord]:
+    def records(
+        self, since: str | datetime | None = None, until: str | datetime | None = None
+    ) -> list[CostRecord]:
         columns = ", ".join(chr(34) + c + chr(34) for c in COLUMNS)
         out = []
         for row in self._in_window("cost_records", columns, since, until, "ChargePeriodStart, ResourceName"):
@@ -167,23 +156,33 @@ class SqliteCostStore:
         return out
 
     def holdings(
-        self, since: str | None = None, until: str | None = None
+        self, since: str | datetime | None = None, until: str | datetime | None = None
     ) -> dict[tuple[str, str], IntervalHoldings]:
         """The recorded holdings by (ResourceName, ChargePeriodStart)."""
-        if self.read_only and not self._has_holdings:
-            return {}
-        out = {}
+        out: dict[tuple[str, str], IntervalHoldings] = {}
+        if not self._has_table("gpu_holdings"):
+            return out  # a version-1 store opened read-only: no holdings were recorded
         for row in self._in_window("gpu_holdings", ", ".join(_HOLDINGS_COLUMNS), since, until):
             h = IntervalHoldings.from_parts(*row)
             out[h.key] = h
         return out
 
+    def _has_table(self, name: str) -> bool:
+        found = self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,))
+        return found.fetchone() is not None
+
     def _in_window(
-        self, table: str, columns: str, since: str | None, until: str | None, order: str | None = None
+        self,
+        table: str,
+        columns: str,
+        since: str | datetime | None,
+        until: str | datetime | None,
+        order: str | None = None,
     ) -> sqlite3.Cursor:
         """The rows of `table` whose interval starts in [since, until): the one time-window query."""
         sql = f"SELECT {columns} FROM {table} WHERE 1=1"
         args: list[str] = []
+        since, until = _bound(since), _bound(until)
         if since:
             sql += " AND ChargePeriodStart >= ?"
             args.append(since)
@@ -196,6 +195,32 @@ class SqliteCostStore:
 
     def close(self) -> None:
         self.db.close()
+
+
+def _open_read_only(path: str) -> sqlite3.Connection:
+    """A cost store opened for reading only (`mode=ro`: SQLite itself refuses every write, and creates
+    nothing): a missing file, a file that is not SQLite, and another program's SQLite file (no
+    cost_records table) are UsageErrors naming the path, and the file is left as it was."""
+    if not Path(path).is_file():
+        what = "does not exist" if not Path(path).exists() else "is not a file"
+        raise UsageError(
+            f"the SQLite cost store {path} {what}: a report never creates one; check the --store path "
+            "or run `gpu-finops collect` first"
+        )
+    try:
+        db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    except sqlite3.Error as exc:
+        raise UsageError(
+            f"the SQLite cost store {path} cannot be read: {exc}; check the --store path"
+        ) from None
+    if "cost_records" not in tables:
+        db.close()
+        raise UsageError(
+            f"{path} is not a gpu-finops cost store (no cost_records table; found "
+            f"{excerpt(sorted(tables)) if tables else 'no tables'}): check the --store path; it was not changed"
+        )
+    return db
 
 
 def _to_dynamo(value: Any) -> Any:
@@ -212,8 +237,20 @@ def _from_dynamo(name: str, value: Any) -> Any:
     return value
 
 
-def _starts_in(start: str, since: str | None, until: str | None) -> bool:
+def _bound(value: str | datetime | None) -> str | None:
+    """A window bound as the key format (UTC, `Z`), so the keys' order is the times' order: a bound given
+    with another offset (+05:00) compares as the time it is, not as its text."""
+    if not value:
+        return None
+    t = timestamps.parse(value)
+    if t.tzinfo is None:
+        raise UsageError(f"{excerpt(value)!r}: a time without a zone; give one, like 2026-11-01T00:00:00Z")
+    return timestamps.iso(t)
+
+
+def _starts_in(start: str, since: str | datetime | None, until: str | datetime | None) -> bool:
     """The window test of SqliteCostStore._in_window, for a table scanned whole (DynamoDB)."""
+    since, until = _bound(since), _bound(until)
     return not (since and start < since) and not (until and start >= until)
 
 
@@ -255,7 +292,7 @@ class DynamoCostStore:
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def holdings(
-        self, since: str | None = None, until: str | None = None
+        self, since: str | datetime | None = None, until: str | datetime | None = None
     ) -> dict[tuple[str, str], IntervalHoldings]:
         out = {}
         for item in self._items():
@@ -269,7 +306,9 @@ class DynamoCostStore:
             out[h.key] = h
         return out
 
-    def records(self, since: str | None = None, until: str | None = None) -> list[CostRecord]:
+    def records(
+        self, since: str | datetime | None = None, until: str | datetime | None = None
+    ) -> list[CostRecord]:
         out = []
         for item in self._items():
             start = item["ChargePeriodStart"]
@@ -279,15 +318,16 @@ class DynamoCostStore:
         return sorted(out, key=lambda r: (r.ChargePeriodStart, r.ResourceName))
 
 
-def open_store(spec: str, *, dynamodb_resource: Any = None) -> CostStore:
-    """`sqlite:PATH` (default form: a bare path) or `dynamodb:TABLE`."""
+def open_store(spec: str, *, dynamodb_resource: Any = None, read_only: bool = False) -> CostStore:
+    """`sqlite:PATH` (default form: a bare path) or `dynamodb:TABLE`. `read_only`: for reports, which
+    must never create or change a store (DynamoDB is only ever read by them)."""
     if spec.startswith("dynamodb:"):
         if dynamodb_resource is None:
             import boto3
 
             dynamodb_resource = boto3.resource("dynamodb")
         return DynamoCostStore(spec.split(":", 1)[1], dynamodb_resource)
-    return SqliteCostStore(spec.removeprefix("sqlite:"))
+    return SqliteCostStore(spec.removeprefix("sqlite:"), read_only=read_only)
 
 
 def group_by_node(records: Iterable[CostRecord]) -> dict[str, list[CostRecord]]:

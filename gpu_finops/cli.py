@@ -115,6 +115,9 @@ def _run(argv: list[str], state: _Running, verbose: bool) -> int:
     if not args.verbose:  # the libraries' INFO lines ("Found credentials...") would bury the one error line
         for library in QUIET_LIBRARIES:
             logging.getLogger(library).setLevel(logging.WARNING)
+        # urllib3 warns once per retry ("Retrying ... Connection refused") before the one error line that
+        # says the same (the Kubernetes API unreachable): those lines are for -v only.
+        logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
     return int(module.run(args) or 0)
 
 
@@ -146,6 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if verbose:
             traceback.print_exc()
     prog = f"{PROJECT} {state.command}" if state.command else PROJECT
+    line = " ".join(line.splitlines())  # the contract's one line, whatever a library's text holds
     print(f"{prog}: {line}", file=sys.stderr, flush=True)
     return code
 

@@ -12,7 +12,7 @@ import sqlite3
 import sys
 from types import TracebackType
 
-from facts.errors import EXIT_BUG, EXIT_UNREACHABLE, EXIT_USAGE, GpuFinopsError
+from facts.errors import EXIT_BUG, EXIT_UNREACHABLE, EXIT_USAGE, GpuFinopsError, excerpt
 
 AWS_DENIED = {
     "AccessDenied",
@@ -98,7 +98,11 @@ def _files(exc: BaseException) -> tuple[int, str] | None:
     if yaml is not None and isinstance(exc, yaml.YAMLError):
         mark = getattr(exc, "problem_mark", None)
         where = f"{mark.name} line {mark.line + 1} column {mark.column + 1}" if mark else "input"
-        return EXIT_USAGE, f"{where}: not valid YAML: {getattr(exc, 'problem', None) or exc}"
+        # one line: str(exc) of a YAML error spans lines ("...\n  in <file>, line 3")
+        return (
+            EXIT_USAGE,
+            f"{where}: not valid YAML: {excerpt(getattr(exc, 'problem', None) or str(exc), 200)}",
+        )
     if isinstance(exc, UnicodeDecodeError):
         return EXIT_USAGE, (
             f"an input is not UTF-8 text: byte {exc.object[exc.start : exc.start + 1]!r} at offset {exc.start}; "

@@ -24,6 +24,8 @@ tests/infra/test_go_csv.py runs Go's own reader over the same inputs, so the two
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -259,8 +261,15 @@ def parse(text: str | bytes, source: str = "<csv>") -> list[MetricRow]:
 
 
 def read_capped(path: Path) -> bytes:
-    """The file's bytes; MetricsCsvTooLarge past MAX_CSV_BYTES, without reading the rest."""
-    with path.open("rb") as f:
+    """The file's bytes; MetricsCsvTooLarge past MAX_CSV_BYTES, without reading the rest. Anything but a
+    regular file (a FIFO, a device, a socket) is an OSError before a byte is read: reading a FIFO would
+    wait for a writer forever, so it is opened non-blocking and checked first."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        mode = os.fstat(f.fileno()).st_mode
+        if not stat.S_ISREG(mode):
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else "not a file"
+            raise OSError(0, f"not a regular file ({kind}); name the CSV file itself", str(path))
         data = f.read(MAX_CSV_BYTES + 1)
     if len(data) > MAX_CSV_BYTES:
         raise _too_large(str(path))

@@ -17,7 +17,7 @@ from pathlib import Path
 from rich.console import Console
 
 from clients.terminal import console as wide_console
-from facts import timeouts
+from facts import arguments, timeouts
 from facts.errors import CheckFailed, UsageError
 from ledger import accounting, render, rules, source
 from ledger.conventions import interval_seconds
@@ -42,6 +42,7 @@ def _when(text: str, option: str) -> datetime:
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--prometheus-url",
+        type=arguments.http_url,
         default=DEFAULT_PROMETHEUS,
         help=f"Prometheus holding the ledger's recorded series (default: $PROMETHEUS_URL or {DEFAULT_PROMETHEUS})",
     )
@@ -101,6 +102,8 @@ def run(args: argparse.Namespace) -> int:
         step = interval_seconds(args.step or _default_step())
     except ValueError as exc:
         raise UsageError(f"{exc}; see `gpu-finops ledger {args.action} --help`") from None
+    if step <= 0:
+        raise UsageError(f"--step {args.step!r}: must be a positive duration like 1m (one sample's length)")
     if window.seconds <= 0 or window.seconds % step:
         raise UsageError(f"the window must be a positive whole number of {step}s steps: {window.label()}")
     client = source.RangeClient(args.prometheus_url, retry_for=RETRY_FOR)

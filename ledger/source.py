@@ -53,10 +53,11 @@ class RangeClient(PrometheusClient):
         body = self._get_with_retries("/api/v1/query_range", params)
         if body.get("status") != "success":
             raise PrometheusQueryError(f"query {promql!r} failed: {body.get('error')}")
-        return [
-            (dict(s["metric"]), [(float(t), Decimal(v)) for t, v in s["values"]])
-            for s in body["data"]["result"]
-        ]
+        with self.reading("/api/v1/query_range"):
+            return [
+                (dict(s["metric"]), [(float(t), Decimal(v)) for t, v in s["values"]])
+                for s in body["data"]["result"]
+            ]
 
     def query_exact(self, promql: str, at: datetime) -> list[tuple[dict[str, str], Decimal]]:
         """An instant query whose values come back as exact Decimals (the JSON carries them as strings)."""
@@ -64,7 +65,8 @@ class RangeClient(PrometheusClient):
         body = self._get_with_retries("/api/v1/query", {"query": promql, "time": f"{at.timestamp():.3f}"})
         if body.get("status") != "success":
             raise PrometheusQueryError(f"query {promql!r} failed: {body.get('error')}")
-        return [(dict(s["metric"]), Decimal(s["value"][1])) for s in body["data"]["result"]]
+        with self.reading("/api/v1/query"):
+            return [(dict(s["metric"]), Decimal(s["value"][1])) for s in body["data"]["result"]]
 
 
 @dataclass(frozen=True)
@@ -91,11 +93,11 @@ class Window:
 def month_window(month: str) -> Window:
     try:
         start = datetime.strptime(month, "%Y-%m").replace(tzinfo=UTC)
-    except ValueError:
+        end = (start + timedelta(days=32)).replace(day=1)  # 9999-12 has no next month: OverflowError
+    except (ValueError, OverflowError):
         raise ValueError(
             f"--month {month!r} is not a calendar month: give YYYY-MM (UTC), e.g. 2026-07"
         ) from None
-    end = (start + timedelta(days=32)).replace(day=1)
     return Window(start, end)
 
 

@@ -245,6 +245,13 @@ def run(args: argparse.Namespace) -> int:
         config = _config(args)
     except ConfigError as exc:
         return _refuse(f"{exc} (config file: ${CONFIG_ENV} or facts/config.yaml)")
+    # The offline checks first: a bad --plan file is a usage error (2) before the first AWS call.
+    args.reviewed = None
+    if getattr(args, "plan", None) is not None:
+        try:
+            args.reviewed = read_plan(args.plan)
+        except PlanFileError as exc:
+            return _refuse(str(exc))
     args.run_record = args.run_record or run_record_path(config.cluster_name)
     sources = Sources(args.state_dir or Path(config.state_dir), args.run_record, args.journal)
     ctx = Context(config, sources=sources)
@@ -274,12 +281,7 @@ def _act(ctx: Context, console: Console, args: argparse.Namespace, account: str)
     if args.action == "begin":
         return _begin(ctx, console, args, account)
     # No credentials, no endpoint, access denied: exit 3, one line naming the call (gpu_finops/failures.py).
-    reviewed = None
-    if getattr(args, "plan", None) is not None:
-        try:
-            reviewed = read_plan(args.plan)
-        except PlanFileError as exc:
-            return _refuse(str(exc))
+    reviewed = args.reviewed  # read in run(), before the first AWS call
     journal = Journal(args.journal)
     if args.action == "verify":
         return _verify(ctx, console, args)

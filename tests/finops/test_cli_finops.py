@@ -87,5 +87,8 @@ def test_collect_once_then_cost_report(sim, prometheus, tmp_path, capsys):
 
 
 def test_cost_report_on_empty_store_fails_with_a_message(tmp_path, capsys):
+    from finops.store import SqliteCostStore
+
+    SqliteCostStore(tmp_path / "empty.sqlite").close()  # a report never creates the store it reads
     assert main(["cost", "report", "--store", str(tmp_path / "empty.sqlite")]) == 1
     assert "no cost records" in capsys.readouterr().err

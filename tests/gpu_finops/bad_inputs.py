@@ -31,7 +31,18 @@ CONFIGS = {  # file name -> text of a config that must be refused
     "host-bits.yaml": "vpc_cidr: 10.0.0.1/16\n",
     "empty-project.yaml": 'project: ""\n',
     "bad-account.yaml": "allowed_accounts: [12345]\n",
+    # issue 24, item 7: the input contract of the config file itself
+    "duplicate.yaml": 'allowed_accounts: ["111111111111"]\nregion: us-east-1\nallowed_accounts: ["222222222222"]\n',
+    "nested-duplicate.yaml": "versions:\n  kubernetes: '1.33'\n  kubernetes: '1.34'\n",
+    "alias-bomb.yaml": "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"
+    + "".join(f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcd", "bcde", strict=True))
+    + "cluster_name: [*e, *e, *e, *e, *e, *e, *e, *e, *e]\n",
+    "deep.yaml": "tenants: " + "[" * 200 + "]" * 200 + "\n",
+    "long-value.yaml": f"cluster_name: {'x' * 5000}\n",
+    "control-char.yaml": "cluster_name: a\x07b\n",
+    "huge.yaml": "tenants:\n" + "  - {name: team-a, gpu_quota: 1}\n" * 10_000,
 }
+MAX_LINE = 1000  # no error line is longer: values are quoted as excerpts
 
 
 @dataclass(frozen=True)
@@ -41,6 +52,7 @@ class Case:
     says: str  # on one stderr line, after the placeholders are filled
     env: tuple[tuple[str, str], ...] = ()
     aws: bool = False  # needs the moto server (and its credentials)
+    alone: bool = False  # the error is all of stderr: one line, nothing before it (no library warnings)
 
 
 def synth(config: str) -> tuple[str, ...]:
@@ -90,5 +102,8 @@ def check(case: Case, inputs: dict[str, str], capsys, monkeypatch, request: pyte
     says = case.says.format(**inputs)
     assert "Traceback" not in out + err, err
     lines = [line for line in err.splitlines() if says in line]
-    assert lines, f"expected a stderr line with {says!r}; stderr was:\n{err}"
-    assert code == case.code, err
+    assert lines, f"expected a stderr line with {says!r}; stderr was:\n{err[:3000]}"
+    assert code == case.code, err[:3000]
+    assert all(len(line) <= MAX_LINE for line in lines), f"a {max(map(len, lines))}-character error line"
+    if case.alone:
+        assert err.strip().splitlines() == lines, f"stderr is more than the one error line:\n{err[:3000]}"

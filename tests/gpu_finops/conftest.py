@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -12,7 +15,7 @@ from tests.gpu_finops.bad_inputs import CONFIGS, closed_port
 
 
 @pytest.fixture
-def inputs(tmp_path: Path) -> dict[str, str]:
+def inputs(tmp_path: Path, fake_prometheus: str) -> dict[str, str]:
     for name, text in CONFIGS.items():
         (tmp_path / name).write_text(text)
     (tmp_path / "latin1.yaml").write_bytes(b"cluster_name: caf\xe9\n")
@@ -35,4 +38,62 @@ def inputs(tmp_path: Path) -> dict[str, str]:
             }
         )
     )
-    return {"tmp": str(tmp_path), "closed": str(port)}
+    _safety_files(tmp_path)
+    return {"tmp": str(tmp_path), "closed": str(port), "prom": fake_prometheus}
+
+
+ANSWERS = {  # a path prefix on the fake Prometheus -> the body it answers every query with
+    "html": b"<html><body>Grafana</body></html>",
+    "list": b"[]",
+    "nodata": b'{"status": "success"}',
+    "nonnumber": b'{"status": "success", "data": {"resultType": "vector", "result": '
+    b'[{"metric": {"Hostname": "n"}, "value": [1, "many"]}]}}',
+    "matrixnonnumber": b'{"status": "success", "data": {"resultType": "matrix", "result": '
+    b'[{"metric": {}, "values": [[1, "many"]]}]}}',
+}
+
+
+@pytest.fixture(scope="session")
+def fake_prometheus() -> Iterator[str]:
+    """An HTTP server answering /<kind>/api/v1/... with ANSWERS[kind]: a Prometheus URL that is not one."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = ANSWERS.get(self.path.strip("/").split("/")[0], b"{}")
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def _safety_files(tmp: Path) -> None:
+    """The files the issue-24 cases name: stores, a foreign SQLite file, broken exports."""
+    import sqlite3
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from finops.store import SqliteCostStore
+
+    SqliteCostStore(tmp / "empty.sqlite").close()
+    foreign = sqlite3.connect(tmp / "foreign.sqlite")
+    foreign.execute("CREATE TABLE songs (title TEXT)")
+    foreign.execute("PRAGMA user_version = 7")
+    foreign.commit()
+    foreign.close()
+    (tmp / "not-sqlite.sqlite").write_text("hello\n")
+    corrupt = tmp / "corrupt" / "billing_period=2026-11"
+    corrupt.mkdir(parents=True)
+    (corrupt / "focus.parquet").write_bytes(b"PAR1 not really")
+    wrong = tmp / "wrong-schema" / "billing_period=2026-11"
+    wrong.mkdir(parents=True)
+    pq.write_table(pa.table({"song": ["a"]}), wrong / "focus.parquet")
+    (tmp / "plan.json").write_text("{}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from gpu_finops.cli import SUBCOMMANDS
-from tests.gpu_finops import test_bad_inputs_infra, test_bad_inputs_teardown
+from tests.gpu_finops import test_bad_inputs_infra, test_bad_inputs_safety, test_bad_inputs_teardown
 from tests.gpu_finops.bad_inputs import COLLECT, Case, check
 
 CASES: dict[str, Case] = {
@@ -66,8 +66,8 @@ CASES: dict[str, Case] = {
     "cost report on an unopenable store": Case(
         ("cost", "report", "--store", "{tmp}/a-file/cost.sqlite"),
         2,
-        "gpu-finops cost: cannot open the SQLite cost store {tmp}/a-file/cost.sqlite: {tmp}/a-file: exists and is "
-        "not a directory; check the --store path",
+        "gpu-finops cost: the SQLite cost store {tmp}/a-file/cost.sqlite does not exist: a report never creates "
+        "one; check the --store path",
     ),
     "report on an acts file that is not JSON": Case(
         ("report", "--acts", "{tmp}/bad-row.csv", "--out", "{tmp}/index.html"),
@@ -79,9 +79,9 @@ CASES: dict[str, Case] = {
     ),
     # --- the claim or check is false (exit 1)
     "cost report with no records": Case(
-        ("cost", "report", "--store", "{tmp}/cost.sqlite", "--png", "{tmp}/cost.png"),
+        ("cost", "report", "--store", "{tmp}/empty.sqlite", "--png", "{tmp}/cost.png"),
         1,
-        "gpu-finops cost: no cost records in {tmp}/cost.sqlite for the range given: run `gpu-finops collect` first",
+        "gpu-finops cost: no cost records in {tmp}/empty.sqlite for the range given: run `gpu-finops collect` first",
     ),
     "report with nothing recorded": Case(
         ("report", "--acts", "{tmp}/none.json", "--store", "{tmp}/none.sqlite", "--out", "{tmp}/index.html"),
@@ -113,6 +113,11 @@ def test_a_bad_input_ends_with_its_code_and_one_line_naming_it(name, inputs, cap
 
 
 def test_every_subcommand_is_in_the_table():
-    tables = (CASES, test_bad_inputs_infra.CASES, test_bad_inputs_teardown.CASES)
+    tables = (
+        CASES,
+        test_bad_inputs_infra.CASES,
+        test_bad_inputs_teardown.CASES,
+        test_bad_inputs_safety.CASES,
+    )
     tried = {case.argv[0] for table in tables for case in table.values()}
     assert set(SUBCOMMANDS) <= tried, f"no bad input for: {sorted(set(SUBCOMMANDS) - tried)}"

@@ -9,6 +9,7 @@ import sqlite3
 
 import pytest
 
+from facts.errors import UsageError
 from finops.store import SqliteCostStore
 from gpu_finops.cli import main
 from tests.report import fixtures
@@ -70,7 +71,10 @@ def test_a_malformed_input_is_exit_2_naming_it(tmp_path, capsys, key, text, why)
 
 def test_a_store_opened_read_only_is_neither_created_nor_migrated(tmp_path):
     missing = tmp_path / "none" / "cost.sqlite"
-    with pytest.raises(Exception, match=f"no SQLite cost store at {missing}"):
+    with pytest.raises(
+        UsageError,
+        match=re.escape(f"the SQLite cost store {missing} does not exist: a report never creates one"),
+    ):
         SqliteCostStore(missing, read_only=True)
     assert not missing.parent.exists()
     v1 = tmp_path / "v1.sqlite"
