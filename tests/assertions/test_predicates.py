@@ -8,11 +8,14 @@ from dataclasses import replace
 
 import pytest
 
+from assertions.clauses import Miss
 from assertions.cost_obs import HolderObs
 from assertions.observed import Interval, WorkloadSnapshot
 from assertions.preemption import PreemptionObs, check_preemption, is_requeued
+from assertions.timeslicing import all_ran_at_once, physical
 from tests.assertions.tables import check, cond, t
 from tests.assertions.test_preemption import PREEMPT, VICTIM, requeued_snap
+from tests.assertions.test_timeslicing import TS, TS_PODS
 
 
 def snap(*, suspended: bool | None = True, admission: bool = False, reserved: str | None = "False"):
@@ -104,3 +107,30 @@ def test_a_holding_overlaps_a_record_only_when_they_share_more_than_an_instant(
 ):
     h = HolderObs("team-a", "pod", "team-a", held_from=t(0), held_until=held_until)
     assert h.overlaps(start, end) is overlap
+
+
+@pytest.mark.parametrize(
+    "device, card", [("GPU-a::1", "GPU-a"), ("GPU-a", "GPU-a"), ("GPU-a::1::2", "GPU-a"), ("", "")]
+)
+def test_a_replica_id_names_its_card_up_to_the_first_separator(device, card):
+    assert physical(device) == card
+
+
+def test_a_pod_never_running_is_named_and_nothing_else_is_judged():
+    pods = (replace(TS_PODS[0], running=None), *TS_PODS[1:])
+    assert all_ran_at_once(replace(TS, pods=pods)) == [
+        Miss("every pod Running", "pods never Running: ['ts-0']")
+    ]
+
+
+def test_unobserved_end_without_an_observation_time_counts_as_ending_at_the_last_start():
+    """A pod still running with no observed_at: `now` is the last start, so nothing is shown overlapping."""
+    pods = (*TS_PODS[:3], replace(TS_PODS[3], running=Interval(t(13))))
+    assert all_ran_at_once(replace(TS, pods=pods, observed_at=None)) == [
+        Miss(
+            "all Running at one moment",
+            "the pods never ran all at once: the last started 2026-11-30T12:00:13+00:00, "
+            "the first ended 2026-11-30T12:00:13+00:00",
+        )
+    ]
+    assert all_ran_at_once(replace(TS, pods=pods, observed_at=t(14))) == []
