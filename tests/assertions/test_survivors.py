@@ -4,16 +4,20 @@ exact clause and what it says, at the edge the mutant moved."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 
-from assertions.admission import cards, healthy_runs
+from assertions.admission import admitted_pods_ran_healthy, admitted_ran_at_once, cards, healthy_runs
 from assertions.clauses import Miss
 from assertions.cost import check_cost, enough_consecutive_records, sm_active_within_gpu_util
 from assertions.diagnosis import DiagnosisObs
+from assertions.interruption import CLOCK_SKEW_SECONDS, node_cordoned_within_the_notice
 from assertions.observed import Interval, PodObs, WorkloadObs
 from tests.assertions.tables import cond, t
+from tests.assertions.test_admission import ADMIT
 from tests.assertions.test_cost import COST, record
+from tests.assertions.test_interruption import HOLDS
 from tests.assertions.test_preemption import VICTIM
 
 RATIO = replace(COST, expected_sm_active=None)
@@ -128,3 +132,43 @@ def test_from_dict_reads_not_checked_and_a_first_cause_without_its_finding():
         target="a/p", first_cause="memory", key_evidence=(), checks=("admission",), also_explains=(),
         not_checked=("placement",), explaining=(),
     )  # fmt: skip
+
+
+# --- act 2: no last look, and a crash in either form ----------------------------------------------------
+def test_without_the_acts_last_look_overlap_is_not_decided():
+    assert admitted_ran_at_once(replace(ADMIT, observed_at=None)) == [
+        Miss("the act's last look at the cluster", "observed_at not given: overlap cannot be decided")
+    ]
+
+
+@pytest.mark.parametrize(
+    "phase, exit_code, shown",
+    [
+        ("Failed", None, "a-0-pod (Failed, exit None, None)"),
+        ("Succeeded", 1, "a-0-pod (Succeeded, exit 1, None)"),
+    ],
+)
+def test_a_pod_that_failed_or_exited_non_zero_is_named_crashed(phase, exit_code, shown):
+    w = ADMIT.workloads[0]
+    crashed = replace(w, pods=(replace(w.pods[0], phase=phase, exit_code=exit_code),))
+    got = admitted_pods_ran_healthy(replace(ADMIT, workloads=(crashed, *ADMIT.workloads[1:])))
+    assert got == [
+        Miss(
+            "a-0 Running without crashing",
+            f"admitted workload a-0's pod crashed, which is not running: ['{shown}']",
+        ),
+        Miss("a-0 Running without crashing", "admitted workload a-0 never had a healthy Running pod"),
+    ]
+
+
+# --- act 5: cordoned exactly at the edges of the notice -------------------------------------------------
+def test_cordoned_exactly_at_the_notice_or_exactly_the_clock_skew_early_is_within_it():
+    at_notice = replace(HOLDS, taint_seen_at=HOLDS.warned_at + timedelta(seconds=HOLDS.notice_seconds))
+    assert node_cordoned_within_the_notice(at_notice) == []
+    skew_early = replace(HOLDS, taint_seen_at=HOLDS.warned_at - timedelta(seconds=CLOCK_SKEW_SECONDS))
+    assert node_cordoned_within_the_notice(skew_early) == []
+    late = replace(HOLDS, taint_seen_at=HOLDS.warned_at + timedelta(seconds=HOLDS.notice_seconds + 1))
+    assert [m.observed for m in node_cordoned_within_the_notice(late)] == [
+        f"{HOLDS.node.name} was cordoned {HOLDS.notice_seconds + 1:.0f}s after the warning, past the "
+        f"{HOLDS.notice_seconds:.0f}s notice: the instance would have been reclaimed with the workload on it"
+    ]
