@@ -123,9 +123,12 @@ print-actionlint: # where the actionlint binary lives (tests/ci runs it)
 test: setup $(ACTIONLINT) $(RENOVATE_VALIDATOR) $(AXE_CORE) ## run the offline test suite (the CI command)
 	$(VENV)/bin/pytest --target=$(TARGET)
 
+# Each mutant runs only the tests that reached its function in mutmut's stats run. MUTANTS='assertions.preemption*'
+# runs one module; MUTMUT_CHILDREN: parallel mutants (2 suits a shared machine). It resumes from mutants/.
+MUTMUT_CHILDREN ?= 2
 mutation: setup ## mutation testing of the claim checkers (assertions/) against tests/assertions: minutes, so not in `test`
 	$(VENV)/bin/pip install -q -e '.[mutation]'
-	nice -n 10 $(VENV)/bin/mutmut run || true  # survivors are listed next, and judged in docs/claims.md
+	nice -n 10 $(VENV)/bin/mutmut run --max-children $(MUTMUT_CHILDREN) $(MUTANTS) || true  # survivors are listed next, and judged in docs/claims.md
 	$(VENV)/bin/mutmut results
 
 lint: setup $(ACTIONLINT) $(RENOVATE_VALIDATOR) ## ruff, the import floors (lint-imports), actionlint (with shellcheck) and zizmor over the workflows, renovate-config-validator

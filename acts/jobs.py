@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from acts.gpu_workloads import vram_wait_init, workload_container
 from acts.targets import Target
 from facts.kube_keys import (
     ANNOTATION_GPU_PROFILE,
@@ -38,7 +39,7 @@ def gpu_job(
     time-sliced replica (nvidia.com/gpu.shared). `survives_eviction`: a pod evicted by a drain (condition
     DisruptionTarget) is not counted as a failure and the Job makes a new pod, as a workload that must live
     through a spot interruption would be written. `profile`: the workload kind the GPU simulator reports
-    for the pod's card (local.sim.profiles)."""
+    for the pod's card (local.sim.profiles); on AWS the workload that makes it (acts.gpu_workloads)."""
     labels = {LABEL_QUEUE_NAME: queue, RUN_LABEL: run_id}
     if priority:
         labels[LABEL_PRIORITY_CLASS] = priority
@@ -59,7 +60,9 @@ def gpu_job(
         "image": t.gpu_image,
         "resources": {"limits": {resource: "1"}, "requests": {resource: "1"}},
     }
-    if not t.simulated and seconds:
+    if not t.simulated and profile is not None:
+        container = workload_container(profile, resource, seconds)  # real silicon makes the profile
+    elif not t.simulated and seconds:
         # the device plugin puts the card's UUID in NVIDIA_VISIBLE_DEVICES; printed, the act can read it
         container["command"] = [
             "/bin/sh",
@@ -106,7 +109,9 @@ def gpu_pod(
 ) -> dict[str, Any]:
     """A bare one-GPU pod, outside Kueue (no queue label; Kueue manages Jobs only): the scheduler alone
     decides where it runs, and it runs until deleted. `node_affinity`: required nodeSelectorTerms.
-    `never_starts` (kwok only): bound by the scheduler, its containers never start (see act 7)."""
+    `never_starts`: bound by the scheduler, its containers never start (see act 7): on kwok by the pod-ready
+    stage's delay, on AWS by an init container waiting for VRAM room (acts.gpu_workloads). `profile`: on kwok
+    the simulator's annotation; on AWS also the workload that makes that pattern on the card."""
     annotations: dict[str, str] = {}
     if profile is not None:
         annotations[ANNOTATION_GPU_PROFILE] = profile
@@ -118,7 +123,9 @@ def gpu_pod(
         "image": t.gpu_image,
         "resources": {"limits": {resource: "1"}, "requests": {resource: "1"}},
     }
-    if not t.simulated:
+    if not t.simulated and profile is not None:
+        container = workload_container(profile, resource, None)  # real silicon makes the profile
+    elif not t.simulated:
         container["command"] = ["/bin/sh", "-c", "/cuda-samples/vectorAdd && sleep infinity"]
     spec: dict[str, Any] = {
         "restartPolicy": "Never",
@@ -126,6 +133,8 @@ def gpu_pod(
         "tolerations": [GPU_TOLERATION] if tolerate_gpu_taint else [],
         "terminationGracePeriodSeconds": 5,
     }
+    if never_starts and not t.simulated:
+        spec["initContainers"] = [vram_wait_init(resource)]  # waits for VRAM room the card never has
     if node_affinity is not None:
         spec["affinity"] = {
             "nodeAffinity": {
