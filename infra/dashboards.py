@@ -32,12 +32,13 @@ from grafana_foundation_sdk.models import dashboard as dm
 
 from facts import collector_metrics as names
 from facts.dcgm_inputs import PINNED, Spelling
+from facts.names import PROJECT
 from ledger import rules
 from ledger.conventions import BUCKETS, GPU_RESOURCE_SELECTOR, RUNGS
 
-DASHBOARDS_DIR = Path(__file__).resolve().parents[1] / "charts" / "gpu-finops" / "files" / "dashboards"
+DASHBOARDS_DIR = Path(__file__).resolve().parents[1] / "charts" / PROJECT / "files" / "dashboards"
 DATASOURCE = dm.DataSourceRef(type_val="prometheus", uid="${datasource}")
-TAGS = ["gpu-finops", "gpu", "finops"]
+TAGS = [PROJECT, "gpu", "finops"]
 
 
 def _query(expr: str, legend: str, ref: str) -> prometheus.Dataquery:

@@ -20,11 +20,12 @@ from typing import Any
 import yaml
 
 from facts import collector_metrics as cm
+from facts.names import PROJECT
 from facts.dcgm_inputs import SPELLING_HELP, spelling_argument
 from ledger import rules
 from ledger.conventions import GPU_NODE_LABELS, GPU_RESOURCE_SELECTOR, Conventions, ksm_label
 
-ALERTS_PATH = Path(__file__).resolve().parents[1] / "charts" / "gpu-finops" / "files" / "alerts.yaml"
+ALERTS_PATH = Path(__file__).resolve().parents[1] / "charts" / PROJECT / "files" / "alerts.yaml"
 GROUP = "gpu-finops-alerts"
 # where each alert's runbook lives: docs/alerts.md, one anchor per alert (the lower-cased alert name)
 RUNBOOK_BASE = "https://github.com/gpu-finops/gpu-finops/blob/main/docs/alerts.md"
