@@ -20,8 +20,8 @@ from typing import Any
 import yaml
 
 from facts import collector_metrics as cm
-from facts.names import PROJECT
 from facts.dcgm_inputs import SPELLING_HELP, spelling_argument
+from facts.names import PROJECT
 from ledger import rules
 from ledger.conventions import GPU_NODE_LABELS, GPU_RESOURCE_SELECTOR, Conventions, ksm_label
 
