@@ -11,6 +11,7 @@ from facts.kube_keys import (
     ANNOTATION_DO_NOT_DISRUPT,
     GPU_RESOURCE,
     LABEL_CAPACITY_TYPE,
+    LABEL_EKS_CAPACITY_TYPE,
     LABEL_GPU_COUNT,
     LABEL_INSTANCE_TYPE,
     LABEL_NODEPOOL,
@@ -35,6 +36,8 @@ class GpuNode:
     deleted: datetime | None = None
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
+    # where capacity_type came from: a label key, EC2's InstanceLifecycle, or None (unknown)
+    capacity_source: str | None = None
 
     @property
     def region(self) -> str | None:
@@ -44,6 +47,22 @@ class GpuNode:
     @property
     def do_not_disrupt(self) -> bool:
         return self.annotations.get(ANNOTATION_DO_NOT_DISRUPT) == "true"
+
+
+# EKS managed node groups' values, in Karpenter's words (a capacity block is Karpenter's `reserved`)
+EKS_CAPACITY_TYPES = {"ON_DEMAND": "on-demand", "SPOT": "spot", "CAPACITY_BLOCK": "reserved"}
+
+
+def capacity_type_of(labels: dict[str, str]) -> tuple[str | None, str | None]:
+    """(capacity type, the label it came from): Karpenter's label, else EKS managed node groups'; (None,
+    None) when neither says (then EC2's instance lifecycle can, finops/lifecycle.py). An EKS value we do
+    not know is kept as it is, lower-cased, so it prices as nothing known rather than as on-demand."""
+    if labels.get(LABEL_CAPACITY_TYPE):
+        return labels[LABEL_CAPACITY_TYPE], LABEL_CAPACITY_TYPE
+    eks = labels.get(LABEL_EKS_CAPACITY_TYPE)
+    if eks:
+        return EKS_CAPACITY_TYPES.get(eks, eks.lower()), LABEL_EKS_CAPACITY_TYPE
+    return None, None
 
 
 def instance_id_from_provider_id(provider_id: str | None) -> str | None:
@@ -63,10 +82,12 @@ def node_facts(node: Any) -> GpuNode:
     gpu_count = (
         int(physical) if physical and physical.isdigit() else int(str(capacity.get(GPU_RESOURCE, "0")) or 0)
     )
+    capacity_type, capacity_source = capacity_type_of(labels)
     return GpuNode(
         name=meta.name,
         instance_type=labels.get(LABEL_INSTANCE_TYPE),
-        capacity_type=labels.get(LABEL_CAPACITY_TYPE),
+        capacity_type=capacity_type,
+        capacity_source=capacity_source,
         zone=labels.get(LABEL_ZONE),
         nodepool=labels.get(LABEL_NODEPOOL),
         instance_id=instance_id_from_provider_id(getattr(spec, "provider_id", None)),
@@ -114,10 +135,12 @@ def node_facts_from_dict(obj: dict[str, Any]) -> GpuNode:
     created = timestamps.parse(meta.get("creationTimestamp") or None)
     if created is None:
         raise ValueError(f"node {meta.get('name')!r} has no metadata.creationTimestamp")
+    capacity_type, capacity_source = capacity_type_of(labels)
     return GpuNode(
         name=meta["name"],
         instance_type=labels.get(LABEL_INSTANCE_TYPE),
-        capacity_type=labels.get(LABEL_CAPACITY_TYPE),
+        capacity_type=capacity_type,
+        capacity_source=capacity_source,
         zone=labels.get(LABEL_ZONE),
         nodepool=labels.get(LABEL_NODEPOOL),
         instance_id=instance_id_from_provider_id(spec.get("providerID")),

@@ -15,6 +15,7 @@ from typing import Any
 
 from diagnose.model import ORDER, Cluster, Diagnosis
 from facts import arguments, errors, timeouts
+from facts.dcgm_inputs import PINNED, SPELLING_ENV, SPELLING_HELP, spelling_argument
 from facts.errors import EXIT_FALSE, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, UsageError
 
 # The contract's codes (facts/errors.py), by what they mean here.
@@ -57,6 +58,12 @@ def add_common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--json", action="store_true", help="JSON to stdout instead of tables")
     parser.add_argument("--kubeconfig", default=None, help="kubeconfig (default: in-cluster or $KUBECONFIG)")
+    parser.add_argument(
+        "--exporter-spelling",
+        type=spelling_argument,
+        default=os.environ.get(SPELLING_ENV) or None,
+        help=SPELLING_HELP,
+    )
     parser.add_argument(
         "--prometheus-retry",
         type=arguments.number(0, maximum=timeouts.PROM_RETRY_MAX),  # nan/inf would retry forever
@@ -128,6 +135,7 @@ def read_cluster(args: argparse.Namespace, observer: Any, namespace: str | None)
         retry_for=args.prometheus_retry,
         namespace=namespace,
         kube_call=kube_call,
+        spelling=args.exporter_spelling or PINNED,
     )
 
 

@@ -11,6 +11,7 @@ import sys
 from diagnose import activity as act
 from diagnose.cli_diagnose import EXIT_UNREACHABLE, Unreachable, add_common, kube_call, kube_client
 from diagnose.model import Cluster
+from facts.dcgm_inputs import PINNED
 
 EPILOG = (
     "exit 0: both views shown; 2: usage or configuration error; 3: Prometheus unreachable (no view: "
@@ -28,7 +29,12 @@ def run(args: argparse.Namespace) -> int:
     from diagnose.kube_observer import KubeObserver, holders
     from diagnose.prom_observer import read_or_reason
 
-    stats, why = read_or_reason(args.prometheus_url, args.window, retry_for=args.prometheus_retry)
+    stats, why = read_or_reason(
+        args.prometheus_url,
+        args.window,
+        retry_for=args.prometheus_retry,
+        spelling=args.exporter_spelling or PINNED,
+    )
     if stats is None:
         print(f"gpu-finops gpus: {why}; no GPU view without DCGM", file=sys.stderr)
         return EXIT_UNREACHABLE

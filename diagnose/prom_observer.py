@@ -4,7 +4,9 @@ Each field is `avg by (hostname, Hostname, gpu, UUID, pod labels) (avg_over_time
 queries is the number of fields, whatever the fleet size. Rows are joined on the node (either spelling of
 the exporter's label: `hostname` since dcgm-exporter 4.8.3, `Hostname` before) + gpu + UUID +
 the holder's namespace/pod. Prometheus renames the exporter's `pod`/`namespace` to `exported_pod` /
-`exported_namespace` when the scrape target has its own; both are read.
+`exported_namespace` when the scrape target has its own; both are read. The field names, the node label
+and the units are the fleet's (facts/dcgm_inputs.py's `Spelling`, the pinned exporter's by default), as the
+collector and the ledger read them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from datetime import datetime
 from clients.promql import PrometheusClient, PrometheusQueryError, PrometheusUnavailable
 from diagnose.model import GpuStats
 from facts import dcgm
+from facts.dcgm_inputs import PINNED, Spelling
 
 FIELD_ATTR = {
     dcgm.SM_ACTIVE: "sm_active",
@@ -27,11 +30,14 @@ FIELD_ATTR = {
     dcgm.NVLINK_RX_BYTES: "nvlink_rx_bps",
     dcgm.POWER_USAGE: "power_w",
 }
-GROUP_BY = (*dcgm.HOSTNAME_LABELS, "gpu", "UUID", "namespace", "pod", "exported_namespace", "exported_pod")
+HOLDER_LABELS = ("gpu", "UUID", "namespace", "pod", "exported_namespace", "exported_pod")
+GROUP_BY = (*dcgm.HOSTNAME_LABELS, *HOLDER_LABELS)
+MIB_FIELDS = (dcgm.FB_USED, dcgm.FB_FREE)
 
 
-def query_for(field: str, window_s: int) -> str:
-    return f"avg by ({', '.join(GROUP_BY)}) (avg_over_time({field}[{window_s}s]))"
+def query_for(field: str, window_s: int, spelling: Spelling = PINNED) -> str:
+    by = (*spelling.hostname_labels, *HOLDER_LABELS)
+    return f"avg by ({', '.join(by)}) (avg_over_time({field}[{window_s}s]))"
 
 
 def _holder(labels: dict[str, str]) -> str | None:
@@ -40,12 +46,17 @@ def _holder(labels: dict[str, str]) -> str | None:
     return f"{ns}/{pod}" if pod and ns else None
 
 
-def read_gpu_stats(prom: PrometheusClient, window_s: int, at: datetime | None = None) -> list[GpuStats]:
-    """Every GPU series' window averages, one row per (node, gpu, UUID, holder)."""
+def read_gpu_stats(
+    prom: PrometheusClient, window_s: int, at: datetime | None = None, spelling: Spelling = PINNED
+) -> list[GpuStats]:
+    """Every GPU series' window averages, one row per (node, gpu, UUID, holder), under the fleet's spelling
+    (framebuffer values put back in MiB)."""
     rows: dict[tuple[str, str, str, str | None], GpuStats] = {}
     for field, attr in FIELD_ATTR.items():
-        for sample in prom.query(query_for(field, window_s), at=at):
-            host = dcgm.hostname_of(sample.labels)
+        series = spelling.spelled(field)
+        scale = spelling.fb_per_mib if field in MIB_FIELDS else 1.0
+        for sample in prom.query(query_for(series, window_s, spelling), at=at):
+            host = spelling.hostname_of(sample.labels)
             if not host:
                 continue
             gpu = sample.labels.get("gpu", "")
@@ -53,17 +64,22 @@ def read_gpu_stats(prom: PrometheusClient, window_s: int, at: datetime | None = 
             holder = _holder(sample.labels)
             key = (host, gpu, uuid, holder)
             row = rows.get(key) or GpuStats(host, gpu, uuid, holder)
-            rows[key] = replace(row, **{attr: sample.value})
+            rows[key] = replace(row, **{attr: sample.value / scale})
     return sorted(rows.values(), key=lambda r: (r.node, r.gpu, r.uuid, r.holder or ""))
 
 
 def read_or_reason(
-    url: str, window_s: int, *, retry_for: float | None = None, at: datetime | None = None
+    url: str,
+    window_s: int,
+    *,
+    retry_for: float | None = None,
+    at: datetime | None = None,
+    spelling: Spelling = PINNED,
 ) -> tuple[list[GpuStats] | None, str | None]:
     """(rows, None), or (None, why) when Prometheus cannot answer: the caller reports, never guesses."""
     prom = PrometheusClient(url) if retry_for is None else PrometheusClient(url, retry_for=retry_for)
     try:
-        return read_gpu_stats(prom, window_s, at), None
+        return read_gpu_stats(prom, window_s, at, spelling), None
     except PrometheusUnavailable as exc:
         return None, f"Prometheus at {url} unreachable (last error: {exc.__cause__ or exc})"
     except PrometheusQueryError as exc:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from diagnose.model import Cluster, PodFacts
+from facts.dcgm_inputs import PINNED, Spelling
 
 
 def _direct(fn: Callable[..., Any], *args: Any) -> Any:
@@ -20,6 +21,7 @@ def read_cluster(
     retry_for: float,
     namespace: str | None = None,
     kube_call: Callable[..., Any] = _direct,
+    spelling: Spelling = PINNED,
 ) -> tuple[list[PodFacts], Cluster]:
     """Pods, nodes, holders and workloads from Kubernetes (through `observer`, a KubeObserver; `kube_call`
     wraps the read, as the CLI's turns an unreachable API server into exit 3), and DCGM activity over the
@@ -28,7 +30,7 @@ def read_cluster(
     from diagnose.prom_observer import read_or_reason
 
     pods, nodes, holders, workloads = kube_call(observer.observe, namespace)
-    stats, why = read_or_reason(prometheus_url, window_s, retry_for=retry_for)
+    stats, why = read_or_reason(prometheus_url, window_s, retry_for=retry_for, spelling=spelling)
     cluster = Cluster(
         nodes=tuple(nodes),
         holders=tuple(holders),

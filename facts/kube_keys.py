@@ -12,6 +12,8 @@ LABEL_ZONE = "topology.kubernetes.io/zone"
 LABEL_HOSTNAME = "kubernetes.io/hostname"
 LABEL_ARCH = "kubernetes.io/arch"
 LABEL_CAPACITY_TYPE = "karpenter.sh/capacity-type"
+# EKS managed node groups' capacity label: ON_DEMAND, SPOT or CAPACITY_BLOCK
+LABEL_EKS_CAPACITY_TYPE = "eks.amazonaws.com/capacityType"
 LABEL_NODEPOOL = "karpenter.sh/nodepool"
 LABEL_DISCOVERY = "karpenter.sh/discovery"  # subnets and security groups Karpenter may use
 LABEL_INSTANCE_CPU = "karpenter.k8s.aws/instance-cpu"

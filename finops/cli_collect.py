@@ -12,6 +12,7 @@ import textwrap
 
 from clients.promql import PrometheusClient
 from facts import arguments, timeouts
+from facts.dcgm_inputs import PINNED, SPELLING_ENV, SPELLING_HELP, spelling_argument
 from facts.errors import CONTRACT, CheckFailed, UsageError
 from finops.cli_common import add_nodes_argument, add_store_argument, node_source
 from finops.collector import DEFAULT_GRACE, DEFAULT_INTERVAL, Collector
@@ -61,16 +62,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--holdings",
-        default="none",
-        choices=["kube", "none"],
-        help="record who held each node's GPUs every interval: 'kube' (pods from the Kubernetes API, "
-        "--kubeconfig or in-cluster; the export splits cost by them), 'none' (default: not recorded, the "
-        "export shows each interval unallocated with x_Status no-holdings)",
+        default="auto",
+        choices=["auto", "kube", "none"],
+        help="record who held each node's GPUs every interval (the export splits cost by tenant with it): "
+        "'auto' (default: from the Kubernetes API whenever GPU nodes come from it and the collector may list "
+        "pods; a collector that may not is told so in its log, and records none), 'kube' (pods from the "
+        "Kubernetes API, --kubeconfig or in-cluster; an error when it cannot read them), 'none' (not "
+        "recorded: the export shows each interval unallocated with x_Status no-holdings)",
+    )
+    parser.add_argument(
+        "--exporter-spelling",
+        type=spelling_argument,
+        default=os.environ.get(SPELLING_ENV) or None,
+        help=SPELLING_HELP,
     )
     parser.add_argument(
         "--pod-resources-url",
         default=None,
-        help="with --holdings kube: also record the device ids from this kubelet pod-resources HTTP "
+        help="with --holdings kube or auto: also record the device ids from this kubelet pod-resources HTTP "
         "endpoint (the local target's; a real kubelet serves it on a node-local socket only)",
     )
     parser.add_argument("--once", action="store_true", help="collect the last complete interval, then exit")
@@ -130,9 +139,17 @@ def interrupted(args: argparse.Namespace) -> str:
 
 
 def holdings_reader(args: argparse.Namespace):
+    """The holdings reader `--holdings` asks for; None for `none`, and for `auto` where pods cannot be
+    read (GPU nodes from a file, or RBAC forbids listing pods), said in the log."""
     if args.holdings == "none":
         return None
+    if args.holdings == "auto" and args.nodes != "kube":
+        log.warning(
+            "--holdings auto: GPU nodes come from %s, not Kubernetes; no holdings recorded", args.nodes
+        )
+        return None
     from kubernetes import client, config
+    from kubernetes.client.exceptions import ApiException
 
     from clients.kube import Kube
     from finops.holdings_record import kube_reader
@@ -145,14 +162,35 @@ def holdings_reader(args: argparse.Namespace):
         except config.ConfigException:
             config.load_kube_config()
         kube = Kube(client.ApiClient())
+    if args.holdings == "auto":
+        try:
+            kube.core.list_pod_for_all_namespaces(limit=1)
+        except ApiException as exc:
+            if exc.status not in (401, 403):
+                raise
+            log.warning(
+                "--holdings auto: this collector may not list pods (HTTP %s), so who held the GPUs is not "
+                "recorded and the export shows every interval unallocated; grant list on pods, namespaces "
+                "and nodes (the chart's ClusterRole does) or pass --holdings none to say so",
+                exc.status,
+            )
+            return None
     return kube_reader(kube, args.pod_resources_url)
 
 
 def run(args: argparse.Namespace) -> int:
+    spelling = args.exporter_spelling or PINNED
     metrics = CollectorMetrics()
     server = serve(metrics, args.port) if args.port else None
+    nodes = node_source(args)
+    if args.rates == "aws":  # nodes with no capacity label: EC2's instance lifecycle says spot or not
+        import boto3
+
+        from finops.lifecycle import Ec2Lifecycle, LifecycleNodeSource
+
+        nodes = LifecycleNodeSource(nodes, Ec2Lifecycle(boto3.client("ec2", region_name=args.region)))
     collector = Collector(
-        node_source(args),
+        nodes,
         PrometheusClient(args.prometheus_url, retry_for=args.prometheus_retry),
         rate_book(args),
         open_store(args.store),
@@ -160,6 +198,7 @@ def run(args: argparse.Namespace) -> int:
         grace_seconds=args.grace,
         metrics=metrics,
         holdings=holdings_reader(args),
+        spelling=spelling,
     )
     try:
         if args.once:

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from clients.terminal import console as wide_console
 from facts import arguments
+from facts.errors import UsageError
 from finops.cli_common import add_nodes_argument, add_store_argument, node_source
 from finops.reaper import ReapPolicy, rank, reap
 from finops.store import open_store
@@ -22,8 +23,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--nodepool",
         type=arguments.non_empty,
-        default="gpu-spot",
-        help="only nodes of this NodePool are ever touched",
+        default=None,
+        help="only nodes of this Karpenter NodePool are ever touched. Default: discovered, when exactly "
+        "one NodePool has GPU nodes now (said in the output); with several (or none) it must be named "
+        "for --apply, and a dry run ranks every GPU node with none eligible",
     )
     parser.add_argument(
         "--window",
@@ -60,20 +63,38 @@ def interrupted(args: argparse.Namespace) -> str:
     return "interrupted; a dry run changes nothing"
 
 
+def nodepool_of(args: argparse.Namespace, nodes: list) -> tuple[str | None, str]:
+    """The NodePool to reap and how it was chosen: named, or the one NodePool the GPU nodes are in."""
+    if args.nodepool:
+        return args.nodepool, f"NodePool {args.nodepool} (--nodepool)"
+    pools = sorted({n.nodepool for n in nodes if n.nodepool})
+    if len(pools) == 1:
+        return pools[0], f"NodePool {pools[0]} (discovered: the only NodePool with GPU nodes)"
+    seen = ", ".join(pools) if pools else "none: no GPU node carries karpenter.sh/nodepool"
+    if args.apply:
+        raise UsageError(
+            f"--apply needs --nodepool NAME: the GPU nodes are in {len(pools)} NodePools ({seen}), and the "
+            "reaper deletes NodeClaims of one NodePool only"
+        )
+    return None, f"no NodePool chosen (GPU nodes' NodePools: {seen}): name one with --nodepool"
+
+
 def run(args: argparse.Namespace) -> int:
     from clients.karpenter import KarpenterClient
 
+    nodes = node_source(args).gpu_nodes()
+    nodepool, chosen = nodepool_of(args, nodes)
     policy = ReapPolicy(
-        nodepool=args.nodepool,
+        nodepool=nodepool,
         window=timedelta(minutes=args.window),
         min_age=timedelta(minutes=args.min_age),
         idle_threshold=args.idle_threshold,
         consecutive=args.consecutive,
     )
     now = datetime.now(UTC)
-    candidates = rank(node_source(args).gpu_nodes(), open_store(args.store).records(), policy, now)
+    candidates = rank(nodes, open_store(args.store).records(), policy, now)
     reap(candidates, KarpenterClient.from_kubeconfig(args.kubeconfig), apply=args.apply)
-    t = Table(title=f"GPU nodes by idle $/h ({'APPLY' if args.apply else 'dry run'})")
+    t = Table(title=f"GPU nodes by idle $/h ({'APPLY' if args.apply else 'dry run'}; {chosen})")
     for col in ("node", "nodepool", "idle $/h", "cost $/h", "idle streak", "eligible", "action / why not"):
         t.add_column(col)
     for c in candidates:

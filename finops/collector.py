@@ -11,8 +11,9 @@ Missing data is kept as a gap (None) with a status saying why, never a made-up 0
 from __future__ import annotations
 
 import logging
+import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from statistics import fmean
@@ -20,7 +21,8 @@ from typing import Protocol
 
 from clients.nodes import GpuNode
 from clients.promql import PrometheusClient
-from facts import dcgm
+from facts import dcgm, dcgm_inputs
+from facts.dcgm_inputs import PINNED, Spelling
 from facts.timestamps import iso
 from finops.holdings_record import HoldingsReader, HoldingsRecorder, IntervalHoldings, for_intervals
 from finops.metrics import CollectorMetrics
@@ -49,7 +51,7 @@ class NodeSource(Protocol):
     def gpu_nodes(self) -> list[GpuNode]: ...
 
 
-# hostname -> metric -> gpu id -> mean value over the interval
+# hostname -> metric (the pinned exporter's name) -> gpu id -> mean value over the interval
 GpuReadings = dict[str, dict[str, dict[str, float]]]
 
 
@@ -58,26 +60,46 @@ class Readings:
     """What one round of queries returned: values by node, and the series no node can be joined to."""
 
     by_host: GpuReadings = field(default_factory=dict)
-    unjoinable: list[str] = field(default_factory=list)  # series with neither hostname label, by name
+    unjoinable: list[str] = field(default_factory=list)  # series with no node label, by name
+    util_unit: str | None = None  # GPU_UTIL's unit as the data showed it (dcgm_inputs.util_unit)
+    unit_error: str | None = None  # why the unit could not be read: GPU_UTIL is then left empty
 
 
 def gpu_readings(
-    prom: PrometheusClient, end: datetime, window_seconds: int, metrics: Sequence[str] = dcgm.COLLECTED
+    prom: PrometheusClient,
+    end: datetime,
+    window_seconds: int,
+    spelling: Spelling = PINNED,
 ) -> Readings:
-    """One query per metric for every GPU: the mean over (end - window, end], by node and GPU. Grouped by
-    both spellings of the exporter's node label, so an old and a new exporter both join; a series with
-    neither is kept by name in `unjoinable`, never dropped silently. Per GPU, not per holder: the pod
-    labels change when a GPU changes hands, and a mean per holder would split one GPU's interval."""
+    """One query per metric for every GPU: the mean over (end - window, end], by node and GPU, under the
+    fleet's spelling of each metric and of the node label (every spelling of it, so an exporter rollout
+    joins); values are keyed by the pinned exporter's name and put in its units (GPU_UTIL in percent,
+    its unit read from the data; SM clock in MHz). A series with no node label is kept by name in
+    `unjoinable`, never dropped silently. Per GPU, not per holder: the pod labels change when a GPU
+    changes hands, and a mean per holder would split one GPU's interval."""
     out = Readings()
-    by = ", ".join((*dcgm.HOSTNAME_LABELS, "gpu", "UUID"))
-    for metric in metrics:
+    by = ", ".join((*spelling.hostname_labels, "gpu", "UUID"))
+    util: list[tuple[str, str, str, float]] = []  # (host, gpu, series, value) until the unit is known
+    for metric in spelling.collected:
+        key = spelling.canonical(metric)
         for sample in prom.query(f"avg by ({by}) (avg_over_time({metric}[{window_seconds}s]))", at=end):
-            host = dcgm.hostname_of(sample.labels)
+            host = spelling.hostname_of(sample.labels)
             if not host:
                 out.unjoinable.append(dcgm.describe_series(metric, sample.labels))
                 continue
             gpu = sample.labels.get("UUID") or sample.labels.get("gpu") or "?"
-            out.by_host.setdefault(host, {}).setdefault(metric, {})[gpu] = sample.value
+            if key == dcgm.GPU_UTIL:
+                util.append((host, gpu, dcgm.describe_series(metric, sample.labels), sample.value))
+                continue
+            value = sample.value / spelling.sm_clock_per_mhz if key == dcgm.SM_CLOCK else sample.value
+            out.by_host.setdefault(host, {}).setdefault(key, {})[gpu] = value
+    try:
+        out.util_unit = dcgm_inputs.util_unit(spelling, [(series, v) for _, _, series, v in util])
+    except dcgm_inputs.SpellingError as exc:
+        out.unit_error = str(exc)
+    for host, gpu, _, value in util:
+        percent = dcgm_inputs.as_percent(value, out.util_unit) if out.util_unit else math.nan
+        out.by_host.setdefault(host, {}).setdefault(dcgm.GPU_UTIL, {})[gpu] = percent
     return out
 
 
@@ -88,7 +110,10 @@ def align(t: datetime, interval: int) -> datetime:
 
 
 def _mean(values: dict[str, float] | None) -> float | None:
-    return fmean(values.values()) if values else None
+    if not values:
+        return None
+    mean = fmean(values.values())
+    return None if math.isnan(mean) else mean  # NaN: GPU_UTIL whose unit could not be read
 
 
 def make_record(
@@ -101,6 +126,8 @@ def make_record(
     readings: dict[str, dict[str, float]] | None,
     *,
     grace_seconds: float,
+    util_unit: str | None = dcgm_inputs.PERCENT,
+    spelling: Spelling = PINNED,
 ) -> CostRecord:
     """Build one record. Pure: every input is passed in."""
     obs_start, obs_end = observed
@@ -123,9 +150,11 @@ def make_record(
     elif util:
         status = STATUS_MISSING_SM_ACTIVE
         message = (
-            f"{dcgm.GPU_UTIL} has series for {node.name} but {dcgm.SM_ACTIVE} has none: the "
-            "dcgm-exporter metrics CSV does not export it (it ships commented out). Deploy the project's "
-            "CSV (infra/metrics_csv.py) and lint yours with `gpu-finops check-metrics-csv FILE`"
+            f"{spelling.gpu_util} has series for {node.name} but {spelling.sm_active} has none: the "
+            "dcgm-exporter metrics CSV (its --collectors file, the chart's `arguments` ConfigMap) does not "
+            "export it (dcgm-exporter's default-counters.csv leaves it out). Fix: `gpu-finops dcgm-csv > "
+            "dcgm-metrics.csv` and deploy that CSV to the exporter, or lint yours with "
+            "`gpu-finops check-metrics-csv FILE`"
         )
     elif age < grace_seconds:
         status = STATUS_STARTING
@@ -133,7 +162,8 @@ def make_record(
     else:
         status = STATUS_NO_GPU_SERIES
         message = (
-            f"no DCGM series with hostname (or Hostname)={node.name} for {age:.0f}s: is dcgm-exporter "
+            f"no DCGM series with {' or '.join(spelling.hostname_labels)}={node.name} for {age:.0f}s "
+            f"(spelling {spelling.name}): is dcgm-exporter "
             "running on that node, and is Prometheus scraping it?"
         )
 
@@ -171,6 +201,7 @@ def make_record(
         x_IdleCost=idle,
         x_Status=status,
         x_Message=message,
+        x_GpuUtilUnit=util_unit if util else None,
     )
 
 
@@ -189,8 +220,11 @@ class Collector:
         metrics: CollectorMetrics | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         holdings: HoldingsReader | None = None,
+        spelling: Spelling = PINNED,
     ):
         self.nodes, self.prom, self.rates, self.store = nodes, prom, rates, store
+        self.spelling = spelling  # how the fleet's exporter spells the inputs (facts/dcgm_inputs.py)
+        self._util_unit: str | None = None  # GPU_UTIL's unit in the cycle being recorded
         self.interval, self.grace_seconds = interval, grace_seconds
         self.metrics = metrics or CollectorMetrics()
         self.clock = clock
@@ -223,8 +257,9 @@ class Collector:
                     "recorded and will export as unallocated (x_Status no-holdings)"
                 )
         queries_before = self.prom.queries
-        got = gpu_readings(self.prom, end, int((end - start).total_seconds()))
+        got = gpu_readings(self.prom, end, int((end - start).total_seconds()), self.spelling)
         readings = got.by_host
+        self._util_unit = got.util_unit
         queries = self.prom.queries - queries_before
 
         records: list[CostRecord] = []
@@ -242,9 +277,14 @@ class Collector:
         problems = [
             f"{r.ResourceName}: {r.x_Status}: {r.x_Message}" for r in records if r.x_Status in CONFIG_ERRORS
         ]
-        if got.unjoinable:
+        if got.unit_error:
             problems.append(
-                f"{len(got.unjoinable)} DCGM series carry neither a `hostname` nor a `Hostname` label, so no "
+                got.unit_error + f"; x_GpuUtilPercent is left empty in [{iso(start)}, {iso(end)})"
+            )
+        if got.unjoinable:
+            labels = " nor ".join(f"`{label}`" for label in self.spelling.hostname_labels)
+            problems.append(
+                f"{len(got.unjoinable)} DCGM series carry no node label (neither {labels}), so no "
                 f"node can be charged for them: {', '.join(got.unjoinable[:5])}"
                 + (" ..." if len(got.unjoinable) > 5 else "")
                 + "; is Prometheus dropping the exporter's labels (relabelling), or is this not dcgm-exporter?"
@@ -269,6 +309,7 @@ class Collector:
         elapsed = time.perf_counter() - began
         result = CycleResult(start, end, records, queries, elapsed, problems)
         self.metrics.observe_cycle(result)
+        self.metrics.observe_tenants(result, intervals)
         log.info(
             "cycle [%s, %s): %d record(s), %d queries, %.2fs, %s",
             iso(start),
@@ -303,6 +344,8 @@ class Collector:
             error,
             readings.get(node.name),
             grace_seconds=self.grace_seconds,
+            util_unit=self._util_unit,
+            spelling=self.spelling,
         )
 
     def run_forever(self, stop: Callable[[], bool] = lambda: False, scrape_lag: float = 5.0) -> None:

@@ -52,12 +52,17 @@ class AwsRates:
                     od.stale,
                     f"spot price unavailable ({exc}); charged at the on-demand price",
                 )
+        notes = []
+        if node.capacity_type is None:  # priced on-demand, and the record says it did not know
+            notes.append(
+                f"node {node.name} has no capacity type (no karpenter.sh/capacity-type or "
+                "eks.amazonaws.com/capacityType label, and EC2's instance lifecycle was not read): priced "
+                "on-demand"
+            )
+        if od.stale:
+            notes.append("on-demand price is stale: the Pricing API refresh failed")
         return IntervalCost(
-            od.usd_per_hour * hours,
-            od.usd_per_hour,
-            RATE_ON_DEMAND,
-            od.stale,
-            "on-demand price is stale: the Pricing API refresh failed" if od.stale else None,
+            od.usd_per_hour * hours, od.usd_per_hour, RATE_ON_DEMAND, od.stale, "; ".join(notes) or None
         )
 
 
@@ -76,4 +81,9 @@ class CatalogRates:
             )
         hours = (end - start).total_seconds() / 3600
         list_price = self.prices.get((key[0], "on-demand"))
-        return IntervalCost(self.prices[key] * hours, list_price, RATE_CATALOG)
+        unknown = (
+            f"node {node.name} has no capacity type label: priced on-demand"
+            if not node.capacity_type
+            else None
+        )
+        return IntervalCost(self.prices[key] * hours, list_price, RATE_CATALOG, message=unknown)

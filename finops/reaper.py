@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ReapPolicy:
-    nodepool: str
+    nodepool: str | None  # None: no NodePool was chosen, so no node is eligible (a dry run still ranks)
     window: timedelta = timedelta(hours=1)
     min_age: timedelta = timedelta(minutes=30)
     idle_threshold: float = 0.9  # idle share (1 - SM_ACTIVE) at or above which an interval counts as idle
@@ -75,7 +75,9 @@ def rank(
         cost = sum(r.EffectiveCost or 0 for r in mine) / hours if mine else None
         streak = _trailing_idle(mine, policy.idle_threshold, None)
         reasons = []
-        if node.nodepool != policy.nodepool:
+        if policy.nodepool is None:
+            reasons.append("no NodePool chosen (--nodepool)")
+        elif node.nodepool != policy.nodepool:
             reasons.append(f"not in NodePool {policy.nodepool} (is {node.nodepool or 'none'})")
         age = now - node.created
         if age < policy.min_age:

@@ -49,7 +49,7 @@ class CostRecord:
     x_EffectiveUnitPrice: float | None  # average $/h over the interval
     x_RateSource: str | None
     x_RateStale: bool
-    x_GpuUtilPercent: float | None  # DCGM_FI_DEV_GPU_UTIL, 0..100, mean over GPUs and interval
+    x_GpuUtilPercent: float | None  # DCGM_FI_DEV_GPU_UTIL in percent 0..100, mean over GPUs and interval
     x_SmActive: float | None  # DCGM_FI_PROF_SM_ACTIVE, ratio 0..1
     x_SmOccupancy: float | None
     x_PowerWatts: float | None
@@ -58,6 +58,9 @@ class CostRecord:
     x_IdleCost: float | None  # EffectiveCost x (1 - SM_ACTIVE)
     x_Status: str
     x_Message: str | None = None
+    # the unit the exporter reported GPU_UTIL in, read from the data (facts/dcgm_inputs.py: percent, ratio,
+    # or "percent|ratio (all zero)"); x_GpuUtilPercent is always in percent. None: no GPU_UTIL series
+    x_GpuUtilUnit: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Every field is a scalar, so a shallow read is the whole record (asdict deep-copies each value,

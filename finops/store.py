@@ -3,7 +3,7 @@
 Beside each cost record the store keeps who held the node's GPUs in that interval
 (finops.holdings_record.IntervalHoldings), written in the same upsert. SQLite: the table `gpu_holdings`,
 added by schema version 2 (`PRAGMA user_version`; a version-1 file, cost_records alone, is migrated in
-place when opened). DynamoDB: the attributes `x_Holdings` (JSON) and `x_HoldingsSource` on the cost item
+place when opened); version 3 adds the column x_GpuUtilUnit (older rows read it as NULL). DynamoDB: the attributes `x_Holdings` (JSON) and `x_HoldingsSource` on the cost item
 itself, so a record and its holdings are one put and the table's keys are unchanged.
 """
 
@@ -22,7 +22,7 @@ from facts.private_files import create_private
 from finops.holdings_record import IntervalHoldings
 from finops.records import COLUMNS, KEY, CostRecord
 
-SCHEMA_VERSION = 2  # 1: cost_records; 2: + gpu_holdings
+SCHEMA_VERSION = 3  # 1: cost_records; 2: + gpu_holdings; 3: + cost_records.x_GpuUtilUnit
 _HOLDINGS_DDL = (
     "CREATE TABLE IF NOT EXISTS gpu_holdings (ResourceName TEXT NOT NULL, ResourceId TEXT NOT NULL, "
     "ChargePeriodStart TEXT NOT NULL, ChargePeriodEnd TEXT NOT NULL, source TEXT NOT NULL, "
@@ -54,6 +54,7 @@ _TEXT_COLUMNS = {
     "x_RateSource",
     "x_Status",
     "x_Message",
+    "x_GpuUtilUnit",
 }
 
 
@@ -110,6 +111,10 @@ class SqliteCostStore:
                 f"CREATE TABLE IF NOT EXISTS cost_records ({', '.join(cols)}, PRIMARY KEY ({', '.join(KEY)}))"
             )
             self.db.execute(_HOLDINGS_DDL)  # the migration from version 1 (and 0: a new file)
+            present = {row[1] for row in self.db.execute("PRAGMA table_info(cost_records)")}
+            for name, col in zip(COLUMNS, cols, strict=True):
+                if name not in present:  # the migration to version 3: columns added since the file was made
+                    self.db.execute(f"ALTER TABLE cost_records ADD COLUMN {col}")
             self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
     def _check_version(self) -> None:
@@ -147,10 +152,13 @@ class SqliteCostStore:
     def records(
         self, since: str | datetime | None = None, until: str | datetime | None = None
     ) -> list[CostRecord]:
-        columns = ", ".join(chr(34) + c + chr(34) for c in COLUMNS)
+        # a store opened read-only may predate a column (x_GpuUtilUnit, version 3): it reads as None
+        present = {row[1] for row in self.db.execute("PRAGMA table_info(cost_records)")}
+        names = [c for c in COLUMNS if c in present]
+        columns = ", ".join(chr(34) + c + chr(34) for c in names)
         out = []
         for row in self._in_window("cost_records", columns, since, until, "ChargePeriodStart, ResourceName"):
-            data = dict(zip(COLUMNS, row, strict=True))
+            data = dict(zip(names, row, strict=True))
             data["x_RateStale"] = bool(data["x_RateStale"])
             out.append(CostRecord.from_dict(data))
         return out

@@ -29,6 +29,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "infra.cli_check_metrics_csv",
         "validate a dcgm-exporter metrics CSV with the exporter's rules",
     ),
+    "dcgm-csv": (
+        "infra.cli_dcgm_csv",
+        "print the dcgm-exporter metrics CSV we ship (with SM_ACTIVE), to deploy to your own exporter",
+    ),
     "infra": ("infra.cli_infra", "synthesize the stacks; preflight, up and destroy against AWS"),
     "collect": ("finops.cli_collect", "run the GPU cost collector (once, or every interval)"),
     "cost": ("finops.cli_cost", "cost reports from the cost table: per-node table and a PNG chart"),

@@ -9,14 +9,26 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from facts import dcgm_inputs
 from facts.dcgm import HOSTNAME_LABEL, OLD_HOSTNAME_LABEL
-from facts.kube_keys import LABEL_GPU_REPLICAS, LABEL_UNSCHEDULABLE_REASON, LABEL_WORKLOAD_CLASS
+from facts.dcgm_inputs import PINNED, Spelling
+from facts.kube_keys import (
+    LABEL_GPU_COUNT,
+    LABEL_GPU_REPLICAS,
+    LABEL_INSTANCE_GPU_COUNT,
+    LABEL_UNSCHEDULABLE_REASON,
+    LABEL_WORKLOAD_CLASS,
+)
 
 GPU_RESOURCE = "nvidia_com_gpu"  # kube-state-metrics' sanitized `nvidia.com/gpu`
 # time-sliced replicas, as the device plugin renames them (renameByDefault): `nvidia.com/gpu.shared`
 SHARED_GPU_RESOURCE = "nvidia_com_gpu_shared"
 GPU_RESOURCES = (GPU_RESOURCE, SHARED_GPU_RESOURCE)
 GPU_RESOURCE_SELECTOR = f'resource=~"{"|".join(GPU_RESOURCES)}"'
+
+# Node labels that say a node was made for GPUs whatever its device plugin advertises (Karpenter's on AWS,
+# GPU feature discovery's anywhere): the alert on a GPU node whose nvidia.com/gpu never registered reads them
+GPU_NODE_LABELS = (LABEL_INSTANCE_GPU_COUNT, LABEL_GPU_COUNT)
 
 # Rungs of the allocation ladder, top to bottom (recording-rule metric names in `rules.py`).
 RUNGS: tuple[str, ...] = (
@@ -83,6 +95,24 @@ DCGM_UNPLACED: dict[str, str] = {
 }
 
 
+def spelled_dcgm_inputs(spelling: Spelling) -> dict[str, str]:
+    """DCGM_INPUTS under a fleet's spelling: the same keys (the pinned names the report knows), each
+    counting the series the fleet's exporter actually serves."""
+    names = {
+        "DCGM_FI_DEV_GPU_UTIL": spelling.gpu_util,
+        "DCGM_FI_DEV_POWER_USAGE": spelling.power,
+        "DCGM_FI_DEV_SM_CLOCK": spelling.sm_clock,
+    }
+    return {key: names[key] for key in DCGM_INPUTS}
+
+
+def spelled_dcgm_unplaced(spelling: Spelling) -> dict[str, str]:
+    """DCGM_UNPLACED under a fleet's spelling: series that carry none of its node labels."""
+    empty = ",".join(f'{label}=""' for label in spelling.hostname_labels)
+    spelled = spelled_dcgm_inputs(spelling)
+    return {key: f"{spelled[name]}{{{empty}}}" for key, name in zip(DCGM_UNPLACED, DCGM_INPUTS, strict=True)}
+
+
 def ksm_label(key: str) -> str:
     """The Prometheus label kube-state-metrics makes of a Kubernetes label key (`label_` + sanitized)."""
     return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
@@ -121,6 +151,21 @@ class Conventions:
     shape_window: str = "1d"
     # rule evaluation interval: each recorded sample stands for this long
     interval: str = "1m"
+    # how the fleet's exporter spells the DCGM inputs (facts/dcgm_inputs.py): names, node label, units.
+    # GPU_UTIL's unit must be declared for the rules (PromQL cannot ask the collector what it detected):
+    # `auto` renders as percent, and the collector errors on data that is not
+    spelling: Spelling = PINNED
+
+    @property
+    def busy_threshold(self) -> float:
+        """The busy threshold in the unit the fleet's GPU_UTIL series carry."""
+        ratio = self.spelling.gpu_util_unit == dcgm_inputs.RATIO
+        return self.busy_util_percent / 100 if ratio else self.busy_util_percent
+
+    @property
+    def live_clock_threshold(self) -> float:
+        """The live SM clock threshold in the unit the fleet's clock series carry."""
+        return self.live_sm_clock_mhz * self.spelling.sm_clock_per_mhz
 
     @property
     def reason_ksm_label(self) -> str:
@@ -136,8 +181,8 @@ class Conventions:
 
     @property
     def node_labels(self) -> tuple[str, ...]:
-        """Node label keys kube-state-metrics must allowlist for the rules."""
-        return (self.reason_label, self.replicas_label)
+        """Node label keys kube-state-metrics must allowlist for the rules and the alerts."""
+        return (self.reason_label, self.replicas_label, *GPU_NODE_LABELS)
 
     @property
     def ksm_labels_allowlist(self) -> tuple[str, ...]:

@@ -16,18 +16,19 @@ from typing import Any
 
 import yaml
 
-from facts.dcgm import HOSTNAME_LABEL, OLD_HOSTNAME_LABEL
+from facts.dcgm import HOSTNAME_LABELS
+from facts.dcgm_inputs import SPELLING_HELP, spelling_argument
 from ledger.conventions import (
     BUCKETS,
     CLASS_BUCKETS,
-    DCGM_INPUTS,
-    DCGM_UNPLACED,
     GPU_RESOURCE,
     GPU_RESOURCE_SELECTOR,
     KSM_INPUTS,
     SHARED_GPU_RESOURCE,
     WORKING_CLASSES,
     Conventions,
+    spelled_dcgm_inputs,
+    spelled_dcgm_unplaced,
 )
 from ledger.measures import DENSE_PEAKS
 
@@ -161,32 +162,37 @@ def capacity_rules(c: Conventions) -> list[dict[str, Any]]:
     ]
 
 
-def placed(metric: str) -> str:
-    """A DCGM metric's series that name their node, the node in `hostname` whichever spelling the
-    exporter used (`hostname` since dcgm-exporter 4.8.3, `Hostname` before): a series carrying
-    `hostname` as it is, one carrying only `Hostname` with it copied into `hostname`. A series with
-    neither is left out (it cannot be put on a node; `DCGM_UNPLACED` counts it). The two selectors are
-    disjoint, and the device rules group by `hostname` only, so a series carrying both spellings, or a
-    card reported under both during an exporter rollout, is one device, never two."""
-    new, old = HOSTNAME_LABEL, OLD_HOSTNAME_LABEL
-    return (
-        f'({metric}{{{new}!=""}} or label_replace({metric}{{{new}="",{old}!=""}}, '
-        f'"{new}", "$1", "{old}", "(.+)"))'
-    )
+def placed(metric: str, labels: tuple[str, ...] = HOSTNAME_LABELS, extra: str = "") -> str:
+    """A DCGM metric's series that name their node, the node in the first of `labels` whichever spelling
+    the exporter used (by default `hostname` since dcgm-exporter 4.8.3, `Hostname` before): a series
+    carrying the first as it is, one carrying only a later one with it copied into the first. A series
+    with none is left out (it cannot be put on a node; `DCGM_UNPLACED` counts it). The selectors are
+    disjoint, and the device rules group by the first label only, so a series carrying both spellings,
+    or a card reported under both during an exporter rollout, is one device, never two. `extra`: more
+    matchers for every alternative (`pod!=""`: held GPUs only)."""
+    first, *rest = labels
+    more = f",{extra}" if extra else ""
+    parts = [f'{metric}{{{first}!=""{more}}}']
+    for i, label in enumerate(rest):
+        empty = "".join(f'{earlier}="",' for earlier in labels[: i + 1])
+        selector = f'{metric}{{{empty}{label}!=""{more}}}'
+        parts.append(f'label_replace({selector}, "{first}", "$1", "{label}", "(.+)")')
+    return f"({' or '.join(parts)})"
 
 
 def device_rules(c: Conventions) -> list[dict[str, Any]]:
-    by = f"{HOSTNAME_LABEL}, gpu, UUID, namespace, pod"
-    power, clock = placed("DCGM_FI_DEV_POWER_USAGE"), placed("DCGM_FI_DEV_SM_CLOCK")
+    sp = c.spelling
+    by = f"{sp.hostname_label}, gpu, UUID, namespace, pod"
+    power, clock = placed(sp.power, sp.hostname_labels), placed(sp.sm_clock, sp.hostname_labels)
     return [
         _rule(
             "gpu:ledger_busy_by_metric:bool",
-            f"group by ({by}) ({placed('DCGM_FI_DEV_GPU_UTIL')} > {c.busy_util_percent:g})",
+            f"group by ({by}) ({placed(sp.gpu_util, sp.hostname_labels)} > {c.busy_threshold:g})",
         ),
         _rule(
             "gpu:ledger_live_by_physics:bool",
             f"""group by ({by}) (({power} > {c.live_power_watts:g})
-            and on (UUID) ({clock} > {c.live_sm_clock_mhz:g}))""",
+            and on (UUID) ({clock} > {c.live_clock_threshold:g}))""",
         ),
         # busy by the metric, idle by physics; only where both physics readings exist, so a missing
         # power or clock series is never read as idle
@@ -312,7 +318,8 @@ def fleet_rules(c: Conventions) -> list[dict[str, Any]]:
         )
     )
     assert sorted(r["labels"]["bucket"] for r in rules if r["record"] == BUCKET) == sorted(BUCKETS)
-    for name, selector in {**KSM_INPUTS, **DCGM_INPUTS, **DCGM_UNPLACED}.items():
+    dcgm = {**spelled_dcgm_inputs(c.spelling), **spelled_dcgm_unplaced(c.spelling)}
+    for name, selector in {**KSM_INPUTS, **dcgm}.items():
         rules.append(_rule(INPUTS, f"count({selector}) or vector(0)", input=name))
     return rules
 
@@ -341,8 +348,16 @@ def load() -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write", action="store_true", help=f"write {RULES_PATH}")
+    parser.add_argument(
+        "--exporter-spelling",
+        type=spelling_argument,
+        default=None,
+        help=SPELLING_HELP + "; render for that fleet (to stdout: the committed file is the pinned one's)",
+    )
     args = parser.parse_args()
-    text = render()
+    if args.write and args.exporter_spelling:
+        parser.error("--write renders the committed file, for the pinned exporter: drop --exporter-spelling")
+    text = render(Conventions(spelling=args.exporter_spelling) if args.exporter_spelling else None)
     if args.write:
         RULES_PATH.write_text(text)
     else:

@@ -28,7 +28,7 @@ def cluster(monkeypatch):
     monkeypatch.setattr(cli_diagnose, "kube_client", lambda _path: state["kube"])
     monkeypatch.setattr(cli_gpus, "kube_client", lambda _path: state["kube"])
 
-    def read(url, window, *, retry_for=None, at=None):
+    def read(url, window, *, retry_for=None, at=None, spelling=None):
         return (None, state["why"]) if state["why"] else (state["stats"], None)
 
     monkeypatch.setattr("diagnose.prom_observer.read_or_reason", read)

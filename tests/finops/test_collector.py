@@ -266,6 +266,6 @@ def test_a_series_with_neither_node_label_is_reported_by_name_not_dropped(sim, p
     assert by_name["labelled"].x_Status == STATUS_OK
     assert by_name["nameless"].x_Status == STATUS_NO_GPU_SERIES
     (problem,) = [p for p in result.problems if "neither" in p]
-    assert "carry neither a `hostname` nor a `Hostname` label" in problem
+    assert "carry no node label (neither `hostname` nor `Hostname`)" in problem
     assert f'{dcgm.SM_ACTIVE}{{UUID="GPU-nameless-0",gpu="0"}}' in problem, problem
     assert not result.healthy

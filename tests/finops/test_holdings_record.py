@@ -6,6 +6,7 @@ never a split guessed from other intervals' or today's pods."""
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from datetime import timedelta
 from decimal import Decimal
@@ -72,18 +73,33 @@ def test_a_version_1_sqlite_file_is_migrated_in_place_and_keeps_its_records(tmp_
     db.commit()
     db.close()
     reopened = SqliteCostStore(path)
-    assert reopened.schema_version == SCHEMA_VERSION == 2
+    assert reopened.schema_version == SCHEMA_VERSION == 3
     assert reopened.records() == [record()] and reopened.holdings() == {}
+
+
+def test_a_version_2_file_gains_the_gpu_util_unit_column_and_reads_it_as_none(tmp_path):
+    path = tmp_path / "v2.sqlite"
+    SqliteCostStore(path).upsert([record()])
+    db = sqlite3.connect(path)  # what version 2 wrote: no x_GpuUtilUnit column
+    db.execute("ALTER TABLE cost_records DROP COLUMN x_GpuUtilUnit")
+    db.execute("PRAGMA user_version = 2")
+    db.commit()
+    db.close()
+    assert [r.x_GpuUtilUnit for r in SqliteCostStore(path, read_only=True).records()] == [None]
+    reopened = SqliteCostStore(path)
+    assert reopened.schema_version == 3
+    reopened.upsert([dataclasses.replace(record(), x_GpuUtilUnit="ratio")])
+    assert [r.x_GpuUtilUnit for r in reopened.records()] == ["ratio"]
 
 
 def test_a_store_from_a_newer_schema_is_refused_by_name(tmp_path):
     path = tmp_path / "new.sqlite"
     db = sqlite3.connect(path)
-    db.execute("PRAGMA user_version = 3")
+    db.execute("PRAGMA user_version = 4")
     db.commit()
     db.close()
-    with pytest.raises(StoreVersionError, match=r"new.sqlite: cost store schema version 3, this gpu-finops "
-                       r"knows up to 2: use the gpu-finops that wrote it, or a newer one"):  # fmt: skip
+    with pytest.raises(StoreVersionError, match=r"new.sqlite: cost store schema version 4, this gpu-finops "
+                       r"knows up to 3: use the gpu-finops that wrote it, or a newer one"):  # fmt: skip
         SqliteCostStore(path)
 
 

@@ -32,6 +32,21 @@ CASES: dict[str, Case] = {
         2,
         "gpu-finops collect: --nodes must be 'kube' or file:PATH, got 'kubectl'",
     ),
+    "collect --exporter-spelling nope": Case(
+        (*COLLECT, "--exporter-spelling", "nope"),
+        2,
+        "gpu-finops collect: argument --exporter-spelling: exporter spelling 'nope': neither a preset "
+        "(dcgm-exporter-4.8, dcgm-exporter-pre-4.8.3, dcgm-exporter-4.9, dcgm-exporter-4.10) nor a readable YAML file",
+    ),
+    "reap --apply with no NodePool named or found": Case(
+        ("reap", "--apply", "--nodes", "file:{tmp}/nodes.json", "--store", "{tmp}/cost.sqlite"),
+        2,
+        "gpu-finops reap: --apply needs --nodepool NAME: the GPU nodes are in 0 NodePools (none: no GPU node "
+        "carries karpenter.sh/nodepool)",
+    ),
+    "dcgm-csv with an argument": Case(
+        ("dcgm-csv", "extra"), 2, "gpu-finops dcgm-csv: unrecognized arguments: extra"
+    ),
     "reap --idle-threshold 1.5": Case(
         ("reap", "--idle-threshold", "1.5"),
         2,

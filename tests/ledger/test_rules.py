@@ -97,7 +97,8 @@ def test_kube_state_metrics_allowlists_the_labels_the_rules_read_on_aws_and_loca
     from local.cluster.kube_state_metrics import argv
 
     entries = [
-        "nodes=[gpu-finops.io/unschedulable-reason,nvidia.com/gpu.replicas]",
+        "nodes=[gpu-finops.io/unschedulable-reason,nvidia.com/gpu.replicas,"
+        "karpenter.k8s.aws/instance-gpu-count,nvidia.com/gpu.count]",
         "pods=[gpu-finops.io/workload-class]",
     ]
     ksm = prometheus_values()["kube-state-metrics"]
