@@ -58,7 +58,9 @@ def enough_consecutive_records(o: CostObs) -> list[Miss]:
     recs = ordered(o)
     want = f">= {o.min_records} consecutive records, one per interval"
     misses = []
-    if len(recs) < o.min_records:
+    if o.min_records < 1:
+        misses.append(Miss(want, f"min_records {o.min_records}: a claim about no records proves nothing"))
+    if len(recs) < max(o.min_records, 1):
         quoted = next(
             (line for line in reversed(o.collector_log) if "no samples" in line or "ERROR" in line),
             o.collector_log[-1] if o.collector_log else None,  # else its last word, rather than nothing
@@ -189,9 +191,18 @@ def sm_active_seen_while_the_load_ran(o: CostObs) -> list[Miss]:
         for r in recs
         if h is None or h.overlaps(parse_iso(r["ChargePeriodStart"]), parse_iso(r["ChargePeriodEnd"]))
     ]
+    if recs and not during:
+        return [
+            Miss(
+                "SM_ACTIVE recorded in some interval the compute load ran",
+                f"no record's interval overlaps the load's span ({h.held_from.isoformat() if h else '?'} to "
+                f"{h.held_until.isoformat() if h and h.held_until else 'still running'}): whether SM_ACTIVE "
+                "was there while it ran is unobserved",
+            )
+        ]
     values = [_sm(r) for r in during]
     if not during or any(v is None for v in values) or any(values):
-        return []  # no interval to judge, or a value other clauses reject, or activity seen
+        return []  # no record at all (the count clause says so), a value other clauses reject, or activity
     return [
         Miss(
             "SM_ACTIVE above zero in some interval the compute load ran",

@@ -86,18 +86,34 @@ def diagnosed(o: DiagnosisActObs) -> list[tuple[Situation, DiagnosisObs]]:
     return [(s, by_target[s.target]) for s in o.situations if s.target in by_target]
 
 
+def is_namespaced(target: str) -> bool:
+    namespace, _, name = target.partition("/")
+    return bool(namespace) and bool(name) and "/" not in name
+
+
+def names_nothing(token: str) -> bool:
+    """An evidence token that cannot name one of the act's objects: empty, or a kind with no value."""
+    _, sep, value = token.partition(":")
+    return not token.strip() or (bool(sep) and not value.strip())
+
+
 def a_situation_for_every_cause_and_one_with_two(o: DiagnosisActObs) -> list[Miss]:
     want = f"one situation per cause {list(o.required_causes)}, one with two causes, each target once"
     if not o.situations:
         return [Miss(want, "no situation was built: nothing was diagnosed against a known cause")]
     misses = []
     built = {s.expected_first for s in o.situations}
-    missing = [c for c in o.required_causes if c not in built]
+    missing = [c for c in dict.fromkeys((*ORDER, *o.required_causes)) if c not in built]
     if missing:
         misses.append(Miss(want, f"no situation built for {missing}: every cause must be shown to be found"))
     if not any(s.also_holds for s in o.situations):
         misses.append(
             Miss(want, "no situation where two causes hold at once: the order was never put to the test")
+        )
+    unnamed = [s.target for s in o.situations if not is_namespaced(s.target)]
+    if unnamed:
+        misses.append(
+            Miss(want, f"targets not namespace/name: {unnamed}: which object was diagnosed is unproven")
         )
     twice = sorted(t for t, n in Counter(s.target for s in o.situations).items() if n > 1)
     if twice:
@@ -176,9 +192,13 @@ def first_finding_carries_its_evidence(o: DiagnosisActObs) -> list[Miss]:
     misses = []
     for s, d in diagnosed(o):
         want = f"{s.target}: the {s.expected_first} finding carrying {list(s.key_evidence)}"
-        if not s.key_evidence:
+        if not s.key_evidence or any(names_nothing(k) for k in s.key_evidence):
             misses.append(
-                Miss(want, f"{s.target}: the situation names no evidence to expect: nothing to check")
+                Miss(
+                    want,
+                    f"{s.target}: the situation's evidence {list(s.key_evidence)} names nothing (no token, "
+                    "or an empty one): nothing to check",
+                )
             )
         elif d.first_cause == s.expected_first:
             lacking = [k for k in s.key_evidence if k not in d.key_evidence]
