@@ -3,15 +3,15 @@ rest queued. Decided over the whole observation window, never from the last snap
 
 | clause | identity | ownership | time order | count | provenance | target |
 |---|---|---|---|---|---|---|
-| every_job_has_one_workload | one uid per Workload name, no uid twice | - | - | exactly the jobs submitted, no duplicates | recorded snapshots | same |
+| every_job_has_one_workload | one uid per Workload name, no uid twice | - | - | exactly the jobs submitted (>= 1, for >= 1 tenant), no duplicates | recorded snapshots | same |
 | no_workload_finished_in_the_window | per Workload | - | over the whole window | none | Finished condition | same |
 | exactly_n_admitted | per Workload | - | ever, in any snapshot | exactly n | QuotaReserved and Admitted True together | same |
-| one_admitted_per_cluster_queue | per Workload | the ClusterQueue Kueue charged = the tenant that submitted it; one each | - | one per tenant | status.admission.clusterQueue | same |
-| pods_start_only_after_admission | pods recorded under their Workload's Job | the Workload's own pods | Running start >= Admitted (whole seconds) | every pod | Admitted lastTransitionTime, else the first snapshot showing it | same |
+| one_admitted_per_cluster_queue | per Workload | the ClusterQueue Kueue charged = the tenant that submitted it, in every admitted snapshot; one each | - | one per tenant | status.admission.clusterQueue | same |
+| pods_start_only_after_admission | pods recorded under their Workload's Job | the Workload's own pods; its Job seen unsuspended | Running start >= Admitted (whole seconds) | every pod | Admitted lastTransitionTime, else the first snapshot showing it | same |
 | admitted_pods_ran_healthy | per pod | - | - | >= 1 healthy run each | container status | same |
-| admitted_ran_at_once | per pod | - | the runs overlap before the act's last look | - | recorded intervals | same |
-| admitted_ran_on_different_cards | device ids | - | - | >= 1 device each, no card shared | kubelet pod-resources (local) / NVIDIA_VISIBLE_DEVICES (AWS) | same clause, different observers |
-| the_rest_never_held_quota_and_stayed_suspended | per Workload | - | over the whole window | every waiting one | QuotaReserved, status.admission, Job spec.suspend, pods | same |
+| admitted_ran_at_once | per pod | - | one moment every admitted Workload ran; each run possible (end >= start) and before the act's last look | any number of tenants | recorded intervals | same |
+| admitted_ran_on_different_cards | device ids (an empty id is no device) | - | - | >= 1 device each, no card shared by any pair | kubelet pod-resources (local) / NVIDIA_VISIBLE_DEVICES (AWS) | same clause, different observers |
+| the_rest_never_held_quota_and_stayed_suspended | per Workload | - | over the whole window | every waiting one | QuotaReserved, Admitted, status.admission, Job spec.suspend, pods | same |
 """
 
 from __future__ import annotations

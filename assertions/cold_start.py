@@ -3,11 +3,11 @@
 | clause | identity | ownership | time order | count | provenance | target |
 |---|---|---|---|---|---|---|
 | no_gpu_node_before_the_act | - (a count of none) | any GPU node counts, ours or not | at the act's start | exactly zero | observed list | same |
-| node_is_new_and_launched_by_our_nodeclaim | node not among those at start; its NodeClaim names it | NodeClaim's NodePool = the act's = the node's label | NodeClaim created >= act start, Launched, launched <= node Ready | one node | NodeClaim status, observed | same |
-| node_is_spot_with_a_gpu | the node above | capacity-type label | - (labels do not change) | >= 1 allocatable GPU | node status | same (kwok: simulated GPUs) |
+| node_is_new_and_launched_by_our_nodeclaim | node not among those at start; its NodeClaim names it | NodeClaim's NodePool = the act's = the node's label | NodeClaim created >= act start, Launched >= created, node created >= claim created, launched <= node Ready | one node | NodeClaim status, observed | same |
+| node_is_spot_with_a_gpu | the node above | capacity-type label | - (labels do not change) | >= 1 allocatable GPU, allocatable <= capacity | node status | same (kwok: simulated GPUs) |
 | node_became_ready | the node above | - | created <= Ready | - | Ready's lastTransitionTime | same |
-| pod_ran_on_that_node_after_it_was_ready | pod bound to the node's name | - | Ready <= Running start <= end | one pod | container status | same |
-| pod_succeeded_doing_gpu_work | the pod above | - | - | - | phase, exit code; the marker in its log | AWS: marker required; local: no logs, marker None, said in evidence |
+| pod_ran_on_that_node_after_it_was_ready | pod bound to the node's name, while that node existed (not deleted before the pod started) | - | Ready <= Running start <= end | one pod | container status | same |
+| pod_succeeded_doing_gpu_work | the pod above | - | - | - | phase, exit code 0 and finish time observed (unobserved fails); the marker in its log | AWS: marker required; local: no logs, marker None, said in evidence |
 
 Identity of the node is by name plus "created after the act began, by a NodeClaim created after it": a
 node re-created under an old name is new by those timestamps, which is the claim. Job pods carry

@@ -4,13 +4,13 @@ causes hold at once, the later one shown holding too, so it was the order that d
 
 | clause | identity | ownership | time order | count | provenance | target |
 |---|---|---|---|---|---|---|
-| a_situation_for_every_cause_and_one_with_two | situation targets, no target built twice | - | - | every cause >= 1; >= 1 with two causes | what the act built | same |
+| a_situation_for_every_cause_and_one_with_two | situation targets namespace/name, no target built twice | - | - | every cause of the order >= 1 (whatever required_causes says); >= 1 with two causes | what the act built | same |
 | each_target_diagnosed_once | target "namespace/name" | - | - | exactly one diagnosis per built target | the diagnosis's JSON | same |
 | checks_come_in_the_diagnosis_order | per diagnosis | - | the checks in the order admission, allocation, memory, placement, application | each check once | findings as shown | same |
 | every_check_made | per diagnosis | - | - | nothing in not_checked | the diagnosis | same |
 | first_cause_agrees_with_the_findings | per diagnosis | - | first_cause = the first explaining finding; also_explains = the later ones, in order | - | findings' `explains`, not the summary field | same |
 | first_cause_is_the_built_one | per target | - | - | - | the diagnosis vs what the act built | same |
-| first_finding_carries_its_evidence | per target | holder, node, workload tokens name the act's objects | - | the act's tokens non-empty, all present | the first finding's key_evidence | same |
+| first_finding_carries_its_evidence | per target | holder, node, workload tokens name the act's objects | - | the act's tokens non-empty, none naming nothing (empty, or 'kind:' alone), all present | the first finding's key_evidence | same |
 | the_other_built_cause_shown_holding | per target | - | after the first cause in the order | every also-built cause | also_explains | same |
 
 Time order among the targets and the observation's timestamps are not checked: the diagnosis is one

@@ -4,13 +4,13 @@ replacement spot GPU node of our NodePool.
 
 | clause | identity | ownership | time order | count | provenance | target |
 |---|---|---|---|---|---|---|
-| warning_was_delivered | the FIS experiment | - (aimed at the node's instance by the act) | - | - | FIS final state | AWS only; local: an SQS put, always "delivered" |
+| warning_was_delivered | the FIS experiment or the SQS put | - (aimed at the node's instance by the act) | - | - | FIS: final state completed; SQS: delivered; any other sender or state fails | same clause, different senders |
 | karpenter_saw_the_interruption | events about this node (kind Node) or its NodeClaim (kind NodeClaim) | the event's kind agrees with the name | at/after the warning (whole seconds) | each reason >= 1 | Kubernetes events | same |
 | node_cordoned_within_the_notice | the interrupted node | - | warning - 1 s <= taint <= warning + notice | - | the act's own poll of the taint | same |
-| nodeclaim_of_the_node_deleted | the node's own NodeClaim | the node's NodePool = ours | deleted at/after the warning | - | the act's poll | same |
-| workload_evicted_through_the_eviction_api | pods on the interrupted node | the workload's Job | - | >= 1, each evicted | DisruptionTarget reason | same |
-| replacement_is_a_new_spot_node_of_ours | another name, another uid, another NodeClaim | node label NodePool = its NodeClaim's = ours | created at/after the warning, Ready after created | one | node and NodeClaim status | same |
-| workload_ran_again_on_the_replacement | a pod not among the evicted ones | the workload's Job | Running at/after the warning and the replacement's Ready | >= 1 | container status | same |
+| nodeclaim_of_the_node_deleted | the node's own NodeClaim | the node's NodePool label = its NodeClaim's = ours (unobserved fails) | deleted at/after the warning | - | the act's poll | same |
+| workload_evicted_through_the_eviction_api | pods on the interrupted node | the workload's Job | still running at the warning (not stopped before it) | >= 1, each evicted | DisruptionTarget reason, container end | same |
+| replacement_is_a_new_spot_node_of_ours | another name, another uid, another NodeClaim | node label NodePool = its NodeClaim's = ours (unobserved fails) | node and its NodeClaim created at/after the warning, Ready after created | one | node and NodeClaim status | same |
+| workload_ran_again_on_the_replacement | a pod not among the evicted ones, not crashed | the workload's Job | Running at/after the warning and the replacement's Ready, before its deletion | >= 1 | container status | same |
 """
 
 from __future__ import annotations

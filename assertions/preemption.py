@@ -6,10 +6,10 @@
 | victim_is_one_workload_throughout | one metadata.uid over every snapshot, not the preemptor's | - | the whole window | one uid each | observed uids | same |
 | victim_was_admitted_before_the_preemptor_came | the victim's uid | - | Admitted in a snapshot taken before the preemptor was submitted | >= 1 | snapshots | same |
 | victim_history_shows_eviction_then_requeue | the same uid | - | Evicted(Preempted) after the submission, then (later or same snapshot) suspended, no admission, QuotaReserved False | >= 1 each, in that order | conditions as recorded, not inferred | same |
-| victim_preempted_for_the_policy_reason | the victim | the preemptor's ClusterQueue = the victim's for InClusterQueue | the eviction window | - | Preempted condition's reason | same |
+| victim_preempted_for_the_policy_reason | the victim; Kueue's Preempted/Evicted message names the preemptor's uid | ClusterQueues observed; InClusterQueue: both in the victim's tenant's own; a cohort reason: two ClusterQueues | the eviction window | - | Preempted condition's reason and message | same |
 | victim_never_finished | the victim | - | after the submission | none | Finished condition | same |
 | preemptor_admitted_only_after_the_eviction | the preemptor | - | Admitted >= Evicted (whole seconds) | - | lastTransitionTimes | same |
-| preemptor_admitted_and_running | the preemptor | - | its pod Running >= its Admitted | >= 1 running pod | container status | same |
+| preemptor_admitted_and_running | the preemptor | - | its pod Running >= its Admitted | >= 1 running pod that did not crash | container status | same |
 
 The victim's pods are not a clause: the Job controller deletes a suspended Job's pod without a
 DisruptionTarget on a real cluster, so a Failed victim pod is no evidence either way; the Workload's own
