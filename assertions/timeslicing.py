@@ -5,15 +5,14 @@ once, on one GPU UUID, and each ran to success.
 |---|---|---|---|---|---|---|
 | node_advertises_one_gpu_as_n_replicas | the node the pods ran on | - | as last seen | GFD count 1, replicas n, shared capacity = allocatable = n | GFD labels, node status | same |
 | no_whole_gpu_beside_the_replicas | the node | - | - | zero nvidia.com/gpu, capacity and allocatable | node status | same |
-| each_pod_admitted_by_kueue_on_the_shared_flavor | a Workload per pod, by the pods recorded under its Job; no second uid (a re-creation) | each Workload owns exactly one of the pods; every admitted snapshot on the shared ResourceFlavor (none observed fails), by the tenant's ClusterQueue | the pod Running >= its Workload's Admitted | n Workloads, n pods, no pod twice | Workload snapshots | same |
+| each_pod_admitted_by_kueue_on_the_shared_flavor | a Workload per pod, by the pods recorded under its Job; one uid each (a re-creation or none observed fails) | each Workload owns exactly one of the pods; every admitted snapshot on the shared ResourceFlavor (none observed fails), by the tenant's ClusterQueue | the pod Running >= its Workload's Admitted | n Workloads, n pods, no pod twice | Workload snapshots | same |
 | all_pods_on_that_node | pod spec.nodeName; the pods ran within the node's life (created..deleted), not on a re-created namesake | - | node created <= every start < its deletion | every pod | pod spec, node timestamps | same |
 | all_ran_at_once | per pod | - | latest start < earliest end; each run possible and before the last look (observed_at required) | every pod Running | recorded intervals; a finished pod without a finish time fails | same |
 | each_pod_got_one_replica_of_one_uuid | device ids | - | - | one device each, one UUID in all, no replica twice | pod-resources (local) / NVIDIA_VISIBLE_DEVICES (AWS, no replica index) | same clause, different observers |
 | each_ran_to_success | per pod | - | - | every pod | phase, exit code 0 exactly (unobserved fails) | same |
 
-Workload identity is by name plus "no second uid": a Workload seen under two uids was deleted and re-created,
-and fails, whatever either was admitted as. An unobserved uid alone is not refused here: each Workload is
-recorded under its own Job within one act's run, and the harness always reads metadata.uid.
+Workload identity is by one metadata.uid over every snapshot: a Workload seen under two uids was deleted and
+re-created, and one whose uid was not observed is unproven; both fail, whatever either was admitted as.
 """
 
 from __future__ import annotations
@@ -106,9 +105,14 @@ def no_whole_gpu_beside_the_replicas(o: TimeSlicingObs) -> list[Miss]:
 def admitted_as_the_tenant_on_the_flavor(w: WorkloadObs, flavor: str, want: str) -> list[Miss]:
     """Every admitted snapshot of the Workload: one object (uid), its tenant's ClusterQueue, the flavor seen."""
     misses = []
-    uids = {s.uid for s in w.snapshots} - {None}
-    if len(uids) > 1:
-        misses.append(Miss(want, f"workload {w.name} was seen as {sorted(uids)}: deleted and re-created"))
+    if len(w.uids) != 1 or w.uids[0] is None:
+        misses.append(
+            Miss(
+                want,
+                f"workload {w.name} was seen with uids {list(w.uids)}: deleted and re-created (or its uid not "
+                "observed), so what was admitted is not one object",
+            )
+        )
     for s in (s for s in w.snapshots if s.is_("Admitted")):
         if flavor not in s.flavors:
             misses.append(
