@@ -7,7 +7,7 @@ rest queued. Decided over the whole observation window, never from the last snap
 | no_workload_finished_in_the_window | per Workload | - | over the whole window | none | Finished condition | same |
 | exactly_n_admitted | per Workload | - | ever, in any snapshot | exactly n | QuotaReserved and Admitted True together | same |
 | one_admitted_per_cluster_queue | per Workload | the ClusterQueue Kueue charged = the tenant that submitted it, in every admitted snapshot; one each | - | one per tenant | status.admission.clusterQueue | same |
-| pods_start_only_after_admission | pods recorded under their Workload's Job | the Workload's own pods; its Job seen unsuspended | Running start >= Admitted (whole seconds) | every pod | Admitted lastTransitionTime, else the first snapshot showing it | same |
+| pods_start_only_after_admission | pods recorded under their Workload's Job, no pod under two Workloads | the Workload's own pods; its Job seen unsuspended | Running start >= Admitted (whole seconds) | every pod | Admitted lastTransitionTime, else the first snapshot showing it | same |
 | admitted_pods_ran_healthy | per pod | - | - | >= 1 healthy run each | container status | same |
 | admitted_ran_at_once | per pod | - | one moment every admitted Workload ran; each run possible (end >= start) and before the act's last look | any number of tenants | recorded intervals | same |
 | admitted_ran_on_different_cards | device ids (an empty id is no device) | - | - | >= 1 device each, no card shared by any pair | kubelet pod-resources (local) / NVIDIA_VISIBLE_DEVICES (AWS) | same clause, different observers |
@@ -16,6 +16,7 @@ rest queued. Decided over the whole observation window, never from the last snap
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import combinations
@@ -143,7 +144,15 @@ def one_admitted_per_cluster_queue(o: AdmissionObs) -> list[Miss]:
 
 def pods_start_only_after_admission(o: AdmissionObs) -> list[Miss]:
     """Kueue gates a Job by keeping it suspended: no pod of it may run before its Workload was admitted."""
-    misses = []
+    owners = Counter(p.name for w in o.workloads for p in w.pods)
+    misses = [
+        Miss(
+            "each pod its own Job's",
+            f"pod {name} is recorded under {n} Workloads: one pod object cannot be two Jobs' pods",
+        )
+        for name, n in sorted(owners.items())
+        if n > 1
+    ]
     for w in admitted(o):
         at = w.since("Admitted")
         if any(p.running for p in w.pods) and not any(s.job_suspended is False for s in w.snapshots):

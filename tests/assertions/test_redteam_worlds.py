@@ -122,6 +122,13 @@ def _a_impossible_interval() -> AdmissionObs:
     return replace(o, workloads=tuple(ws))
 
 
+def _a_one_pod_twice() -> AdmissionObs:
+    o = rw.admission()
+    ws = list(o.workloads)
+    ws[1] = replace(ws[1], pods=(replace(ws[1].pods[0], name=ws[0].pods[0].name),))
+    return replace(o, workloads=tuple(ws))
+
+
 def _a_vacuous() -> AdmissionObs:
     return AdmissionObs((), (), 0, 0, observed_at=at(300))
 
@@ -273,6 +280,7 @@ ROWS: dict[str, Row] = {
     "a2 runs after the act's last look": Row(_a_future_runs, "admitted_ran_at_once", "timestamps in the future were not observed running"),
     "a2 a run that ended before it started": Row(_a_impossible_interval, "admitted_ran_at_once", "an impossible interval is no evidence of running at once"),
     "a2 empty device id": Row(lambda: _a_pod(0, devices=("",)), "admitted_ran_on_different_cards", "an empty id names no card"),
+    "a2 one pod recorded under both Workloads": Row(_a_one_pod_twice, "pods_start_only_after_admission", "one pod object cannot be two Jobs' pods: one Job showed none of its own"),
     "a2 all of nothing": Row(_a_vacuous, "every_job_has_one_workload", "no jobs, no Workloads: nothing was shown"),
     "a2 admitted Job still suspended while its pod ran": Row(lambda: _a_wl(0, snapshots=(replace(rw.admission().workloads[0].snapshots[0], job_suspended=True),)), "pods_start_only_after_admission", "a suspended Job has no running pods: the pod is not this Job's"),
     # act 3
@@ -303,6 +311,8 @@ ROWS: dict[str, Row] = {
     "i5 replacement deleted before the pod ran": Row(lambda: _i_repl(deleted_at=at(155)), "workload_ran_again_on_the_replacement", "the pod ran on a name whose node was going away: not that node"),
     "i5 interrupted node's claim NodePool unobserved": Row(lambda: _i(node=replace(rw.interruption().node, nodeclaim_nodepool=None)), "nodeclaim_of_the_node_deleted", "missing ownership accepted"),
     # act 6
+    "k6 GPU_UTIL stored as a ratio": Row(lambda: _k(records=tuple(rw.record(s, util=0.8) for s in (60, 120, 180))), "sm_active_within_gpu_util", "units: 0.8 % cannot carry SM_ACTIVE 0.46"),
+    "k6 SM_ACTIVE stored as a percentage": Row(lambda: _k(records=tuple(rw.record(s, sm=45.82) for s in (60, 120, 180)), expected_sm_active=None), "sm_active_is_the_ratio_the_load_ran_at", "units: a percentage where a ratio belongs"),
     "k6 all of nothing": Row(lambda: _k(records=(), min_records=0, holdings={}), "enough_consecutive_records", "zero records, zero required"),
     "k6 pod held twice, first for another tenant": Row(lambda: _k_holdings((rw.holding("team-b"), rw.holding())), "holdings_name_the_acts_pod", "duplicate holding: counted twice, one misattributed"),
     "k6 pod named as holder after it finished": Row(_k_held_after, "holdings_name_the_acts_pod", "a finished pod holds no GPU: misattribution"),
