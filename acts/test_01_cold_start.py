@@ -7,7 +7,8 @@ The claim, clause by clause (assertions/cold_start.py, one function each):
 3. node_is_spot_with_a_gpu: capacity-type spot, at least one allocatable GPU.
 4. node_became_ready: it became Ready, after it was created.
 5. pod_ran_on_that_node_after_it_was_ready: the job's pod ran on that node, once it was Ready.
-6. pod_succeeded_doing_gpu_work: the pod Succeeded, printing the marker only real GPU work prints.
+6. pod_succeeded_doing_gpu_work: the pod Succeeded (exit code 0 and finish time observed), printing the
+   marker only real GPU work prints.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ The claim, clause by clause (assertions/admission.py, one function each):
 4. one_admitted_per_cluster_queue: one per tenant, each charged to the ClusterQueue of the tenant that submitted it.
 5. pods_start_only_after_admission: no pod ran before Kueue admitted its Workload.
 6. admitted_pods_ran_healthy: each admitted Workload has a pod that ran without crashing.
-7. admitted_ran_at_once: the two ran at the same time.
-8. admitted_ran_on_different_cards: on two different physical GPUs.
+7. admitted_ran_at_once: the admitted ones ran at one same moment (runs that really happened, before the last look).
+8. admitted_ran_on_different_cards: on different physical GPUs, no two sharing one.
 9. the_rest_never_held_quota_and_stayed_suspended: the other ten never held quota, their Jobs suspended, no pods.
 """
 

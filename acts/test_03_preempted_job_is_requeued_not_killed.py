@@ -6,7 +6,8 @@ The claim, clause by clause (assertions/preemption.py, one function each):
 3. victim_was_admitted_before_the_preemptor_came: the queue was full when the high job arrived.
 4. victim_history_shows_eviction_then_requeue: after the high job came, Evicted(Preempted), then suspended,
    no admission, QuotaReserved False.
-5. victim_preempted_for_the_policy_reason: Preempted for the reason the config's policy implies, in one ClusterQueue.
+5. victim_preempted_for_the_policy_reason: Preempted for the reason the config's policy implies, to make room
+   for this preemptor (its UID in Kueue's message), in the tenant's own ClusterQueue.
 6. victim_never_finished: the victim did not finish (fail) instead.
 7. preemptor_admitted_only_after_the_eviction: the quota was not free before the eviction.
 8. preemptor_admitted_and_running: the high job was admitted and its pod ran after that.

@@ -9,9 +9,9 @@ the UUID the device plugin put in the container's NVIDIA_VISIBLE_DEVICES, which 
 The claim, clause by clause (assertions/timeslicing.py, one function each):
 1. node_advertises_one_gpu_as_n_replicas: one physical GPU, four time-sliced replicas, all allocatable.
 2. no_whole_gpu_beside_the_replicas: no whole nvidia.com/gpu beside them.
-3. each_pod_admitted_by_kueue_on_the_shared_flavor: four pods, each its own Workload's, admitted on the
-   shared flavor before it ran.
-4. all_pods_on_that_node: all on that node.
+3. each_pod_admitted_by_kueue_on_the_shared_flavor: four pods, each its own Workload's (one pod each, one
+   object), admitted on the shared flavor by the tenant's ClusterQueue before it ran.
+4. all_pods_on_that_node: all on that node, while it existed.
 5. all_ran_at_once: all four Running at one moment.
 6. each_pod_got_one_replica_of_one_uuid: one device each, one GPU UUID, no replica twice.
 7. each_ran_to_success: each Succeeded.

@@ -3,23 +3,25 @@ rest queued. Decided over the whole observation window, never from the last snap
 
 | clause | identity | ownership | time order | count | provenance | target |
 |---|---|---|---|---|---|---|
-| every_job_has_one_workload | one uid per Workload name, no uid twice | - | - | exactly the jobs submitted, no duplicates | recorded snapshots | same |
+| every_job_has_one_workload | one uid per Workload name, no uid twice | - | - | exactly the jobs submitted (>= 1, for >= 1 tenant), no duplicates | recorded snapshots | same |
 | no_workload_finished_in_the_window | per Workload | - | over the whole window | none | Finished condition | same |
 | exactly_n_admitted | per Workload | - | ever, in any snapshot | exactly n | QuotaReserved and Admitted True together | same |
-| one_admitted_per_cluster_queue | per Workload | the ClusterQueue Kueue charged = the tenant that submitted it; one each | - | one per tenant | status.admission.clusterQueue | same |
-| pods_start_only_after_admission | pods recorded under their Workload's Job | the Workload's own pods | Running start >= Admitted (whole seconds) | every pod | Admitted lastTransitionTime, else the first snapshot showing it | same |
+| one_admitted_per_cluster_queue | per Workload | the ClusterQueue Kueue charged = the tenant that submitted it, in every admitted snapshot; one each | - | one per tenant | status.admission.clusterQueue | same |
+| pods_start_only_after_admission | pods recorded under their Workload's Job, no pod under two Workloads | the Workload's own pods; its Job seen unsuspended | Running start >= Admitted (whole seconds) | every pod | Admitted lastTransitionTime, else the first snapshot showing it | same |
 | admitted_pods_ran_healthy | per pod | - | - | >= 1 healthy run each | container status | same |
-| admitted_ran_at_once | per pod | - | the runs overlap before the act's last look | - | recorded intervals | same |
-| admitted_ran_on_different_cards | device ids | - | - | >= 1 device each, no card shared | kubelet pod-resources (local) / NVIDIA_VISIBLE_DEVICES (AWS) | same clause, different observers |
-| the_rest_never_held_quota_and_stayed_suspended | per Workload | - | over the whole window | every waiting one | QuotaReserved, status.admission, Job spec.suspend, pods | same |
+| admitted_ran_at_once | per pod | - | one moment every admitted Workload ran; each run possible (end >= start) and before the act's last look | any number of tenants | recorded intervals | same |
+| admitted_ran_on_different_cards | device ids (an empty id is no device) | - | - | >= 1 device each, no card shared by any pair | kubelet pod-resources (local) / NVIDIA_VISIBLE_DEVICES (AWS) | same clause, different observers |
+| the_rest_never_held_quota_and_stayed_suspended | per Workload | - | over the whole window | every waiting one | QuotaReserved, Admitted, status.admission, Job spec.suspend, pods | same |
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import combinations
 
-from assertions.clauses import Miss, before, compose, stamp
+from assertions.clauses import Miss, before, compose, possible, require_aware, stamp
 from assertions.observed import Interval, WorkloadObs
 from assertions.verdict import Verdict
 
@@ -36,6 +38,9 @@ class AdmissionObs:
     expected_total: int = 12
     expected_admitted: int = 2
     observed_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        require_aware(self)
 
 
 def _ever_admitted(w: WorkloadObs) -> bool:
@@ -62,12 +67,18 @@ def healthy_runs(w: WorkloadObs) -> list[Interval]:
 
 def cards(w: WorkloadObs) -> set[str]:
     """The physical GPUs the Workload's pods were given (a time-sliced id names its card first)."""
-    return {d.split("::", 1)[0] for p in w.pods for d in p.devices}
+    return {d.split("::", 1)[0] for p in w.pods for d in p.devices if d.split("::", 1)[0]}
 
 
 def every_job_has_one_workload(o: AdmissionObs) -> list[Miss]:
     want = f"{o.expected_total} Workloads, one uid each"
     misses = []
+    if o.expected_total < 1 or not o.tenants:
+        misses.append(
+            Miss(
+                want, f"{o.expected_total} jobs for tenants {list(o.tenants)}: nothing was submitted to check"
+            )
+        )
     names = [w.name for w in o.workloads]
     if len(o.workloads) != o.expected_total or len(set(names)) != len(names):
         misses.append(Miss(want, f"observed {len(o.workloads)} workloads, expected {o.expected_total}"))
@@ -123,20 +134,35 @@ def one_admitted_per_cluster_queue(o: AdmissionObs) -> list[Miss]:
             Miss(want, f"admitted per ClusterQueue {charged}, expected one each of {sorted(o.tenants)}")
         )
     for w in got:
-        if w.admitted_by is not None and w.admitted_by != w.tenant:
+        queues = sorted({s.cluster_queue or "?" for s in w.snapshots if s.is_("Admitted")} - {w.tenant})
+        if queues:
             misses.append(
-                Miss(
-                    want, f"{w.name} was submitted by {w.tenant} but charged to ClusterQueue {w.admitted_by}"
-                )
+                Miss(want, f"{w.name} was submitted by {w.tenant} but admitted in ClusterQueue(s) {queues}")
             )
     return misses
 
 
 def pods_start_only_after_admission(o: AdmissionObs) -> list[Miss]:
     """Kueue gates a Job by keeping it suspended: no pod of it may run before its Workload was admitted."""
-    misses = []
+    owners = Counter(p.name for w in o.workloads for p in w.pods)
+    misses = [
+        Miss(
+            "each pod its own Job's",
+            f"pod {name} is recorded under {n} Workloads: one pod object cannot be two Jobs' pods",
+        )
+        for name, n in sorted(owners.items())
+        if n > 1
+    ]
     for w in admitted(o):
         at = w.since("Admitted")
+        if any(p.running for p in w.pods) and not any(s.job_suspended is False for s in w.snapshots):
+            misses.append(
+                Miss(
+                    f"{w.name}'s Job unsuspended by Kueue before its pods ran",
+                    f"{w.name}'s Job was never seen unsuspended, yet pods ran: they are not this Job's "
+                    "admitted pods",
+                )
+            )
         for p in w.pods:
             if p.running is not None and at is not None and before(p.running.start, at):
                 misses.append(
@@ -168,18 +194,26 @@ def admitted_pods_ran_healthy(o: AdmissionObs) -> list[Miss]:
 
 
 def admitted_ran_at_once(o: AdmissionObs) -> list[Miss]:
-    runs = [(w.name, healthy_runs(w)) for w in admitted(o)]
-    if len(runs) != 2 or not all(iv for _, iv in runs):
+    runs = {w.name: healthy_runs(w) for w in admitted(o)}
+    if len(runs) < 2 or not all(runs.values()):
         return []  # the count and health clauses say what is missing
     if o.observed_at is None:
         return [
             Miss("the act's last look at the cluster", "observed_at not given: overlap cannot be decided")
         ]
-    (first, first_runs), (second, second_runs) = runs
-    if any(x.overlaps(y, o.observed_at) for x in first_runs for y in second_runs):
+    now = o.observed_at
+    bad = [f"{name}: {why}" for name, ivs in runs.items() for iv in ivs if (why := possible(iv, now))]
+    if bad:
+        return [Miss("runs that really happened, before the act's last look", f"impossible runs: {bad}")]
+    # a moment every admitted Workload was Running: some run's start inside a run of each of the others
+    starts = sorted(iv.start for ivs in runs.values() for iv in ivs)
+    if any(all(any(iv.start <= m < (iv.end or now) for iv in ivs) for ivs in runs.values()) for m in starts):
         return []
     return [
-        Miss("both Running at once", f"{first} and {second} were admitted but never Running at the same time")
+        Miss(
+            "all Running at once",
+            f"{sorted(runs)} were admitted but never Running at the same time (all at once)",
+        )
     ]
 
 
@@ -194,13 +228,14 @@ def admitted_ran_on_different_cards(o: AdmissionObs) -> list[Miss]:
                     f"no GPU device was observed for {name}'s pod: which card it ran on is unproven",
                 )
             )
-    if len(seen) >= 2 and all(seen.values()):
-        shared = sorted(set.intersection(*seen.values()))
+    for (a, cards_a), (b, cards_b) in combinations(sorted(seen.items()), 2):
+        shared = sorted(cards_a & cards_b)
         if shared:
             misses.append(
                 Miss(
                     "a different card each",
-                    f"the admitted workloads ran on the same physical GPU {shared}: one card, not two",
+                    f"the admitted workloads {a} and {b} ran on the same physical GPU {shared}: one card, "
+                    "not two",
                 )
             )
     return misses
@@ -213,13 +248,15 @@ def the_rest_never_held_quota_and_stayed_suspended(o: AdmissionObs) -> list[Miss
         if not w.snapshots:
             misses.append(Miss(want, f"workload {w.name} was never observed"))
             continue
-        held = next((s for s in w.snapshots if s.is_("QuotaReserved") or s.has_admission), None)
+        held = next(
+            (s for s in w.snapshots if s.is_("QuotaReserved") or s.is_("Admitted") or s.has_admission), None
+        )
         if held is not None:
             misses.append(
                 Miss(
                     want,
-                    f"{w.name} held quota at {stamp(held.at)} (QuotaReserved or "
-                    "status.admission) without being Admitted",
+                    f"{w.name} held quota at {stamp(held.at)} (QuotaReserved, Admitted or "
+                    "status.admission) without being counted admitted (QuotaReserved and Admitted)",
                 )
             )
         # Kueue sets QuotaReserved=False only on workloads it tried to admit; those queued behind them have

@@ -10,7 +10,7 @@ name and returns one `Verdict` whose `failed_clauses` names each clause that fai
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -49,6 +49,28 @@ def compose(
         observed = "; ".join(f"{f.clause}: {f.observed}" for f in failures)
         return Verdict(claim, False, expected, observed, evidence, failures)
     return Verdict(claim, True, expected, observed_when_holding(), evidence)
+
+
+def require_aware(obj: Any) -> None:
+    """Refuse an observation holding a timezone-naive timestamp: it cannot be ordered against the API
+    server's UTC, so every clause comparing it would decide nothing. Bad input, named in one line."""
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        if isinstance(value, datetime) and value.tzinfo is None:
+            raise ValueError(
+                f"{type(obj).__name__}.{f.name} is timezone-naive ({value.isoformat()}): give it in UTC "
+                "(datetime.now(UTC), or the API server's own timestamp)"
+            )
+
+
+def possible(iv: Any, observed_at: datetime | None) -> str | None:
+    """Why a recorded run is physically impossible (ended before it started, or after the act's last
+    look), or None when it is possible."""
+    if iv.end is not None and iv.end < iv.start:
+        return f"ended {stamp(iv.end)} before it started {stamp(iv.start)}"
+    if observed_at is not None and max(iv.start, iv.end or iv.start) > observed_at:
+        return f"ran {stamp(iv.start)} to {stamp(iv.end)}, after the act's last look {stamp(observed_at)}"
+    return None
 
 
 def whole_seconds(at: datetime) -> datetime:

@@ -3,11 +3,11 @@
 | clause | identity | ownership | time order | count | provenance | target |
 |---|---|---|---|---|---|---|
 | no_gpu_node_before_the_act | - (a count of none) | any GPU node counts, ours or not | at the act's start | exactly zero | observed list | same |
-| node_is_new_and_launched_by_our_nodeclaim | node not among those at start; its NodeClaim names it | NodeClaim's NodePool = the act's = the node's label | NodeClaim created >= act start, Launched, launched <= node Ready | one node | NodeClaim status, observed | same |
-| node_is_spot_with_a_gpu | the node above | capacity-type label | - (labels do not change) | >= 1 allocatable GPU | node status | same (kwok: simulated GPUs) |
+| node_is_new_and_launched_by_our_nodeclaim | node not among those at start; its NodeClaim names it | NodeClaim's NodePool = the act's = the node's label | NodeClaim created >= act start, Launched >= created, node created >= claim created, launched <= node Ready | one node | NodeClaim status, observed | same |
+| node_is_spot_with_a_gpu | the node above | capacity-type label | - (labels do not change) | >= 1 allocatable GPU, allocatable <= capacity | node status | same (kwok: simulated GPUs) |
 | node_became_ready | the node above | - | created <= Ready | - | Ready's lastTransitionTime | same |
-| pod_ran_on_that_node_after_it_was_ready | pod bound to the node's name | - | Ready <= Running start <= end | one pod | container status | same |
-| pod_succeeded_doing_gpu_work | the pod above | - | - | - | phase, exit code; the marker in its log | AWS: marker required; local: no logs, marker None, said in evidence |
+| pod_ran_on_that_node_after_it_was_ready | pod bound to the node's name, while that node existed (not deleted before the pod started) | - | Ready <= Running start <= end | one pod | container status | same |
+| pod_succeeded_doing_gpu_work | the pod above | - | - | - | phase, exit code 0 and finish time observed (unobserved fails); the marker in its log | AWS: marker required; local: no logs, marker None, said in evidence |
 
 Identity of the node is by name plus "created after the act began, by a NodeClaim created after it": a
 node re-created under an old name is new by those timestamps, which is the claim. Job pods carry
@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from assertions.clauses import Miss, before, compose, seconds, stamp
+from assertions.clauses import Miss, before, compose, require_aware, seconds, stamp
 from assertions.observed import NodeObs, PodObs
 from assertions.verdict import Verdict
 
@@ -36,6 +36,9 @@ class ColdStartObs:
     pod: PodObs | None
     success_marker: str | None  # what the workload prints only after real GPU work; None: the target
     # cannot show output (kwok-simulated pods have no logs), which the verdict's evidence says
+
+    def __post_init__(self) -> None:
+        require_aware(self)
 
 
 def no_gpu_node_before_the_act(o: ColdStartObs) -> list[Miss]:
@@ -81,6 +84,7 @@ def node_is_new_and_launched_by_our_nodeclaim(o: ColdStartObs) -> list[Miss]:
                 f"began {stamp(o.act_started)}: Karpenter did not launch it for this job",
             )
         )
+    misses += claim_came_before_its_node(n, want)
     if n.nodeclaim_launched_at is None:
         misses.append(Miss(want, f"NodeClaim {n.nodeclaim} never reported Launched"))
     elif n.ready_at is not None and before(n.ready_at, n.nodeclaim_launched_at):
@@ -89,6 +93,29 @@ def node_is_new_and_launched_by_our_nodeclaim(o: ColdStartObs) -> list[Miss]:
                 want,
                 f"node {n.name} was Ready {stamp(n.ready_at)} before its NodeClaim {n.nodeclaim} "
                 f"Launched {stamp(n.nodeclaim_launched_at)}: not the node that claim launched",
+            )
+        )
+    return misses
+
+
+def claim_came_before_its_node(n: NodeObs, want: str) -> list[Miss]:
+    """A NodeClaim exists before it Launches, and before the node it launched registers."""
+    misses = []
+    made, launched = n.nodeclaim_created, n.nodeclaim_launched_at
+    if made is not None and launched is not None and before(launched, made):
+        misses.append(
+            Miss(
+                want,
+                f"NodeClaim {n.nodeclaim} Launched {stamp(launched)} before it was created {stamp(made)}: "
+                "the timestamps contradict each other",
+            )
+        )
+    if made is not None and before(n.created, made):
+        misses.append(
+            Miss(
+                want,
+                f"node {n.name} was created {stamp(n.created)}, before its NodeClaim {n.nodeclaim} "
+                f"{stamp(made)}: adopted, not launched by that claim",
             )
         )
     return misses
@@ -104,6 +131,14 @@ def node_is_spot_with_a_gpu(o: ColdStartObs) -> list[Miss]:
             Miss(
                 "capacity-type spot",
                 f"node {n.name} has karpenter.sh/capacity-type={n.capacity_type}, not spot",
+            )
+        )
+    if n.allocatable_gpu > n.capacity_gpu:
+        misses.append(
+            Miss(
+                "allocatable nvidia.com/gpu <= capacity",
+                f"node {n.name} has {n.allocatable_gpu} allocatable nvidia.com/gpu but a capacity of "
+                f"{n.capacity_gpu}: the GPU count contradicts itself",
             )
         )
     if n.allocatable_gpu < 1:
@@ -144,6 +179,14 @@ def pod_ran_on_that_node_after_it_was_ready(o: ColdStartObs) -> list[Miss]:
         return [Miss(want, f"pod {p.name} ran on {p.node}, not on the new node {n.name}")]
     if p.running is None:
         return [Miss(want, f"pod {p.name} was never seen Running")]
+    if n.deleted_at is not None and not before(p.running.start, n.deleted_at):
+        return [
+            Miss(
+                want,
+                f"node {n.name} was deleted {stamp(n.deleted_at)}, before pod {p.name} started "
+                f"{stamp(p.running.start)}: the pod ran on another node of that name",
+            )
+        ]
     if n.ready_at is not None and before(p.running.start, n.ready_at):
         return [
             Miss(
@@ -166,7 +209,15 @@ def pod_succeeded_doing_gpu_work(o: ColdStartObs) -> list[Miss]:
     if p is None:
         return []
     want = f"Succeeded, exit 0, printing {o.success_marker!r}"
-    if p.phase != "Succeeded" or p.exit_code not in (0, None):
+    if p.phase == "Succeeded" and (p.exit_code is None or p.running is None or p.running.end is None):
+        return [
+            Miss(
+                want,
+                f"pod {p.name} is Succeeded but its container's exit code ({p.exit_code}) or finish time "
+                "was not observed: success is unproven",
+            )
+        ]
+    if p.phase != "Succeeded" or p.exit_code != 0:
         why = ": a CUDA build that does not match the driver exits 253 without doing work"
         return [
             Miss(

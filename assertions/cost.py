@@ -2,16 +2,16 @@
 
 | clause | identity | ownership | time order | count | provenance | target |
 |---|---|---|---|---|---|---|
-| enough_consecutive_records | one record per ChargePeriodStart | - | each starts where the last ended | >= min_records, no duplicate interval | the store the collector wrote | local: sqlite; AWS: DynamoDB |
+| enough_consecutive_records | one record per ChargePeriodStart | - | each starts where the last ended | >= min_records and >= 1 (a claim about no records fails), no duplicate interval | the store the collector wrote | local: sqlite; AWS: DynamoDB |
 | records_are_of_the_node | ResourceName = the act's node | - | - | every record | record | same |
 | instance_seconds_match_the_node_life | the node | - | seconds inside the interval and the node's created..deleted (1 s) | every record | node timestamps from Kubernetes, not the collector | same |
 | gpu_util_is_a_percentage | - | - | - | every record | DCGM_FI_DEV_GPU_UTIL | same |
 | sm_active_is_the_ratio_the_load_ran_at | - | - | - | every record | DCGM_FI_PROF_SM_ACTIVE | local: must equal the simulator's load (0.005); AWS: real silicon, no expected value |
-| sm_active_seen_while_the_load_ran | the act's pod | - | the intervals its span overlaps | not all zero | recorded SM_ACTIVE | both, when the act ran a compute load |
+| sm_active_seen_while_the_load_ran | the act's pod | - | the intervals its span overlaps; none overlapping fails | not all zero | recorded SM_ACTIVE | both, when the act ran a compute load |
 | sm_active_within_gpu_util | - | - | same interval | every record | the two DCGM fields | both (tolerance 0.05) |
 | cost_is_the_rate_times_seconds | - | rate source the act expects | per interval's price | every record | prices the act read itself (AWS: spot history; local: the catalog, not independent) | same clause, different price observers |
 | idle_is_cost_times_unused_share | - | - | - | every record | cost, SM_ACTIVE | same |
-| holdings_name_the_acts_pod | namespace/pod | the act's tenant | every interval the pod's span overlaps | >= 1 such interval | the collector's holdings | same |
+| holdings_name_the_acts_pod | namespace/pod | the act's tenant | every interval the pod's span overlaps; none begun after it finished; the span possible | >= 1 such interval; the pod once per interval | the collector's holdings | same |
 
 Tolerances: dollars 1e-6 (float sums); instance-seconds 1 s (Kubernetes stores whole seconds); the
 simulated SM_ACTIVE 0.005 (a scrape at an interval's edge); SM_ACTIVE may exceed GPU_UTIL/100 by at most
@@ -58,7 +58,9 @@ def enough_consecutive_records(o: CostObs) -> list[Miss]:
     recs = ordered(o)
     want = f">= {o.min_records} consecutive records, one per interval"
     misses = []
-    if len(recs) < o.min_records:
+    if o.min_records < 1:
+        misses.append(Miss(want, f"min_records {o.min_records}: a claim about no records proves nothing"))
+    if len(recs) < max(o.min_records, 1):
         quoted = next(
             (line for line in reversed(o.collector_log) if "no samples" in line or "ERROR" in line),
             o.collector_log[-1] if o.collector_log else None,  # else its last word, rather than nothing
@@ -189,9 +191,18 @@ def sm_active_seen_while_the_load_ran(o: CostObs) -> list[Miss]:
         for r in recs
         if h is None or h.overlaps(parse_iso(r["ChargePeriodStart"]), parse_iso(r["ChargePeriodEnd"]))
     ]
+    if recs and not during:
+        return [
+            Miss(
+                "SM_ACTIVE recorded in some interval the compute load ran",
+                f"no record's interval overlaps the load's span ({h.held_from.isoformat() if h else '?'} to "
+                f"{h.held_until.isoformat() if h and h.held_until else 'still running'}): whether SM_ACTIVE "
+                "was there while it ran is unobserved",
+            )
+        ]
     values = [_sm(r) for r in during]
     if not during or any(v is None for v in values) or any(values):
-        return []  # no interval to judge, or a value other clauses reject, or activity seen
+        return []  # no record at all (the count clause says so), a value other clauses reject, or activity
     return [
         Miss(
             "SM_ACTIVE above zero in some interval the compute load ran",

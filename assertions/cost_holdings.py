@@ -6,6 +6,29 @@ from assertions.clauses import Miss, parse_iso
 from assertions.cost_obs import CostObs
 
 
+def held_after_it_finished(o: CostObs, want: str) -> list[Miss]:
+    """The act's pod named as holder in an interval that began after its container finished: the collector
+    misattributed the GPU to it. (Before its start it may hold already: devices are allocated first.)"""
+    h = o.holder
+    if h is None or h.held_until is None:
+        return []
+    outside = sorted(
+        at
+        for at, held in o.holdings.items()
+        if (parse_iso(at) - h.held_until).total_seconds() >= 1
+        and any((x.get("namespace"), x.get("pod")) == (h.namespace, h.pod) for x in held)
+    )
+    if not outside:
+        return []
+    return [
+        Miss(
+            want,
+            f"the act's pod {h.namespace}/{h.pod} is recorded holding the GPU in intervals {outside}, which "
+            f"began after it finished {h.held_until.isoformat()}",
+        )
+    ]
+
+
 def holdings_name_the_acts_pod(o: CostObs) -> list[Miss]:
     """Each record whose interval the act's pod overlapped must have holdings recorded that name the pod,
     attributed to the act's tenant; at least one record must be such an interval."""
@@ -15,6 +38,14 @@ def holdings_name_the_acts_pod(o: CostObs) -> list[Miss]:
         return []
     who = f"{h.namespace}/{h.pod}"
     want = f"GPU holdings naming {who} for tenant {h.tenant} in each interval it ran"
+    if h.held_until is not None and h.held_until < h.held_from:
+        return [
+            Miss(
+                want,
+                f"the act's pod {who} ended {h.held_until.isoformat()} before it started "
+                f"{h.held_from.isoformat()}: its span is impossible",
+            )
+        ]
     overlapped = [
         r for r in recs if h.overlaps(parse_iso(r["ChargePeriodStart"]), parse_iso(r["ChargePeriodEnd"]))
     ]
@@ -27,7 +58,7 @@ def holdings_name_the_acts_pod(o: CostObs) -> list[Miss]:
             )
         ]
     said = next((line for line in reversed(o.collector_log) if "GPU holdings" in line), None)
-    misses = []
+    misses = held_after_it_finished(o, want)
     for r in overlapped:
         at = r["ChargePeriodStart"]
         if at not in o.holdings:
@@ -42,6 +73,12 @@ def holdings_name_the_acts_pod(o: CostObs) -> list[Miss]:
             )
             continue
         held = {(x.get("namespace"), x.get("pod")): x for x in o.holdings[at]}
+        twice = sum(1 for x in o.holdings[at] if (x.get("namespace"), x.get("pod")) == (h.namespace, h.pod))
+        if twice > 1:
+            misses.append(
+                Miss(want, f"{at}: the act's pod {who} is recorded {twice} times: one holding counted twice")
+            )
+            continue
         mine = held.get((h.namespace, h.pod))
         if mine is None:
             names = sorted(f"{ns}/{p}" for ns, p in held) or "nobody"

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from assertions.clauses import require_aware
+
 
 @dataclass(frozen=True)
 class HolderObs:
@@ -18,6 +20,9 @@ class HolderObs:
     tenant: str  # the tenant the act ran it for (its LocalQueue's ClusterQueue)
     held_from: datetime  # the pod's container started (its devices were allocated no later)
     held_until: datetime | None = None  # its container finished; None: still running when the act read it
+
+    def __post_init__(self) -> None:
+        require_aware(self)
 
     def overlaps(self, start: datetime, end: datetime) -> bool:
         return self.held_from < end and (self.held_until is None or self.held_until > start)
@@ -47,6 +52,9 @@ class CostObs:
     # the act ran a compute load on the node's GPU over the holder's span (local: the simulator told a load;
     # AWS: a CUDA kernel in a loop): SM_ACTIVE identically zero over it is a metric that was never there
     compute_load: bool = False
+
+    def __post_init__(self) -> None:
+        require_aware(self)
 
     def unit_price(self, start: str) -> float | None:
         if isinstance(self.expected_unit_price, Mapping):

@@ -4,13 +4,13 @@ causes hold at once, the later one shown holding too, so it was the order that d
 
 | clause | identity | ownership | time order | count | provenance | target |
 |---|---|---|---|---|---|---|
-| a_situation_for_every_cause_and_one_with_two | situation targets, no target built twice | - | - | every cause >= 1; >= 1 with two causes | what the act built | same |
+| a_situation_for_every_cause_and_one_with_two | situation targets namespace/name, no target built twice | - | - | every cause of the order >= 1 (whatever required_causes says); >= 1 with two causes | what the act built | same |
 | each_target_diagnosed_once | target "namespace/name" | - | - | exactly one diagnosis per built target | the diagnosis's JSON | same |
 | checks_come_in_the_diagnosis_order | per diagnosis | - | the checks in the order admission, allocation, memory, placement, application | each check once | findings as shown | same |
 | every_check_made | per diagnosis | - | - | nothing in not_checked | the diagnosis | same |
 | first_cause_agrees_with_the_findings | per diagnosis | - | first_cause = the first explaining finding; also_explains = the later ones, in order | - | findings' `explains`, not the summary field | same |
 | first_cause_is_the_built_one | per target | - | - | - | the diagnosis vs what the act built | same |
-| first_finding_carries_its_evidence | per target | holder, node, workload tokens name the act's objects | - | the act's tokens non-empty, all present | the first finding's key_evidence | same |
+| first_finding_carries_its_evidence | per target | holder, node, workload tokens name the act's objects | - | the act's tokens non-empty, none naming nothing (empty, or 'kind:' alone), all present | the first finding's key_evidence | same |
 | the_other_built_cause_shown_holding | per target | - | after the first cause in the order | every also-built cause | also_explains | same |
 
 Time order among the targets and the observation's timestamps are not checked: the diagnosis is one
@@ -86,18 +86,34 @@ def diagnosed(o: DiagnosisActObs) -> list[tuple[Situation, DiagnosisObs]]:
     return [(s, by_target[s.target]) for s in o.situations if s.target in by_target]
 
 
+def is_namespaced(target: str) -> bool:
+    namespace, _, name = target.partition("/")
+    return bool(namespace) and bool(name) and "/" not in name
+
+
+def names_nothing(token: str) -> bool:
+    """An evidence token that cannot name one of the act's objects: empty, or a kind with no value."""
+    _, sep, value = token.partition(":")
+    return not token.strip() or (bool(sep) and not value.strip())
+
+
 def a_situation_for_every_cause_and_one_with_two(o: DiagnosisActObs) -> list[Miss]:
     want = f"one situation per cause {list(o.required_causes)}, one with two causes, each target once"
     if not o.situations:
         return [Miss(want, "no situation was built: nothing was diagnosed against a known cause")]
     misses = []
     built = {s.expected_first for s in o.situations}
-    missing = [c for c in o.required_causes if c not in built]
+    missing = [c for c in dict.fromkeys((*ORDER, *o.required_causes)) if c not in built]
     if missing:
         misses.append(Miss(want, f"no situation built for {missing}: every cause must be shown to be found"))
     if not any(s.also_holds for s in o.situations):
         misses.append(
             Miss(want, "no situation where two causes hold at once: the order was never put to the test")
+        )
+    unnamed = [s.target for s in o.situations if not is_namespaced(s.target)]
+    if unnamed:
+        misses.append(
+            Miss(want, f"targets not namespace/name: {unnamed}: which object was diagnosed is unproven")
         )
     twice = sorted(t for t, n in Counter(s.target for s in o.situations).items() if n > 1)
     if twice:
@@ -176,9 +192,13 @@ def first_finding_carries_its_evidence(o: DiagnosisActObs) -> list[Miss]:
     misses = []
     for s, d in diagnosed(o):
         want = f"{s.target}: the {s.expected_first} finding carrying {list(s.key_evidence)}"
-        if not s.key_evidence:
+        if not s.key_evidence or any(names_nothing(k) for k in s.key_evidence):
             misses.append(
-                Miss(want, f"{s.target}: the situation names no evidence to expect: nothing to check")
+                Miss(
+                    want,
+                    f"{s.target}: the situation's evidence {list(s.key_evidence)} names nothing (no token, "
+                    "or an empty one): nothing to check",
+                )
             )
         elif d.first_cause == s.expected_first:
             lacking = [k for k in s.key_evidence if k not in d.key_evidence]

@@ -4,13 +4,13 @@ replacement spot GPU node of our NodePool.
 
 | clause | identity | ownership | time order | count | provenance | target |
 |---|---|---|---|---|---|---|
-| warning_was_delivered | the FIS experiment | - (aimed at the node's instance by the act) | - | - | FIS final state | AWS only; local: an SQS put, always "delivered" |
+| warning_was_delivered | the FIS experiment or the SQS put | - (aimed at the node's instance by the act) | - | - | FIS: final state completed; SQS: delivered; any other sender or state fails | same clause, different senders |
 | karpenter_saw_the_interruption | events about this node (kind Node) or its NodeClaim (kind NodeClaim) | the event's kind agrees with the name | at/after the warning (whole seconds) | each reason >= 1 | Kubernetes events | same |
 | node_cordoned_within_the_notice | the interrupted node | - | warning - 1 s <= taint <= warning + notice | - | the act's own poll of the taint | same |
-| nodeclaim_of_the_node_deleted | the node's own NodeClaim | the node's NodePool = ours | deleted at/after the warning | - | the act's poll | same |
-| workload_evicted_through_the_eviction_api | pods on the interrupted node | the workload's Job | - | >= 1, each evicted | DisruptionTarget reason | same |
-| replacement_is_a_new_spot_node_of_ours | another name, another uid, another NodeClaim | node label NodePool = its NodeClaim's = ours | created at/after the warning, Ready after created | one | node and NodeClaim status | same |
-| workload_ran_again_on_the_replacement | a pod not among the evicted ones | the workload's Job | Running at/after the warning and the replacement's Ready | >= 1 | container status | same |
+| nodeclaim_of_the_node_deleted | the node's own NodeClaim | the node's NodePool label = its NodeClaim's = ours (unobserved fails) | deleted at/after the warning | - | the act's poll | same |
+| workload_evicted_through_the_eviction_api | pods on the interrupted node | the workload's Job | still running at the warning (not stopped before it) | >= 1, each evicted | DisruptionTarget reason, container end | same |
+| replacement_is_a_new_spot_node_of_ours | another name, another uid, another NodeClaim | node label NodePool = its NodeClaim's = ours (unobserved fails) | node and its NodeClaim created at/after the warning, Ready after created | one | node and NodeClaim status | same |
+| workload_ran_again_on_the_replacement | a pod not among the evicted ones, not crashed | the workload's Job | Running at/after the warning and the replacement's Ready, before its deletion | >= 1 | container status | same |
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from assertions.clauses import Miss, before, compose, seconds, stamp
+from assertions.clauses import Miss, before, compose, require_aware, seconds, stamp
 from assertions.observed import EventObs, NodeObs, PodObs
 from assertions.verdict import Verdict
 from facts.kube_keys import TAINT_DISRUPTED
@@ -31,6 +31,7 @@ TAINT = TAINT_DISRUPTED
 EVICTION_API = "EvictionByEvictionAPI"  # DisruptionTarget reason of a pod evicted through the eviction API
 NOTICE_SECONDS = 120.0  # EC2's spot interruption notice
 EVENTS = ("SpotInterrupted", "TerminatingOnInterruption")
+DELIVERED = {"fis": "completed", "sqs": "delivered"}  # each way of sending the warning: its success state
 CLOCK_SKEW_SECONDS = (
     1.0  # the act's poll and the warning's clock: a taint a second "early" is the same moment
 )
@@ -50,6 +51,9 @@ class InterruptionObs:
     replacement: NodeObs | None
     delivery_reason: str = ""
     notice_seconds: float = NOTICE_SECONDS
+
+    def __post_init__(self) -> None:
+        require_aware(self)
 
 
 def gpus(n: NodeObs) -> int:
@@ -73,18 +77,22 @@ def ran_again(o: InterruptionObs) -> list[PodObs]:
         if p.name not in evicted
         and p.node == r.name
         and p.running is not None
+        and p.phase != "Failed"
+        and p.exit_code in (None, 0)
+        and (r.deleted_at is None or before(p.running.start, r.deleted_at))
         and not before(p.running.start, o.warned_at)
         and (r.ready_at is None or not before(p.running.start, r.ready_at))
     ]
 
 
 def warning_was_delivered(o: InterruptionObs) -> list[Miss]:
-    if o.delivery != "fis" or o.delivery_state == "completed":
+    if o.delivery in DELIVERED and o.delivery_state == DELIVERED[o.delivery]:
         return []
     return [
         Miss(
-            "the FIS experiment completed",
-            f"the FIS experiment ended {o.delivery_state!r}: {o.delivery_reason or 'no reason given'}",
+            f"the warning delivered ({', '.join(f'{k}: {v}' for k, v in DELIVERED.items())})",
+            f"{ {'fis': 'the FIS experiment', 'sqs': 'the SQS put'}.get(o.delivery, repr(o.delivery)) } ended "
+            f"{o.delivery_state!r}: {o.delivery_reason or 'no reason given'}",
         )
     ]
 
@@ -144,7 +152,7 @@ def nodeclaim_of_the_node_deleted(o: InterruptionObs) -> list[Miss]:
     want = f"the NodeClaim of {n.name}, of NodePool {o.nodepool}, deleted after the warning"
     if n.nodeclaim is None:
         return [Miss(want, f"node {n.name} had no NodeClaim: not a Karpenter node")]
-    if n.nodepool != o.nodepool or n.nodeclaim_nodepool not in (None, o.nodepool):
+    if n.nodepool != o.nodepool or n.nodeclaim_nodepool != o.nodepool:
         return [
             Miss(
                 want,
@@ -179,6 +187,15 @@ def workload_evicted_through_the_eviction_api(o: InterruptionObs) -> list[Miss]:
         ]
     misses = []
     for p in on_node:
+        if p.running is not None and p.running.end is not None and before(p.running.end, o.warned_at):
+            misses.append(
+                Miss(
+                    want + " after the warning",
+                    f"pod {p.name} stopped {stamp(p.running.end)}, before the warning {stamp(o.warned_at)}: "
+                    "not evicted because of it",
+                )
+            )
+            continue
         if p.disruption == EVICTION_API:
             continue
         if p.disruption == "DeletionByPodGC":
@@ -210,7 +227,15 @@ def replacement_is_a_new_spot_node_of_ours(o: InterruptionObs) -> list[Miss]:
         )
     if before(r.created, o.warned_at):
         misses.append(Miss(want, f"'replacement' {r.name} existed before the warning ({stamp(r.created)})"))
-    if r.nodepool != o.nodepool or r.nodeclaim_nodepool not in (None, o.nodepool):
+    if r.nodeclaim_created is None or before(r.nodeclaim_created, o.warned_at):
+        misses.append(
+            Miss(
+                want,
+                f"'replacement' {r.name}'s NodeClaim {r.nodeclaim} was created {stamp(r.nodeclaim_created)}, "
+                f"not after the warning {stamp(o.warned_at)}: not launched to replace the interrupted node",
+            )
+        )
+    if r.nodepool != o.nodepool or r.nodeclaim_nodepool != o.nodepool:
         misses.append(
             Miss(
                 want,

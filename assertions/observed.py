@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from assertions.clauses import require_aware
 from facts.conditions import Condition
 from facts.kube_keys import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL
 
@@ -13,6 +14,9 @@ from facts.kube_keys import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL
 class Interval:
     start: datetime
     end: datetime | None = None  # None: still running when observed
+
+    def __post_init__(self) -> None:
+        require_aware(self)
 
     def overlaps(self, other: Interval, now: datetime) -> bool:
         a_end, b_end = self.end or now, other.end or now
@@ -37,6 +41,9 @@ class NodeObs:
     allocatable_shared: int = 0
     deleted_at: datetime | None = None  # deletionTimestamp, or when the act saw it gone
     uid: str | None = None  # metadata.uid: a node re-created under the same name has another
+
+    def __post_init__(self) -> None:
+        require_aware(self)
 
     @property
     def nodepool(self) -> str | None:
@@ -73,6 +80,9 @@ class WorkloadSnapshot:
     cluster_queue: str | None = None  # status.admission.clusterQueue: the tenant Kueue charged
     flavors: tuple[str, ...] = ()  # ResourceFlavors of status.admission.podSetAssignments
     uid: str | None = None  # metadata.uid: a Workload deleted and re-created under its name has another
+
+    def __post_init__(self) -> None:
+        require_aware(self)
 
     def is_(self, ctype: str, reason: str | None = None) -> bool:
         c = self.conditions.get(ctype)
@@ -122,3 +132,6 @@ class EventObs:
     name: str
     at: datetime
     message: str = ""
+
+    def __post_init__(self) -> None:
+        require_aware(self)

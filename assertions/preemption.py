@@ -6,10 +6,10 @@
 | victim_is_one_workload_throughout | one metadata.uid over every snapshot, not the preemptor's | - | the whole window | one uid each | observed uids | same |
 | victim_was_admitted_before_the_preemptor_came | the victim's uid | - | Admitted in a snapshot taken before the preemptor was submitted | >= 1 | snapshots | same |
 | victim_history_shows_eviction_then_requeue | the same uid | - | Evicted(Preempted) after the submission, then (later or same snapshot) suspended, no admission, QuotaReserved False | >= 1 each, in that order | conditions as recorded, not inferred | same |
-| victim_preempted_for_the_policy_reason | the victim | the preemptor's ClusterQueue = the victim's for InClusterQueue | the eviction window | - | Preempted condition's reason | same |
+| victim_preempted_for_the_policy_reason | the victim; Kueue's Preempted/Evicted message names the preemptor's uid | ClusterQueues observed; InClusterQueue: both in the victim's tenant's own; a cohort reason: two ClusterQueues | the eviction window | - | Preempted condition's reason and message | same |
 | victim_never_finished | the victim | - | after the submission | none | Finished condition | same |
 | preemptor_admitted_only_after_the_eviction | the preemptor | - | Admitted >= Evicted (whole seconds) | - | lastTransitionTimes | same |
-| preemptor_admitted_and_running | the preemptor | - | its pod Running >= its Admitted | >= 1 running pod | container status | same |
+| preemptor_admitted_and_running | the preemptor | - | its pod Running >= its Admitted | >= 1 running pod that did not crash | container status | same |
 
 The victim's pods are not a clause: the Job controller deletes a suspended Job's pod without a
 DisruptionTarget on a real cluster, so a Failed victim pod is no evidence either way; the Workload's own
@@ -18,10 +18,11 @@ condition history decides.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from assertions.clauses import Miss, before, compose, stamp
+from assertions.clauses import Miss, before, compose, require_aware, stamp
 from assertions.observed import WorkloadObs, WorkloadSnapshot
 from assertions.verdict import Verdict
 
@@ -42,6 +43,9 @@ class PreemptionObs:
     # the Preempted reason the config's policy implies: InClusterQueue for a preemptor of the same tenant
     # (withinClusterQueue: LowerPriority), InCohortReclamation for another tenant reclaiming its quota
     expected_reason: str = "InClusterQueue"
+
+    def __post_init__(self) -> None:
+        require_aware(self)
 
 
 def after_submission(o: PreemptionObs) -> list[WorkloadSnapshot]:
@@ -80,6 +84,51 @@ def preemptor_outranks_victim(o: PreemptionObs) -> list[Miss]:
                 want,
                 f"the preemptor's priority {h.priority} ({h.priority_class}) is not higher than the "
                 f"victim's {v.priority} ({v.priority_class})",
+            )
+        ]
+    return []
+
+
+PREEMPTOR_UID = re.compile(r"\(UID: ([^,)]+)")  # Kueue: "Preempted to accommodate a workload (UID: ..., ..."
+
+
+def made_room_for(window: list[WorkloadSnapshot]) -> set[str]:
+    """The preemptor UIDs Kueue named in the window's Preempted and Evicted messages."""
+    return {
+        m.group(1)
+        for s in window
+        for ctype in ("Preempted", "Evicted")
+        if (c := s.conditions.get(ctype)) is not None and (m := PREEMPTOR_UID.search(c.message))
+    }
+
+
+def queues_fit_the_reason(o: PreemptionObs, want: str) -> list[Miss]:
+    """InClusterQueue: both in the victim's tenant's own ClusterQueue; a cohort reason: two ClusterQueues."""
+    v, h = o.victim, o.preemptor
+    if v.admitted_by is None or h.admitted_by is None:
+        return [
+            Miss(
+                want,
+                f"the ClusterQueues were not observed (victim {v.admitted_by}, preemptor {h.admitted_by}): "
+                "which queue the preemption happened in is unproven",
+            )
+        ]
+    if o.expected_reason == "InClusterQueue" and (
+        v.admitted_by != h.admitted_by or v.admitted_by != v.tenant
+    ):
+        return [
+            Miss(
+                want,
+                f"preempted InClusterQueue, but the victim was admitted by {v.admitted_by} and the "
+                f"preemptor by {h.admitted_by}: not one ClusterQueue, the tenant {v.tenant}'s",
+            )
+        ]
+    if o.expected_reason != "InClusterQueue" and v.admitted_by == h.admitted_by:
+        return [
+            Miss(
+                want,
+                f"preempted {o.expected_reason}, but both were admitted by {v.admitted_by}: a cohort "
+                "preemption needs two ClusterQueues",
             )
         ]
     return []
@@ -174,15 +223,16 @@ def victim_preempted_for_the_policy_reason(o: PreemptionObs) -> list[Miss]:
                 f"{o.expected_reason}",
             )
         ]
-    if o.expected_reason == "InClusterQueue" and v.admitted_by != h.admitted_by:
+    named, uid = made_room_for(window), h.uids[0] if len(h.uids) == 1 else None
+    if uid is None or named != {uid}:
         return [
             Miss(
-                want,
-                f"preempted InClusterQueue, but the victim was admitted by {v.admitted_by} and the "
-                f"preemptor by {h.admitted_by}: not one ClusterQueue",
+                want + f", to accommodate the preemptor (UID {uid})",
+                f"{v.name}'s Preempted/Evicted messages name preemptor UID(s) {sorted(named) or 'none'}, "
+                f"not {h.name}'s {uid}: it made room for another workload, or for one unobserved",
             )
         ]
-    return []
+    return queues_fit_the_reason(o, want)
 
 
 def victim_never_finished(o: PreemptionObs) -> list[Miss]:
@@ -219,9 +269,12 @@ def preemptor_admitted_and_running(o: PreemptionObs) -> list[Miss]:
     want = f"{h.name} Admitted, its pod Running after that"
     if not any(s.is_("Admitted") for s in h.snapshots):
         return [Miss(want, f"preemptor {h.name} was never admitted")]
-    runs = [p for p in h.pods if p.running is not None]
+    runs = [p for p in h.pods if p.running is not None and p.phase != "Failed" and p.exit_code in (None, 0)]
     if not runs:
-        return [Miss(want, f"preemptor {h.name} never had a Running pod")]
+        crashed = [f"{p.name} ({p.phase}, exit {p.exit_code})" for p in h.pods if p.running is not None]
+        return [
+            Miss(want, f"preemptor {h.name} never had a Running pod that did not crash (crashed: {crashed})")
+        ]
     admitted_at = h.since("Admitted")
     early = [p.name for p in runs if admitted_at is not None and before(p.running.start, admitted_at)]  # type: ignore[union-attr]
     if early:

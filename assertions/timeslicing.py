@@ -4,15 +4,15 @@ once, on one GPU UUID, and each ran to success.
 | clause | identity | ownership | time order | count | provenance | target |
 |---|---|---|---|---|---|---|
 | node_advertises_one_gpu_as_n_replicas | the node the pods ran on | - | as last seen | GFD count 1, replicas n, shared capacity = allocatable = n | GFD labels, node status | same |
-| no_whole_gpu_beside_the_replicas | the node | - | - | zero nvidia.com/gpu | node status | same |
-| each_pod_admitted_by_kueue_on_the_shared_flavor | a Workload per pod, by the pods recorded under its Job | one Workload owns each pod; the shared ResourceFlavor | the pod Running >= its Workload's Admitted | n Workloads, n pods, no pod twice | Workload snapshots | same |
-| all_pods_on_that_node | pod spec.nodeName | - | - | every pod | pod spec | same |
-| all_ran_at_once | per pod | - | latest start < earliest end (before the last look) | every pod Running | recorded intervals | same |
+| no_whole_gpu_beside_the_replicas | the node | - | - | zero nvidia.com/gpu, capacity and allocatable | node status | same |
+| each_pod_admitted_by_kueue_on_the_shared_flavor | a Workload per pod, by the pods recorded under its Job; one uid each (a re-creation or none observed fails) | each Workload owns exactly one of the pods; every admitted snapshot on the shared ResourceFlavor (none observed fails), by the tenant's ClusterQueue | the pod Running >= its Workload's Admitted | n Workloads, n pods, no pod twice | Workload snapshots | same |
+| all_pods_on_that_node | pod spec.nodeName; the pods ran within the node's life (created..deleted), not on a re-created namesake | - | node created <= every start < its deletion | every pod | pod spec, node timestamps | same |
+| all_ran_at_once | per pod | - | latest start < earliest end; each run possible and before the last look (observed_at required) | every pod Running | recorded intervals; a finished pod without a finish time fails | same |
 | each_pod_got_one_replica_of_one_uuid | device ids | - | - | one device each, one UUID in all, no replica twice | pod-resources (local) / NVIDIA_VISIBLE_DEVICES (AWS, no replica index) | same clause, different observers |
-| each_ran_to_success | per pod | - | - | every pod | phase, exit code | same |
+| each_ran_to_success | per pod | - | - | every pod | phase, exit code 0 exactly (unobserved fails) | same |
 
-Workload identity is by name here (not uid): each is recorded under its own Job within one act's run, and a
-re-created Workload would have to be re-admitted, which the admission clause sees either way.
+Workload identity is by one metadata.uid over every snapshot: a Workload seen under two uids was deleted and
+re-created, and one whose uid was not observed is unproven; both fail, whatever either was admitted as.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from assertions.clauses import Miss, before, compose, stamp
+from assertions.clauses import Miss, before, compose, possible, require_aware, stamp
 from assertions.observed import NodeObs, PodObs, WorkloadObs
 from assertions.verdict import Verdict
 from facts.kube_keys import LABEL_GPU_COUNT, LABEL_GPU_REPLICAS, LABEL_GPU_SHARING
@@ -40,6 +40,9 @@ class TimeSlicingObs:
     observed_at: datetime | None = None
     flavor: str = "gpu-shared"  # the ResourceFlavor replicas are admitted on
     replaced: dict[str, str] = field(default_factory=dict)  # pods disrupted before running -> reason
+
+    def __post_init__(self) -> None:
+        require_aware(self)
 
 
 def physical(device: str) -> str:
@@ -88,15 +91,46 @@ def node_advertises_one_gpu_as_n_replicas(o: TimeSlicingObs) -> list[Miss]:
 
 
 def no_whole_gpu_beside_the_replicas(o: TimeSlicingObs) -> list[Miss]:
-    if not o.node.capacity_gpu:
+    if not o.node.capacity_gpu and not o.node.allocatable_gpu:
         return []
     return [
         Miss(
             "no whole nvidia.com/gpu",
-            f"node {o.node.name} still advertises {o.node.capacity_gpu} whole "
-            "nvidia.com/gpu beside its replicas: a card would be handed out twice",
+            f"node {o.node.name} still advertises {o.node.capacity_gpu} whole nvidia.com/gpu beside its replicas "
+            f"({o.node.allocatable_gpu} allocatable): a card would be handed out twice",
         )
     ]
+
+
+def admitted_as_the_tenant_on_the_flavor(w: WorkloadObs, flavor: str, want: str) -> list[Miss]:
+    """Every admitted snapshot of the Workload: one object (uid), its tenant's ClusterQueue, the flavor seen."""
+    misses = []
+    if len(w.uids) != 1 or w.uids[0] is None:
+        misses.append(
+            Miss(
+                want,
+                f"workload {w.name} was seen with uids {list(w.uids)}: deleted and re-created (or its uid not "
+                "observed), so what was admitted is not one object",
+            )
+        )
+    for s in (s for s in w.snapshots if s.is_("Admitted")):
+        if flavor not in s.flavors:
+            misses.append(
+                Miss(
+                    want,
+                    f"workloads admitted on another ResourceFlavor than {flavor}: {w.name} at {stamp(s.at)} "
+                    f"on {list(s.flavors)}",
+                )
+            )
+        if s.cluster_queue != w.tenant:
+            misses.append(
+                Miss(
+                    want,
+                    f"{w.name} of tenant {w.tenant} admitted at {stamp(s.at)} by ClusterQueue "
+                    f"{s.cluster_queue}, not its tenant's",
+                )
+            )
+    return misses
 
 
 def each_pod_admitted_by_kueue_on_the_shared_flavor(o: TimeSlicingObs) -> list[Miss]:
@@ -112,16 +146,13 @@ def each_pod_admitted_by_kueue_on_the_shared_flavor(o: TimeSlicingObs) -> list[M
     not_admitted = [w.name for w in o.workloads if not any(s.is_("Admitted") for s in w.snapshots)]
     if not_admitted:
         misses.append(Miss(want, f"workloads never admitted by Kueue: {not_admitted}"))
-    wrong = sorted(
-        {
-            f"{w.name}: {s.flavors}"
-            for w in o.workloads
-            for s in w.snapshots
-            if s.flavors and o.flavor not in s.flavors
-        }
-    )
-    if wrong:
-        misses.append(Miss(want, f"workloads admitted on another ResourceFlavor than {o.flavor}: {wrong}"))
+    for w in o.workloads:
+        misses += admitted_as_the_tenant_on_the_flavor(w, o.flavor, want)
+        mine = [p.name for p in w.pods if p.name in set(names)]
+        if len(mine) != 1:
+            misses.append(
+                Miss(want, f"workload {w.name} owns {len(mine)} of the act's pods {mine}, expected one")
+            )
     for p in o.pods:
         owners = [w for w in o.workloads if p.name in {q.name for q in w.pods}]
         if len(owners) != 1:
@@ -142,10 +173,25 @@ def each_pod_admitted_by_kueue_on_the_shared_flavor(o: TimeSlicingObs) -> list[M
 
 
 def all_pods_on_that_node(o: TimeSlicingObs) -> list[Miss]:
-    elsewhere = [f"{p.name} on {p.node}" for p in o.pods if p.node != o.node.name]
-    return (
-        [Miss(f"every pod on {o.node.name}", f"pods not on {o.node.name}: {elsewhere}")] if elsewhere else []
-    )
+    n = o.node
+    elsewhere = [f"{p.name} on {p.node}" for p in o.pods if p.node != n.name]
+    misses = [Miss(f"every pod on {n.name}", f"pods not on {n.name}: {elsewhere}")] if elsewhere else []
+    # the node observed must be the object the pods ran on, not one re-created under its name
+    alien = [
+        p.name
+        for p in o.pods
+        if p.running is not None
+        and (before(p.running.start, n.created) or (n.deleted_at and before(n.deleted_at, p.running.start)))
+    ]
+    if alien:
+        misses.append(
+            Miss(
+                f"every pod Running while node {n.name} (created {stamp(n.created)}) existed",
+                f"pods {alien} ran outside node {n.name}'s life (created {stamp(n.created)}, deleted "
+                f"{stamp(n.deleted_at)}): another node of that name",
+            )
+        )
+    return misses
 
 
 def all_ran_at_once(o: TimeSlicingObs) -> list[Miss]:
@@ -155,7 +201,22 @@ def all_ran_at_once(o: TimeSlicingObs) -> list[Miss]:
     runs = [p.running for p in o.pods if p.running is not None]
     if not runs:
         return []
-    now = o.observed_at or max(r.start for r in runs)
+    if o.observed_at is None:
+        return [
+            Miss("the act's last look at the cluster", "observed_at not given: overlap cannot be decided")
+        ]
+    unended = [
+        p.name for p in o.pods if p.phase in ("Succeeded", "Failed") and p.running and not p.running.end
+    ]
+    bad = [f"{p.name}: {why}" for p in o.pods if p.running and (why := possible(p.running, o.observed_at))]
+    if unended or bad:
+        return [
+            Miss(
+                "recorded runs that really happened, each finished pod with its finish time",
+                f"finished pods with no finish time {unended}; impossible runs {bad}",
+            )
+        ]
+    now = o.observed_at
     latest_start = max(r.start for r in runs)
     earliest_end = min((r.end or now) for r in runs)
     if latest_start < earliest_end:
@@ -186,7 +247,9 @@ def each_pod_got_one_replica_of_one_uuid(o: TimeSlicingObs) -> list[Miss]:
 
 def each_ran_to_success(o: TimeSlicingObs) -> list[Miss]:
     failed = [
-        f"{p.name} ({p.phase}, exit {p.exit_code})" for p in o.pods if p.phase != "Succeeded" or p.exit_code
+        f"{p.name} ({p.phase}, exit {p.exit_code})"
+        for p in o.pods
+        if p.phase != "Succeeded" or p.exit_code != 0
     ]
     return (
         [Miss("every pod Succeeded, exit 0", f"pods that did not run to success: {failed}")] if failed else []

@@ -26,6 +26,7 @@ NODE = NodeObs(
     capacity_gpu=1,
     ready_at=t(-250),
     nodeclaim="gpu-spot-int",
+    nodeclaim_nodepool="gpu-spot",
     uid="uid-int",
 )
 NEW = NodeObs(
@@ -36,6 +37,8 @@ NEW = NodeObs(
     capacity_gpu=1,
     ready_at=t(40),
     nodeclaim="gpu-spot-new",
+    nodeclaim_nodepool="gpu-spot",
+    nodeclaim_created=t(5),
     uid="uid-new",
 )
 VICTIM = PodObs(

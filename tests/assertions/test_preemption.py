@@ -10,15 +10,20 @@ from assertions.observed import Interval, PodObs, WorkloadObs, WorkloadSnapshot
 from assertions.preemption import PreemptionObs, check_preemption
 from tests.assertions.tables import admitted_snap, check, cond, pending_snap, t, with_uid
 
-
 # --- act 3: preemption -----------------------------------------------------------------------------------
+# Kueue names the preemptor's Workload UID in the victim's Evicted/Preempted message
+MADE_ROOM_FOR_HIGH = (
+    "Preempted to accommodate a workload (UID: uid-high-0, JobUID: UNKNOWN) due to prioritization"
+)
+
+
 def evicted_snap(at: float, reason: str = "InClusterQueue") -> WorkloadSnapshot:
     return WorkloadSnapshot(
         t(at),
         {
             "QuotaReserved": cond("QuotaReserved", "True", "QuotaReserved"),
             "Admitted": cond("Admitted", "True"),
-            "Evicted": cond("Evicted", "True", "Preempted", "Preempted to accommodate a workload", at=t(at)),
+            "Evicted": cond("Evicted", "True", "Preempted", MADE_ROOM_FOR_HIGH, at=t(at)),
             "Preempted": cond("Preempted", "True", reason),
         },
         True,
@@ -30,7 +35,7 @@ def requeued_snap(at: float, evicted_reason: str = "Preempted", preempted: bool 
     conditions = {
         "QuotaReserved": cond("QuotaReserved", "False", "Pending"),
         "Admitted": cond("Admitted", "False", "NoReservation"),
-        "Evicted": cond("Evicted", "True", evicted_reason),
+        "Evicted": cond("Evicted", "True", evicted_reason, MADE_ROOM_FOR_HIGH),
         "Requeued": cond("Requeued", "True", evicted_reason),
     }
     if preempted:

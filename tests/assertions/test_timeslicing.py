@@ -34,7 +34,10 @@ TS_PODS = tuple(
 )
 TS_WLS = tuple(
     WorkloadObs(
-        f"job-ts-{i}", "team-a", snapshots=(admitted_snap(5, flavors=("gpu-shared",)),), pods=(TS_PODS[i],)
+        f"job-ts-{i}",
+        "team-a",
+        snapshots=(admitted_snap(5, flavors=("gpu-shared",), uid=f"uid-ts-{i}"),),
+        pods=(TS_PODS[i],),
     )
     for i in range(4)
 )

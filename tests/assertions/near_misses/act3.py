@@ -12,6 +12,8 @@ from assertions.preemption import PreemptionObs
 from tests.assertions.near_misses import Break
 from tests.assertions.tables import T0, cond, t
 
+MADE_ROOM = "Preempted to accommodate a workload (UID: uid-high, JobUID: UNKNOWN) due to prioritization"
+
 
 def admitted(at: float, uid: str, cq: str = "team-a") -> WorkloadSnapshot:
     return WorkloadSnapshot(t(at), {"QuotaReserved": cond("QuotaReserved", "True"),
@@ -21,14 +23,14 @@ def admitted(at: float, uid: str, cq: str = "team-a") -> WorkloadSnapshot:
 
 def evicted(at: float, uid: str, reason: str = "InClusterQueue") -> WorkloadSnapshot:
     return WorkloadSnapshot(t(at), {"QuotaReserved": cond("QuotaReserved", "True"), "Admitted": cond("Admitted", "True"),
-                                    "Evicted": cond("Evicted", "True", "Preempted", at=t(at)),
+                                    "Evicted": cond("Evicted", "True", "Preempted", MADE_ROOM, at=t(at)),
                                     "Preempted": cond("Preempted", "True", reason)},
                             True, False, cluster_queue="team-a", uid=uid)  # fmt: skip
 
 
 def requeued(at: float, uid: str) -> WorkloadSnapshot:
     return WorkloadSnapshot(t(at), {"QuotaReserved": cond("QuotaReserved", "False", "Pending"),
-                                    "Evicted": cond("Evicted", "True", "Preempted"),
+                                    "Evicted": cond("Evicted", "True", "Preempted", MADE_ROOM),
                                     "Preempted": cond("Preempted", "True", "InClusterQueue"),
                                     "Requeued": cond("Requeued", "True", "Preempted")},
                             False, True, uid=uid)  # fmt: skip

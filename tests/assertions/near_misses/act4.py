@@ -23,7 +23,7 @@ def holding(draw: st.DrawFn) -> TimeSlicingObs:
     ends = [max(starts) + draw(st.integers(1, 60)) for _ in range(n)]
     pods = tuple(PodObs(f"ts-{i}", "gpu-ts", "Succeeded", Interval(t(starts[i]), t(ends[i])), exit_code=0,
                         devices=("GPU-1111" if aws else f"GPU-1111::{i}",)) for i in range(n))  # fmt: skip
-    wls = tuple(WorkloadObs(f"job-ts-{i}", "team-a", snapshots=(admitted_snap(5, flavors=("gpu-shared",)),),
+    wls = tuple(WorkloadObs(f"job-ts-{i}", "team-a", snapshots=(admitted_snap(5, flavors=("gpu-shared",), uid=f"uid-ts-{i}"),),
                             pods=(pods[i],)) for i in range(n))  # fmt: skip
     return TimeSlicingObs(node, pods, wls, replicas=n, observed_at=t(max(ends) + 5))
 
