@@ -123,14 +123,11 @@ def test_a_pod_never_running_is_named_and_nothing_else_is_judged():
     ]
 
 
-def test_unobserved_end_without_an_observation_time_counts_as_ending_at_the_last_start():
-    """A pod still running with no observed_at: `now` is the last start, so nothing is shown overlapping."""
+def test_unobserved_end_without_an_observation_time_is_missing_data_not_an_overlap():
+    """A pod still running with no observed_at: when it ended cannot be known, so overlap is undecided and
+    the clause fails saying so (the red team's tightening: missing data is a failure, never a guess)."""
     pods = (*TS_PODS[:3], replace(TS_PODS[3], running=Interval(t(13))))
     assert all_ran_at_once(replace(TS, pods=pods, observed_at=None)) == [
-        Miss(
-            "all Running at one moment",
-            "the pods never ran all at once: the last started 2026-11-30T12:00:13+00:00, "
-            "the first ended 2026-11-30T12:00:13+00:00",
-        )
+        Miss("the act's last look at the cluster", "observed_at not given: overlap cannot be decided")
     ]
     assert all_ran_at_once(replace(TS, pods=pods, observed_at=t(14))) == []
