@@ -130,4 +130,3 @@ def test_unobserved_end_without_an_observation_time_is_missing_data_not_an_overl
     assert all_ran_at_once(replace(TS, pods=pods, observed_at=None)) == [
         Miss("the act's last look at the cluster", "observed_at not given: overlap cannot be decided")
     ]
-    assert all_ran_at_once(replace(TS, pods=pods, observed_at=t(60))) == []  # a last look after every recorded end
