@@ -29,6 +29,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "infra.cli_check_metrics_csv",
         "validate a dcgm-exporter metrics CSV with the exporter's rules",
     ),
+    "dcgm-csv": (
+        "infra.cli_dcgm_csv",
+        "print the dcgm-exporter metrics CSV gpu-finops reads (with SM_ACTIVE), to deploy to your exporter",
+    ),
     "infra": ("infra.cli_infra", "synthesize the stacks; preflight, up and destroy against AWS"),
     "collect": ("finops.cli_collect", "run the GPU cost collector (once, or every interval)"),
     "cost": ("finops.cli_cost", "cost reports from the cost table: per-node table and a PNG chart"),
@@ -69,6 +73,17 @@ def _verbose_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def version() -> str:
+    """The installed distribution's version (pyproject.toml's, as pip recorded it)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version(PROJECT)
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "(not installed: `pip install .` records the version)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog=PROJECT,
@@ -77,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _verbose_argument(parser)
+    parser.add_argument("--version", action="version", version=f"{PROJECT} {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (_module, help_text) in SUBCOMMANDS.items():
         # A placeholder parser keeps --help complete without importing every module.
