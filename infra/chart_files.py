@@ -13,11 +13,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from facts.names import PROJECT
 from infra.metrics_csv import PROJECT_METRICS
 from infra.metrics_csv import render as render_metrics_csv
 from ledger import rules
 
-CHART = Path(__file__).resolve().parents[1] / "charts" / "gpu-finops"
+CHART = Path(__file__).resolve().parents[1] / "charts" / PROJECT
 RECORDING_RULES = CHART / "files" / "recording-rules.yaml"
 DCGM_METRICS_CSV = CHART / "files" / "dcgm-metrics.csv"
 
@@ -38,7 +39,9 @@ def main() -> None:
     for path, text in expected().items():
         if args.write:
             path.write_text(text)
-        print(f"{path.relative_to(CHART.parents[1])}: {'written' if args.write else 'ok' if path.is_file() and path.read_text() == text else 'STALE'}")
+        print(
+            f"{path.relative_to(CHART.parents[1])}: {'written' if args.write else 'ok' if path.is_file() and path.read_text() == text else 'STALE'}"
+        )
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-synth", action="store_true", help="validate-charts: validate what is already synthesized there"
     )
     parser.epilog = (
-        "env: the product's settings for this target, as shell exports: `eval \"$(gpu-finops local env)\"`; "
+        'env: the product\'s settings for this target, as shell exports: `eval "$(gpu-finops local env)"`; '
         "exit 0 done (status: every process running; validate-charts: nothing rejected); 1 a component "
         "failed (its log tail is printed) or an object was rejected (kind/name, field, the server's message)"
     )

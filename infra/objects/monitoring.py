@@ -120,12 +120,12 @@ def prometheus_values() -> dict[str, Any]:
                 }
             ],
         },
-        "serverFiles": {"prometheus.yml": {"rule_files": [*PROMETHEUS_CHART_RULE_FILES, f"{RULES_MOUNT}/*.yaml"]}},
+        "serverFiles": {
+            "prometheus.yml": {"rule_files": [*PROMETHEUS_CHART_RULE_FILES, f"{RULES_MOUNT}/*.yaml"]}
+        },
         # a job added to the chart's default ones (the chart's scrapeConfigs map takes new keys)
         "scrapeConfigs": {DCGM_SCRAPE_JOB: dcgm_scrape_job()},
     }
-
-
 
 
 def gpu_finops_chart_values(c: Config) -> dict[str, Any]:

@@ -202,7 +202,9 @@ def render_all(c: Config, outdir: Path, work: Path, report: Report | None = None
         if r.chart.startswith(".") and local_chart.is_dir():
             docs = helm_template(helm, local_chart.resolve(), r, kube_version, work)
             out.append(Manifests(f"{r.name} chart", r.namespace, docs))
-            if (local_chart / "values.schema.json").is_file():  # the product chart, as an operator user has it
+            if (
+                local_chart / "values.schema.json"
+            ).is_file():  # the product chart, as an operator user has it
                 docs = helm_template(
                     helm, local_chart.resolve(), with_operator(r), kube_version, work, OPERATOR_API_VERSIONS
                 )
@@ -216,7 +218,12 @@ def with_operator(release: Release) -> Release:
     PrometheusRule (mode auto, the CRD served) and the collector's ServiceMonitor on."""
     extra = yaml.safe_dump({"rules": {"mode": "auto"}, "serviceMonitor": {"enabled": True}})
     return Release(
-        release.name, release.chart, release.version, release.namespace, (*release.values, extra), release.sets
+        release.name,
+        release.chart,
+        release.version,
+        release.namespace,
+        (*release.values, extra),
+        release.sets,
     )
 
 

@@ -21,7 +21,10 @@ LINT_VALUES = CHART / "ci" / "default-values.yaml"  # the two required values (c
 
 def _env(work: Path, kubeconfig: Path | None = None) -> dict[str, str]:
     home = work / "helm-home"
-    env = {**os.environ, **{k: str(home / k) for k in ("HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME")}}
+    env = {
+        **os.environ,
+        **{k: str(home / k) for k in ("HELM_CONFIG_HOME", "HELM_CACHE_HOME", "HELM_DATA_HOME")},
+    }
     if kubeconfig is not None:
         env["KUBECONFIG"] = str(kubeconfig)
     return env

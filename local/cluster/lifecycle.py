@@ -74,7 +74,9 @@ class LocalCluster(ControlPlane, Controllers):
         product.start(self, self.pod_resources_url)
         self.describe()
         echo(f"up: KUBECONFIG={self.kubeconfig}")
-        echo(f"Prometheus: {product.prometheus_url()} (the chart's rules; the simulated exporter, kube-state-metrics)")
+        echo(
+            f"Prometheus: {product.prometheus_url()} (the chart's rules; the simulated exporter, kube-state-metrics)"
+        )
         echo("for the product's commands (gpus, ledger ladder, diagnose --all, cost report), in your shell:")
         echo('  eval "$(gpu-finops local env)"   # or:')
         echo("  " + product.exports(self).replace("\n", "\n  "))

@@ -146,7 +146,11 @@ def collector_argv(chart_args: list[str], store: Path, kubeconfig: Path, pod_res
     """The chart's Deployment args with what differs for a process: the store's path, the kubeconfig and
     the kubelet's pod-resources endpoint (device ids)."""
     args = [a for a in chart_args if not a.startswith("--store=")]
-    args += [f"--store=sqlite:{store}", f"--kubeconfig={kubeconfig}", f"--pod-resources-url={pod_resources_url}"]
+    args += [
+        f"--store=sqlite:{store}",
+        f"--kubeconfig={kubeconfig}",
+        f"--pod-resources-url={pod_resources_url}",
+    ]
     return args
 
 

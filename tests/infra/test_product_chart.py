@@ -92,7 +92,11 @@ def test_mode_configmap_wins_over_the_operator_and_mode_prometheusrule_needs_no_
 def test_the_collector_lists_only_what_it_reads(plain, work):
     (role,) = plain["ClusterRole"]
     granted = {
-        (g, r, v) for rule in role["rules"] for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]
+        (g, r, v)
+        for rule in role["rules"]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+        for v in rule["verbs"]
     }
     assert granted == {
         ("", "nodes", "list"),
@@ -137,7 +141,11 @@ def test_the_collector_runs_non_root_read_only_with_args_its_own_parser_accepts(
 
 def test_a_rates_catalog_is_mounted_and_passed(work):
     catalog = {"g6e.xlarge": {"on-demand": 1.861, "spot": 0.93}}
-    docs = kinds(product_chart.template([{"collector": {"rates": "catalog", "ratesCatalog": catalog}}], work=work / "r"))
+    docs = kinds(
+        product_chart.template(
+            [{"collector": {"rates": "catalog", "ratesCatalog": catalog}}], work=work / "r"
+        )
+    )
     (dep,) = docs["Deployment"]
     (c,) = dep["spec"]["template"]["spec"]["containers"]
     assert "--rates=catalog:/etc/gpu-finops/rates/rates.json" in c["args"]

@@ -78,7 +78,9 @@ def test_the_addons_stack_installs_the_product_chart_before_what_mounts_it(synth
     releases = resources(synthesized.stack("addons"), "helm_release")
     ours = releases["gpu-finops"]
     copy = (synthesized.outdir / "stacks" / "addons" / ours["chart"]).resolve()
-    shipped = {p.relative_to(CHART): p.read_bytes() for p in CHART.rglob("*") if p.is_file() and p.name != ".gitkeep"}
+    shipped = {
+        p.relative_to(CHART): p.read_bytes() for p in CHART.rglob("*") if p.is_file() and p.name != ".gitkeep"
+    }
     copied = {p.relative_to(copy): p.read_bytes() for p in copy.rglob("*") if p.is_file()}
     assert copied == shipped
     assert "helm_release.gpu-finops" in releases["prometheus"]["depends_on"]

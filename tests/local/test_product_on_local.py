@@ -52,13 +52,21 @@ def fleet(local_cluster):
         "metadata": {
             "name": NODE,
             "annotations": {"kwok.x-k8s.io/node": "fake"},
-            "labels": {"kubernetes.io/hostname": NODE, "node.kubernetes.io/instance-type": ITYPE, "type": "kwok"},
+            "labels": {
+                "kubernetes.io/hostname": NODE,
+                "node.kubernetes.io/instance-type": ITYPE,
+                "type": "kwok",
+            },
         },
     }
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": POD, "namespace": NS, "annotations": {"gpu-finops.io/gpu-profile": "resident-model"}},
+        "metadata": {
+            "name": POD,
+            "namespace": NS,
+            "annotations": {"gpu-finops.io/gpu-profile": "resident-model"},
+        },
         "spec": {
             "nodeName": NODE,
             "terminationGracePeriodSeconds": 1,
@@ -175,7 +183,9 @@ def test_each_product_command_answers_against_local_up(fleet, argv, tmp_path):
     if argv[0] == "cost":  # the store holds a record once the collector's first interval closed
         test_the_collector_runs_as_the_charts_serviceaccount_and_writes_records(fleet)
     result = cli(fleet, *(a.replace("{tmp}", str(tmp_path)) for a in argv))
-    assert result.returncode == 0, f"{' '.join(argv)}: exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+    assert result.returncode == 0, (
+        f"{' '.join(argv)}: exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+    )
     assert result.stdout.strip(), f"{' '.join(argv)} printed nothing"
 
 

@@ -32,6 +32,12 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 {{- end }}
 {{- end }}
 
+{{/* The collector's objects: the common labels and its name. */}}
+{{- define "gpu-finops.collectorLabels" -}}
+{{ include "gpu-finops.labels" . }}
+app.kubernetes.io/name: {{ include "gpu-finops.collectorName" . }}
+{{- end }}
+
 {{/* The collector's pods: what the Deployment and the Service select on. */}}
 {{- define "gpu-finops.collectorSelector" -}}
 app.kubernetes.io/name: {{ include "gpu-finops.collectorName" . }}
