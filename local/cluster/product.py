@@ -116,6 +116,8 @@ def start_prometheus(cluster: Any) -> None:
     if binary is None:
         raise LocalError("prometheus not found: `make setup` installs Debian's prometheus package")
     folder = cluster.run_dir / "prometheus"
+    if cluster.sup.exited("prometheus") is not None:  # not running: a fresh cluster gets a fresh TSDB
+        shutil.rmtree(folder / "data", ignore_errors=True)
     config = folder / "prometheus.yml"
     config.write_text(yaml.safe_dump(prometheus_config(write_rule_files(cluster)), sort_keys=False))
     argv = [binary, f"--config.file={config}", f"--storage.tsdb.path={folder / 'data'}"]
@@ -161,6 +163,8 @@ def start_collector(cluster: Any, pod_resources_url: str) -> None:
     dep = apps.read_namespaced_deployment(COLLECTOR, MONITORING_NS)
     (container,) = dep.spec.template.spec.containers
     folder = cluster.run_dir / "collector"
+    if cluster.sup.exited("collector") is not None:  # not running: no records of an earlier cluster
+        shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True, exist_ok=True)
     rates = folder / "rates.json"
     rates.write_text(json.dumps(rates_catalog()))  # what the chart's rates ConfigMap mounts
