@@ -40,6 +40,7 @@ def helm(args: Sequence[str], work: Path, kubeconfig: Path | None = None) -> sub
 
 
 def values_args(values: Sequence[dict[str, Any]], work: Path) -> list[str]:
+    work.mkdir(parents=True, exist_ok=True)
     out = []
     for i, v in enumerate(values):
         path = work / f"values-{i}.yaml"

@@ -61,12 +61,15 @@ def chart_values(region: str) -> dict[str, Any]:
     }
 
 
-def install_chart(cluster: Any) -> None:
-    """`helm upgrade --install` of the chart on the local API server (idempotent across `local up`s)."""
+def install_chart(cluster: Any, values: dict[str, Any] | None = None, *, wait: bool = True) -> None:
+    """`helm upgrade --install` of the chart on the local API server (idempotent across `local up`s).
+    `wait`: until its objects are ready (needs the controller-manager: a bare API server never marks the
+    Deployment observed)."""
     work = cluster.run_dir / "helm"
     args = ["upgrade", "--install", product_chart.RELEASE, str(product_chart.CHART)]
-    args += ["--namespace", MONITORING_NS, "--create-namespace", "--wait", "--timeout", "2m"]
-    args += product_chart.values_args([chart_values(cluster.config.region)], work)
+    args += ["--namespace", MONITORING_NS, "--create-namespace", "--timeout", "2m"]
+    args += ["--wait"] if wait else []
+    args += product_chart.values_args([values or chart_values(cluster.config.region)], work)
     out = product_chart.helm(args, work, kubeconfig=cluster.kubeconfig)
     if out.returncode != 0:
         raise LocalError(f"helm install of the gpu-finops chart failed: {out.stderr.strip()[-2000:]}")
@@ -156,20 +159,25 @@ def collector_argv(chart_args: list[str], store: Path, kubeconfig: Path, pod_res
     return args
 
 
-def start_collector(cluster: Any, pod_resources_url: str) -> None:
+def installed_collector_argv(cluster: Any, pod_resources_url: str) -> list[str]:
+    """`gpu-finops collect`'s arguments as the installed chart's Deployment gives them, for a process."""
     from kubernetes import client
 
     apps = client.AppsV1Api(cluster.kube().api_client)
     dep = apps.read_namespaced_deployment(COLLECTOR, MONITORING_NS)
     (container,) = dep.spec.template.spec.containers
     folder = cluster.run_dir / "collector"
-    if cluster.sup.exited("collector") is not None:  # not running: no records of an earlier cluster
-        shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True, exist_ok=True)
     rates = folder / "rates.json"
     rates.write_text(json.dumps(rates_catalog()))  # what the chart's rates ConfigMap mounts
     args = [a.replace("/etc/gpu-finops/rates/rates.json", str(rates)) for a in container.args]
-    argv = collector_argv(args, store_path(cluster), service_account_kubeconfig(cluster), pod_resources_url)
+    return collector_argv(args, store_path(cluster), service_account_kubeconfig(cluster), pod_resources_url)
+
+
+def start_collector(cluster: Any, pod_resources_url: str) -> None:
+    if cluster.sup.exited("collector") is not None:  # not running: no records of an earlier cluster
+        shutil.rmtree(cluster.run_dir / "collector", ignore_errors=True)
+    argv = installed_collector_argv(cluster, pod_resources_url)
     cluster.sup.start("collector", [sys.executable, "-m", "gpu_finops.cli", *argv])
     cluster._wait("collector", f"http://127.0.0.1:{COLLECTOR_PORT}/metrics", ok="", tls=False)
 
