@@ -29,7 +29,8 @@ EPILOG = (
     "(said on stderr); "
     "2: usage or configuration error (no kubeconfig, bad --window, POD with --workload); "
     "3: an external service is unreachable: Kubernetes (nothing diagnosed) or Prometheus (the "
-    "Kubernetes-side findings are shown; memory and application are named as not checked)"
+    "Kubernetes-side findings are shown; memory and application are named as not checked); "
+    "--all with nothing pending is exit 0, whether or not Prometheus answers (nothing needed it)"
 )
 
 
@@ -186,7 +187,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"gpu-finops diagnose: {exc}; nothing diagnosed", file=err)
         return EXIT_UNREACHABLE
     emit(diagnoses, cluster, args)
-    return EXIT_UNREACHABLE if cluster.stats is None else EXIT_DIAGNOSED
+    if cluster.stats is None and diagnoses:
+        # DCGM's series were needed (memory, application) and not read: say so, on the line the code means
+        print(
+            f"gpu-finops diagnose: Prometheus not read ({cluster.stats_unavailable}): memory and application "
+            "not checked",
+            file=err,
+        )
+        return EXIT_UNREACHABLE
+    return EXIT_DIAGNOSED  # with nothing pending, nothing needed Prometheus
 
 
 def to_json(diagnoses: list[Diagnosis], cluster: Cluster) -> dict[str, Any]:
@@ -215,6 +224,7 @@ def emit(diagnoses: list[Diagnosis], cluster: Cluster, args: argparse.Namespace)
         console.print(
             "no pending GPU pod and no unadmitted workload"
             + (f" in {args.namespace}" if args.namespace else "")
+            + ": nothing to diagnose"
         )
     for d in diagnoses:
         first = d.first

@@ -93,6 +93,9 @@ def run(args: argparse.Namespace) -> int:
     )
     now = datetime.now(UTC)
     candidates = rank(nodes, open_store(args.store).records(), policy, now)
+    if not candidates:
+        print(f"no GPU nodes to rank (nodes from {args.nodes}): nothing to reap")
+        return 0
     reap(candidates, KarpenterClient.from_kubeconfig(args.kubeconfig), apply=args.apply)
     t = Table(title=f"GPU nodes by idle $/h ({'APPLY' if args.apply else 'dry run'}; {chosen})")
     for col in ("node", "nodepool", "idle $/h", "cost $/h", "idle streak", "eligible", "action / why not"):

@@ -73,6 +73,17 @@ def _verbose_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def version() -> str:
+    """The installed distribution's version (pyproject.toml's, as pip recorded it)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version(PROJECT)
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "(not installed: `pip install .` records the version)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog=PROJECT,
@@ -81,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _verbose_argument(parser)
+    parser.add_argument("--version", action="version", version=f"{PROJECT} {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (_module, help_text) in SUBCOMMANDS.items():
         # A placeholder parser keeps --help complete without importing every module.

@@ -4,6 +4,7 @@ Kueue queues, priority classes) ship in a local Helm chart that synthesis writes
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -16,21 +17,27 @@ from cdktn_provider_kubernetes.provider import KubernetesProvider
 from constructs import Construct
 
 from facts.config import Config
+from infra.chart_files import CHART
 from infra.cluster import ClusterStack
 from infra.jsii_structs import camel
 from infra.metrics_csv import PROJECT_METRICS, MetricRow
+from infra.metrics_csv import render as render_metrics_csv
 from infra.network import local_state
 from infra.objects.device_plugin import device_plugin_values
 from infra.objects.karpenter import ec2nodeclass, karpenter_objects, karpenter_values
 from infra.objects.kueue import kueue_objects
 from infra.objects.monitoring import (
-    collector_objects,
+    CHART_RELEASE,
     dcgm_exporter_values,
-    dcgm_metrics_configmap,
+    gpu_finops_chart_sets,
+    gpu_finops_chart_values,
     prometheus_values,
 )
 
 CHART_NAME = "gpu-finops-crs"
+# The product's own chart (the collector, the rules, the dashboards, the exporter's CSV): what a user
+# installs with `helm install`, copied next to the stacks at synthesis and installed by this stack too.
+PRODUCT_CHART = CHART
 CHART_REPOS = {
     "karpenter": "oci://public.ecr.aws/karpenter",
     "karpenter-crd": "oci://public.ecr.aws/karpenter",
@@ -41,15 +48,23 @@ CHART_REPOS = {
 }
 
 
-def write_chart(c: Config, outdir: Path, metrics: tuple[MetricRow, ...] = PROJECT_METRICS) -> Path:
-    """Write the local chart with our custom resources; returns its folder."""
+def copy_product_chart(outdir: Path, metrics: tuple[MetricRow, ...] = PROJECT_METRICS) -> Path:
+    """The gpu-finops chart, copied next to the stacks (Terraform's helm provider reads it from there);
+    the exporter's CSV it carries is validated first, so a bad metrics row fails synthesis naming it."""
+    render_metrics_csv(metrics)
+    chart = outdir / "charts" / PRODUCT_CHART.name
+    shutil.rmtree(chart, ignore_errors=True)
+    shutil.copytree(PRODUCT_CHART, chart, ignore=shutil.ignore_patterns(".gitkeep"))
+    if metrics != PROJECT_METRICS:
+        (chart / "files" / "dcgm-metrics.csv").write_text(render_metrics_csv(metrics))
+    return chart
+
+
+def write_chart(c: Config, outdir: Path) -> Path:
+    """Write the local chart with our custom resources (NodePools, node class, Kueue); returns its folder."""
     groups: dict[str, list[dict[str, Any]]] = {
         "karpenter.yaml": [ec2nodeclass(c, c.karpenter_node_role), *karpenter_objects(c)],
         "kueue.yaml": kueue_objects(c),
-        "dcgm.yaml": [dcgm_metrics_configmap(c.monitoring_namespace, metrics)],
-        "collector.yaml": collector_objects(
-            c, "{{ .Values.collector.image }}", "{{ .Values.collector.table }}", c.monitoring_namespace
-        ),
     }
     chart = outdir / "charts" / CHART_NAME
     (chart / "templates").mkdir(parents=True, exist_ok=True)
@@ -60,18 +75,19 @@ def write_chart(c: Config, outdir: Path, metrics: tuple[MetricRow, ...] = PROJEC
                 "name": CHART_NAME,
                 "version": "0.1.0",
                 "type": "application",
-                "description": "gpu-finops custom resources: NodePool, EC2NodeClass, Kueue queues, collector",
+                "description": "gpu-finops custom resources: NodePool, EC2NodeClass, Kueue queues",
             }
         )
     )
-    (chart / "values.yaml").write_text(yaml.safe_dump({"collector": {"image": "", "table": ""}}))
     for filename, docs in groups.items():
         (chart / "templates" / filename).write_text(yaml.safe_dump_all(docs, sort_keys=False))
     return chart
 
 
 class AddonsStack(TerraformStack):
-    def __init__(self, scope: Construct, c: Config, cluster: ClusterStack, chart_path: str):
+    def __init__(
+        self, scope: Construct, c: Config, cluster: ClusterStack, chart_path: str, product_chart_path: str
+    ):
         super().__init__(scope, "addons")
         local_state(self, c, "addons")
         eks = cluster.cluster
@@ -136,13 +152,29 @@ class AddonsStack(TerraformStack):
             device_plugin_values(c),
             create_namespace=True,
         )
+        # the product chart first: Prometheus mounts its rules ConfigMap, dcgm-exporter its metrics CSV
+        self.gpu_finops = Release(
+            self,
+            CHART_RELEASE,
+            name=CHART_RELEASE,
+            chart=product_chart_path,
+            namespace=c.monitoring_namespace,
+            values=[yaml.safe_dump(gpu_finops_chart_values(c))],
+            wait=True,
+            atomic=True,
+            timeout=600,
+            set=camel(
+                gpu_finops_chart_sets(cluster.ecr.repository_url, v.collector_image_tag, cluster.table.name)
+            ),
+            depends_on=[monitoring],
+        )
         self.prometheus = release(
             "prometheus",
             "prometheus",
             v.prometheus_chart,
             c.monitoring_namespace,
             prometheus_values(),
-            depends_on=[monitoring],
+            depends_on=[monitoring, self.gpu_finops],
         )
         self.crs = Release(
             self,
@@ -153,23 +185,14 @@ class AddonsStack(TerraformStack):
             wait=True,
             atomic=True,
             timeout=600,
-            set=camel(
-                [
-                    {
-                        "name": "collector.image",
-                        "value": f"{cluster.ecr.repository_url}:{v.collector_image_tag}",
-                    },
-                    {"name": "collector.table", "value": cluster.table.name},
-                ]
-            ),
             depends_on=[self.karpenter, self.kueue, monitoring],
         )
-        # dcgm-exporter mounts the ConfigMap the CR chart ships, so it comes after it.
+        # dcgm-exporter mounts the metrics CSV the product chart ships, so it comes after it.
         self.dcgm = release(
             "dcgm-exporter",
             "dcgm-exporter",
             v.dcgm_exporter_chart,
             c.monitoring_namespace,
             dcgm_exporter_values(c),
-            depends_on=[self.crs, self.device_plugin],
+            depends_on=[self.gpu_finops, self.device_plugin],
         )

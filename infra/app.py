@@ -7,7 +7,7 @@ from pathlib import Path
 from cdktn import App
 
 from facts.config import Config
-from infra.addons import AddonsStack, write_chart
+from infra.addons import AddonsStack, copy_product_chart, write_chart
 from infra.cluster import ClusterStack
 from infra.metrics_csv import PROJECT_METRICS, MetricRow
 from infra.network import NetworkStack
@@ -19,12 +19,19 @@ def build(
     c: Config, outdir: str | Path = "cdktf.out", metrics: tuple[MetricRow, ...] = PROJECT_METRICS
 ) -> App:
     outdir = Path(outdir)
-    chart = write_chart(c, outdir, metrics)  # first: a bad metrics row fails before anything is written
+    product = copy_product_chart(outdir, metrics)  # first: a bad metrics row fails before anything else
+    chart = write_chart(c, outdir)
     app = App(outdir=str(outdir))
     network = NetworkStack(app, c)
     cluster = ClusterStack(app, c, network)
     cluster.add_dependency(network)
-    addons = AddonsStack(app, c, cluster, chart_path=str(Path("..") / ".." / chart.relative_to(outdir)))
+    addons = AddonsStack(
+        app,
+        c,
+        cluster,
+        chart_path=str(Path("..") / ".." / chart.relative_to(outdir)),
+        product_chart_path=str(Path("..") / ".." / product.relative_to(outdir)),
+    )
     addons.add_dependency(cluster)
     if c.github_repository:  # applied once by an administrator, never by up/destroy (docs/runbook.md)
         from infra.ci_role import ci_role_stack

@@ -1,5 +1,7 @@
-"""`gpu-finops dcgm-csv`: print the dcgm-exporter metrics CSV we ship (with SM_ACTIVE), to deploy to an
-exporter of one's own without synthesizing our stacks."""
+"""`gpu-finops dcgm-csv`: print the dcgm-exporter metrics CSV gpu-finops reads (DCGM_FI_PROF_SM_ACTIVE and
+the fields the collector, the ledger and diagnose use), generated and validated by infra/metrics_csv.py. The
+same text ships in the chart (charts/gpu-finops/files/dcgm-metrics.csv), so a user can deploy it to their own
+dcgm-exporter without synthesizing our stacks (docs/install.md)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "and the other fields the collector, the ledger and the diagnosis read. It is read back, before it "
         "is printed, exactly as the exporter reads it (Go's encoding/csv, then its field checks). Give it to "
         "your exporter as its collectors file, e.g. `gpu-finops dcgm-csv > dcgm-metrics.csv`, then a "
-        "ConfigMap mounted where the exporter's `-f` argument points. exit 0: printed."
+        "ConfigMap mounted where the exporter's `-f` argument points (docs/install.md). exit 0: printed."
     )
 
 

@@ -10,7 +10,7 @@ from local.cluster.lifecycle import LocalCluster, LocalError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=["up", "down", "status", "build", "validate-charts"])
+    parser.add_argument("action", choices=["up", "down", "status", "env", "build", "validate-charts"])
     parser.add_argument(
         "--outdir", default="cdktf.out", help="validate-charts: the synth folder (default cdktf.out)"
     )
@@ -18,6 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-synth", action="store_true", help="validate-charts: validate what is already synthesized there"
     )
     parser.epilog = (
+        'env: the product\'s settings for this target, as shell exports: `eval "$(gpu-finops local env)"`; '
         "exit 0 done (status: every process running; validate-charts: nothing rejected); 1 a component "
         "failed (its log tail is printed) or an object was rejected (kind/name, field, the server's message)"
     )
@@ -66,6 +67,11 @@ def run(args: argparse.Namespace) -> int:
                 f"local up failed: {exc}\nlogs: {cluster.run_dir / 'logs'}; `gpu-finops local down` stops what started"
             )
             return 1
+        return 0
+    if args.action == "env":
+        from local.cluster import product
+
+        print(product.exports(cluster))
         return 0
     if args.action == "down":
         stopped = cluster.down()

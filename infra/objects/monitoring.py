@@ -1,40 +1,32 @@
-"""The monitoring namespace's objects: dcgm-exporter (our metrics CSV in a ConfigMap), Prometheus (with
-the ledger's recording rules) and the collector, which records the GPU holdings too (moved from
-infra/objects.py)."""
+"""The monitoring namespace's releases: dcgm-exporter, Prometheus and the gpu-finops chart
+(charts/gpu-finops: the collector, its ServiceAccount and ClusterRole, the ledger's recording rules and the
+alert rules as a ConfigMap this Prometheus mounts, the dashboards, and the exporter's metrics CSV). The
+stack installs that same chart (infra/addons.py), so what a user installs and what we run are one source."""
 
 from __future__ import annotations
 
-from importlib import resources
 from typing import Any
-
-import yaml
 
 from facts.config import Config
 from facts.kube_keys import GPU_RESOURCE as GPU
-from facts.kube_keys import KUEUE_GROUP, LABEL_NODEPOOL
-from facts.names import COLLECTOR, MONITORING_NS
-from infra.metrics_csv import PROJECT_METRICS, MetricRow
-from infra.metrics_csv import render as render_metrics_csv
+from facts.kube_keys import LABEL_NODEPOOL
+from facts.names import COLLECTOR, MONITORING_NS, PROJECT
 from ledger.conventions import Conventions
 
-
-def dcgm_metrics_configmap(
-    namespace: str = MONITORING_NS, metrics: tuple[MetricRow, ...] = PROJECT_METRICS
-) -> dict[str, Any]:
-    """The exporter's CSV, generated and validated: a bad row fails synthesis naming the row."""
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": "dcgm-metrics", "namespace": namespace},
-        "data": {"gpu-finops.csv": render_metrics_csv(metrics)},
-    }
+# The chart's release: its fullname is the release name, so its objects are <release>-rules, ...-collector.
+CHART_RELEASE = PROJECT
+RULES_CONFIGMAP = f"{CHART_RELEASE}-rules"  # the chart's rules ConfigMap (rules.mode configMap)
+RULES_MOUNT = "/etc/gpu-finops-rules"  # where Prometheus mounts it: not under /etc/config (read-only)
+# The Prometheus chart's own default rule_files (serverFiles."prometheus.yml"), kept before ours.
+PROMETHEUS_CHART_RULE_FILES = ("/etc/config/recording_rules.yml", "/etc/config/alerting_rules.yml")
+DCGM_METRICS_CONFIGMAP = "dcgm-metrics"  # the chart's dcgmMetricsCsv.name; mounted by dcgm-exporter
 
 
 def dcgm_exporter_values(c: Config) -> dict[str, Any]:
     return {
         "image": {"tag": c.versions.dcgm_exporter_image},
         "arguments": ["-f", "/etc/dcgm-exporter/gpu-finops/gpu-finops.csv"],
-        "extraConfigMapVolumes": [{"name": "dcgm-metrics", "configMap": {"name": "dcgm-metrics"}}],
+        "extraConfigMapVolumes": [{"name": "dcgm-metrics", "configMap": {"name": DCGM_METRICS_CONFIGMAP}}],
         "extraVolumeMounts": [
             {"name": "dcgm-metrics", "mountPath": "/etc/dcgm-exporter/gpu-finops", "readOnly": True}
         ],
@@ -112,116 +104,58 @@ def prometheus_values() -> dict[str, Any]:
             "enabled": True,
             "metricLabelsAllowlist": list(Conventions().ksm_labels_allowlist),
         },
+        # the fleet ledger's recording rules and the alert rules: the gpu-finops chart's rules ConfigMap,
+        # mounted beside the chart's config and listed after the chart's own rule files
         "server": {
             "global": {"scrape_interval": "15s"},
             "retention": "7d",
             "persistentVolume": {"enabled": False},
+            "extraConfigmapMounts": [
+                {
+                    "name": RULES_CONFIGMAP,
+                    "mountPath": RULES_MOUNT,
+                    "subPath": "",
+                    "configMap": RULES_CONFIGMAP,
+                    "readOnly": True,
+                }
+            ],
         },
-        # the fleet ledger's recording rules (docs/ledger.md); they read kube-state-metrics series
-        "serverFiles": {"recording_rules.yml": ledger_rules()},
+        "serverFiles": {
+            "prometheus.yml": {"rule_files": [*PROMETHEUS_CHART_RULE_FILES, f"{RULES_MOUNT}/*.yaml"]}
+        },
         # a job added to the chart's default ones (the chart's scrapeConfigs map takes new keys)
         "scrapeConfigs": {DCGM_SCRAPE_JOB: dcgm_scrape_job()},
     }
 
 
-def ledger_rules() -> dict[str, Any]:
-    """The committed ledger rules file, parsed (data shipped with the finops package, not code)."""
-    return yaml.safe_load(resources.files("ledger").joinpath("rules.yaml").read_text())
+def gpu_finops_chart_values(c: Config) -> dict[str, Any]:
+    """The gpu-finops chart's values as the stack installs it (the image and the cost table are `set`
+    entries: known only at apply). Every key is checked by the chart's values.schema.json at render."""
+    return {
+        "fullnameOverride": CHART_RELEASE,
+        "collector": {
+            "prometheusUrl": f"http://prometheus-server.{c.monitoring_namespace}.svc",
+            "rates": "aws",
+            "region": c.region,
+            "interval": c.collector_interval_seconds,
+            # who held each node's GPUs, recorded every cycle (pods from the API; a real kubelet's
+            # pod-resources is a node-local socket: no device ids)
+            "holdings": "kube",
+            "port": c.collector_port,
+        },
+        # EKS Pod Identity binds the collector's role to this name (infra/cluster_data.py)
+        "serviceAccount": {"create": True, "name": COLLECTOR},
+        # the stack's Prometheus is the plain chart: the rules as a ConfigMap it mounts (prometheus_values)
+        "rules": {"enabled": True, "mode": "configMap"},
+        "dashboards": {"enabled": True},
+        "dcgmMetricsCsv": {"enabled": True, "name": DCGM_METRICS_CONFIGMAP},
+    }
 
 
-READ = ["get", "list", "watch"]
-# What the collector reads, cluster-wide and read-only: GPU nodes (to charge them), and for the holdings it
-# records every cycle (--holdings kube, finops/gpu_holdings.py) the pods holding GPUs, their namespaces'
-# tenant label, the Jobs that carry their queue label, and the Kueue LocalQueues that name a ClusterQueue.
-COLLECTOR_RULES = [
-    {"apiGroups": [""], "resources": ["nodes", "pods", "namespaces"], "verbs": READ},
-    {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": READ},
-    {"apiGroups": [KUEUE_GROUP], "resources": ["localqueues"], "verbs": READ},
-]
-
-
-def collector_objects(
-    c: Config, image: str, role_table: str, namespace: str = MONITORING_NS
-) -> list[dict[str, Any]]:
-    labels = {"app.kubernetes.io/name": COLLECTOR}
-    port = c.collector_port
+def gpu_finops_chart_sets(repository: str, tag: str, table: str) -> list[dict[str, str]]:
+    """What only apply knows: the collector's image repository (ours, in ECR) and its DynamoDB table."""
     return [
-        {
-            "apiVersion": "v1",
-            "kind": "ServiceAccount",
-            "metadata": {"name": COLLECTOR, "namespace": namespace},
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": COLLECTOR},
-            "rules": COLLECTOR_RULES,
-        },
-        {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": COLLECTOR},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": COLLECTOR,
-            },
-            "subjects": [{"kind": "ServiceAccount", "name": COLLECTOR, "namespace": namespace}],
-        },
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": COLLECTOR, "namespace": namespace, "labels": labels},
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": labels},
-                "template": {
-                    "metadata": {
-                        "labels": labels,
-                        "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": str(port)},
-                    },
-                    "spec": {
-                        "serviceAccountName": COLLECTOR,
-                        "securityContext": {"runAsNonRoot": True, "runAsUser": 10001},
-                        "containers": [
-                            {
-                                "name": "collector",
-                                "image": image,
-                                "args": [
-                                    "collect",
-                                    "--prometheus-url",
-                                    f"http://prometheus-server.{c.monitoring_namespace}.svc",
-                                    "--store",
-                                    f"dynamodb:{role_table}",
-                                    "--rates",
-                                    "aws",
-                                    "--region",
-                                    c.region,
-                                    "--interval",
-                                    str(c.collector_interval_seconds),
-                                    # who held each node's GPUs, recorded every cycle (pods from the API;
-                                    # a real kubelet's pod-resources is a node-local socket: no device ids)
-                                    "--holdings",
-                                    "kube",
-                                    "--port",
-                                    str(port),
-                                ],
-                                "ports": [{"containerPort": port, "name": "metrics"}],
-                                "livenessProbe": {"httpGet": {"path": "/metrics", "port": port}},
-                                "readinessProbe": {"httpGet": {"path": "/healthz", "port": port}},
-                                "resources": {
-                                    "requests": {"cpu": "100m", "memory": "256Mi"},
-                                    "limits": {"memory": "512Mi"},
-                                },
-                                "securityContext": {
-                                    "allowPrivilegeEscalation": False,
-                                    "readOnlyRootFilesystem": True,
-                                    "capabilities": {"drop": ["ALL"]},
-                                },
-                            }
-                        ],
-                    },
-                },
-            },
-        },
+        {"name": "collector.image.repository", "value": repository},
+        {"name": "collector.image.tag", "value": tag},
+        {"name": "collector.store", "value": f"dynamodb:{table}"},
     ]

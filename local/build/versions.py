@@ -28,6 +28,10 @@ GO_TOOLCHAIN = "go1.26.11"
 # same version as core, since the provider pins core exactly.
 # renovate: datasource=go depName=github.com/aws/karpenter-provider-aws
 KARPENTER_AWS = "v1.14.3"
+# prometheus-operator, whose monitoring.coreos.com CRDs (PrometheusRule, ServiceMonitor) the gpu-finops chart's
+# objects are dry-run against (local/charts/chart_render.py): the module's example/prometheus-operator-crd/.
+# renovate: datasource=go depName=github.com/prometheus-operator/prometheus-operator
+PROMETHEUS_OPERATOR = "v0.85.0"
 # Helm, for `helm template` of the Karpenter and Kueue charts before any apply (local/charts/validate_charts.py).
 # renovate: datasource=go depName=helm.sh/helm/v3
 HELM = "v3.22.0"

@@ -103,7 +103,28 @@ def crd_files(c: Config) -> list[Path]:
     files += sorted((core / "kwok/apis/crds").glob("*.yaml"))
     files += sorted((aws / "pkg/apis/crds").glob("karpenter.k8s.aws_*.yaml"))
     files += sorted((kq / "config/components/crd/bases").glob("*.yaml"))
-    return files
+    return files + operator_crd_files()
+
+
+def operator_crd_files() -> list[Path]:
+    """prometheus-operator's CRDs the gpu-finops chart may render (PrometheusRule, ServiceMonitor), from its
+    Go module at the pinned version (example/prometheus-operator-crd/, the files its bundle is built from)."""
+    from local.build import versions
+
+    root = module_dir(f"github.com/prometheus-operator/prometheus-operator@{versions.PROMETHEUS_OPERATOR}")
+    folder = root / "example" / "prometheus-operator-crd"
+    return [folder / f"monitoring.coreos.com_{plural}.yaml" for plural in OPERATOR_PLURALS]
+
+
+# The monitoring.coreos.com kinds the gpu-finops chart renders, and the API versions a cluster with the
+# operator serves for them (helm's --api-versions, as .Capabilities.APIVersions.Has sees them).
+OPERATOR_PLURALS = ("prometheusrules", "servicemonitors")
+OPERATOR_API_VERSIONS = (
+    "monitoring.coreos.com/v1",
+    "monitoring.coreos.com/v1/PrometheusRule",
+    "monitoring.coreos.com/v1/ServiceMonitor",
+)
+OPERATOR_VARIANT = "with prometheus-operator"
 
 
 # --- rendering -------------------------------------------------------------------------------------------
@@ -114,11 +135,16 @@ class Manifests:
     docs: list[dict[str, Any]]
 
 
-def helm_template(helm: Path, chart: Path, release: Release, kube_version: str, work: Path) -> list[dict]:
-    """`helm template` with the release's values files and `set` entries (helm's --set, as the provider)."""
+def helm_template(
+    helm: Path, chart: Path, release: Release, kube_version: str, work: Path, api_versions: Sequence[str] = ()
+) -> list[dict]:
+    """`helm template` with the release's values files and `set` entries (helm's --set, as the provider);
+    `api_versions`: what the cluster serves besides the built-in APIs (helm's --api-versions)."""
     work.mkdir(parents=True, exist_ok=True)
     cmd = [str(helm), "template", release.name, str(chart), "--namespace", release.namespace]
     cmd += ["--kube-version", kube_version]
+    for api in api_versions:
+        cmd += ["--api-versions", api]
     for i, values in enumerate(release.values):
         path = work / f"{release.name}-values-{i}.yaml"
         path.write_text(values)
@@ -170,14 +196,35 @@ def render_all(c: Config, outdir: Path, work: Path, report: Report | None = None
             f"{name} {rel[name].version}: {k} (not among the recorded keys, {RECORDED_VALUES_KEYS.name})"
             for k in unknown_values_keys(release_values(rel[name]), recorded["keys"])
         ]
-    # our CR chart: the release whose chart is a path, resolved from the stack's folder as Terraform does
+    # our charts: the releases whose chart is a path, resolved from the stack's folder as Terraform does
     for r in rel.values():
         local_chart = outdir / "stacks" / "addons" / r.chart
         if r.chart.startswith(".") and local_chart.is_dir():
             docs = helm_template(helm, local_chart.resolve(), r, kube_version, work)
             out.append(Manifests(f"{r.name} chart", r.namespace, docs))
+            if (
+                local_chart / "values.schema.json"
+            ).is_file():  # the product chart, as an operator user has it
+                docs = helm_template(
+                    helm, local_chart.resolve(), with_operator(r), kube_version, work, OPERATOR_API_VERSIONS
+                )
+                out.append(Manifests(f"{r.name} chart {OPERATOR_VARIANT}", r.namespace, docs))
     out.append(Manifests(LOCAL_SOURCE, "default", render.all_objects(c)))
     return out
+
+
+def with_operator(release: Release) -> Release:
+    """The product chart's release as a prometheus-operator cluster would install it: rules as a
+    PrometheusRule (mode auto, the CRD served) and the collector's ServiceMonitor on."""
+    extra = yaml.safe_dump({"rules": {"mode": "auto"}, "serviceMonitor": {"enabled": True}})
+    return Release(
+        release.name,
+        release.chart,
+        release.version,
+        release.namespace,
+        (*release.values, extra),
+        release.sets,
+    )
 
 
 def namespaces_of(sets: Sequence[Manifests]) -> set[str]:

@@ -21,7 +21,7 @@ from facts.config import Config, load_config
 from harness.waits import eventually
 from local.build import binaries as build
 from local.charts import render
-from local.cluster import kube_state_metrics
+from local.cluster import kube_state_metrics, product
 from local.cluster.certs import Pki
 from local.cluster.control_plane import ControlPlane
 from local.cluster.controllers import Controllers
@@ -70,8 +70,20 @@ class LocalCluster(ControlPlane, Controllers):
             interval=2,
             what="our objects applied (Kueue's webhooks ready)",
         )
+        echo("the gpu-finops chart (helm install), the simulated exporter, Prometheus, the collector...")
+        product.start(self, self.pod_resources_url)
         self.describe()
         echo(f"up: KUBECONFIG={self.kubeconfig}")
+        echo(
+            f"Prometheus: {product.prometheus_url()} (the chart's rules; the simulated exporter, kube-state-metrics)"
+        )
+        echo("for the product's commands (gpus, ledger ladder, diagnose --all, cost report), in your shell:")
+        echo('  eval "$(gpu-finops local env)"   # or:')
+        echo("  " + product.exports(self).replace("\n", "\n  "))
+
+    @property
+    def pod_resources_url(self) -> str:
+        return f"http://127.0.0.1:{PORTS['device-plugin']}"
 
     def describe(self) -> Path:
         """What the acts need besides the kubeconfig: the AWS endpoint and queue, the pod-resources API."""
@@ -82,7 +94,9 @@ class LocalCluster(ControlPlane, Controllers):
                     "aws_endpoint": self.aws_endpoint,
                     "region": self.config.region,  # type: ignore[union-attr]
                     "interruption_queue": self.interruption_queue,
-                    "pod_resources_url": f"http://127.0.0.1:{PORTS['device-plugin']}",
+                    "pod_resources_url": self.pod_resources_url,
+                    "prometheus_url": product.prometheus_url(),
+                    "cost_store": str(product.store_path(self)),
                     "kube_state_metrics_url": kube_state_metrics.url(),
                     "logs": str(self.run_dir / "logs"),
                 },

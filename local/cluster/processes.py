@@ -38,6 +38,9 @@ PORTS = {
     "device-plugin": 26086,  # the simulated kubelets' pod-resources API (local/sim/device_plugin.py)
     "kube-state-metrics": 26087,  # /metrics, /healthz (local/cluster/kube_state_metrics.py)
     "kube-state-metrics-telemetry": 26088,  # kube-state-metrics' own metrics
+    "gpu-sim": 26089,  # the simulated dcgm-exporter (local/sim/serve.py)
+    "prometheus": 26092,  # the product's Prometheus (local/cluster/product.py)
+    "collector": 26093,  # the collector's /metrics and /healthz
 }
 AWS_CREDENTIALS = {  # moto accepts any; real ones must never reach the local target
     "AWS_ACCESS_KEY_ID": "local",

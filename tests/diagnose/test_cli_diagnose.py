@@ -167,3 +167,19 @@ def test_gpus_without_prometheus_exits_3(cluster, capsys):
     cluster["why"] = UNREACHABLE
     code, out, err = run(capsys, "gpus")
     assert code == 3 and UNREACHABLE in err and out == ""
+
+
+def test_all_with_nothing_pending_says_so_and_exits_0_even_without_prometheus(cluster, capsys):
+    """Issue 25: nothing pending needs no DCGM series, so an unreachable Prometheus is no failure then."""
+    cluster["why"] = UNREACHABLE
+    code, out, err = run(capsys, "diagnose", "--all", "-n", "nobody-here")
+    assert code == 0, err
+    assert "no pending GPU pod and no unadmitted workload in nobody-here: nothing to diagnose" in out
+    assert err == ""
+
+
+def test_all_with_pending_pods_and_no_prometheus_says_why_it_exits_3(cluster, capsys):
+    cluster["why"] = UNREACHABLE
+    code, _, err = run(capsys, "diagnose", "--all")
+    assert code == 3
+    assert f"Prometheus not read ({UNREACHABLE}): memory and application not checked" in err

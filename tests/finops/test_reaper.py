@@ -137,3 +137,17 @@ def test_node_without_nodeclaim_is_not_touched():
     k = FakeKarpenter([])
     reap([cand], k, apply=True)
     assert k.deleted == [] and "no NodeClaim" in cand.action
+
+
+def test_reap_with_no_gpu_node_says_so_instead_of_an_empty_table(tmp_path, capsys):
+    """Issue 25: a command with nothing to show says so (exit 0), and never reaches Karpenter."""
+    import json
+
+    from gpu_finops.cli import main
+
+    nodes = tmp_path / "nodes.json"
+    nodes.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": []}))
+    code = main(["reap", "--nodes", f"file:{nodes}", "--store", f"sqlite:{tmp_path / 'costs.sqlite'}"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.strip() == f"no GPU nodes to rank (nodes from file:{nodes}): nothing to reap"

@@ -184,6 +184,9 @@ CASES: dict[str, Case] = {
         2,
         "gpu-finops guard: no deadline file at {tmp}/none.json: run `gpu-finops guard estimate --deadline-file",
     ),
+    "dcgm-csv takes no argument": Case(
+        ("dcgm-csv", "extra.csv"), 2, "gpu-finops dcgm-csv: unrecognized arguments: extra.csv"
+    ),
     "check-metrics-csv on a directory": Case(
         ("check-metrics-csv", "{tmp}/config-dir"), 2, "cannot read {tmp}/config-dir: Is a directory"
     ),

@@ -30,6 +30,19 @@ class Synth:
         path = self.outdir / "charts" / "gpu-finops-crs" / "templates" / filename
         return [d for d in yaml.safe_load_all(path.read_text()) if d]
 
+    def product_chart_docs(self) -> list[dict]:
+        """The gpu-finops chart rendered by the pinned Helm with the stack's release values (stand-ins for
+        what only apply knows), as Terraform's helm provider would install it."""
+        from facts.config import load_config
+        from local.charts import chart_inputs, chart_render
+        from local.charts.helm import ensure_helm
+
+        c = load_config()
+        release = chart_inputs.releases(self.stack("addons"), c)["gpu-finops"]
+        chart = (self.outdir / "stacks" / "addons" / release.chart).resolve()
+        kube = f"v{c.versions.kubernetes}.0"
+        return chart_render.helm_template(ensure_helm(), chart, release, kube, self.outdir / "helm-work")
+
     def manifest(self) -> dict:
         return json.loads((self.outdir / "manifest.json").read_text())
 

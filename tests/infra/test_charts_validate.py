@@ -90,12 +90,24 @@ def test_the_karpenter_crd_chart_renders_every_karpenter_crd_our_objects_use(ren
     assert ours <= served, f"not in the karpenter-crd chart: {sorted(ours - served)}"
 
 
-def test_the_cr_chart_renders_with_the_stacks_set_entries(rendered, config):
-    crs = rendered["gpu-finops-crs chart"]
-    (dep,) = [d for d in crs.docs if d["kind"] == "Deployment"]
+def test_the_product_chart_renders_with_the_stacks_set_entries(rendered, config):
+    ours = rendered["gpu-finops chart"]
+    (dep,) = [d for d in ours.docs if d["kind"] == "Deployment"]
     (container,) = dep["spec"]["template"]["spec"]["containers"]
     repo = chart_inputs.stand_ins(config)[("aws_ecr_repository", "repository_url")]
+    table = chart_inputs.stand_ins(config)[("aws_dynamodb_table", "name")]
     assert container["image"] == f"{repo}:{config.versions.collector_image_tag}"
+    assert f"--store=dynamodb:{table}" in container["args"]
+    kinds = {d["kind"] for d in ours.docs}
+    assert {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Service", "ConfigMap"} <= kinds
+    assert "PrometheusRule" not in kinds  # the stack's Prometheus is the plain chart: rules as a ConfigMap
+    operator = {d["kind"] for d in rendered[f"gpu-finops chart {chart_render.OPERATOR_VARIANT}"].docs}
+    assert {"PrometheusRule", "ServiceMonitor"} <= operator
+
+
+def test_the_cr_chart_renders_our_custom_resources(rendered):
+    crs = rendered["gpu-finops-crs chart"]
+    assert "Deployment" not in {d["kind"] for d in crs.docs}  # the collector is the product chart's
     kinds = {d["kind"] for d in crs.docs}
     assert {
         "EC2NodeClass",
@@ -175,6 +187,23 @@ def test_a_nodeoverlay_capacity_on_cpu_is_refused(dry, config):
     r = _refused(dry, doc)
     assert "invalid resource restricted" in r.message, r
     assert "spec.capacity" in r.field, r
+
+
+def test_a_prometheusrule_with_a_bad_duration_is_refused_by_the_operators_crd(dry, rendered):
+    """prometheus-operator's CRD (from its Go module, installed on the validation server) judges our rules."""
+    (rule,) = [
+        d
+        for d in rendered[f"gpu-finops chart {chart_render.OPERATOR_VARIANT}"].docs
+        if d["kind"] == "PrometheusRule"
+    ]
+    doc = copy.deepcopy(rule)
+    doc["spec"]["groups"][0]["interval"] = "one minute"
+    r = _refused(dry, doc)
+    assert "spec.groups[0].interval" in r.field + r.message, r
+    doc = copy.deepcopy(rule)
+    doc["spec"]["groups"][0]["rules"][0]["recrd"] = doc["spec"]["groups"][0]["rules"][0].pop("record")
+    r = _refused(dry, doc)
+    assert 'unknown field "spec.groups[0].rules[0].recrd"' in r.message, r
 
 
 def test_an_existing_object_is_still_checked_strictly(dry):

@@ -70,6 +70,27 @@ def test_addons_read_cluster_outputs_and_need_no_api_at_plan_time(synthesized):
     assert "cross-stack-reference-input-cluster" in queue["value"]
 
 
+def test_the_addons_stack_installs_the_product_chart_before_what_mounts_it(synthesized):
+    """One source of the collector's objects: the stack's gpu-finops release is the repository's chart
+    (copied byte for byte next to the stacks), Prometheus mounts its rules and dcgm-exporter its CSV after it."""
+    from infra.chart_files import CHART
+
+    releases = resources(synthesized.stack("addons"), "helm_release")
+    ours = releases["gpu-finops"]
+    copy = (synthesized.outdir / "stacks" / "addons" / ours["chart"]).resolve()
+    shipped = {
+        p.relative_to(CHART): p.read_bytes() for p in CHART.rglob("*") if p.is_file() and p.name != ".gitkeep"
+    }
+    copied = {p.relative_to(copy): p.read_bytes() for p in copy.rglob("*") if p.is_file()}
+    assert copied == shipped
+    assert "helm_release.gpu-finops" in releases["prometheus"]["depends_on"]
+    assert "helm_release.gpu-finops" in releases["dcgm-exporter"]["depends_on"]
+    sets = {s["name"]: s["value"] for s in ours["set"]}
+    assert set(sets) == {"collector.image.repository", "collector.image.tag", "collector.store"}
+    assert "aws_ecr_repository" in sets["collector.image.repository"]
+    assert sets["collector.store"].startswith("dynamodb:${")
+
+
 def test_versions_are_pinned_and_kueue_comes_from_the_release_registry(synthesized):
     releases = resources(synthesized.stack("addons"), "helm_release")
     v = Versions()
@@ -191,7 +212,7 @@ def test_interruption_queue_and_rules(synthesized):
 
 
 def test_csv_shipped_to_the_exporter_exports_sm_active(synthesized):
-    (cm,) = synthesized.chart_docs("dcgm.yaml")
+    (cm,) = [d for d in synthesized.product_chart_docs() if d["metadata"]["name"] == "dcgm-metrics"]
     fields = exported_fields(cm["data"]["gpu-finops.csv"])
     assert dcgm.SM_ACTIVE in fields and set(dcgm.COLLECTED) <= fields
     values = json.dumps(resources(synthesized.stack("addons"), "helm_release")["dcgm-exporter"]["values"])
@@ -284,15 +305,15 @@ def test_the_focus_export_bucket_is_ours_versioned_encrypted_private_and_expires
 
 
 def test_the_collector_records_holdings_and_may_read_what_they_need_only(synthesized):
-    """`--holdings kube` as the collector's own parser reads it, and a ClusterRole bound to its
-    ServiceAccount that may get/list/watch nodes, pods, namespaces, Jobs and Kueue LocalQueues, and nothing
-    more."""
+    """The stack installs the product chart: `--holdings kube` as the collector's own parser reads it, and
+    a ClusterRole bound to its ServiceAccount (the name EKS Pod Identity binds) that may list nodes, pods,
+    namespaces, Jobs and Kueue LocalQueues, and nothing more (the collector only lists)."""
     import argparse
 
     from facts.names import COLLECTOR
     from finops.cli_collect import add_arguments
 
-    docs = {d["kind"]: d for d in synthesized.chart_docs("collector.yaml")}
+    docs = {d["kind"]: d for d in synthesized.product_chart_docs()}
     pod = docs["Deployment"]["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     parser = argparse.ArgumentParser()
@@ -309,7 +330,7 @@ def test_the_collector_records_holdings_and_may_read_what_they_need_only(synthes
         for resource in rule["resources"]
         for verb in rule["verbs"]
     }
-    read = ("get", "list", "watch")
+    read = ("list",)
     wanted = [
         ("", "nodes"),
         ("", "pods"),

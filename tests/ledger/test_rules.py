@@ -84,10 +84,18 @@ def test_promtool_rule_unit_tests(test_file: Path):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_the_addons_prometheus_loads_the_committed_rules():
-    from infra.objects.monitoring import prometheus_values
+def test_the_addons_prometheus_loads_the_committed_rules_from_the_charts_configmap():
+    """The stack's Prometheus mounts the gpu-finops chart's rules ConfigMap and lists its files; the chart's
+    copy is this file (tests/infra/test_product_chart.py renders it)."""
+    from infra.chart_files import RECORDING_RULES
+    from infra.objects.monitoring import RULES_CONFIGMAP, RULES_MOUNT, prometheus_values
 
-    assert prometheus_values()["serverFiles"]["recording_rules.yml"] == rules.load()
+    values = prometheus_values()
+    (mount,) = values["server"]["extraConfigmapMounts"]
+    assert (mount["configMap"], mount["mountPath"]) == (RULES_CONFIGMAP, RULES_MOUNT)
+    assert f"{RULES_MOUNT}/*.yaml" in values["serverFiles"]["prometheus.yml"]["rule_files"]
+    assert "recording_rules.yml" not in values["serverFiles"]  # one source: the chart's ConfigMap
+    assert RECORDING_RULES.read_text() == rules.RULES_PATH.read_text() == rules.render()
 
 
 def test_kube_state_metrics_allowlists_the_labels_the_rules_read_on_aws_and_locally():

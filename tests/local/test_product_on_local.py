@@ -1,0 +1,198 @@
+"""The product on the local target as a newcomer meets it after `make local-up` (issue 25, items 1 and 6):
+the gpu-finops chart installed with `helm install`, the collector running with the chart's args as the chart's
+ServiceAccount and writing records, the local Prometheus loading the rule files of the chart's ConfigMap and
+evaluating them, and `gpus`, `ledger ladder`, `diagnose --all` and `cost report` each answering with exit 0.
+
+The fleet: one kwok node of a catalog GPU type (the simulated device plugin advertises its card), one pod
+holding its card with the resident-model profile (held, SM_ACTIVE low)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+from facts.kube_keys import GPU_RESOURCE
+from facts.names import COLLECTOR, MONITORING_NS
+from harness.waits import eventually
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.local, pytest.mark.slow, pytest.mark.timeout(900)]
+
+NODE, NS, POD = "chart-gpu-0", "chart-live", "resident-0"
+ITYPE = "g6e.xlarge"
+RULES_EVALUATED = 240.0  # the ledger's group runs every 1m; two evaluations after the node is seen
+FIRST_RECORD = 240.0  # the collector's 60 s grid: the interval the node was listed in, once complete
+
+
+def prom_query(url: str, expr: str) -> list[dict]:
+    q = urllib.parse.urlencode({"query": expr})
+    with urllib.request.urlopen(f"{url}/api/v1/query?{q}", timeout=10) as r:
+        return json.loads(r.read())["data"]["result"]
+
+
+def prom_rules(url: str) -> list[dict]:
+    with urllib.request.urlopen(f"{url}/api/v1/rules", timeout=10) as r:
+        return json.loads(r.read())["data"]["groups"]
+
+
+@pytest.fixture(scope="module")
+def fleet(local_cluster):
+    kube = local_cluster.kube()
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": NODE,
+            "annotations": {"kwok.x-k8s.io/node": "fake"},
+            "labels": {
+                "kubernetes.io/hostname": NODE,
+                "node.kubernetes.io/instance-type": ITYPE,
+                "type": "kwok",
+            },
+        },
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": POD,
+            "namespace": NS,
+            "annotations": {"gpu-finops.io/gpu-profile": "resident-model"},
+        },
+        "spec": {
+            "nodeName": NODE,
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "main", "image": "fake", "resources": {"limits": {GPU_RESOURCE: "1"}}}],
+        },
+    }
+    kube.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}, node])
+    eventually(
+        lambda: (kube.core.read_node(NODE).status.allocatable or {}).get(GPU_RESOURCE),
+        lambda n: n == "1",
+        timeout=120,
+        what=f"{NODE} advertising one {GPU_RESOURCE}",
+    )
+    kube.apply([pod])
+    yield local_cluster
+    kube.core.delete_namespace(NS)
+    kube.core.delete_node(NODE)
+
+
+def env_of(cluster) -> dict[str, str]:
+    from local.cluster import product
+
+    env = dict(os.environ)
+    for line in product.exports(cluster).splitlines():
+        key, _, value = line.removeprefix("export ").partition("=")
+        env[key] = value
+    return {**env, "COLUMNS": "160"}
+
+
+def cli(cluster, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gpu_finops.cli", *args],
+        capture_output=True, text=True, timeout=180, env=env_of(cluster), cwd=ROOT,
+    )  # fmt: skip
+
+
+def test_the_chart_is_installed_by_helm_with_its_rules_configmap(local_cluster):
+    from local.charts import product_chart
+
+    out = product_chart.helm(
+        ["status", product_chart.RELEASE, "-n", MONITORING_NS, "-o", "json"],
+        local_cluster.run_dir / "helm",
+        kubeconfig=local_cluster.kubeconfig,
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["info"]["status"] == "deployed"
+    cm = local_cluster.kube().core.read_namespaced_config_map(f"{product_chart.RELEASE}-rules", MONITORING_NS)
+    assert set(cm.data) == {"recording-rules.yaml", "alerts.yaml"}
+
+
+def test_prometheus_loads_every_group_of_the_charts_rules(local_cluster):
+    from infra.chart_files import CHART
+    from local.cluster import product
+
+    groups = {g["name"]: g for g in prom_rules(product.prometheus_url())}
+    wanted = [g["name"] for f in ("recording-rules.yaml", "alerts.yaml")
+              for g in yaml.safe_load((CHART / "files" / f).read_text())["groups"]]  # fmt: skip
+    assert sorted(groups) == sorted(wanted)
+    assert all(str(local_cluster.run_dir) in g["file"] for g in groups.values())
+
+
+def test_the_rules_evaluate_over_the_simulated_fleet(fleet):
+    from ledger.rules import INSTALLED
+    from local.cluster import product
+
+    url = product.prometheus_url()
+    seen = eventually(
+        lambda: prom_query(url, INSTALLED),
+        lambda r: bool(r) and float(r[0]["value"][1]) >= 1,
+        timeout=RULES_EVALUATED,
+        interval=5,
+        what=f"{INSTALLED} >= 1 in the local Prometheus",
+    )
+    assert float(seen[0]["value"][1]) >= 1
+    bad = [r["name"] for g in prom_rules(url) for r in g["rules"] if r.get("health") == "err"]
+    assert bad == [], f"rules failing to evaluate: {bad}"
+
+
+def test_the_collector_runs_as_the_charts_serviceaccount_and_writes_records(fleet):
+    from kubernetes.client.exceptions import ApiException
+
+    from clients.kube import Kube
+    from finops.store import open_store
+    from local.cluster import product
+
+    store = product.store_path(fleet)
+    records = eventually(
+        lambda: [r for r in open_store(f"sqlite:{store}", read_only=True).records() if r.ResourceName == NODE]
+        if store.exists() else [],
+        lambda rs: bool(rs),
+        timeout=FIRST_RECORD,
+        interval=5,
+        what=f"a cost record for {NODE} in {store}",
+    )  # fmt: skip
+    assert records[0].EffectiveCost > 0
+    as_collector = Kube.from_kubeconfig(str(fleet.run_dir / "collector.kubeconfig"))
+    assert as_collector.core.list_node().items  # its ClusterRole: list nodes
+    with pytest.raises(ApiException) as denied:
+        as_collector.core.list_secret_for_all_namespaces()
+    assert denied.value.status == 403, f"{COLLECTOR} may list secrets: its ClusterRole is not least privilege"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("gpus",),
+        ("ledger", "ladder"),
+        ("diagnose", "--all"),
+        ("cost", "report", "--png", "{tmp}/cost.png"),
+    ],
+    ids=["gpus", "ledger-ladder", "diagnose-all", "cost-report"],
+)
+def test_each_product_command_answers_against_local_up(fleet, argv, tmp_path):
+    if argv[0] == "cost":  # the store holds a record once the collector's first interval closed
+        test_the_collector_runs_as_the_charts_serviceaccount_and_writes_records(fleet)
+    result = cli(fleet, *(a.replace("{tmp}", str(tmp_path)) for a in argv))
+    assert result.returncode == 0, (
+        f"{' '.join(argv)}: exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+    )
+    assert result.stdout.strip(), f"{' '.join(argv)} printed nothing"
+
+
+def test_local_env_prints_the_exports_the_commands_read(local_cluster):
+    from local.cluster import product
+
+    result = cli(local_cluster, "local", "env")
+    assert result.returncode == 0, result.stderr
+    assert f"export PROMETHEUS_URL={product.prometheus_url()}" in result.stdout
+    assert f"export KUBECONFIG={local_cluster.kubeconfig}" in result.stdout
