@@ -23,11 +23,23 @@ PIN = re.compile(r"^(?P<name>[A-Za-z0-9_.-]+)(?:\[[^\]]*\])?==(?P<version>[^\s;\
 
 
 def declared(pyproject: str, extras: tuple[str, ...]) -> list[Requirement]:
+    """The requirements of the project with these extras; an extra naming the project itself
+    (`gpu-finops[infra,acts]`) stands for those extras' requirements, as pip and uv resolve it."""
     project = tomllib.loads(pyproject)["project"]
-    reqs = list(project["dependencies"])
-    for extra in extras:
-        reqs += project["optional-dependencies"][extra]
-    return [Requirement(r) for r in reqs]
+    own = canonicalize_name(project["name"])
+    reqs = [Requirement(r) for r in project["dependencies"]]
+    pending, seen = list(extras), set()
+    while pending:
+        extra = pending.pop()
+        if extra in seen:
+            continue
+        seen.add(extra)
+        for req in map(Requirement, project["optional-dependencies"][extra]):
+            if canonicalize_name(req.name) == own:
+                pending += sorted(req.extras)
+            else:
+                reqs.append(req)
+    return reqs
 
 
 def pinned(lock: str) -> dict[str, str]:
