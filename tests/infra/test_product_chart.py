@@ -167,9 +167,11 @@ def test_each_dashboard_file_becomes_a_configmap_for_the_sidecar(tmp_path, work)
     board = {"title": "t", "panels": [{"type": "timeseries", "targets": [{"expr": "up"}]}]}
     (chart / "files" / "dashboards" / "Idle_Dollars.json").write_text(json.dumps(board))
     docs = kinds(product_chart.template(work=work / "d", chart=chart))
-    (cm,) = [c for c in docs["ConfigMap"] if "dashboard" in c["metadata"]["name"]]
-    assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
-    assert cm["metadata"]["name"] == "gpu-finops-dashboard-idle-dollars"
+    boards = {c["metadata"]["name"]: c for c in docs["ConfigMap"] if "dashboard" in c["metadata"]["name"]}
+    shipped = sorted(p.name for p in (chart_files.CHART / "files" / "dashboards").glob("*.json"))
+    assert len(boards) == len(shipped) + 1, (sorted(boards), shipped)  # one ConfigMap per file, ours too
+    assert all(c["metadata"]["labels"]["grafana_dashboard"] == "1" for c in boards.values())
+    cm = boards["gpu-finops-dashboard-idle-dollars"]
     assert json.loads(cm["data"]["Idle_Dollars.json"]) == board
     (chart / "files" / "dashboards" / "broken.json").write_text("{not json")
     with pytest.raises(ValidationError, match="broken.json|invalid character|json"):
