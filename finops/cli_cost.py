@@ -22,7 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     report = sub.add_parser("report", help="per-node table, JSON and a PNG chart")
     add_store_argument(report)
     add_window_arguments(report)
-    report.add_argument("--png", type=Path, default=Path("reports/cost.png"), help="chart path")
+    report.add_argument(
+        "--png", type=arguments.suffixed(".png"), default=Path("reports/cost.png"), help="chart path (.png)"
+    )
     report.add_argument("--json", type=Path, default=None, help="also write the per-node summary as JSON")
     report.add_argument(
         "--parquet",

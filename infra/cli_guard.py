@@ -7,7 +7,6 @@ import argparse
 import json
 import os
 import textwrap
-from datetime import datetime
 from pathlib import Path
 
 from facts import arguments, timeouts
@@ -98,7 +97,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     est.add_argument("--json", type=Path, default=None, help="also write the estimate as JSON")
     est.add_argument(
         "--start",
-        type=datetime.fromisoformat,
+        type=arguments.aware_time,  # a zone required, extreme years refused (red-team F14)
         default=None,
         help="when the run starts, ISO 8601 with a zone (default: now); prices the EKS control plane "
         "by the version's support window on that day",
