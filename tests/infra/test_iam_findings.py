@@ -211,6 +211,7 @@ def test_5_the_boundary_has_no_finding():
 )  # fmt: skip
 def test_5_the_checker_catches_a_boundary_open_on_ec2_autoscaling_or_elb(stmt, why):
     assert why in boundary_findings({"Statement": [stmt]})
-    scoped = {**stmt, "Condition": {"StringEquals": {f"aws:ResourceTag/{TAG_PROJECT}": C.project},
+    scoped = {**stmt, "Condition": {"StringEquals": {f"aws:ResourceTag/{TAG_PROJECT}": C.project,
+                                                     f"aws:ResourceTag/{TAG_CLUSTER}": C.cluster_name},
                                     "ForAllValues:StringEquals": {"aws:TagKeys": ["Name"]}}}  # fmt: skip
     assert boundary_findings({"Statement": [scoped]}) == []

@@ -227,3 +227,41 @@ def test_the_role_adds_only_the_discovery_tag_to_the_group_eks_made_for_our_clus
     # any group the integrations' forgeable tags name is not it
     forged = {f"aws:ResourceTag/kubernetes.io/cluster/{C.cluster_name}": "owned"}
     assert not allowed(ROLE, "ec2:CreateTags", sg, **forged, **discovery)
+
+
+# --- the escalation checker knows each class (a near miss passes) ------------------------------------------
+P_TAG, C_TAG = f"aws:ResourceTag/{TAG_PROJECT}", f"aws:ResourceTag/{TAG_CLUSTER}"
+
+
+@pytest.mark.parametrize(
+    "stmt, why",
+    [
+        ({"Sid": "S", "Effect": "Allow", "Action": "ec2:TerminateInstances", "Resource": f"{EC2}:*",
+          "Condition": {"StringEquals": {P_TAG: C.project}}},
+         "S: ec2:TerminateInstances by the project tag alone, which a sibling cluster's resources carry too"),
+        ({"Sid": "S", "Effect": "Allow", "Action": "ec2:DeleteVolume", "Resource": f"{EC2}:*",
+          "Condition": {"StringEquals": {f"aws:ResourceTag/kubernetes.io/cluster/{C.cluster_name}": "owned"}}},
+         f"S: ec2:DeleteVolume by kubernetes.io/cluster/{C.cluster_name}, a tag anyone allowed to tag can set"),
+        ({"Sid": "S", "Effect": "Allow", "Action": "kms:TagResource", "Resource": KEY.replace("k-1", "*"),
+          "Condition": {"StringEquals": {f"aws:RequestTag/{TAG_PROJECT}": C.project}}},
+         f"S: kms:TagResource on ['{KEY.replace('k-1', '*')}'] without an aws:ResourceTag condition"),
+        ({"Sid": "S", "Effect": "Allow", "Action": "fis:StartExperiment", "Resource": TEMPLATE.replace("EXT1", "*")},
+         f"S: fis:StartExperiment on ['{TEMPLATE.replace('EXT1', '*')}'] without an aws:ResourceTag condition"),
+        ({"Sid": "S", "Effect": "Allow", "Action": "ec2:CreateNetworkInterface", "Resource": f"{EC2}:*"},
+         f"S: ec2:CreateNetworkInterface into any subnet ({EC2}:*)"),
+    ],
+)  # fmt: skip
+def test_the_checker_names_each_red_team_class_and_passes_its_fix(stmt, why):
+    from infra.iam_escalation import boundary_findings
+
+    assert why in boundary_findings({"Statement": [stmt]})
+    fixed = {**stmt, "Condition": {"StringEquals": {P_TAG: C.project, C_TAG: C.cluster_name}}}
+    assert boundary_findings({"Statement": [fixed]}) == []
+
+
+def test_our_policies_and_boundary_have_none_of_these_findings():
+    from infra.ci_policies import boundary_arn
+    from infra.iam_escalation import boundary_findings, policy_findings
+
+    assert boundary_findings(BOUNDARY[0]) == []
+    assert policy_findings(ROLE, boundary=boundary_arn(C, ACCOUNT), our_policies=[]) == []
