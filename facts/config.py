@@ -257,6 +257,8 @@ def load_config(path: str | Path | None = None) -> Config:
         raise ConfigError(FILE, f"{path} (named by {source}) does not exist")
     if not path.exists():
         return Config().validate()
+    if path.is_dir():
+        raise ConfigError(FILE, "is a directory; name a YAML file", str(path))
     try:
         if path.is_file():
             config_yaml.check_size(path.stat().st_size, str(path))  # before reading a byte
