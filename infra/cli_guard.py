@@ -12,6 +12,7 @@ from pathlib import Path
 from facts import arguments, timeouts
 from facts.config import load_config
 from facts.errors import CONTRACT, CheckFailed, UsageError
+from facts.private_files import write_private
 from infra.guard import (
     DEFAULT_MAX_HOURS,
     DEFAULT_TEARDOWN_RESERVE_MINUTES,
@@ -169,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     print(render(e), flush=True)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(e.to_dict(), indent=2))
+        write_private(args.json, json.dumps(e.to_dict(), indent=2).encode())  # never a FIFO (red-team F17)
     if not e.within_budget:
         raise CheckFailed(
             f"cost guard: refusing to start: the ceiling ${e.usd:.2f} is over the budget "

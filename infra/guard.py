@@ -25,6 +25,7 @@ from pathlib import Path
 from facts import timeouts
 from facts.config import Config
 from facts.errors import EXIT_FALSE, UsageError
+from facts.private_files import read_regular, write_private
 from infra import process_group
 from infra.eks_support import UnsupportedVersion, control_plane_price
 
@@ -242,14 +243,14 @@ class Deadline:
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.__dict__))
+        write_private(path, json.dumps(self.__dict__).encode())  # never a FIFO or a symlink (red-team F17)
 
     @classmethod
     def read(cls, path: Path) -> Deadline:
         """The deadline `guard estimate` wrote; GuardError (exit 2, one line naming the file) otherwise."""
         again = f"write it again with `gpu-finops guard estimate --deadline-file {path}`"
         try:
-            text = path.read_text()
+            text = read_regular(path, 64 * 1024).decode()  # a FIFO would block the nightly (red-team F9)
         except FileNotFoundError:
             raise GuardError(
                 f"no deadline file at {path}: run `gpu-finops guard estimate --deadline-file {path}` first"

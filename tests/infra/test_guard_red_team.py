@@ -98,3 +98,14 @@ def test_a_sensible_deadline_still_runs(tmp_path):
     Deadline.start(3, 30).write(path)
     assert main(["guard", "run", "--deadline-file", str(path), "--", "true"]) == 0
     time.sleep(0)  # nothing left behind, nothing said
+
+
+def test_a_fifo_as_the_deadline_file_or_the_json_is_refused_not_waited_on(tmp_path, capsys):
+    """A variant of F9/F17 the red team did not try: the guard's own files."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    assert main(["guard", "run", "--deadline-file", str(fifo), "--", "true"]) == 2
+    assert "a FIFO, not a regular file" in capsys.readouterr().err
+    for flag in ("--deadline-file", "--json"):
+        assert main(["guard", "estimate", "--rates", "catalog", flag, str(fifo)]) == 2
+        assert "a FIFO, not a regular file" in capsys.readouterr().err
