@@ -85,6 +85,10 @@ def writable_file(text: str) -> Path:
     path = Path(text)
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} is a directory; name a file")
+    if path.is_symlink() or (path.exists() and not path.is_file()):  # private files are neither (F17, F18)
+        raise argparse.ArgumentTypeError(
+            f"{text} is a symlink, FIFO or device, not a regular file; name a file"
+        )
     parent = next((p for p in (path.parent, *path.parent.parents) if p.exists()), Path("."))
     if not parent.is_dir():
         raise argparse.ArgumentTypeError(f"cannot create {text}: {parent} is not a directory")

@@ -61,3 +61,17 @@ def test_a_nul_in_an_s3_key_is_a_usage_error_naming_it(tmp_path):
 
     with pytest.raises(UsageError, match=r"s3://b/'exports/a\\x00b': an object key holding a NUL byte"):
         relative_key("b", "exports/a\0b", "exports", tmp_path)
+
+
+@pytest.mark.parametrize("flag", ["--journal", "--report"])
+def test_teardown_refuses_a_fifo_journal_or_report_before_anything(
+    flag, inputs, capsys, monkeypatch, request
+):
+    """A variant the red team did not try: refused at the argument, before the first AWS call, not after the
+    deletions when the report is written."""
+    import os
+
+    os.mkfifo(f"{inputs['tmp']}/fifo")
+    case = Case(("teardown", "destroy", flag, "{tmp}/fifo"), 2, "{tmp}/fifo is a symlink, FIFO or device",
+                env=AWS_UNREACHABLE)  # fmt: skip
+    check(case, inputs, capsys, monkeypatch, request)
