@@ -69,7 +69,8 @@ class PrometheusClient:
             raise _Transient(str(getattr(exc, "reason", exc))) from exc
         try:
             body = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):  # JSONDecodeError is a ValueError
+        except (ValueError, UnicodeDecodeError, RecursionError):  # JSONDecodeError is a ValueError;
+            # RecursionError: JSON nested thousands deep (red-team F14), which no Prometheus answers
             text = raw[:80].decode(errors="replace")
             raise PrometheusQueryError(
                 f"Prometheus at {self.url} answered {path} with something that is not JSON "

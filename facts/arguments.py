@@ -85,6 +85,10 @@ def writable_file(text: str) -> Path:
     path = Path(text)
     if path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} is a directory; name a file")
+    if path.is_symlink() or (path.exists() and not path.is_file()):  # private files are neither (F17, F18)
+        raise argparse.ArgumentTypeError(
+            f"{text} is a symlink, FIFO or device, not a regular file; name a file"
+        )
     parent = next((p for p in (path.parent, *path.parent.parents) if p.exists()), Path("."))
     if not parent.is_dir():
         raise argparse.ArgumentTypeError(f"cannot create {text}: {parent} is not a directory")
@@ -106,6 +110,10 @@ def region(text: str) -> str:
     return text
 
 
+# Times a window can start or end at: later arithmetic (a day, a month on) stays inside datetime's range.
+TIME_YEARS = (1970, 9998)
+
+
 def aware_time(text: str) -> datetime:
     """An ISO 8601 time with its zone (`Z` or an offset), as an aware datetime in UTC: a time without a
     zone is refused, since the cost table's times are UTC and a local reading would shift the window."""
@@ -113,13 +121,21 @@ def aware_time(text: str) -> datetime:
         value = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         value = None
-    if value is None or value.tzinfo is None:
-        why = "without a zone" if value is not None else "not an ISO 8601 time"
+    try:  # year 1 with a positive offset, or 9999 with a negative one, is no UTC time (red-team F14)
+        utc = value.astimezone(UTC) if value is not None and value.tzinfo is not None else None
+    except OverflowError:
+        utc = None
+    if value is None or value.tzinfo is None or utc is None or not TIME_YEARS[0] <= utc.year <= TIME_YEARS[1]:
+        why = (
+            "not an ISO 8601 time" if value is None
+            else "without a zone" if value.tzinfo is None
+            else f"outside the years {TIME_YEARS[0]}-{TIME_YEARS[1]}"
+        )  # fmt: skip
         raise argparse.ArgumentTypeError(
             f"expected an ISO 8601 time with a zone, like 2026-11-01T00:00:00Z or 2026-11-01T03:00:00+05:00, "
             f"got {text[:80]!r} ({why})"
         )
-    return value.astimezone(UTC)
+    return utc
 
 
 def calendar_month(text: str) -> str:
@@ -148,3 +164,15 @@ def http_url(text: str) -> str:
             f"expected an http(s) URL like http://127.0.0.1:9090, got {text[:80]!r}"
         )
     return text
+
+
+def suffixed(suffix: str) -> Callable:
+    """A path ending in `suffix` (a chart's format follows its name: `--png out.txt` is refused, red-team F14)."""
+
+    def parse(text: str) -> Path:
+        if not text.lower().endswith(suffix):
+            raise argparse.ArgumentTypeError(f"expected a path ending in {suffix}, got {text[:80]!r}")
+        return Path(text)
+
+    parse.__name__ = f"{suffix} path"
+    return parse

@@ -45,7 +45,8 @@ from facts.config_types import (
     RetentionDays,
     Version,
 )
-from facts.errors import FILE, ConfigError, shown
+from facts.errors import FILE, ConfigError, excerpt, shown
+from facts.private_files import NotAPrivateFile, TooLarge, read_regular
 
 DEFAULT_FILE = Path(__file__).with_name("config.yaml")
 CONFIG_ENV = "GPU_FINOPS_CONFIG"  # a config file used instead of the default (the nightly writes one)
@@ -214,13 +215,14 @@ def _known_keys(loc: tuple) -> list[str]:
 def _config_error(error: dict[str, Any]) -> ConfigError:
     """One pydantic error as the ConfigError naming the key ("tenants.gpu_quota") and the item."""
     loc = tuple(error["loc"])
-    key = ".".join(str(p) for p in loc if not isinstance(p, int)) or "<root>"
+    # a key is the file's text: cut short like any value (red-team F16: a 1 MB unknown key, echoed whole)
+    key = excerpt(".".join(str(p) for p in loc if not isinstance(p, int)), 80) or "<root>"
     items = [p for p in loc if isinstance(p, int)]
     item = f" (item {items[0] + 1} of {key.split('.')[0]})" if items else ""
     found, kind, ctx = error.get("input"), error["type"], error.get("ctx") or {}
     if kind == "unexpected_keyword_argument":
         known = _known_keys(loc)
-        close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+        close = difflib.get_close_matches(str(loc[-1])[:200], known, n=1)
         hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(sorted(known))}"
         return ConfigError(key, f"not a known key{item}; {hint}")
     if kind == "missing":
@@ -255,10 +257,20 @@ def load_config(path: str | Path | None = None) -> Config:
         raise ConfigError(FILE, f"{path} (named by {source}) does not exist")
     if not path.exists():
         return Config().validate()
+    if path.is_dir():
+        raise ConfigError(FILE, "is a directory; name a YAML file", str(path))
     try:
         if path.is_file():
             config_yaml.check_size(path.stat().st_size, str(path))  # before reading a byte
-        text = path.read_text(encoding="utf-8")
+        # never blocking on a FIFO nor reading /dev/zero without end (red-team F10): regular files only,
+        # read no further than the size limit (a file that grew since)
+        raw = read_regular(path, config_yaml.MAX_CONFIG_BYTES)
+        text = raw.decode("utf-8")
+    except TooLarge:
+        raise ConfigError(FILE, f"is more than the {config_yaml.MAX_CONFIG_BYTES} bytes a config may be; is "
+                          "it the right file?", str(path)) from None  # fmt: skip
+    except NotAPrivateFile as exc:
+        raise ConfigError(FILE, f"{exc.strerror}; name a YAML file", str(path)) from None
     except IsADirectoryError:
         raise ConfigError(FILE, "is a directory; name a YAML file", str(path)) from None
     except UnicodeDecodeError as exc:

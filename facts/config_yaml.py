@@ -55,18 +55,23 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     """SafeLoader that refuses a mapping key given twice, naming both lines."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Any, int] = {}
+        seen: dict[Any, tuple[int, int]] = {}
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=True)
-            line = key_node.start_mark.line + 1
+            at = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
             try:
-                first = seen.setdefault(key, line)
+                first = seen.setdefault(key, at)
             except TypeError:  # an unhashable key: the base class says so with its own error
                 break
-            if first != line:
+            if first != at:  # by place, not by line: `{a: 1, a: 2}` is one line (red-team F8)
+                where = (
+                    f"on line {first[0]} and line {at[0]}"
+                    if first[0] != at[0]
+                    else f"twice on line {at[0]} (columns {first[1]} and {at[1]})"
+                )
                 raise ConfigError(
                     excerpt(str(key), 60),
-                    f"given twice, on line {first} and line {line}; keep one (YAML would silently take the last)",
+                    f"given twice, {where.removeprefix('twice ')}; keep one (YAML would silently take the last)",
                 )
         return super().construct_mapping(node, deep=deep)
 

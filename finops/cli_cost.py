@@ -10,6 +10,7 @@ from pathlib import Path
 from clients.terminal import console as wide_console
 from facts import arguments
 from facts.errors import CheckFailed
+from facts.private_files import write_private
 from finops.cli_common import add_store_argument, add_window_arguments
 from finops.cli_export import add_export_parser, run_export
 from finops.cost_report import chart, summarize, table
@@ -21,7 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     report = sub.add_parser("report", help="per-node table, JSON and a PNG chart")
     add_store_argument(report)
     add_window_arguments(report)
-    report.add_argument("--png", type=Path, default=Path("reports/cost.png"), help="chart path")
+    report.add_argument(
+        "--png", type=arguments.suffixed(".png"), default=Path("reports/cost.png"), help="chart path (.png)"
+    )
     report.add_argument("--json", type=Path, default=None, help="also write the per-node summary as JSON")
     report.add_argument(
         "--parquet",
@@ -63,11 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         report = [s.__dict__ | {"idle_share": s.idle_share} for s in summaries]
-        args.json.write_text(
-            json.dumps(
-                report if tenants is None else {"nodes": report, "tenants": [t.to_dict() for t in tenants]},
-                indent=2,
-            )
-        )
+        doc = report if tenants is None else {"nodes": report, "tenants": [t.to_dict() for t in tenants]}
+        write_private(args.json, json.dumps(doc, indent=2).encode())  # spend by node and tenant: 0600
         console.print(f"json: {args.json}")
     return 0

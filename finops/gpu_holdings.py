@@ -28,6 +28,7 @@ from facts.kube_keys import (
     LABEL_TENANT,
     SHARED_GPU_RESOURCE,
 )
+from facts.private_files import write_private
 
 TENANT_LABEL, QUEUE_LABEL, REPLICAS_LABEL = LABEL_TENANT, LABEL_QUEUE_NAME, LABEL_GPU_REPLICAS
 KUEUE = (KUEUE_GROUP, KUEUE_VERSION)
@@ -214,7 +215,8 @@ def read_holdings_file(path: str | Path) -> list[GpuHolding]:
 
 
 def write_holdings_file(holdings: list[GpuHolding], path: str | Path) -> None:
-    Path(path).write_text(json.dumps([h.to_dict() for h in holdings], indent=1))
+    # who holds which GPU, by pod and tenant: ours alone (0600 from creation, never through a symlink)
+    write_private(Path(path), json.dumps([h.to_dict() for h in holdings], indent=1).encode())
 
 
 def pod_resources_devices(body: dict[str, Any]) -> dict[tuple[str, str], tuple[str, ...]]:

@@ -9,7 +9,9 @@ itself, so a record and its holdings are one put and the table's keys are unchan
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from decimal import Decimal
@@ -18,7 +20,7 @@ from typing import Any, Protocol
 
 from facts import timestamps
 from facts.errors import UsageError, excerpt
-from facts.private_files import create_private
+from facts.private_files import create_private, refuse_unless_regular
 from finops.holdings_record import IntervalHoldings
 from finops.records import COLUMNS, KEY, CostRecord
 
@@ -82,6 +84,7 @@ class SqliteCostStore:
             return
         try:
             if self.path != ":memory:":
+                refuse_unless_regular(Path(self.path))  # never through a symlink, never a FIFO (F18)
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
                 # sqlite3 would create it with the umask's mode (world-readable); a 0600 empty file is
                 # an empty database, and SQLite gives its journal and WAL files the same mode.
@@ -205,6 +208,37 @@ class SqliteCostStore:
         self.db.close()
 
 
+def _is_wal(path: Path) -> bool:
+    """SQLite's header says WAL mode (read and write versions 2, bytes 18-19)."""
+    with path.open("rb") as f:
+        head = f.read(20)
+    return len(head) == 20 and head.startswith(b"SQLite format 3\0") and head[18:20] == b"\x02\x02"
+
+
+def _connect_without_writing(path: Path) -> sqlite3.Connection:
+    """A connection that writes nothing beside the store (red-team F19). `mode=ro` alone still creates a
+    WAL store's `-wal` and `-shm` files. So a WAL store with no `-wal` (nothing uncommitted) opens
+    `immutable` (no locks, no shared memory); one with both opens `mode=ro` (nothing to create); one with a
+    `-wal` and no `-shm` is copied, with its `-wal`, into a temporary folder and read into memory from there."""
+    uri = path.resolve().as_uri()
+    wal, shm = (Path(f"{path}{suffix}") for suffix in ("-wal", "-shm"))
+    if not _is_wal(path) or (wal.exists() and shm.exists()):
+        return sqlite3.connect(f"{uri}?mode=ro", uri=True)
+    if not wal.exists():
+        return sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True)
+    with tempfile.TemporaryDirectory(prefix="gpu-finops-store-") as tmp:
+        copy = Path(tmp) / "store.db"
+        shutil.copyfile(path, copy)
+        shutil.copyfile(wal, f"{copy}-wal")
+        src = sqlite3.connect(copy)
+        try:
+            mem = sqlite3.connect(":memory:")
+            src.backup(mem)
+        finally:
+            src.close()
+    return mem
+
+
 def _open_read_only(path: str) -> sqlite3.Connection:
     """A cost store opened for reading only (`mode=ro`: SQLite itself refuses every write, and creates
     nothing): a missing file, a file that is not SQLite, and another program's SQLite file (no
@@ -216,7 +250,7 @@ def _open_read_only(path: str) -> sqlite3.Connection:
             "or run `gpu-finops collect` first"
         )
     try:
-        db = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
+        db = _connect_without_writing(Path(path))
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     except sqlite3.Error as exc:
         raise UsageError(

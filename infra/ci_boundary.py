@@ -5,12 +5,14 @@ allow. The nightly role writes the inline policies of the roles it creates, so t
 make sure no such role can touch what is not ours, whatever policy it is given. So it allows what the
 roles in infra/cluster*.py need (the EKS cluster and node managed policies, Karpenter's controller policy,
 FIS's spot interruption, the collector), in our region, and no more:
-- EC2, Auto Scaling and ELB reads on `*`; EC2 creates (launching, templates, the VPC CNI's interfaces),
-  tagging only while creating or on what already carries our cluster's tag, with only the keys the
-  callers set; and every change or deletion of what exists only on what carries our cluster's, the
-  VPC CNI's or the project's tag (`aws:ResourceTag`). No Auto Scaling or ELB write: nothing of ours
-  manages groups (EKS's service-linked role does) or load balancers (no Service of type LoadBalancer).
-- our queue, our table, keys tagged ours; and in IAM only Karpenter's instance profiles under its path
+- EC2, Auto Scaling and ELB reads on `*`; EC2 creates (launching, templates, the VPC CNI's interfaces)
+  only into subnets that carry both our tags (red-team F7: not into any subnet), tagging only while
+  creating or on what already carries our cluster's tag, with only the keys the callers set; and every
+  change or deletion of what exists only on what carries both our tags (project *and* cluster: a
+  sibling `<cluster>-b` shares the project tag, red-team F3), or, for an interface only, the VPC CNI's
+  cluster tag. No Auto Scaling or ELB write: nothing of ours manages groups (EKS's service-linked role
+  does) or load balancers (no Service of type LoadBalancer).
+- our queue, our table, keys carrying both our tags; and in IAM only Karpenter's instance profiles under its path
   for this cluster and passing our Karpenter node role to EC2. No other IAM write and no
   `sts:AssumeRole`, so a role the nightly creates can never create, widen or assume another role.
 tests/infra/test_iam_escalation.py proves it (boundary_findings) and decides the requests.
@@ -21,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from facts.config import Config
-from facts.names import TAG_PROJECT
+from infra.ci_policies import CNI_ENI_TAG, ours
 from infra.iam_policies import karpenter_profile_path
 
 # What the nodes' SSM agent calls (AmazonSSMManagedInstanceCore), nothing that runs commands elsewhere.
@@ -80,17 +82,18 @@ REGIONAL = (
     "ecr:ListImages",
 )
 # EC2 calls that make something new (nothing that exists changes): Karpenter's launches and templates,
-# the VPC CNI's interfaces and the IP addresses it adds to them.
+# the VPC CNI's interfaces. Into a subnet only when it carries both our tags.
 EC2_CREATES = (
     "ec2:RunInstances",
     "ec2:CreateFleet",
     "ec2:CreateLaunchTemplate",
     "ec2:CreateNetworkInterface",
+)
+# What the roles change or delete (Karpenter, the VPC CNI, FIS): only on what carries both our tags (or
+# an interface the VPC CNI's cluster tag). Adding addresses changes an interface that exists.
+EC2_CHANGES = (
     "ec2:AssignPrivateIpAddresses",
     "ec2:AssignIpv6Addresses",
-)
-# What the roles change or delete (Karpenter, the VPC CNI, FIS): only on what carries one of our tags.
-EC2_CHANGES = (
     "ec2:TerminateInstances",
     "ec2:DeleteLaunchTemplate",
     "ec2:AttachNetworkInterface",
@@ -119,14 +122,23 @@ KARPENTER_PROFILE_CHANGES = (
 )
 
 
-def ec2_owner_tags(c: Config) -> list[tuple[str, str]]:
-    """What makes an existing EC2 resource ours for a role under the boundary: Karpenter's and EKS's
-    cluster tag, the VPC CNI's cluster tag on its interfaces, the project tag (what the stacks create)."""
-    return [
-        (f"kubernetes.io/cluster/{c.cluster_name}", "owned"),
-        ("cluster.k8s.amazonaws.com/name", c.cluster_name),
-        (TAG_PROJECT, c.project),
-    ]
+# What the VPC CNI does to its own interfaces (tagged only with its cluster tag, nothing of ours).
+CNI_ENI_CHANGES = (
+    "ec2:AssignPrivateIpAddresses",
+    "ec2:AssignIpv6Addresses",
+    "ec2:AttachNetworkInterface",
+    "ec2:DetachNetworkInterface",
+    "ec2:DeleteNetworkInterface",
+    "ec2:ModifyNetworkInterfaceAttribute",
+    "ec2:UnassignPrivateIpAddresses",
+    "ec2:UnassignIpv6Addresses",
+)
+# Resources a launch creates or uses besides the subnet (each new, or AWS's images, or the groups EKS
+# and our stack made, which Karpenter selects by the discovery tag; attaching one changes nothing in it).
+LAUNCH_USES = (
+    "instance", "volume", "network-interface", "security-group", "launch-template", "fleet",
+    "spot-instances-request", "placement-group", "key-pair",
+)  # fmt: skip
 
 
 def boundary_policy(c: Config, account: str) -> dict[str, Any]:
@@ -134,7 +146,6 @@ def boundary_policy(c: Config, account: str) -> dict[str, Any]:
     in_region = {"StringEquals": {"aws:RequestedRegion": r}}
     ec2 = f"arn:aws:ec2:{r}:{account}:*"
     regional = f"{r}:{account}"
-    owners = ec2_owner_tags(c)
     profiles = f"{iam}:instance-profile{karpenter_profile_path(name, r)}*"
     return {
         "Version": "2012-10-17",
@@ -150,7 +161,15 @@ def boundary_policy(c: Config, account: str) -> dict[str, Any]:
                 "Sid": "Ec2CreatesInOurRegion",
                 "Effect": "Allow",
                 "Action": list(EC2_CREATES),
-                "Resource": [ec2, f"arn:aws:ec2:{r}::image/*", f"arn:aws:ec2:{r}::snapshot/*"],
+                "Resource": [f"arn:aws:ec2:{r}:{account}:{kind}/*" for kind in LAUNCH_USES]
+                + [f"arn:aws:ec2:{r}::image/*", f"arn:aws:ec2:{r}::snapshot/*"],
+            },
+            {
+                "Sid": "Ec2CreatesOnlyInOurSubnets",
+                "Effect": "Allow",
+                "Action": list(EC2_CREATES),
+                "Resource": f"arn:aws:ec2:{r}:{account}:subnet/*",
+                "Condition": {"StringEquals": ours(c)},
             },
             {
                 "Sid": "Ec2TagWhileCreating",
@@ -158,32 +177,43 @@ def boundary_policy(c: Config, account: str) -> dict[str, Any]:
                 "Action": "ec2:CreateTags",
                 "Resource": ec2,
                 "Condition": {
-                    "StringEquals": {"ec2:CreateAction": [a.removeprefix("ec2:") for a in EC2_CREATES[:4]]}
+                    "StringEquals": {"ec2:CreateAction": [a.removeprefix("ec2:") for a in EC2_CREATES]}
                 },
             },
-            *(
-                {
-                    "Sid": f"Ec2RetagWhatIsOurs{i}",
-                    "Effect": "Allow",
-                    "Action": "ec2:CreateTags",
-                    "Resource": ec2,
-                    "Condition": {
-                        "StringEquals": {f"aws:ResourceTag/{key}": value},
-                        "ForAllValues:StringEquals": {"aws:TagKeys": list(RETAG_KEYS)},
-                    },
-                }
-                for i, (key, value) in enumerate(owners[:2], 1)
-            ),
-            *(
-                {
-                    "Sid": f"Ec2ChangeOnlyWhatIsOurs{i}",
-                    "Effect": "Allow",
-                    "Action": list(EC2_CHANGES),
-                    "Resource": ec2,
-                    "Condition": {"StringEquals": {f"aws:ResourceTag/{key}": value}},
-                }
-                for i, (key, value) in enumerate(owners, 1)
-            ),
+            {
+                "Sid": "Ec2RetagWhatIsOurs",
+                "Effect": "Allow",
+                "Action": "ec2:CreateTags",
+                "Resource": ec2,
+                "Condition": {
+                    "StringEquals": ours(c),
+                    "ForAllValues:StringEquals": {"aws:TagKeys": list(RETAG_KEYS)},
+                },
+            },
+            {
+                "Sid": "Ec2RetagTheVpcCnisInterfaces",
+                "Effect": "Allow",
+                "Action": "ec2:CreateTags",
+                "Resource": f"arn:aws:ec2:{r}:{account}:network-interface/*",
+                "Condition": {
+                    "StringEquals": {f"aws:ResourceTag/{CNI_ENI_TAG}": c.cluster_name},
+                    "ForAllValues:StringEquals": {"aws:TagKeys": list(RETAG_KEYS)},
+                },
+            },
+            {
+                "Sid": "Ec2ChangeOnlyWhatIsOurs",
+                "Effect": "Allow",
+                "Action": list(EC2_CHANGES),
+                "Resource": ec2,
+                "Condition": {"StringEquals": ours(c)},
+            },
+            {
+                "Sid": "Ec2ChangeTheVpcCnisInterfaces",
+                "Effect": "Allow",
+                "Action": list(CNI_ENI_CHANGES),
+                "Resource": f"arn:aws:ec2:{r}:{account}:network-interface/*",
+                "Condition": {"StringEquals": {f"aws:ResourceTag/{CNI_ENI_TAG}": c.cluster_name}},
+            },
             {
                 "Sid": "OurQueueAndTable",
                 "Effect": "Allow",
@@ -208,7 +238,7 @@ def boundary_policy(c: Config, account: str) -> dict[str, Any]:
                 "Effect": "Allow",
                 "Action": list(KMS_USE),
                 "Resource": f"arn:aws:kms:{regional}:key/*",
-                "Condition": {"StringEquals": {f"aws:ResourceTag/{TAG_PROJECT}": c.project}},
+                "Condition": {"StringEquals": ours(c)},
             },
             {
                 "Sid": "PricesForKarpenterAndTheCollector",  # the Pricing API lives in us-east-1
@@ -227,7 +257,7 @@ def boundary_policy(c: Config, account: str) -> dict[str, Any]:
                 "Effect": "Allow",
                 "Action": list(KARPENTER_PROFILE_CHANGES),
                 "Resource": profiles,
-                "Condition": {"StringEquals": {f"aws:ResourceTag/{owners[0][0]}": owners[0][1]}},
+                "Condition": {"StringEquals": {f"aws:ResourceTag/kubernetes.io/cluster/{name}": "owned"}},
             },
             {
                 "Sid": "ReadTheStacksInstanceProfile",  # an EC2NodeClass naming it (instanceProfile:)

@@ -9,10 +9,15 @@ Least privilege in three layers (the IAM and services policies are in infra/ci_p
   boundary only when `iam:PermissionsBoundary` is that policy; it may attach only the AWS managed policies
   the stacks use (`iam:PolicyARN`); it may never delete a boundary, change a trust policy, or touch the
   boundary or its own policies.
-- **Destruction only of what is ours**: EC2, KMS and FIS changes and deletions need our tag on the
-  resource (`aws:ResourceTag/...`); EKS, SQS, EventBridge, DynamoDB, Logs, ECR and SSM are scoped to the
-  names the stacks create. `ec2:CreateTags` works only while creating (`ec2:CreateAction`), only with our
-  tag keys (`aws:TagKeys`) and always with the project tag, or on what already carries the project tag.
+- **Destruction only of what is ours**: EC2, KMS and FIS changes and deletions need both our tags on the
+  resource (`ours(c)`: the project tag *and* our cluster's `gpu-finops.io/cluster`, since a sibling
+  cluster `<cluster>-b` shares the project tag); EKS, SQS, EventBridge, DynamoDB, Logs, ECR and SSM are
+  scoped to the names the stacks create. `ec2:CreateTags` works only while creating (`ec2:CreateAction`),
+  only with our tag keys (`aws:TagKeys`) and always with both our tags, or on what already carries both:
+  so the role can put our cluster tag only on what it creates, and a sibling's role (whose requests must
+  carry its own cluster's value) never on anything. The tags the cloud integrations set (`eks:...`,
+  `karpenter.k8s.aws/cluster`, `kubernetes.io/cluster/<c>`), which anyone allowed to tag can set, unlock
+  nothing but the deletion of a VPC-CNI interface (red-team F6).
 """
 
 from __future__ import annotations
@@ -59,15 +64,20 @@ EC2_CREATES = (
 EC2_SCOPED_READS = ("ec2:DescribeVpcAttribute",)
 # Calls that change or delete what exists: allowed only on resources tagged as ours.
 _EC2_SPECIAL = {"ec2:CreateTags", "ec2:DeleteTags", "ec2:RunInstances", "ec2:DescribeSpotPriceHistory"}
-# What Karpenter, EKS and the VPC CNI launch for our cluster carries their tag, not ours: teardown deletes
-# those by these tags (teardown/model.py), so the role may delete them by the same tags.
-CLUSTER_LAUNCHED = (
-    "ec2:TerminateInstances",
-    "ec2:DeleteVolume",
-    "ec2:DeleteLaunchTemplate",
-    "ec2:DeleteNetworkInterface",
-    "ec2:DetachNetworkInterface",
-)
+# What Karpenter launches carries our EC2NodeClass's tags (infra/objects/karpenter.py: both of ours, on
+# instances, volumes, launch templates and primary interfaces), and the system nodes carry system-lt's.
+# Only the VPC CNI's own interfaces carry nothing of ours (`cluster.k8s.amazonaws.com/name`): the role
+# may delete those by that tag, an interface no longer attached (no detach), nothing else (red-team F6).
+CNI_ENI_TAG = "cluster.k8s.amazonaws.com/name"
+# The tag EKS puts on the cluster security group it creates; the `aws:` prefix is AWS's alone to set.
+EKS_CLUSTER_TAG = "aws:eks:cluster-name"
+CLUSTER_LAUNCHED = ("ec2:DeleteNetworkInterface",)
+
+
+def ours(c: Config, kind: str = "aws:ResourceTag") -> dict[str, str]:
+    """Both our tags, as `StringEquals` keys (`aws:ResourceTag/...` or `aws:RequestTag/...`): the project
+    tag alone is shared by every cluster of the project (red-team F3)."""
+    return {f"{kind}/{TAG_PROJECT}": c.project, f"{kind}/{TAG_CLUSTER}": c.cluster_name}
 
 
 def ownership_tags(c: Config) -> list[tuple[str, str]]:
@@ -137,7 +147,7 @@ def _stmt(sid: str, actions: str | list[str], resource: str | list[str], conditi
 def network_policy(c: Config, account: str) -> dict[str, Any]:
     """EC2: read in our region; create only tagged as ours; change or delete only what is tagged ours;
     launch only the configured instance types."""
-    r, project = c.region, c.project
+    r = c.region
     in_region = {"StringEquals": {"aws:RequestedRegion": r}}
     mine = f"arn:aws:ec2:{r}:{account}:*"
     keys = our_tag_keys(c)
@@ -153,7 +163,7 @@ def network_policy(c: Config, account: str) -> dict[str, Any]:
                 "CreateOnlyTaggedAsOurs",
                 cls["create"],
                 mine,
-                {"StringEquals": {f"aws:RequestTag/{TAG_PROJECT}": project}},
+                {"StringEquals": ours(c, "aws:RequestTag")},
             ),
             _stmt(
                 "TagOnlyWhileCreatingWithOurKeys",
@@ -162,7 +172,7 @@ def network_policy(c: Config, account: str) -> dict[str, Any]:
                 {
                     "StringEquals": {
                         "ec2:CreateAction": list(EC2_CREATES),
-                        f"aws:RequestTag/{TAG_PROJECT}": project,
+                        **ours(c, "aws:RequestTag"),
                     },
                     "ForAllValues:StringEquals": {"aws:TagKeys": keys},
                 },
@@ -172,16 +182,30 @@ def network_policy(c: Config, account: str) -> dict[str, Any]:
                 ["ec2:CreateTags", "ec2:DeleteTags"],
                 mine,
                 {
-                    "StringEquals": {f"aws:ResourceTag/{TAG_PROJECT}": project},
-                    "StringEqualsIfExists": {f"aws:RequestTag/{TAG_PROJECT}": project},
+                    "StringEquals": ours(c),
+                    "StringEqualsIfExists": ours(c, "aws:RequestTag"),
                     "ForAllValues:StringEquals": {"aws:TagKeys": keys},
                 },
             ),
+            # The group EKS creates for the cluster carries none of our tags (EKS propagates none), only
+            # EKS's own `aws:eks:cluster-name`, which no caller can set (the `aws:` prefix is reserved):
+            # the stack adds Karpenter's discovery tag to it, that key only (issue 30). No adoption: it never
+            # gets our tags, so nothing else here changes or deletes it.
             _stmt(
-                "NeverUntagTheProject",
+                "TagOnlyTheDiscoveryKeyOnTheGroupEksMadeForOurCluster",
+                ["ec2:CreateTags", "ec2:DeleteTags"],
+                f"arn:aws:ec2:{r}:{account}:security-group/*",
+                {
+                    "StringEquals": {f"aws:ResourceTag/{EKS_CLUSTER_TAG}": c.cluster_name},
+                    "StringEqualsIfExists": {f"aws:RequestTag/{LABEL_DISCOVERY}": c.cluster_name},
+                    "ForAllValues:StringEquals": {"aws:TagKeys": [LABEL_DISCOVERY]},
+                },
+            ),
+            _stmt(
+                "NeverUntagTheProjectOrTheCluster",
                 "ec2:DeleteTags",
                 mine,
-                {"ForAnyValue:StringEquals": {"aws:TagKeys": [TAG_PROJECT]}},
+                {"ForAnyValue:StringEquals": {"aws:TagKeys": [TAG_PROJECT, TAG_CLUSTER]}},
                 effect="Deny",
             ),
             _stmt(
@@ -203,7 +227,7 @@ def network_policy(c: Config, account: str) -> dict[str, Any]:
                 "LaunchOnlyIntoOurSubnetsFromOurTemplates",
                 "ec2:RunInstances",
                 [f"arn:aws:ec2:{r}:{account}:{kind}/*" for kind in ("subnet", "launch-template")],
-                {"StringEquals": {f"aws:ResourceTag/{TAG_PROJECT}": project}},
+                {"StringEquals": ours(c)},
             ),
             _stmt(
                 "LaunchWithWhatTheLaunchCreatesAndPublicImages",
@@ -220,22 +244,20 @@ def network_policy(c: Config, account: str) -> dict[str, Any]:
 
 
 def ec2_changes_policy(c: Config, account: str) -> dict[str, Any]:
-    """EC2 changes and deletions: only of what carries the project tag, or (for what Karpenter, EKS and the
-    VPC CNI launch) our cluster's tag; never on `*` by region alone."""
+    """EC2 changes and deletions: only of what carries both our tags, or (a VPC-CNI interface) the CNI's
+    cluster tag, for its deletion only; never on `*` by region alone."""
     mine = f"arn:aws:ec2:{c.region}:{account}:*"
-    tagged_ours = {"StringEquals": {f"aws:ResourceTag/{TAG_PROJECT}": c.project}}
     return {
         "Version": "2012-10-17",
         "Statement": [
-            _stmt("ChangeOrDeleteOnlyWhatIsTaggedOurs", ec2_classes()["change"], mine, tagged_ours),
-            *(
-                _stmt(
-                    f"DeleteWhatOurClusterLaunched{i}",
-                    list(CLUSTER_LAUNCHED),
-                    mine,
-                    {"StringEquals": {f"aws:ResourceTag/{key}": value}},
-                )
-                for i, (key, value) in enumerate(ownership_tags(c), 1)
+            _stmt(
+                "ChangeOrDeleteOnlyWhatIsTaggedOurs", ec2_classes()["change"], mine, {"StringEquals": ours(c)}
+            ),
+            _stmt(
+                "DeleteOurClustersVpcCniInterfaces",
+                list(CLUSTER_LAUNCHED),
+                f"arn:aws:ec2:{c.region}:{account}:network-interface/*",
+                {"StringEquals": {f"aws:ResourceTag/{CNI_ENI_TAG}": c.cluster_name}},
             ),
         ],
     }

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from facts.config import Config
-from facts.names import PROJECT, SPOT_SLR, TAG_PROJECT
+from facts.names import PROJECT, SPOT_SLR
 from infra.ci_policies import (
     ATTACHABLE_MANAGED_POLICIES,
     AWS_MANAGED,
@@ -18,6 +18,7 @@ from infra.ci_policies import (
     ec2_changes_policy,
     network_policy,
     our_tag_keys,
+    ours,
 )
 from infra.cluster_karpenter import INTERRUPTION_EVENTS
 from infra.iam_policies import karpenter_profile_path
@@ -102,7 +103,7 @@ def iam_policy(c: Config, account: str) -> dict[str, Any]:
                 "TeardownDeletesOnlyPoliciesTaggedOurs",
                 list(POLICY_TEARDOWN),
                 f"{iam}:policy/*",
-                {"StringEquals": {f"aws:ResourceTag/{TAG_PROJECT}": c.project}},
+                {"StringEquals": ours(c)},
             ),
             # Karpenter's per-EC2NodeClass profiles live under its path for our cluster, tagged by it.
             _stmt(
@@ -177,16 +178,17 @@ def iam_policy(c: Config, account: str) -> dict[str, Any]:
 
 
 def services_policy(c: Config, account: str) -> dict[str, Any]:
-    """EKS, SQS, EventBridge, DynamoDB, Logs, ECR and SSM scoped to our exact names; KMS keys changed or
-    deleted only when tagged ours (FIS: `fis_statements`)."""
-    name, r, project = c.cluster_name, c.region, c.project
+    """EKS, SQS, EventBridge, DynamoDB, Logs, ECR and SSM scoped to our exact names (KMS: `keys_policy`;
+    FIS: `fis_statements`)."""
+    name, r = c.cluster_name, c.region
     in_region = {"StringEquals": {"aws:RequestedRegion": r}}
-    tagged_ours = {"StringEquals": {f"aws:ResourceTag/{TAG_PROJECT}": project}}
 
     def arn(service: str, resource: str, acct: str = account) -> str:
         return f"arn:aws:{service}:{r}:{acct}:{resource}"
 
-    def ours(sid: str, prefix: str, resource: str | list[str], exclude: Iterable[str] = ()) -> dict[str, Any]:
+    def scoped(
+        sid: str, prefix: str, resource: str | list[str], exclude: Iterable[str] = ()
+    ) -> dict[str, Any]:
         return _stmt(sid, by_prefix(prefix, exclude=exclude), resource)
 
     eks = [
@@ -199,45 +201,22 @@ def services_policy(c: Config, account: str) -> dict[str, Any]:
             f"podidentityassociation/{name}/*",
         )
     ]
-    key = arn("kms", "key/*")
     return {
         "Version": "2012-10-17",
         "Statement": [
-            ours("OurCluster", "eks:", [*eks, "arn:aws:eks::aws:cluster-access-policy/*"]),
-            ours("OurQueue", "sqs:", arn("sqs", c.interruption_queue)),
-            ours(
+            scoped("OurCluster", "eks:", [*eks, "arn:aws:eks::aws:cluster-access-policy/*"]),
+            scoped("OurQueue", "sqs:", arn("sqs", c.interruption_queue)),
+            scoped(
                 "OurEventRules", "events:", [arn("events", f"rule/{name}-{r}") for r in INTERRUPTION_EVENTS]
             ),
-            ours("OurCostTable", "dynamodb:", arn("dynamodb", f"table/{c.cost_table}")),
-            ours("OurLogGroup", "logs:", arn("logs", f"log-group:/aws/eks/{name}/*")),
-            ours("OurCollectorRepository", "ecr:", arn("ecr", f"repository/{name}/*")),
-            ours("OurSpotRoleRecord", "ssm:", arn("ssm", f"parameter/{PROJECT}/{name}/*")),
-            ours(
+            scoped("OurCostTable", "dynamodb:", arn("dynamodb", f"table/{c.cost_table}")),
+            scoped("OurLogGroup", "logs:", arn("logs", f"log-group:/aws/eks/{name}/*")),
+            scoped("OurCollectorRepository", "ecr:", arn("ecr", f"repository/{name}/*")),
+            scoped("OurSpotRoleRecord", "ssm:", arn("ssm", f"parameter/{PROJECT}/{name}/*")),
+            scoped(
                 "OurExportBucket",
                 "s3:",
                 [f"arn:aws:s3:::{c.export_bucket(account)}", f"arn:aws:s3:::{c.export_bucket(account)}/*"],
-            ),
-            _stmt(
-                "CreateKeysOnlyTaggedAsOurs",
-                "kms:CreateKey",
-                "*",
-                {"StringEquals": {"aws:RequestedRegion": r, f"aws:RequestTag/{TAG_PROJECT}": project}},
-            ),
-            # CreateKey with tags needs kms:TagResource on the key it is creating, which has no tags yet.
-            _stmt(
-                "TagKeysOnlyAsOursWithOurKeys",
-                "kms:TagResource",
-                key,
-                {
-                    "StringEquals": {f"aws:RequestTag/{TAG_PROJECT}": project},
-                    "ForAllValues:StringEquals": {"aws:TagKeys": our_tag_keys(c)},
-                },
-            ),
-            _stmt(
-                "UseChangeAndRetireOnlyKeysTaggedOurs",
-                by_prefix("kms:", exclude=("kms:CreateKey", "kms:TagResource")),
-                key,
-                tagged_ours,
             ),
             # teardown reads the tags of every cluster, node group, queue, rule and key to decide ownership
             _stmt(
@@ -272,11 +251,69 @@ def services_policy(c: Config, account: str) -> dict[str, Any]:
     }
 
 
+def keys_policy(c: Config, account: str) -> dict[str, Any]:
+    """KMS: keys created only tagged as ours, and used, changed, tagged or deleted only when they carry both
+    our tags (a policy of its own, for IAM's size limit)."""
+    r = c.region
+    key = f"arn:aws:kms:{r}:{account}:key/*"
+    tagged_ours = {"StringEquals": ours(c)}
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            _stmt(
+                "CreateKeysOnlyTaggedAsOurs",
+                "kms:CreateKey",
+                "*",
+                {"StringEquals": {"aws:RequestedRegion": r, **ours(c, "aws:RequestTag")}},
+            ),
+            # CreateKey with tags needs kms:TagResource in a statement "not restricted to particular KMS keys"
+            # (KMS developer guide, "Controlling access to tags"): the request names no key. An existing key
+            # is tagged only when it already carries both our tags (red-team F2: tagging a foreign key ours
+            # and then deleting or re-policying it); the Deny holds for every key ARN, whatever else allows.
+            _stmt(
+                "TagNewKeysOnlyAsOursWithOurKeys",
+                "kms:TagResource",
+                "*",
+                {
+                    "StringEquals": {"aws:RequestedRegion": r, **ours(c, "aws:RequestTag")},
+                    "ForAllValues:StringEquals": {"aws:TagKeys": our_tag_keys(c)},
+                },
+            ),
+            # one statement per tag: the keys of one condition block are ANDed, and a sibling's key has our
+            # project tag (a negated operator is true where the tag is missing: an untagged key is denied)
+            *(
+                _stmt(
+                    f"NeverTagAKeyThatIsNotOurs{i}",
+                    ["kms:TagResource", "kms:UntagResource"],
+                    key,
+                    {"StringNotEquals": {k: v}},
+                    effect="Deny",
+                )
+                for i, (k, v) in enumerate(ours(c).items(), 1)
+            ),
+            _stmt(
+                "UseChangeAndRetireOnlyKeysTaggedOurs",
+                by_prefix("kms:", exclude=("kms:CreateKey", "kms:TagResource")),
+                key,
+                tagged_ours,
+            ),
+        ],
+    }
+
+
 def fis_statements(c: Config, account: str) -> list[dict[str, Any]]:
-    """FIS templates and experiments in our region; templates changed or deleted only when tagged ours
-    (in the EC2 changes policy, for IAM's size limit: FIS's one action is an EC2 spot interruption)."""
-    tagged_ours = {"StringEquals": {f"aws:ResourceTag/{TAG_PROJECT}": c.project}}
-    fis_changes = ["fis:UpdateExperimentTemplate", "fis:DeleteExperimentTemplate"]
+    """FIS templates and experiments in our region; templates created only tagged as ours, and started,
+    tagged, changed or deleted only when they carry both our tags (in the EC2 changes policy, for IAM's
+    size limit: FIS's one action is an EC2 spot interruption). Red-team F4: starting any template, or
+    tagging a foreign one ours to change it."""
+    tagged_ours = {"StringEquals": ours(c)}
+    fis_changes = [
+        "fis:UpdateExperimentTemplate",
+        "fis:DeleteExperimentTemplate",
+        "fis:StartExperiment",
+        "fis:TagResource",
+        "fis:UntagResource",
+    ]
 
     def arn(resource: str, acct: str = account) -> str:
         return f"arn:aws:fis:{c.region}:{acct}:{resource}"
@@ -284,12 +321,24 @@ def fis_statements(c: Config, account: str) -> list[dict[str, Any]]:
     return [
         _stmt(
             "FisTemplatesAndExperimentsInOurRegion",
-            by_prefix("fis:", exclude=fis_changes),
+            by_prefix("fis:", exclude=[*fis_changes, "fis:CreateExperimentTemplate"]),
             [arn("experiment-template/*"), arn("experiment/*"), arn("action/*", "*")],
         ),
+        # Tags given on creation are CreateExperimentTemplate's own aws:RequestTag (FIS has no tag-on-create
+        # TagResource), so fis:TagResource is needed only on templates already ours.
         _stmt(
-            "ChangeOrDeleteOnlyFisTemplatesTaggedOurs", fis_changes, arn("experiment-template/*"), tagged_ours
+            "CreateFisTemplatesOnlyTaggedAsOurs",
+            "fis:CreateExperimentTemplate",
+            [arn("experiment-template/*"), arn("action/*", "*")],
+            {"StringEquals": ours(c, "aws:RequestTag")},
         ),
+        _stmt(
+            "ChangeStartOrTagOnlyFisTemplatesTaggedOurs",
+            fis_changes,
+            arn("experiment-template/*"),
+            tagged_ours,
+        ),
+        _stmt("StartedExperimentsTaggedAsOurs", "fis:StartExperiment", arn("experiment/*")),
     ]
 
 
@@ -302,4 +351,5 @@ def deploy_policies(c: Config, account: str) -> dict[str, dict[str, Any]]:
         f"{c.ci_role}-ec2-changes": changes,
         f"{c.ci_role}-iam": iam_policy(c, account),
         f"{c.ci_role}-services": services_policy(c, account),
+        f"{c.ci_role}-keys": keys_policy(c, account),
     }

@@ -7,16 +7,17 @@ import argparse
 import json
 import os
 import textwrap
-from datetime import datetime
 from pathlib import Path
 
 from facts import arguments, timeouts
 from facts.config import load_config
 from facts.errors import CONTRACT, CheckFailed, UsageError
+from facts.private_files import write_private
 from infra.guard import (
     DEFAULT_MAX_HOURS,
     DEFAULT_TEARDOWN_RESERVE_MINUTES,
     EXIT_OVER_BUDGET,
+    MAX_RUN_HOURS,
     SYSTEM_ON_DEMAND_USD_H,
     Deadline,
     GuardError,
@@ -41,14 +42,16 @@ EPILOG = (
 
 
 POSITIVE = arguments.number(0, above=True)
+HOURS = arguments.number(0, above=True, maximum=MAX_RUN_HOURS)  # F13/F14: never a deadline switched off
+GRACE = arguments.number(0, maximum=3600)  # seconds: a grace of 1e300 would be no SIGKILL at all
 
 
-def _env_float(name: str, default: float | None) -> float | None:
+def _env_float(name: str, default: float | None, parse=None) -> float | None:
     raw = os.environ.get(name)
     if not raw:
         return default
     try:
-        return POSITIVE(raw)
+        return (parse or POSITIVE)(raw)
     except argparse.ArgumentTypeError as exc:
         raise UsageError(f"${name}: {exc}; unset it or fix it") from None
 
@@ -61,8 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     est.add_argument("--config", default=None, help="config YAML (default facts/config.yaml)")
     est.add_argument(
         "--max-hours",
-        type=POSITIVE,
-        default=_env_float("GPU_FINOPS_MAX_HOURS", DEFAULT_MAX_HOURS),
+        type=HOURS,
+        default=_env_float("GPU_FINOPS_MAX_HOURS", DEFAULT_MAX_HOURS, HOURS),
         help="wall time of the whole run, teardown included (default $GPU_FINOPS_MAX_HOURS or %(default)s)",
     )
     est.add_argument(
@@ -73,7 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     est.add_argument(
         "--teardown-reserve-minutes",
-        type=arguments.number(0),
+        type=arguments.number(0, maximum=MAX_RUN_HOURS * 60),
         default=DEFAULT_TEARDOWN_RESERVE_MINUTES,
         help="the end of the wall time kept for destroy, resume and verify (default %(default)s)",
     )
@@ -95,7 +98,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     est.add_argument("--json", type=Path, default=None, help="also write the estimate as JSON")
     est.add_argument(
         "--start",
-        type=datetime.fromisoformat,
+        type=arguments.aware_time,  # a zone required, extreme years refused (red-team F14)
         default=None,
         help="when the run starts, ISO 8601 with a zone (default: now); prices the EKS control plane "
         "by the version's support window on that day",
@@ -104,13 +107,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--deadline-file", type=Path, default=DEFAULT_DEADLINE_FILE)
     run.add_argument(
         "--grace-seconds",
-        type=arguments.number(0),
+        type=GRACE,
         default=timeouts.GUARD_DEADLINE_GRACE,
         help="at the deadline: SIGTERM to SIGKILL of the command's group (default %(default)s)",
     )
     run.add_argument(
         "--signal-grace-seconds",
-        type=arguments.number(0),
+        type=GRACE,
         default=timeouts.GUARD_SIGNAL_GRACE,
         help="after SIGINT/SIGTERM/SIGHUP, passed on to the command's group: until SIGKILL (default "
         "%(default)s, inside the runner's 7.5 s between a cancel's SIGINT and its SIGTERM)",
@@ -167,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     print(render(e), flush=True)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(e.to_dict(), indent=2))
+        write_private(args.json, json.dumps(e.to_dict(), indent=2).encode())  # never a FIFO (red-team F17)
     if not e.within_budget:
         raise CheckFailed(
             f"cost guard: refusing to start: the ceiling ${e.usd:.2f} is over the budget "

@@ -207,7 +207,11 @@ class ClusterStack(TerraformStack):
                     }
                 ]
             ),
-            tag_specifications=camel([{"resource_type": "instance", "tags": c.tags}]),
+            # the primary interface too: the VPC CNI (under the boundary) adds and removes its addresses
+            # only on an interface that carries our tags (infra/ci_boundary.py)
+            tag_specifications=camel(
+                [{"resource_type": kind, "tags": c.tags} for kind in ("instance", "network-interface")]
+            ),
         )
         self.system_nodes = EksNodeGroup(
             self,

@@ -25,6 +25,7 @@ from pathlib import Path
 from facts import timeouts
 from facts.config import Config
 from facts.errors import EXIT_FALSE, UsageError
+from facts.private_files import read_regular, write_private
 from infra import process_group
 from infra.eks_support import UnsupportedVersion, control_plane_price
 
@@ -43,6 +44,9 @@ NAT_GATEWAYS = 1  # infra/network.py: one NAT gateway with one Elastic IP
 SYSTEM_ON_DEMAND_USD_H = {"m7i.large": 0.1008}
 
 DEFAULT_MAX_HOURS = 3.0
+# The longest run the guard accepts (red-team F13: a deadline of 1e300 hours is a deadline switched off).
+# A GitHub-hosted job stops at 6 h; three days covers a self-hosted runner's longest sensible night.
+MAX_RUN_HOURS = 72.0
 DEFAULT_TEARDOWN_RESERVE_MINUTES = 45  # destroy + resume + verify get at least this much of the wall time
 EXIT_OVER_BUDGET = EXIT_FALSE  # the check "within budget" is false (facts/errors.py)
 EXIT_DEADLINE = 124  # what timeout(1) returns, so CI logs read the same
@@ -181,11 +185,11 @@ def render(e: Estimate) -> str:
 
 
 # --- the deadline ---------------------------------------------------------------------------------------
-_DEADLINE_FIELDS = {  # field -> (what it must be, the lower bound, whether the bound itself is allowed)
-    "at": ("epoch seconds", 0.0, False),
-    "started": ("epoch seconds", 0.0, False),
-    "max_hours": ("hours", 0.0, False),
-    "teardown_reserve_minutes": ("minutes", 0.0, True),
+_DEADLINE_FIELDS = {  # field -> (what it must be, the lower bound, whether the bound itself is allowed, upper)
+    "at": ("epoch seconds", 0.0, False, None),
+    "started": ("epoch seconds", 0.0, False, None),
+    "max_hours": ("hours", 0.0, False, MAX_RUN_HOURS),
+    "teardown_reserve_minutes": ("minutes", 0.0, True, MAX_RUN_HOURS * 60),
 }
 
 
@@ -206,12 +210,24 @@ class Deadline:
     def __post_init__(self) -> None:
         # NaN compares false with everything: a NaN deadline would never pass, so it is refused here,
         # with inf, negatives and anything that is not a number.
-        for field, (unit, low, inclusive) in _DEADLINE_FIELDS.items():
+        for field, (unit, low, inclusive, high) in _DEADLINE_FIELDS.items():
             value = getattr(self, field)
             number = isinstance(value, int | float) and not isinstance(value, bool)
-            if not number or not math.isfinite(value) or value < low or (value == low and not inclusive):
-                bound = f">= {low:g}" if inclusive else f"> {low:g}"
+            if (
+                not number
+                or not math.isfinite(value)
+                or value < low
+                or (value == low and not inclusive)
+                or (high is not None and value > high)
+            ):
+                bound = (f">= {low:g}" if inclusive else f"> {low:g}") + (f" and <= {high:g}" if high else "")
                 raise GuardError(f"{field} is {_excerpt(value)}; expected finite {unit} {bound}")
+        # `at` is what the guard obeys: it must lie within the run the other fields describe.
+        if not self.started <= self.at <= self.started + self.max_hours * 3600:
+            raise GuardError(
+                f"at is {_excerpt(self.at)}, outside the run it describes (started {self.started:.0f} + "
+                f"{self.max_hours:g} h); expected started <= at <= started + max_hours"
+            )
 
     @classmethod
     def start(cls, max_hours: float, teardown_reserve_minutes: float, now: float | None = None) -> Deadline:
@@ -227,14 +243,14 @@ class Deadline:
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.__dict__))
+        write_private(path, json.dumps(self.__dict__).encode())  # never a FIFO or a symlink (red-team F17)
 
     @classmethod
     def read(cls, path: Path) -> Deadline:
         """The deadline `guard estimate` wrote; GuardError (exit 2, one line naming the file) otherwise."""
         again = f"write it again with `gpu-finops guard estimate --deadline-file {path}`"
         try:
-            text = path.read_text()
+            text = read_regular(path, 64 * 1024).decode()  # a FIFO would block the nightly (red-team F9)
         except FileNotFoundError:
             raise GuardError(
                 f"no deadline file at {path}: run `gpu-finops guard estimate --deadline-file {path}` first"
@@ -254,11 +270,19 @@ class Deadline:
                 f"{again}"
             )
         try:
-            return cls(**data)
+            deadline = cls(**data)
         except GuardError as exc:
             raise GuardError(f"deadline file {path}: {exc}; {again}") from None
+        if (
+            deadline.started > time.time() + _CLOCK_SKEW_SECONDS
+        ):  # a run that starts later has no deadline yet
+            raise GuardError(
+                f"deadline file {path}: the run starts in the future ({deadline.started:.0f}); {again}"
+            )
+        return deadline
 
 
+_CLOCK_SKEW_SECONDS = 300.0  # a deadline file written on a machine whose clock runs a little ahead
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _POLL_SECONDS = 0.2  # how often the guard looks at the clock while its command runs
 
@@ -296,12 +320,24 @@ def run_until(
 
     # Installed before the child exists, so a signal while it starts is not lost (it is sent below).
     previous = {sig: signal.signal(sig, forward) for sig in FORWARDED_SIGNALS}
+    process_group.become_subreaper()  # a `setsid` grandchild is re-parented here, not to init
     try:
         proc = subprocess.Popen(list(argv), start_new_session=True)
         started.append(proc)
+        since = process_group.start_time(proc.pid) or 0
         if received:
             process_group.signal_group(proc.pid, received[0])
-        return _supervise(proc, deadline, argv, received, clock, grace_seconds, signal_grace_seconds, echo)
+        try:
+            return _supervise(
+                proc, deadline, argv, received, clock, grace_seconds, signal_grace_seconds, echo
+            )
+        finally:  # what the command left running, ended by itself or not (red-team F11)
+            found, stuck = process_group.stop_leftovers(
+                proc.pid, since, signal_grace_seconds, kill_wait=timeouts.GUARD_KILL_WAIT
+            )
+            if found:
+                echo(f"cost guard: {' '.join(argv)} ended and left {found} running; stopped them"
+                     + (f" but for {stuck}, still there after SIGKILL" if stuck else ""))  # fmt: skip
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from facts.names import TAG_CLUSTER, TAG_PROJECT
 from infra.iam_eval import action_matches, as_list, resource_matches
 
 BOUNDED_WRITES = (
@@ -73,6 +74,11 @@ DESTRUCTIVE = (
     "iam:DetachRolePolicy",
     "iam:AddRoleToInstanceProfile",
     "iam:DeleteInstanceProfile",
+    "fis:StartExperiment",
+    "fis:UpdateExperimentTemplate",
+    "fis:DeleteExperimentTemplate",
+    "kms:TagResource",
+    "fis:TagResource",
 )
 # The resource type a destructive action acts on, where a statement may also list other types of the same
 # service (an `eks:` statement on the cluster and on `nodegroup/<cluster>/*`); the rest act on any pattern.
@@ -83,7 +89,21 @@ ACTS_ON = {
     "iam:DeleteRole": "role/",
     "iam:DetachRolePolicy": "role/",
     "iam:DeleteInstanceProfile": "instance-profile/",
+    "fis:StartExperiment": "experiment-template/",
+    "kms:TagResource": "key/",
+    "fis:TagResource": "experiment-template/",
 }
+# Tags the cloud integrations set and anyone allowed to tag can set too (red-team F6): never ownership for a
+# destructive action, but for the VPC CNI's own interfaces (it tags nothing else, and nothing of ours).
+FORGEABLE_TAGS = (
+    "aws:resourcetag/kubernetes.io/cluster/",
+    "aws:resourcetag/eks:eks-cluster-name",
+    "aws:resourcetag/karpenter.k8s.aws/cluster",
+    "aws:resourcetag/karpenter.sh/managed-by",
+    "aws:resourcetag/cluster.k8s.amazonaws.com/name",
+)
+# What a launch creates in a subnet: the subnet must be ours (red-team F7).
+SUBNET_CREATES = ("ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateNetworkInterface")
 # Tagging that decides ownership of IAM resources (teardown's, ours): only with our keys.
 IAM_TAGGING = ("iam:TagRole", "iam:UntagRole", "iam:TagInstanceProfile", "iam:TagPolicy")
 
@@ -145,6 +165,10 @@ def destructive_findings(stmt: Mapping[str, Any]) -> list[str]:
         return []
 
     def broad(action: str, resource: str) -> bool:
+        if action.endswith(":TagResource") and resource == "*" and _has_key(stmt, "aws:RequestTag/"):
+            return (
+                False  # tags given to a create (KMS authorizes CreateKey's tags on "*"); see ci_policies_iam
+            )
         part = resource.split(":", 5)[-1]
         return _wildcard(resource) and (part.startswith(ACTS_ON.get(action, "")) or part.startswith("*"))
 
@@ -153,6 +177,43 @@ def destructive_findings(stmt: Mapping[str, Any]) -> list[str]:
         for a in DESTRUCTIVE
         if action_matches(stmt.get("Action", []), a) and any(broad(a, r) for r in resources)
     ]
+
+
+def ownership_findings(stmt: Mapping[str, Any]) -> list[str]:
+    """A destructive Allow whose aws:ResourceTag condition is not both our tags (red-team F3: the project
+    tag alone matches a sibling cluster) or is a tag anyone can set (F6; the VPC CNI's tag on interfaces
+    only)."""
+    if stmt.get("Effect") != "Allow":
+        return []
+    sid = stmt.get("Sid", "(no Sid)")
+    acts = [a for a in DESTRUCTIVE if action_matches(stmt.get("Action", []), a)]
+    keys = [k.lower() for op, b in (stmt.get("Condition") or {}).items() if op != "Null" for k in b]
+    tags = [k for k in keys if k.startswith("aws:resourcetag/")]
+    if not acts or not tags:
+        return []
+    ours = {f"aws:resourcetag/{TAG_PROJECT}", f"aws:resourcetag/{TAG_CLUSTER}"}
+    forged = [k for k in tags if k.startswith(FORGEABLE_TAGS)]
+    interfaces_only = all(":network-interface/" in r for r in as_list(stmt.get("Resource", [])))
+    forged = forged if any(a.startswith("ec2:") for a in acts) else []  # EC2's tags are anyone's to set
+    if forged and not (interfaces_only and all(k.endswith("cluster.k8s.amazonaws.com/name") for k in forged)):
+        return [f"{sid}: {acts[0]} by {forged[0].split('/', 1)[1]}, a tag anyone allowed to tag can set"]
+    if not forged and f"aws:resourcetag/{TAG_PROJECT}" in tags and not ours <= set(tags):
+        return [f"{sid}: {acts[0]} by the project tag alone, which a sibling cluster's resources carry too"]
+    return []
+
+
+def subnet_findings(stmt: Mapping[str, Any]) -> list[str]:
+    """A create into any subnet (red-team F7): the subnet must carry our tags. For the boundary: a bounded
+    role's own policy (Karpenter's upstream one) may be broad, the boundary is the ceiling."""
+    if stmt.get("Effect") != "Allow" or _has_key(stmt, "aws:ResourceTag/"):
+        return []
+    sid = stmt.get("Sid", "(no Sid)")
+    into_any = [
+        r for r in as_list(stmt.get("Resource", []))
+        if r == "*" or resource_matches(r.split(":", 5)[-1], "subnet/subnet-0")
+    ]  # fmt: skip
+    acts = [a for a in SUBNET_CREATES if action_matches(stmt.get("Action", []), a)]
+    return [f"{sid}: {acts[0]} into any subnet ({into_any[0]})"] if acts and into_any else []
 
 
 def statement_findings(
@@ -208,13 +269,20 @@ def statement_findings(
 
 
 def policy_findings(
-    policies: Iterable[Mapping[str, Any]], *, boundary: str, our_policies: Iterable[str] = ()
+    policies: Iterable[Mapping[str, Any]],
+    *,
+    boundary: str,
+    our_policies: Iterable[str] = (),
+    bounded: bool = False,
 ) -> list[str]:
     """Every statement's findings, and the set's own: a set that can write IAM must deny lifting a
-    boundary."""
+    boundary. An unbounded set (the nightly's) must also decide ownership by both our tags, never by a tag
+    anyone can set; a bounded role's (`bounded`) may follow upstream's tags, its boundary asks for ours."""
     docs = list(policies)
     stmts = [s for p in docs for s in as_list(p["Statement"])]
     out = [f for s in stmts for f in statement_findings(s, boundary=boundary, our_policies=our_policies)]
+    if not bounded:
+        out += [f for s in stmts for f in ownership_findings(s)]
     writes_iam = any(s.get("Effect") == "Allow" and action_matches(s.get("Action", []), a)
                      for s in stmts for a in BOUNDED_WRITES)  # fmt: skip
     denies_lift = any(s.get("Effect") == "Deny" and action_matches(s.get("Action", []),
@@ -262,5 +330,5 @@ def boundary_findings(boundary: Mapping[str, Any]) -> list[str]:
         ]
         if action_matches(s.get("Action", []), "iam:PassRole"):
             out += statement_findings({**s, "Action": "iam:PassRole"}, boundary="")
-        out += tag_findings(s) + destructive_findings(s)
+        out += tag_findings(s) + destructive_findings(s) + ownership_findings(s) + subnet_findings(s)
     return out

@@ -79,3 +79,69 @@ def stop_group(pgid: int, sig: int, grace: float, *, kill_wait: float) -> list[i
     signal_group(pgid, signal.SIGKILL)
     wait_empty(pgid, kill_wait)
     return members(pgid)
+
+
+_PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+
+
+def become_subreaper() -> bool:
+    """Make this process a child subreaper (Linux prctl): a descendant whose parent ends is re-parented here
+    rather than to init, so one that left its process group (`setsid`) can still be found, as ours, with
+    `descendants`. False where the kernel or libc does not offer it."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def descendants(root: int, since: int, proc: Path = PROC) -> list[int]:
+    """The running descendants of `root` (by parent pid, through every level) started at or after `since`
+    (clock ticks after boot, as `start_time`): what a command started, not what was there before it."""
+    children: dict[int, list[int]] = {}
+    for entry in proc.iterdir():
+        if entry.name.isdigit():
+            fields = _stat_fields(int(entry.name), proc)
+            if fields:
+                children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, todo = [], list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        todo.extend(children.get(pid, []))
+        fields = _stat_fields(pid, proc)
+        if fields and fields[0] not in ("Z", "X") and int(fields[19]) >= since:
+            found.append(pid)
+    return sorted(found)
+
+
+def reap(pids: list[int]) -> None:
+    """Collect the exit status of those of `pids` that became our children (re-parented to a subreaper):
+    each one only, never another child of ours."""
+    for pid in pids:
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def stop_leftovers(pgid: int, since: int, grace: float, *, kill_wait: float) -> tuple[list[int], list[int]]:
+    """What a command left running once it ended: its group's members (`cmd &`) and, re-parented to this
+    process (a subreaper), what left the group (`setsid cmd`); only processes started since `since`,
+    nothing the caller had before. SIGTERM, SIGKILL after `grace`. Returns (found, still there)."""
+
+    def left() -> list[int]:
+        return sorted(set(members(pgid)) | set(descendants(os.getpid(), since)))
+
+    found = pids = left()
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, kill_wait)):
+        if not pids:
+            break
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        end = time.monotonic() + wait
+        while (pids := left()) and time.monotonic() < end:
+            reap(found)
+            time.sleep(_POLL_SECONDS)
+    reap(found)
+    return found, pids

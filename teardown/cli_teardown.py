@@ -16,6 +16,7 @@ from facts import arguments
 from facts.config import CONFIG_ENV, ConfigError, load_config
 from facts.errors import CONTRACT
 from facts.names import TAG_PROJECT
+from facts.private_files import write_private
 from teardown.engine import (
     AccountNotAllowed,
     GuardViolation,
@@ -157,7 +158,7 @@ def _table(title: str, resources: list[Resource], with_why: bool = False) -> Tab
 
 def _write_report(path: Path, **data) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, default=str))
+    write_private(path, json.dumps(data, indent=2, default=str).encode())  # account and resource ids: 0600
 
 
 def _aside(console: Console, found: Survey) -> None:
@@ -336,4 +337,17 @@ def _act(ctx: Context, console: Console, args: argparse.Namespace, account: str)
     for r, err in outcome.failed:
         console.print(f"[red]failed[/red] {r.key}: {err}")
     code = _verify(ctx, console, args, outcome)
+    if code == 0 and outcome.ok:
+        _end_run(console, args.run_record)
     return code if outcome.ok else 1
+
+
+def _end_run(console: Console, record: Path) -> None:
+    """A destroy verified empty ends the run: its record goes, so "created after this run began" means
+    after the *next* `teardown begin`, not after the first run ever (red-team F5). A destroy that leaves
+    something keeps it: the next run's `begin` then keeps the earlier start, and what is left stays provable."""
+    try:
+        record.unlink()
+    except FileNotFoundError:
+        return
+    console.print(f"run record {record} removed: this run has ended (the next `make up` begins a new one)")

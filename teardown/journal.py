@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from facts.private_files import open_private
+from facts.private_files import open_private, open_regular
 from teardown.model import Resource
 
 log = logging.getLogger(__name__)
@@ -46,7 +46,7 @@ class Journal:
         """Every whole entry, in order; a torn line is skipped with a warning, the lines after it stand."""
         if not self.path.exists():
             return
-        with self.path.open("rb") as f:
+        with open_regular(self.path) as f:  # a FIFO put there would block teardown (red-team F9)
             for line_no, raw in enumerate(f, start=1):
                 if not raw.strip():
                     continue
@@ -73,11 +73,17 @@ class Journal:
                 plan = [Resource.from_dict(r) for r in e["resources"]]
         return plan
 
-    def proven(self) -> dict[str, str]:
+    def proven(self) -> dict[str, tuple[str, str]]:
         """Every key an earlier plan held, with the provenance it had then (older entries had none:
-        they prove nothing)."""
+        they prove nothing) and AWS's unique id then (IAM's; "" for others): a same-named resource made
+        again since is not the one we planned."""
         return {
-            r["type"] + "/" + r["id"]: r["provenance"]
+            r["type"] + "/" + r["id"]: (
+                r["provenance"],
+                str((r.get("details") or {}).get("unique_id") or "")
+                if isinstance(r.get("details"), dict)
+                else "",
+            )
             for e in self.events()
             if e["event"] == "plan"
             for r in e.get("resources", [])

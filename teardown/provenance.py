@@ -2,7 +2,10 @@
 A resource tagged as ours is deleted only when something we hold, and no tagger can write, shows that we
 made it (docs/teardown.md, "Ownership that a tag alone cannot forge"):
 
-- **our Terraform state**: its id, ARN or name is in a state file under the state directory;
+- **our Terraform state**: its id or ARN is that of a *managed* resource of the matching Terraform type in a
+  state file under the state directory (never a name, never a data source: a `Name` tag or a foreign
+  role named like our queue is the tagger's choice; for IAM, AWS's unique id must match too, so a role
+  made again under our role's name by someone else is not ours);
 - **our journal**: an earlier teardown of ours planned it, with its provenance then;
 - **this run**: AWS says it was created at or after the start in our run record (`teardown begin`,
   written by `make up` before anything is created): Karpenter's nodes, launch templates and profiles;
@@ -21,11 +24,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from facts.private_files import read_regular
 from facts.timestamps import iso, parse
 from teardown.journal import Journal
 from teardown.model import Resource
 
 RUN_FORMAT = "gpu-finops-teardown-run/1"
+MAX_STATE_BYTES = 256 * 1024 * 1024  # a Terraform state of three stacks is well under this
 
 
 class EvidenceError(ValueError):
@@ -46,12 +51,53 @@ def run_record_path(cluster: str) -> Path:
     return Path(f"reports/teardown-run-{cluster}.json")
 
 
+# Each teardown type and the Terraform types (hashicorp/aws) whose managed resources' `id` or `arn` is its
+# id. A type not here (the spot SLR: its own record) is never proven by state. The test
+# tests/teardown/test_provenance.py holds every registered type to this table or to its reason.
+TERRAFORM_TYPES: Mapping[str, tuple[str, ...]] = {
+    "ec2_instance": ("aws_instance",),
+    "launch_template": ("aws_launch_template",),
+    "network_interface": ("aws_network_interface",),
+    "nat_gateway": ("aws_nat_gateway",),
+    "eip": ("aws_eip",),
+    "internet_gateway": ("aws_internet_gateway",),
+    "route_table": ("aws_route_table",),
+    "subnet": ("aws_subnet",),
+    "security_group": ("aws_security_group",),
+    "vpc": ("aws_vpc",),
+    "eks_cluster": ("aws_eks_cluster",),
+    "eks_nodegroup": ("aws_eks_node_group",),  # id <cluster>:<node group>, as ours
+    "iam_instance_profile": ("aws_iam_instance_profile",),
+    "iam_role": ("aws_iam_role",),
+    "iam_policy": ("aws_iam_policy",),  # id is the ARN
+    "sqs_queue": ("aws_sqs_queue",),  # id is the URL
+    "eventbridge_rule": ("aws_cloudwatch_event_rule",),  # id is the name on the default bus
+    "fis_template": ("aws_fis_experiment_template",),
+    "log_group": ("aws_cloudwatch_log_group",),
+    "dynamodb_table": ("aws_dynamodb_table",),
+    "ebs_volume": ("aws_ebs_volume",),
+    "ecr_repository": ("aws_ecr_repository",),
+    "s3_bucket": ("aws_s3_bucket",),
+    "kms_key": ("aws_kms_key",),
+}
+NOT_IN_STATE = {"spot_slr": "AWS creates and names it; our SSM record of creating it is its provenance"}
+# Name-identified types whose AWS unique id the state keeps: a same-named resource made again by someone
+# else (after ours went) has another one. The lister puts AWS's in the resource's details["unique_id"].
+UNIQUE_ID = {
+    "aws_iam_role": "unique_id",
+    "aws_iam_instance_profile": "unique_id",
+    "aws_iam_policy": "policy_id",
+}
+
+
 @dataclass(frozen=True)
 class Evidence:
     sources: Sources
-    terraform: frozenset[str] = frozenset()  # every id, ARN and name in our state files
+    # teardown type -> {id or ARN in our state: AWS's unique id there, or "" where the type keeps none}
+    terraform: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     started_at: datetime | None = None  # the run record's start
-    journal: Mapping[str, str] = field(default_factory=dict)  # key -> provenance when it was planned
+    # key -> (provenance when it was planned, its unique id then or "")
+    journal: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def write_run_record(path: Path, account: str, region: str, cluster: str, now: datetime) -> tuple[str, bool]:
@@ -83,7 +129,7 @@ def write_run_record(path: Path, account: str, region: str, cluster: str, now: d
 
 def _run_doc(path: Path) -> dict[str, Any]:
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(read_regular(path, 64 * 1024))  # a few lines; never a FIFO (red-team F9)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise EvidenceError(
             f"run record {path}: not readable JSON ({exc}); move it away and run `teardown begin`"
@@ -97,18 +143,27 @@ def _run_doc(path: Path) -> dict[str, Any]:
     return doc
 
 
-def _state_ids(state_dir: Path) -> frozenset[str]:
-    ids: set[str] = set()
+def _state_ids(state_dir: Path) -> dict[str, dict[str, str]]:
+    """Per teardown type, the ids and ARNs of the managed resources of its Terraform types (data sources
+    read someone else's resources: never provenance), each with AWS's unique id where the state keeps one."""
+    by_tf = {tf: rtype for rtype, tfs in TERRAFORM_TYPES.items() for tf in tfs}
+    ids: dict[str, dict[str, str]] = {}
     for path in sorted(state_dir.glob("*.tfstate")):
         try:
-            doc = json.loads(path.read_text())
+            doc = json.loads(read_regular(path, MAX_STATE_BYTES))  # never a FIFO (red-team F9)
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise EvidenceError(f"Terraform state {path}: not readable JSON ({exc})") from None
         for res in doc.get("resources", []) if isinstance(doc, dict) else []:
-            for inst in res.get("instances", []):
-                attrs = inst.get("attributes") or {}
-                ids.update(str(attrs[k]) for k in ("id", "arn", "name") if attrs.get(k))
-    return frozenset(ids)
+            rtype = by_tf.get(res.get("type")) if isinstance(res, dict) else None
+            if rtype is None or res.get("mode", "managed") != "managed":
+                continue
+            for inst in res.get("instances") or []:
+                attrs = (inst.get("attributes") if isinstance(inst, dict) else None) or {}
+                unique = str(attrs.get(UNIQUE_ID.get(res["type"], ""), "") or "")
+                for k in ("id", "arn"):
+                    if isinstance(attrs.get(k), str) and attrs[k]:
+                        ids.setdefault(rtype, {})[attrs[k]] = unique
+    return ids
 
 
 def gather(sources: Sources, account: str, region: str, cluster: str) -> Evidence:
@@ -128,10 +183,12 @@ def gather(sources: Sources, account: str, region: str, cluster: str) -> Evidenc
 def _direct(r: Resource, ev: Evidence) -> str:
     if r.provenance:  # the lister's own record (the spot SLR's)
         return r.provenance
-    if r.id in ev.terraform or (r.name and r.name in ev.terraform):
+    unique = str(r.details.get("unique_id") or "")
+    state = ev.terraform.get(r.type, {})
+    if r.id in state and state[r.id] in ("", unique):
         return f"in our Terraform state ({ev.sources.state_dir})"
-    if r.key in ev.journal:
-        return f"planned by an earlier teardown of ours ({ev.journal[r.key]})"
+    if r.key in ev.journal and ev.journal[r.key][1] in ("", unique):
+        return f"planned by an earlier teardown of ours ({ev.journal[r.key][0]})"
     created = r.details.get("created")
     if ev.started_at and created and parse(created) >= ev.started_at:
         return f"created {created}, after this run began ({iso(ev.started_at)})"

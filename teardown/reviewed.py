@@ -11,9 +11,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from facts.private_files import read_regular, write_private
 from facts.timestamps import iso
 from teardown.engine import GuardViolation, Survey
 from teardown.model import Resource
+
+MAX_PLAN_BYTES = 64 * 1024 * 1024  # a plan lists an account's resources: megabytes at most
 
 FORMAT = "gpu-finops-teardown-plan/1"
 
@@ -51,12 +54,15 @@ def plan_document(account: str, region: str, cluster: str, found: Survey) -> dic
 
 def write_plan(path: Path, account: str, region: str, cluster: str, found: Survey) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(plan_document(account, region, cluster, found), indent=2, default=str))
+    # account and resource ids: 0600 from creation, never through a symlink
+    write_private(
+        path, json.dumps(plan_document(account, region, cluster, found), indent=2, default=str).encode()
+    )
 
 
 def read_plan(path: Path) -> ReviewedPlan:
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(read_regular(path, MAX_PLAN_BYTES))  # never a FIFO (red-team F9) nor unbounded
     except FileNotFoundError:
         raise PlanFileError(
             f"--plan {path}: no such file; write one with `gpu-finops teardown plan --out {path}`"

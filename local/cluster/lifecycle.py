@@ -25,7 +25,7 @@ from local.cluster import kube_state_metrics, product
 from local.cluster.certs import Pki
 from local.cluster.control_plane import ControlPlane
 from local.cluster.controllers import Controllers
-from local.cluster.processes import KUEUE_METRICS_CERTS, PORTS, RUN_DIR, STARTUP, LocalError
+from local.cluster.processes import KUEUE_METRICS_CERTS, PORTS, RUN_DIR, STARTUP, LocalError, check_ports_free
 from local.cluster.supervisor import Supervisor
 
 __all__ = ["PORTS", "LocalCluster", "LocalError"]
@@ -45,6 +45,7 @@ class LocalCluster(ControlPlane, Controllers):
     # --- lifecycle -----------------------------------------------------------------------------------
     def up(self, echo=print) -> None:
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        check_ports_free(self.sup)  # a stale component of an earlier run: refused, naming port and pid
         echo("building (cached after the first run)...")
         bins = build.build_all()
         self.pki.ensure()

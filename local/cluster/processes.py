@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import ssl
 import subprocess
 import urllib.request
@@ -14,6 +15,7 @@ import yaml
 
 from facts.config import Config
 from harness.waits import eventually
+from infra import process_group
 from local.build import binaries as build
 from local.cluster.certs import Pki
 from local.cluster.supervisor import Supervisor
@@ -52,6 +54,69 @@ STARTUP = 120.0  # seconds a component may take to answer
 
 class LocalError(RuntimeError):
     pass
+
+
+def _listening_inodes(port: int, proc: Path = Path("/proc")) -> set[str]:
+    """The socket inodes listening on `port` (TCP, v4 and v6), from the kernel's tables."""
+    inodes = set()
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = (proc / "net" / table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            f = line.split()
+            if len(f) > 9 and f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                inodes.add(f[9])
+    return inodes
+
+
+def port_holders(port: int, proc: Path = Path("/proc")) -> tuple[bool, list[int]]:
+    """Whether something listens on `port`, and the pids holding that socket (those this user can see)."""
+    inodes = _listening_inodes(port, proc)
+    if not inodes:
+        return False, []
+    wanted = {f"socket:[{i}]" for i in inodes}
+    pids = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fds = list((entry / "fd").iterdir())
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(fd) in wanted:
+                    pids.append(int(entry.name))
+                    break
+            except OSError:
+                continue
+    return True, sorted(pids)
+
+
+def _command(pid: int) -> str:
+    try:
+        argv = (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "?"
+    return " ".join(a.decode(errors="replace") for a in argv if a)[:120]
+
+
+def check_ports_free(sup: Supervisor, ports: dict[str, int] | None = None) -> None:
+    """Refuse to start when a port the target needs is held by a process that is not one of ours (a stale
+    component of an earlier run a killed pytest left, say): LocalError naming the port and the pid, rather
+    than a component failing later with `bind: address already in use`."""
+    ours = {pid for proc, alive in sup.status().values() if alive for pid in process_group.members(proc.pid)}
+    for name, port in (ports or PORTS).items():
+        taken, pids = port_holders(port)
+        if not taken or set(pids) & ours:
+            continue
+        who = ", ".join(f"pid {p} ({_command(p)})" for p in pids) or "a process this user cannot see"
+        raise LocalError(
+            f"port {port} ({name}) is already taken by {who}: a component of an earlier run? stop it "
+            f"(`gpu-finops local down`, or kill {' '.join(map(str, pids)) or 'it'}) and run `local up` again"
+        )
 
 
 def module_dir(module_at_version: str) -> Path:

@@ -8,6 +8,7 @@ running. A record from before start times were kept is checked by its command li
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -17,6 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from infra import process_group
 from infra.process_group import PROC, start_time
 
 logger = logging.getLogger(__name__)
@@ -121,28 +123,50 @@ class Supervisor:
         """Stop one process (SIGTERM, then SIGKILL after `grace`); True if it was running."""
         procs = self._load()
         proc = procs.get(name)
-        if proc is None or not self.ours(proc):
+        if proc is None or not (self.ours(proc) or self._left_behind(proc)):
             return False
         self._kill(proc, grace)
         return True
 
+    @classmethod
+    def _left_behind(cls, proc: Proc) -> list[int]:
+        """Members of the group our process led that outlived it (a child ignoring SIGTERM, say). While
+        any member is left the kernel keeps the group's id from reuse, so they are the group we started,
+        unless the id names a live leader that is not ours; and each must have started after ours."""
+        if proc.start_time is None or cls.alive(proc.pid):
+            return []  # a live leader is ours or a stranger (ours() decides); an old record tells no start
+        return [pid for pid in process_group.members(proc.pid) if (start_time(pid) or -1) >= proc.start_time]
+
     def _kill(self, proc: Proc, grace: float) -> None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
+        """SIGTERM the group, SIGKILL what is left of it after `grace`: the leader *and* every member (red-team
+        F12: a member ignoring SIGTERM outlived a leader that obeyed, and `local down` forgot it)."""
+        ours = self.ours(proc)
+        members = [] if ours else self._left_behind(proc)
+        if not ours and not members:
             return
+        if ours:
+            process_group.signal_group(proc.pid, signal.SIGTERM)
+        for pid in members:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + grace
-        while self.ours(proc) and time.monotonic() < deadline:
+        while (self.ours(proc) or self._left_behind(proc)) and time.monotonic() < deadline:
             time.sleep(0.1)
         if self.ours(proc):  # checked again: the pid may have been reused while we waited
-            os.killpg(proc.pid, signal.SIGKILL)
+            process_group.signal_group(proc.pid, signal.SIGKILL)
+        for pid in self._left_behind(proc):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        end = time.monotonic() + grace
+        while self._left_behind(proc) and time.monotonic() < end:  # SIGKILL is not instant
+            time.sleep(0.05)
 
     def stop_all(self, grace: float = 10.0) -> list[str]:
         """Stop every process this supervisor started (reverse start order), by pid and process group."""
         procs = self._load()
         stopped = []
         for name, proc in reversed(list(procs.items())):
-            if not self.ours(proc):
+            if not self.ours(proc) and not self._left_behind(proc):
                 continue
             self._kill(proc, grace)
             stopped.append(name)

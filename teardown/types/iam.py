@@ -28,7 +28,7 @@ register_row(Row(
     "delete_instance_profile", "InstanceProfileName", prepare=empty_instance_profile,
     describe=Call("get_instance_profile", "InstanceProfileName", "InstanceProfileName", "InstanceProfile"),
     name_field="InstanceProfileName", created="CreateDate",
-    details={"roles": lambda p: [r["RoleName"] for r in p.get("Roles", [])]},
+    details={"roles": lambda p: [r["RoleName"] for r in p.get("Roles", [])], "unique_id": "InstanceProfileId"},
     depends_on=("ec2_instance",),
     why_left="Karpenter creates instance profiles per EC2NodeClass; they block node-role deletion",
 ))  # fmt: skip
@@ -56,6 +56,7 @@ register_row(Row(
     "iam_role", "iam", "list_roles", "Roles", "RoleName",
     "delete_role", "RoleName", prepare=release_role,
     tags=Call("list_role_tags", "RoleName", "RoleName", "Tags"), name_field="RoleName", created="CreateDate",
+    details={"unique_id": "RoleId"},  # provenance: a role made again under our name has another
     skip=lambda role: role.get("Path", "/").startswith("/aws-service-role/"),  # see spot_slr
     depends_on=("iam_instance_profile", "eks_cluster", "eks_nodegroup", "fis_template"),
     why_left="an instance profile still holds it (Karpenter's, not in Terraform state)",
@@ -76,6 +77,7 @@ register_row(Row(
     "delete_policy", "PolicyArn",
     list_kwargs={"Scope": "Local"}, tags=Call("list_policy_tags", "PolicyArn", "Arn", "Tags"),
     name_field="PolicyName", created="CreateDate", prepare=drop_policy_versions, depends_on=("iam_role",),
+    details={"unique_id": "PolicyId"},
 ))  # fmt: skip
 
 

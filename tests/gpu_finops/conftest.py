@@ -43,6 +43,7 @@ def inputs(tmp_path: Path, fake_prometheus: str) -> dict[str, str]:
 
 
 ANSWERS = {  # a path prefix on the fake Prometheus -> the body it answers every query with
+    "deep": b"[" * 100_000 + b"]" * 100_000,  # JSON nested beyond Python's recursion limit
     "html": b"<html><body>Grafana</body></html>",
     "list": b"[]",
     "nodata": b'{"status": "success"}',

@@ -156,22 +156,22 @@ CASES: dict[str, Case] = {
     "--max-hours nan": Case(
         ("guard", "estimate", "--rates", "catalog", "--max-hours", "nan"),
         2,
-        "gpu-finops guard estimate: argument --max-hours: expected a finite number > 0, got 'nan'",
+        "gpu-finops guard estimate: argument --max-hours: expected a finite number > 0 and <= 72, got 'nan'",
     ),
     "--max-hours inf": Case(
         ("guard", "estimate", "--rates", "catalog", "--max-hours", "inf"),
         2,
-        "argument --max-hours: expected a finite number > 0, got 'inf'",
+        "argument --max-hours: expected a finite number > 0 and <= 72, got 'inf'",
     ),
     "--max-hours negative": Case(
         ("guard", "estimate", "--rates", "catalog", "--max-hours", "-2"),
         2,
-        "argument --max-hours: expected a finite number > 0, got '-2'",
+        "argument --max-hours: expected a finite number > 0 and <= 72, got '-2'",
     ),
     "$GPU_FINOPS_MAX_HOURS not a number": Case(
         ("guard", "estimate", "--rates", "catalog"),
         2,
-        "gpu-finops guard: $GPU_FINOPS_MAX_HOURS: expected a finite number > 0, got 'three'; unset it or fix it",
+        "gpu-finops guard: $GPU_FINOPS_MAX_HOURS: expected a finite number > 0 and <= 72, got 'three'; unset it or fix it",
         env=(("GPU_FINOPS_MAX_HOURS", "three"),),
     ),
     "guard run with nothing to run": Case(

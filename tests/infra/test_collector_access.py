@@ -10,7 +10,7 @@ import json
 import pytest
 
 from facts.config import load_config
-from facts.names import TAG_PROJECT
+from facts.names import TAG_CLUSTER, TAG_PROJECT
 from infra.ci_boundary import boundary_policy
 from infra.iam_eval import Request, decide
 
@@ -23,7 +23,7 @@ TOKENS = {"${aws_dynamodb_table.cost-table.arn}": TABLE, "${aws_kms_key.kms.arn}
 VIA_DYNAMODB = {"kms:ViaService": f"dynamodb.{C.region}.amazonaws.com"}
 # The key carries the provider's default tags (our project tag among them: checked below), which the boundary's
 # KMS statement requires, so each request on it names them as the real request context would.
-KEY_TAGS = {f"aws:ResourceTag/{TAG_PROJECT}": C.project}
+KEY_TAGS = {f"aws:ResourceTag/{TAG_PROJECT}": C.project, f"aws:ResourceTag/{TAG_CLUSTER}": C.cluster_name}
 
 # What the collector calls (finops/store.py: batch_writer -> BatchWriteItem, scan; the CLI's reads) and
 # the KMS requests DynamoDB makes for it with the table's key.
@@ -61,6 +61,7 @@ def test_the_key_carries_our_project_tag(synthesized):
     assert "kms" in cluster["resource"]["aws_kms_key"]
     (provider,) = cluster["provider"]["aws"]
     assert provider["default_tags"][0]["tags"][TAG_PROJECT] == C.project
+    assert provider["default_tags"][0]["tags"][TAG_CLUSTER] == C.cluster_name  # the boundary asks for both
 
 
 def refused(policies: list[dict], reqs: list[Request]) -> list[str]:

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from facts.config import Config
-from facts.names import TAG_PROJECT
+from facts.names import TAG_CLUSTER, TAG_PROJECT
 from infra.ci_boundary import boundary_policy
 from infra.ci_policies import ATTACHABLE_MANAGED_POLICIES, AWS_MANAGED, boundary_arn
 from infra.ci_policies_iam import deploy_policies
@@ -23,6 +23,9 @@ OURS = [f"arn:aws:iam::{ACCOUNT}:policy/{C.cluster_name}-*"]
 POLICIES = deploy_policies(C, ACCOUNT)
 ROLE = f"arn:aws:iam::{ACCOUNT}:role/{C.cluster_name}-karpenter-node"
 EC2 = f"arn:aws:ec2:{C.region}:{ACCOUNT}"
+# both our tags: the project's alone is shared by a sibling cluster (red-team F3)
+TAGGED = {f"aws:ResourceTag/{TAG_PROJECT}": C.project, f"aws:ResourceTag/{TAG_CLUSTER}": C.cluster_name}
+ASKED = {f"aws:RequestTag/{TAG_PROJECT}": C.project, f"aws:RequestTag/{TAG_CLUSTER}": C.cluster_name}
 
 
 def test_the_nightly_roles_policies_open_no_escalation_path():
@@ -39,7 +42,8 @@ def test_the_stacks_inline_policies_open_no_escalation_path(synthesized):
         for p in synthesized.stack("cluster")["resource"]["aws_iam_role_policy"].values()
     ]
     assert len(docs) >= 3  # Karpenter's controller, FIS, the collector
-    assert policy_findings(docs, boundary=BOUNDARY, our_policies=OURS) == []
+    # bounded roles: Karpenter's upstream statements go by its cluster tag; the boundary asks for ours
+    assert policy_findings(docs, boundary=BOUNDARY, our_policies=OURS, bounded=True) == []
 
 
 def allow(action, resource="*", condition=None, sid="S"):
@@ -108,7 +112,9 @@ def test_each_rule_fires_on_its_near_miss(case):
         allow("iam:PassRole", ROLE, {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}}),
         allow("ec2:CreateTags", f"{EC2}:*", {"StringEquals": {"ec2:CreateAction": "CreateVpc"}}),
         allow(
-            "ec2:TerminateInstances", f"{EC2}:*", {"StringEquals": {f"aws:ResourceTag/{TAG_PROJECT}": "x"}}
+            "ec2:TerminateInstances",
+            f"{EC2}:*",
+            {"StringEquals": {f"aws:ResourceTag/{TAG_PROJECT}": "x", f"aws:ResourceTag/{TAG_CLUSTER}": "x"}},
         ),
         allow("iam:CreatePolicyVersion", OURS[0]),
         allow("ec2:DescribeInstances"),
@@ -216,64 +222,49 @@ def test_the_boundary_can_never_be_lifted_or_rewritten():
 
 def test_ec2_deletes_need_our_tag_on_the_target():
     vpc = f"{EC2}:vpc/vpc-1"
-    assert d("ec2:DeleteVpc", vpc, **{f"aws:ResourceTag/{TAG_PROJECT}": C.project}).allowed
+    assert d("ec2:DeleteVpc", vpc, **TAGGED).allowed
     assert not d("ec2:DeleteVpc", vpc, **{f"aws:ResourceTag/{TAG_PROJECT}": "someone-else"}).allowed
+    assert not d("ec2:DeleteVpc", vpc, **{f"aws:ResourceTag/{TAG_PROJECT}": C.project}).allowed  # F3
     assert not d("ec2:DeleteVpc", vpc).allowed
     instance = f"{EC2}:instance/i-1"
-    assert d(
-        "ec2:TerminateInstances",
-        instance,
-        **{f"aws:ResourceTag/kubernetes.io/cluster/{C.cluster_name}": "owned"},
-    ).allowed
-    assert not d(
-        "ec2:TerminateInstances", instance, **{"aws:ResourceTag/kubernetes.io/cluster/other": "owned"}
-    ).allowed
-    # a cluster tag lets the role delete what Karpenter launched, not the network
-    assert not d(
-        "ec2:DeleteVpc", vpc, **{f"aws:ResourceTag/kubernetes.io/cluster/{C.cluster_name}": "owned"}
-    ).allowed
-    assert not d(
-        "ec2:DeleteVpc",
-        f"arn:aws:ec2:eu-west-1:{ACCOUNT}:vpc/vpc-1",
-        **{f"aws:ResourceTag/{TAG_PROJECT}": C.project},
-    ).allowed
+    assert d("ec2:TerminateInstances", instance, **TAGGED).allowed  # Karpenter's carry the nodeclass tags
+    # a cluster tag anyone can set deletes nothing (red-team F6), the network least of all
+    for tag in ({f"aws:ResourceTag/kubernetes.io/cluster/{C.cluster_name}": "owned"},
+                {"aws:ResourceTag/kubernetes.io/cluster/other": "owned"}):  # fmt: skip
+        assert not d("ec2:TerminateInstances", instance, **tag).allowed
+        assert not d("ec2:DeleteVpc", vpc, **tag).allowed
+    assert not d("ec2:DeleteVpc", f"arn:aws:ec2:eu-west-1:{ACCOUNT}:vpc/vpc-1", **TAGGED).allowed
 
 
 def test_create_tags_only_on_create_with_our_keys_or_on_what_is_ours():
     sg = f"{EC2}:security-group/sg-1"
-    ours = {f"aws:RequestTag/{TAG_PROJECT}": C.project}
-    creating = d(
-        "ec2:CreateTags",
-        sg,
-        **ours,
-        **{"ec2:CreateAction": "CreateSecurityGroup", "aws:TagKeys": [TAG_PROJECT, "Name"]},
-    )
-    assert creating.allowed
+    creating = {"ec2:CreateAction": "CreateSecurityGroup", "aws:TagKeys": [TAG_PROJECT, TAG_CLUSTER, "Name"]}
+    assert d("ec2:CreateTags", sg, **ASKED, **creating).allowed
     foreign_instance = f"{EC2}:instance/i-1"
-    tag_it_ours = {**ours, "aws:TagKeys": [TAG_PROJECT], "aws:ResourceTag/team": "payments"}
+    tag_it_ours = {**ASKED, "aws:TagKeys": [TAG_PROJECT, TAG_CLUSTER], "aws:ResourceTag/team": "payments"}
     assert not d("ec2:CreateTags", foreign_instance, **tag_it_ours).allowed  # the attack: claim, then delete
-    assert not d(
-        "ec2:CreateTags", sg, **ours, **{"ec2:CreateAction": "CreateSecurityGroup", "aws:TagKeys": ["Owner"]}
-    ).allowed
+    assert not d("ec2:CreateTags", sg, **ASKED, **{**creating, "aws:TagKeys": ["Owner"]}).allowed
     peering = f"{EC2}:vpc-peering-connection/pcx-1"
     assert not d(
         "ec2:CreateTags",
         peering,
-        **ours,
+        **ASKED,
         **{"ec2:CreateAction": "CreateVpcPeeringConnection", "aws:TagKeys": [TAG_PROJECT]},
     ).allowed
-    retag = {f"aws:ResourceTag/{TAG_PROJECT}": C.project, "aws:TagKeys": ["Name"]}
+    retag = {**TAGGED, "aws:TagKeys": ["Name"]}
     assert d("ec2:CreateTags", foreign_instance, **retag).allowed
-    assert not d("ec2:DeleteTags", foreign_instance, **{**retag, "aws:TagKeys": [TAG_PROJECT]}).allowed
+    for key in (TAG_PROJECT, TAG_CLUSTER):
+        assert not d("ec2:DeleteTags", foreign_instance, **{**retag, "aws:TagKeys": [key]}).allowed
 
 
 def test_kms_keys_are_scheduled_for_deletion_only_when_ours():
     key = f"arn:aws:kms:{C.region}:{ACCOUNT}:key/k-1"
     for action in ("kms:ScheduleKeyDeletion", "kms:PutKeyPolicy"):
-        assert d(action, key, **{f"aws:ResourceTag/{TAG_PROJECT}": C.project}).allowed, action
+        assert d(action, key, **TAGGED).allowed, action
         assert not d(action, key).allowed, action
         assert not d(action, key, **{f"aws:ResourceTag/{TAG_PROJECT}": "someone-else"}).allowed, action
-    assert d("kms:CreateKey", **{f"aws:RequestTag/{TAG_PROJECT}": C.project}).allowed
+        assert not d(action, key, **{f"aws:ResourceTag/{TAG_PROJECT}": C.project}).allowed, action  # F3
+    assert d("kms:CreateKey", **ASKED).allowed
     assert not d("kms:CreateKey").allowed  # an untagged key would be invisible to teardown
 
 

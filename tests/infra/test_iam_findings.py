@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from facts.config import Config
-from facts.names import TAG_PROJECT
+from facts.names import TAG_CLUSTER, TAG_PROJECT
 from infra.ci_boundary import boundary_policy
 from infra.ci_policies import boundary_arn
 from infra.ci_policies_iam import deploy_policies
@@ -112,7 +112,7 @@ INSTANCE = {"ec2:InstanceType": C.gpu_instance_types[0]}
 
 
 def test_4_instances_launch_only_into_our_subnets():
-    ours = {f"aws:ResourceTag/{TAG_PROJECT}": C.project}
+    ours = {f"aws:ResourceTag/{TAG_PROJECT}": C.project, f"aws:ResourceTag/{TAG_CLUSTER}": C.cluster_name}
     assert d(POLICIES.values(), "ec2:RunInstances", f"{EC2}:subnet/subnet-1", **ours).allowed
     assert not d(POLICIES.values(), "ec2:RunInstances", f"{EC2}:subnet/subnet-foreign").allowed
     assert not d(POLICIES.values(), "ec2:RunInstances", f"{EC2}:launch-template/lt-foreign").allowed
@@ -168,18 +168,20 @@ def test_5_a_role_under_the_boundary_cannot_touch_what_is_not_ours(action, resou
 
 
 def test_5_the_boundary_still_lets_our_roles_act_on_what_is_ours():
-    cluster_tag = {f"aws:ResourceTag/kubernetes.io/cluster/{C.cluster_name}": "owned"}
-    assert d([BOUNDARY], "ec2:TerminateInstances", f"{EC2}:instance/i-1", **cluster_tag).allowed
+    # what Karpenter launches and the system nodes carry both our tags (EC2NodeClass tags, system-lt)
+    ours = {f"aws:ResourceTag/{TAG_PROJECT}": C.project, f"aws:ResourceTag/{TAG_CLUSTER}": C.cluster_name}
+    assert d([BOUNDARY], "ec2:TerminateInstances", f"{EC2}:instance/i-1", **ours).allowed
     cni = {"aws:ResourceTag/cluster.k8s.amazonaws.com/name": C.cluster_name}
     assert d([BOUNDARY], "ec2:DeleteNetworkInterface", f"{EC2}:network-interface/eni-1", **cni).allowed
-    project = {f"aws:ResourceTag/{TAG_PROJECT}": C.project}
-    assert d([BOUNDARY], "ec2:SendSpotInstanceInterruptions", f"{EC2}:instance/i-1", **project).allowed
+    assert d([BOUNDARY], "ec2:SendSpotInstanceInterruptions", f"{EC2}:instance/i-1", **ours).allowed
     assert d([BOUNDARY], "ec2:DescribeInstances").allowed
-    # a sibling cluster's tag is not ours
+    # a sibling cluster's tag is not ours, nor is a tag anyone can set (red-team F3, F6)
     sibling = {f"aws:ResourceTag/kubernetes.io/cluster/{SIBLING}": "owned"}
     assert not d([BOUNDARY], "ec2:TerminateInstances", f"{EC2}:instance/i-1", **sibling).allowed
+    cluster_tag = {f"aws:ResourceTag/kubernetes.io/cluster/{C.cluster_name}": "owned"}
+    assert not d([BOUNDARY], "ec2:TerminateInstances", f"{EC2}:instance/i-1", **cluster_tag).allowed
     # tagging what exists: only with keys that never make it ours, only on what is already ours
-    retag = {**cluster_tag, "aws:TagKeys": ["Name"]}
+    retag = {**ours, "aws:TagKeys": ["Name"]}
     assert d([BOUNDARY], "ec2:CreateTags", f"{EC2}:instance/i-1", **retag).allowed
     claim = {"aws:TagKeys": [f"kubernetes.io/cluster/{C.cluster_name}"]}
     assert not d([BOUNDARY], "ec2:CreateTags", f"{EC2}:instance/i-foreign", **claim).allowed
@@ -209,6 +211,7 @@ def test_5_the_boundary_has_no_finding():
 )  # fmt: skip
 def test_5_the_checker_catches_a_boundary_open_on_ec2_autoscaling_or_elb(stmt, why):
     assert why in boundary_findings({"Statement": [stmt]})
-    scoped = {**stmt, "Condition": {"StringEquals": {f"aws:ResourceTag/{TAG_PROJECT}": C.project},
+    scoped = {**stmt, "Condition": {"StringEquals": {f"aws:ResourceTag/{TAG_PROJECT}": C.project,
+                                                     f"aws:ResourceTag/{TAG_CLUSTER}": C.cluster_name},
                                     "ForAllValues:StringEquals": {"aws:TagKeys": ["Name"]}}}  # fmt: skip
     assert boundary_findings({"Statement": [scoped]}) == []

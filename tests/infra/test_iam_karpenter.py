@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from facts.config import Config
+from facts.names import TAG_CLUSTER, TAG_PROJECT
 from infra.ci_boundary import boundary_policy
 from infra.iam_eval import Request, decide
 from infra.iam_policies import karpenter_controller, karpenter_profile_path
@@ -88,7 +89,8 @@ def calls(t: Target) -> list[Call]:
     tagged = resource_tags(t.ec2_tags)
     lt, instance = f"{EC2}:launch-template/lt-0abc", f"{EC2}:instance/i-0abc"
     launch_resources = [  # what CreateFleet / RunInstances authorize besides what they create
-        (f"{EC2}:subnet/subnet-0abc", {}),
+        # the target cluster's subnets carry its network stack's default tags (the boundary asks for both)
+        (f"{EC2}:subnet/subnet-0abc", resource_tags({TAG_PROJECT: C.project, TAG_CLUSTER: t.cluster})),
         (f"{EC2}:security-group/sg-0abc", {}),
         (f"arn:aws:ec2:{C.region}::image/ami-0abc", {}),
         (lt, tagged),

@@ -9,10 +9,19 @@ from pathlib import Path
 
 import boto3
 
+from teardown.provenance import TERRAFORM_TYPES
 from tests.teardown.account_more import add_lookalikes_and_foreign, add_storage, live
 
 CLUSTER = "gpu-finops"
-OURS = [{"Key": "gpu-finops.io/project", "Value": "gpu-finops"}, {"Key": "Name", "Value": "gpu-finops"}]
+# The stacks' default tags (project and cluster) and a Name.
+OURS = [
+    {"Key": "gpu-finops.io/project", "Value": "gpu-finops"},
+    {"Key": "gpu-finops.io/cluster", "Value": "gpu-finops"},
+    {"Key": "Name", "Value": "gpu-finops"},
+]
+NODECLASS = OURS[
+    :2
+]  # the EC2NodeClass's tags (infra/objects/karpenter.py): Karpenter puts them on what it launches
 TRUST = json.dumps(
     {
         "Version": "2012-10-17",
@@ -29,16 +38,25 @@ IN_STATE = ("vpc", "subnet", "internet_gateway", "eip", "nat_gateway", "route_ta
             "sqs_queue", "eventbridge_rule")  # fmt: skip
 
 
-def in_state(*ids: str) -> None:
-    """Add ids to a Terraform state file under `.state/`, as `infra up` leaves them (the working
-    directory is the test's own: tests/conftest.py's teardown_run)."""
+def in_state(rtype: str, *ids: str, mode: str = "managed", **attrs: str) -> None:
+    """Add managed resources of teardown type `rtype` (as the Terraform type teardown maps it to) to a
+    state file under `.state/`, as `infra up` leaves them (the working directory is the test's own:
+    tests/conftest.py's teardown_run). `attrs` go into every instance (a role's unique_id)."""
     if Path.cwd().resolve() == ROOT:
         raise RuntimeError(
             "in_state writes .state/ here: run from a temporary directory (fixture teardown_run)"
         )
     path = Path(".state") / "terraform.test.tfstate"
     doc = json.loads(path.read_text()) if path.exists() else {"version": 4, "resources": []}
-    doc["resources"].append({"type": "test", "instances": [{"attributes": {"id": i}} for i in ids]})
+    (tf, *_) = TERRAFORM_TYPES[rtype]
+    doc["resources"].append(
+        {
+            "mode": mode,
+            "type": tf,
+            "name": "t",
+            "instances": [{"attributes": {"id": i, **attrs}} for i in ids],
+        }
+    )
     path.parent.mkdir(exist_ok=True)
     path.write_text(json.dumps(doc))
 
@@ -117,8 +135,9 @@ def build(session: boto3.Session, *, instances: int = 2, storage: bool = True) -
         )["GroupId"],
     )
 
-    # Instances as Karpenter launches them: tagged by cluster and NodePool, not by our stacks.
+    # Instances as Karpenter launches them: tagged by cluster and NodePool, and with the EC2NodeClass's tags.
     karpenter_tags = [
+        *NODECLASS,
         {"Key": f"kubernetes.io/cluster/{CLUSTER}", "Value": "owned"},
         {"Key": "karpenter.sh/nodepool", "Value": "gpu-spot"},
         {"Key": "eks:eks-cluster-name", "Value": CLUSTER},
@@ -147,7 +166,9 @@ def build(session: boto3.Session, *, instances: int = 2, storage: bool = True) -
     lt = ec2.create_launch_template(
         LaunchTemplateName=f"karpenter.k8s.aws/{CLUSTER}/gpu",
         LaunchTemplateData={},
-        TagSpecifications=spec("launch-template", [{"Key": "karpenter.k8s.aws/cluster", "Value": CLUSTER}]),
+        TagSpecifications=spec(
+            "launch-template", [{"Key": "karpenter.k8s.aws/cluster", "Value": CLUSTER}, *NODECLASS]
+        ),
     )
     acct.add(ours, "launch_template", lt["LaunchTemplate"]["LaunchTemplateId"])
 
@@ -166,7 +187,7 @@ def build(session: boto3.Session, *, instances: int = 2, storage: bool = True) -
                 "Statement": [{"Effect": "Allow", "Action": "ec2:Describe*", "Resource": "*"}],
             }
         ),
-        Tags=OURS[:1],
+        Tags=OURS[:2],
     )["Policy"]["Arn"]
     acct.add(ours, "iam_policy", policy)
     iam.attach_role_policy(RoleName=role, PolicyArn=policy)
@@ -204,7 +225,7 @@ def build(session: boto3.Session, *, instances: int = 2, storage: bool = True) -
         EventPattern=json.dumps(
             {"source": ["aws.ec2"], "detail-type": ["EC2 Spot Instance Interruption Warning"]}
         ),
-        Tags=OURS[:1],
+        Tags=OURS[:2],
     )["RuleArn"]
     events.put_targets(
         Rule=f"{CLUSTER}-spot-interruption",
@@ -251,7 +272,7 @@ def build(session: boto3.Session, *, instances: int = 2, storage: bool = True) -
         BillingMode="PAY_PER_REQUEST",
         KeySchema=[{"AttributeName": "ResourceId", "KeyType": "HASH"}],
         AttributeDefinitions=[{"AttributeName": "ResourceId", "AttributeType": "S"}],
-        Tags=OURS[:1],
+        Tags=OURS[:2],
     )
     acct.add(ours, "dynamodb_table", f"{CLUSTER}-cost")
     eks = session.client("eks")
@@ -305,7 +326,8 @@ def build(session: boto3.Session, *, instances: int = 2, storage: bool = True) -
     if storage:
         add_storage(session, acct, CLUSTER)
         add_lookalikes_and_foreign(session, acct, CLUSTER, TRUST)
-    in_state(*(i for t in IN_STATE for i in ours.get(t, [])))
+    for t in IN_STATE:
+        in_state(t, *ours.get(t, []))
     return acct
 
 

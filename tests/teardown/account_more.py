@@ -28,9 +28,12 @@ def add_storage(session: boto3.Session, acct: Account, cluster: str) -> None:
         {"Key": "CSIVolumeName", "Value": "pvc-0b1c"},
         {"Key": "kubernetes.io/created-for/pvc/name", "Value": "checkpoints"},
     ]
+    # with our tags too, as the driver's extraVolumeTags must give them: the nightly's role deletes no
+    # volume by the driver's tags alone (anyone may set them; red-team F6)
     vol = ec2.create_volume(
-        AvailabilityZone="us-east-1a", Size=10, TagSpecifications=[{"ResourceType": "volume", "Tags": csi}]
-    )
+        AvailabilityZone="us-east-1a", Size=10,
+        TagSpecifications=[{"ResourceType": "volume", "Tags": [*csi, *ours]}],
+    )  # fmt: skip
     acct.add(acct.ours, "ebs_volume", vol["VolumeId"])
     key = kms.create_key(
         Description=f"{cluster}: EKS secrets, logs, queue and cost table",

@@ -123,7 +123,8 @@ def leak_demo_eni(boto_session) -> str:
             }
         ],
     )
-    in_state(vpc["Vpc"]["VpcId"], subnet)  # demo's `make up` made them
+    in_state("vpc", vpc["Vpc"]["VpcId"])  # demo's `make up` made them
+    in_state("subnet", subnet)  # demo's `make up` made them
     return eni["NetworkInterface"]["NetworkInterfaceId"]
 
 

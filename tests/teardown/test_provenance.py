@@ -120,7 +120,7 @@ def test_each_provenance_where_it_holds_and_where_it_is_missing(boto_session, ca
     started = begin_run_now()
     vpc, role = f"vpc/{foreign['vpc']}", "iam_role/their-app"
     assert vpc not in plan_keys(capsys)  # made before the run, in no state, no journal
-    in_state(foreign["vpc"])  # in our Terraform state: ours, and what it holds with it
+    in_state("vpc", foreign["vpc"])  # in our Terraform state: ours, and what it holds with it
     proven = plan_keys(capsys)
     assert proven[vpc] == "in our Terraform state (.state)"
     assert proven[f"subnet/{foreign['subnet']}"] == f"inside {vpc}, which is ours"
