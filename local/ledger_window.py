@@ -109,6 +109,8 @@ def record_during(
         time.sleep(STEP_S + SCRAPE_S)  # the last whole step evaluated before it is read
         span = window(started, ended)
         if span is None:
+            for name in OUTPUTS.values():  # an earlier run's ledger is not this run's
+                (out / name).unlink(missing_ok=True)
             return code, [
                 f"ledger: not written (the run lasted {ended - started:.0f} s, under one {STEP_S} s step)"
             ]

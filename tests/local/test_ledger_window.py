@@ -85,3 +85,15 @@ def test_a_ledger_that_cannot_be_read_is_a_line_and_no_stale_file(tmp_path):
     said = ledger_window.write_ledger("http://127.0.0.1:9", 1_800_000_000, 1_800_000_060, reports)
     assert not stale.exists(), "an earlier run's ledger must not be reported beside this run's acts"
     assert said[0].startswith("ledger month: not written (gpu-finops ledger: ") and "127.0.0.1:9" in said[0]
+
+
+def test_a_run_shorter_than_a_step_writes_no_ledger_and_removes_an_earlier_one(tmp_path):
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "ledger-ladder.json").write_text('{"rungs": []}')
+    code, said = ledger_window.record_during([sys.executable, "-c", "pass"], [], tmp_path / "work", reports)
+    assert code == 0
+    assert said == [said[0]] and said[0].startswith(
+        "ledger: not written (the run lasted 0 s, under one 5 s step)"
+    )
+    assert not list(reports.iterdir())
