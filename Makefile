@@ -165,10 +165,12 @@ acts: setup ## run the acts (seven) against TARGET (aws|local); reports in repor
 	@mkdir -p reports
 	$(VENV)/bin/pytest acts --target=$(TARGET) -p no:cacheprovider -rs --tb=short --junitxml=reports/acts.junit.xml
 
-demo: setup ## the main job on the local target: up, all acts (a skipped act fails the demo), down, the report
+# The acts run under local/ledger_window.py, which records the ledger of their window (reports/ledger-*.json)
+# for the report; plain `make`, not $(MAKE), so that `make -n demo` does not start it.
+demo: setup ## the main job on the local target: up, all acts (a skipped act fails the demo) and their ledger, down, the report
 	$(VENV)/bin/gpu-finops local up
-	$(MAKE) acts TARGET=local GPU_FINOPS_REQUIRE_ALL_ACTS=1 || { $(VENV)/bin/gpu-finops local down; \
-	  $(VENV)/bin/gpu-finops report --out reports/index.html; exit 1; }
+	$(VENV)/bin/python -m local.ledger_window --out reports -- make acts TARGET=local GPU_FINOPS_REQUIRE_ALL_ACTS=1 \
+	  || { $(VENV)/bin/gpu-finops local down; $(VENV)/bin/gpu-finops report --out reports/index.html; exit 1; }
 	$(VENV)/bin/gpu-finops local down
 	$(VENV)/bin/gpu-finops report --out reports/index.html  # its last line: the page's path
 

@@ -84,8 +84,8 @@ def version() -> str:
         return "(not installed: `pip install .` records the version)"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(
+def build_parser(parser_class: type[argparse.ArgumentParser] = Parser) -> argparse.ArgumentParser:
+    parser = parser_class(
         prog=PROJECT,
         description="Is our GPU money doing work, and does our scheduling stack do what we claim?",
         epilog=CONTRACT,
@@ -98,6 +98,26 @@ def build_parser() -> argparse.ArgumentParser:
         # A placeholder parser keeps --help complete without importing every module.
         sub.add_parser(name, help=help_text, add_help=False)
     return parser
+
+
+def command_parser(
+    command: str, parser_class: type[argparse.ArgumentParser] = Parser
+) -> tuple[ModuleType, argparse.ArgumentParser]:
+    """A subcommand's module and its real parser (the module's `add_arguments`), as a run builds them;
+    tests/docs parses every command the docs show with it."""
+    module_name, help_text = SUBCOMMANDS[command]
+    module = importlib.import_module(module_name)
+    parser = parser_class(prog=f"{PROJECT} {command}", description=help_text)
+    _verbose_argument(parser)
+    module.add_arguments(parser)
+    return module, parser
+
+
+def strip_verbose(argv: list[str]) -> tuple[list[str], bool]:
+    """-v anywhere before `--` (what follows it is another command's), even after a nested action."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    verbose = any(a in VERBOSE for a in argv[:end])
+    return [a for a in argv[:end] if a not in VERBOSE] + argv[end:], verbose
 
 
 class _Running:
@@ -116,11 +136,8 @@ def _run(argv: list[str], state: _Running, verbose: bool) -> int:
         top.parse_args(argv)  # prints help or the usage error and exits
         return EXIT_USAGE
     state.command = command
-    module_name, help_text = SUBCOMMANDS[command]
-    module = state.module = importlib.import_module(module_name)
-    parser = Parser(prog=f"{PROJECT} {command}", description=help_text)
-    _verbose_argument(parser)
-    module.add_arguments(parser)
+    module, parser = command_parser(command)
+    state.module = module
     index = argv.index(command)
     args = state.args = parser.parse_args(argv[:index] + argv[index + 1 :])
     args.verbose = args.verbose or verbose
@@ -148,11 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; every way it can end is an exit code of the contract (facts/errors.py)."""
     from gpu_finops.failures import classify
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    # -v anywhere before `--` (what follows it is another command's), even after a nested action
-    end = argv.index("--") if "--" in argv else len(argv)
-    verbose = any(a in VERBOSE for a in argv[:end])
-    argv = [a for a in argv[:end] if a not in VERBOSE] + argv[end:]
+    argv, verbose = strip_verbose(list(sys.argv[1:] if argv is None else argv))
     state = _Running()
     try:
         return _run(argv, state, verbose)
