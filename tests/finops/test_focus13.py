@@ -8,6 +8,7 @@ import copy
 import json
 from decimal import Decimal
 from fractions import Fraction
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -73,6 +74,9 @@ def test_one_split_row_explained(rows13):
     assert json.loads(row["Tags"]) == {"karpenter.sh/nodepool": "gpu-spot"}
     assert row["ChargeDescription"] == "g6e.xlarge spot instance hours of GPU node gpu-a"
     assert (row["ServiceProviderName"], row["HostProviderName"], row["ProviderName"]) == ("AWS", "AWS", "AWS")
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "finops.md").read_text()
+    for text in (row["AllocatedMethodDetails"], row["AllocatedTags"], row["Tags"], row["ChargeDescription"]):
+        assert f"`{text}`" in docs, text
 
 
 def test_ratios_sum_to_exactly_one_on_thirds():
