@@ -83,7 +83,7 @@ $(FOCUS_VALIDATOR_STAMP):
 	  $(FOCUS_VALIDATOR_PYTHON) -m venv $(TOOLS_DIR)/focus-validator; \
 	  $(TOOLS_DIR)/focus-validator/bin/pip install -q "focus-validator==$(FOCUS_VALIDATOR_VERSION)" "pyarrow>=17,<22"; \
 	else \
-	  echo "NOTE: no Python 3.12 runs here (PATH, ~/.pyenv/versions): installing focus-validator $(FOCUS_VALIDATOR_FALLBACK_VERSION) (FOCUS 1.0 rules) instead of $(FOCUS_VALIDATOR_VERSION) (FOCUS 1.2); install Python 3.12 and rerun make setup"; \
+	  echo "NOTE: no Python 3.12 runs here (PATH, ~/.pyenv/versions): installing focus-validator $(FOCUS_VALIDATOR_FALLBACK_VERSION) (FOCUS 1.0 rules) instead of $(FOCUS_VALIDATOR_VERSION) (FOCUS 1.2); install Python 3.12, then rm -rf $(TOOLS_DIR)/focus-validator and rerun make setup"; \
 	  $(PYTHON) -m venv $(TOOLS_DIR)/focus-validator; \
 	  $(TOOLS_DIR)/focus-validator/bin/pip install -q "focus-validator==$(FOCUS_VALIDATOR_FALLBACK_VERSION)" "pyarrow>=17,<22" "multimethod<1.11"; \
 	fi
