@@ -6,6 +6,14 @@ allocation_handling.md, "Version Introduced 1.3"), checks it over a dataset's ro
 breaks exactly that requirement, so tests/finops/test_focus13.py shows each checker passing a conformant
 dataset and failing a violating one with its reason.
 
+Provenance: the v1.3 tag itself was not reachable here (the FOCUS_Spec mirror ends in May 2025); the texts are
+from the column pages stored in the public code index, each marked "Version Introduced 1.3": AllocatedMethodId
+and the split handling attribute at commit f1eeb30a, AllocatedMethodDetails 0b91cb13, AllocatedResourceId
+00d4b9bd, AllocatedResourceName 0da1788e, AllocatedTags 005e8b61, ServiceProviderName 085459e3,
+HostProviderName 03c652c3. The drafts differ in wording ("provider-calculated" in older ones, "data
+generator-calculated" in newer); the requirements quoted are the same in both. Recheck against the ratified
+text when it can be fetched.
+
 A row is *related to a split* when its origin charge (ResourceId, ChargePeriodStart) has a tenant's row: the
 export splits a node-interval only when someone held its GPUs.
 """
