@@ -13,10 +13,18 @@ CACHE_DIR  ?= $(HOME)/.cache/gpu-finops
 NODE_MAJOR := 22
 # renovate: datasource=pypi depName=checkov
 CHECKOV_VERSION := 3.3.30
-# The FOCUS project's validator pins numpy<2 and pandera 0.17 (which needs multimethod<1.11), and leaves
-# pyarrow open (pyarrow 22+ needs numpy 2): its own tool venv, with the pins it forgot.
+# The FOCUS project's validator, in its own tool venv. 2.x requires Python >= 3.12 (so pip on 3.11 offers only
+# 1.0.0) and checks FOCUS 1.2; it pins numpy<2 and leaves pyarrow open (pyarrow 22+ needs numpy 2), so pyarrow
+# is pinned beside it. numpy 1.26 has no wheel for 3.13, so it is installed with a Python 3.12 found on the
+# machine (PATH, then pyenv's versioned paths; a pyenv shim that refuses counts as absent).
 # renovate: datasource=pypi depName=focus-validator
-FOCUS_VALIDATOR_VERSION := 1.0.0
+FOCUS_VALIDATOR_VERSION := 2.2.1
+# Where no Python 3.12 runs: 1.0.0 (FOCUS 1.0 rules; pandera 0.17 needs multimethod<1.11). This is the newest
+# release whose Requires-Python admits 3.11: decline a Renovate bump of this one past 1.x.
+# renovate: datasource=pypi depName=focus-validator
+FOCUS_VALIDATOR_FALLBACK_VERSION := 1.0.0
+FOCUS_VALIDATOR_PYTHON ?= $(shell for p in python3.12 $(HOME)/.pyenv/versions/3.12*/bin/python3.12 /usr/local/bin/python3.12 /usr/bin/python3.12; do \
+  "$$p" -c 'import sys; assert sys.version_info[:2] == (3, 12)' >/dev/null 2>&1 && { echo "$$p"; break; }; done)
 # renovate: datasource=github-releases depName=rhysd/actionlint extractVersion=^v(?<version>.+)$
 ACTIONLINT_VERSION := 1.7.12
 # uv compiles the hash-pinned lock files (`make lock`); renovate-config-validator checks renovate.json.
@@ -39,6 +47,7 @@ SETUP_STAMP := $(VENV)/.setup-done
 NODE_BIN    := $(NODE_DIR)/node_modules/.bin/node
 CHECKOV     := $(TOOLS_DIR)/checkov/bin/checkov
 FOCUS_VALIDATOR := $(TOOLS_DIR)/focus-validator/bin/focus-validator
+FOCUS_VALIDATOR_STAMP := $(TOOLS_DIR)/focus-validator/.installed-$(FOCUS_VALIDATOR_VERSION)
 # actionlint comes from the Go module proxy, built once into the cache outside the clone.
 ACTIONLINT  := $(CACHE_DIR)/tools/actionlint-v$(ACTIONLINT_VERSION)/actionlint
 UV          := $(CACHE_DIR)/tools/uv-$(UV_VERSION)/bin/uv
@@ -66,10 +75,19 @@ $(CHECKOV):
 	@$(PYTHON) -m venv $(TOOLS_DIR)/checkov
 	@$(TOOLS_DIR)/checkov/bin/pip install -q "checkov==$(CHECKOV_VERSION)"
 
-$(FOCUS_VALIDATOR):
-	@echo "installing focus-validator $(FOCUS_VALIDATOR_VERSION) into its own tool venv ($(TOOLS_DIR)/focus-validator)"
-	@$(PYTHON) -m venv $(TOOLS_DIR)/focus-validator
-	@$(TOOLS_DIR)/focus-validator/bin/pip install -q "focus-validator==$(FOCUS_VALIDATOR_VERSION)" "pyarrow>=17,<22" "multimethod<1.11"
+# The stamp names the version, so a checkout holding an older validator reinstalls on the next `make setup`.
+$(FOCUS_VALIDATOR_STAMP):
+	@rm -rf $(TOOLS_DIR)/focus-validator
+	@if [ -n "$(FOCUS_VALIDATOR_PYTHON)" ]; then \
+	  echo "installing focus-validator $(FOCUS_VALIDATOR_VERSION) with $(FOCUS_VALIDATOR_PYTHON) into its own tool venv ($(TOOLS_DIR)/focus-validator)"; \
+	  $(FOCUS_VALIDATOR_PYTHON) -m venv $(TOOLS_DIR)/focus-validator; \
+	  $(TOOLS_DIR)/focus-validator/bin/pip install -q "focus-validator==$(FOCUS_VALIDATOR_VERSION)" "pyarrow>=17,<22"; \
+	else \
+	  echo "NOTE: no Python 3.12 runs here (PATH, ~/.pyenv/versions): installing focus-validator $(FOCUS_VALIDATOR_FALLBACK_VERSION) (FOCUS 1.0 rules) instead of $(FOCUS_VALIDATOR_VERSION) (FOCUS 1.2); install Python 3.12, then rm -rf $(TOOLS_DIR)/focus-validator and rerun make setup"; \
+	  $(PYTHON) -m venv $(TOOLS_DIR)/focus-validator; \
+	  $(TOOLS_DIR)/focus-validator/bin/pip install -q "focus-validator==$(FOCUS_VALIDATOR_FALLBACK_VERSION)" "pyarrow>=17,<22" "multimethod<1.11"; \
+	fi
+	@touch $@
 
 $(ACTIONLINT):
 	@command -v go >/dev/null || { echo "actionlint is built from the Go module proxy: install Go (>= 1.24) first"; exit 1; }
@@ -115,7 +133,7 @@ $(SETUP_STAMP): pyproject.toml Makefile $(LOCK_TEST)
 	  $$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 	@touch $@
 
-setup: $(SETUP_STAMP) $(NODE_BIN) $(CHECKOV) $(FOCUS_VALIDATOR) ## create .venv, install the project, Node.js 22, checkov, focus-validator, prometheus, shellcheck, chromium
+setup: $(SETUP_STAMP) $(NODE_BIN) $(CHECKOV) $(FOCUS_VALIDATOR_STAMP) ## create .venv, install the project, Node.js 22, checkov, focus-validator, prometheus, shellcheck, chromium
 
 print-actionlint: # where the actionlint binary lives (tests/ci runs it)
 	@echo $(ACTIONLINT)

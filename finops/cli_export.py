@@ -1,5 +1,5 @@
-"""`gpu-finops cost export --format parquet --out DIR|s3://bucket/prefix`: the cost table as a FOCUS 1.2
-dataset split per tenant, partitioned by billing period (finops/export.py says the layout)."""
+"""`gpu-finops cost export --format parquet --out DIR|s3://bucket/prefix [--focus-version 1.2|1.3]`: the cost
+table as a FOCUS dataset split per tenant, partitioned by billing period (finops/export.py says the layout)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from facts.errors import CheckFailed, UsageError
 from facts.names import PROJECT
 from finops.cli_common import add_store_argument, add_window_arguments
 from finops.export import write_dataset
-from finops.focus import FOCUS_VERSION, FocusContext, focus_dataset
+from finops.focus import FOCUS_VERSION, FOCUS_VERSIONS, FocusContext, focus_dataset
 from finops.holdings_record import STATUS_NO_HOLDINGS
 from finops.s3_access import split_s3
 from finops.store import open_store
@@ -39,6 +39,14 @@ def add_export_parser(sub: argparse._SubParsersAction) -> None:
     export = sub.add_parser("export", help=f"write the FOCUS {FOCUS_VERSION} dataset, split per tenant")
     add_store_argument(export)
     export.add_argument("--format", choices=["parquet"], default="parquet", help="only parquet (the default)")
+    export.add_argument(
+        "--focus-version",
+        choices=FOCUS_VERSIONS,
+        default=FOCUS_VERSION,
+        help=f"FOCUS version (default {FOCUS_VERSION}); 1.3 adds the split cost allocation columns "
+        "(AllocatedMethodId, AllocatedMethodDetails, AllocatedResourceId/Name, AllocatedTags) and moves the "
+        "tenant from Tags to AllocatedTags",
+    )
     export.add_argument("--out", required=True, type=_destination, help="a directory or s3://bucket/prefix")
     add_window_arguments(export)
     export.add_argument(
@@ -89,11 +97,11 @@ def run_export(args: argparse.Namespace) -> int:
         )
     holdings = _holdings(args.holdings, args.kubeconfig, store)
     ctx = FocusContext(args.billing_account_id, args.billing_account_name, provider=args.provider)
-    dataset = focus_dataset(records, holdings, ctx)
+    dataset = focus_dataset(records, holdings, ctx, args.focus_version)
     for w in write_dataset(dataset, args.out):
         console.print(f"{w.path}: {w.rows} row(s)")
     console.print(
-        f"FOCUS {FOCUS_VERSION}: {len(dataset.rows)} row(s) from {len(records) - len(dataset.unpriced)} priced "
+        f"FOCUS {dataset.version}: {len(dataset.rows)} row(s) from {len(records) - len(dataset.unpriced)} priced "
         f"node-interval(s), {_holdings_summary(holdings)}"
     )
     unknown = [r for r in dataset.rows if r["x_Status"] == STATUS_NO_HOLDINGS]

@@ -25,7 +25,19 @@ from pathlib import Path
 from typing import Any
 
 from facts.private_files import write_private
-from finops.focus import BOOL, COLUMNS, FLOAT, INT, MONEY, QUANTITY, TEXT, TIME, FocusDataset, period_key
+from finops.focus import (
+    BOOL,
+    FLOAT,
+    FOCUS_VERSION,
+    INT,
+    MONEY,
+    QUANTITY,
+    TEXT,
+    TIME,
+    FocusDataset,
+    columns,
+    period_key,
+)
 from finops.records import COLUMNS as RECORD_COLUMNS
 from finops.records import CostRecord
 from finops.s3_access import S3Prefix
@@ -49,21 +61,22 @@ def _arrow_type(kind: str):
     }[kind]
 
 
-def schema():
+def schema(version: str = FOCUS_VERSION):
     import pyarrow as pa
 
-    return pa.schema([pa.field(name, _arrow_type(kind)) for name, kind in COLUMNS.items()])
+    return pa.schema([pa.field(name, _arrow_type(kind)) for name, kind in columns(version).items()])
 
 
 def _plain(value: Any) -> Any:
     return float(value) if isinstance(value, Decimal) else value
 
 
-def to_table(rows: Sequence[dict[str, Any]]):
-    """FOCUS rows as an Arrow table in COLUMNS order (Decimal -> double, exactly on the quantum)."""
+def to_table(rows: Sequence[dict[str, Any]], version: str = FOCUS_VERSION):
+    """FOCUS rows as an Arrow table in the version's column order (Decimal -> double, exactly on the quantum)."""
     import pyarrow as pa
 
-    return pa.Table.from_pylist([{c: _plain(r[c]) for c in COLUMNS} for r in rows], schema=schema())
+    names = columns(version)
+    return pa.Table.from_pylist([{c: _plain(r[c]) for c in names} for r in rows], schema=schema(version))
 
 
 def _unpriced_table(records: Sequence[CostRecord]):
@@ -117,7 +130,7 @@ def write_dataset(dataset: FocusDataset, dest: str, *, s3_client: Any = None) ->
     written = []
     for key, rows in _by_period(dataset.rows, lambda r: r["BillingPeriodStart"]).items():
         rows.sort(key=lambda r: (r["ChargePeriodStart"], r["ResourceName"], r["x_Tenant"] or ""))
-        path = target.put(f"{PARTITION}={key}/{DATA_FILE}", _parquet_bytes(to_table(rows)))
+        path = target.put(f"{PARTITION}={key}/{DATA_FILE}", _parquet_bytes(to_table(rows, dataset.version)))
         written.append(Written(path, len(rows)))
     unpriced = _by_period(dataset.unpriced, lambda r: parse_time(r.ChargePeriodStart))
     for key, records in unpriced.items():
@@ -128,12 +141,14 @@ def write_dataset(dataset: FocusDataset, dest: str, *, s3_client: Any = None) ->
     return written
 
 
-def athena_ddl(location: str = "s3://BUCKET/PREFIX/", table: str = "gpu_finops_focus") -> str:
+def athena_ddl(
+    location: str = "s3://BUCKET/PREFIX/", table: str = "gpu_finops_focus", version: str = FOCUS_VERSION
+) -> str:
     """The Athena (Hive) DDL of the exported dataset: every column in order, partitioned by billing_period.
     Money is DOUBLE on the micro-dollar quantum; sum it as DECIMAL(18, 6) (see the module docstring)."""
     hive = {MONEY: "double", QUANTITY: "double", FLOAT: "double", TIME: "timestamp", TEXT: "string",
             INT: "bigint", BOOL: "boolean"}  # fmt: skip
-    cols = ",\n".join(f"  `{name}` {hive[kind]}" for name, kind in COLUMNS.items())
+    cols = ",\n".join(f"  `{name}` {hive[kind]}" for name, kind in columns(version).items())
     return (
         f"CREATE EXTERNAL TABLE {table} (\n{cols}\n)\n"
         f"PARTITIONED BY (`{PARTITION}` string)\n"

@@ -1,10 +1,8 @@
 """The collector's cost records as a FOCUS 1.2 cost and usage dataset, one row per tenant per node-interval.
 
-Why 1.2 and not 1.3: 1.3's allocation columns (AllocatedMethodId, AllocatedResourceId, AllocatedTags, ...)
-fit the per-tenant split, but 1.3 also replaces ProviderName/PublisherName with ServiceProviderName and
-HostProviderName, and no validator we can install checks 1.3 (the FOCUS project's `focus-validator` on
-PyPI knows 1.0 rules at most). 1.2 is a superset of 1.0's columns, so the validator checks every 1.0
-rule on this dataset; the split is described in `x_` columns and Tags instead.
+FOCUS 1.2 by default; `version="1.3"` adds 1.3's split cost allocation columns (finops/focus13.py). 1.2
+stays the default: no installable validator checks 1.3 (focus-validator 2.2.1 bundles the 1.2 model), and in
+1.3 the tenant moves from Tags to AllocatedTags, which readers of our 1.2 Tags would miss.
 
 Every column FOCUS 1.2 makes mandatory is present and never null where the spec says so; so are the
 conditional columns whose condition holds for EC2 (regions, resources, SKUs, list and contracted prices,
@@ -30,11 +28,13 @@ from typing import Any
 
 from facts.kube_keys import LABEL_NODEPOOL, LABEL_TENANT
 from finops.allocation import QUANTITY_QUANTUM, UNALLOCATED, shares, split, to_decimal
+from finops.focus13 import FOCUS13_COLUMNS, SHARE_KEY, allocate
 from finops.gpu_holdings import GpuHolding
 from finops.holdings_record import STATUS_NO_HOLDINGS, IntervalHoldings
 from finops.records import CostRecord
 
 FOCUS_VERSION = "1.2"
+FOCUS_VERSIONS = ("1.2", "1.3")  # 1.3 adds the allocation columns (finops/focus13.py)
 TENANT_TAG = LABEL_TENANT
 NAMESPACE_TAG = "kubernetes.io/namespace"
 NODEPOOL_TAG = LABEL_NODEPOOL
@@ -144,6 +144,16 @@ X_COLUMNS: dict[str, str] = {
     "x_Status": TEXT,
 }
 COLUMNS: dict[str, str] = FOCUS_COLUMNS | X_COLUMNS
+
+
+def columns(version: str = FOCUS_VERSION) -> dict[str, str]:
+    """The dataset's columns for a FOCUS version: FOCUS columns in name order, then the x_ columns."""
+    if version not in FOCUS_VERSIONS:
+        raise ValueError(f"FOCUS version {version!r}: expected one of {', '.join(FOCUS_VERSIONS)}")
+    focus = FOCUS_COLUMNS | (FOCUS13_COLUMNS if version == "1.3" else {})
+    return dict(sorted(focus.items())) | X_COLUMNS
+
+
 MONEY_COLUMNS = tuple(c for c, kind in COLUMNS.items() if kind == MONEY)
 
 # EC2's region names as AWS's own FOCUS export spells them; an unlisted region falls back to its id.
@@ -174,6 +184,7 @@ class FocusContext:
 class FocusDataset:
     rows: list[dict[str, Any]] = field(default_factory=list)
     unpriced: list[CostRecord] = field(default_factory=list)  # out of the FOCUS rows, listed apart
+    version: str = FOCUS_VERSION
 
 
 def parse_time(value: str) -> datetime:
@@ -201,7 +212,7 @@ def _tags(tenant: str, namespace: str | None, nodepool: str | None) -> str:
 
 
 def node_rows(
-    record: CostRecord, holdings: Sequence[GpuHolding] | None, ctx: FocusContext
+    record: CostRecord, holdings: Sequence[GpuHolding] | None, ctx: FocusContext, version: str = FOCUS_VERSION
 ) -> list[dict[str, Any]]:
     """The FOCUS rows of one priced node-interval: one per (tenant, namespace) that held its GPUs, plus
     the unallocated remainder. Their money columns sum to the node-interval's exactly. `holdings` None:
@@ -318,15 +329,29 @@ def node_rows(
                 "x_RateSource": record.x_RateSource,
                 "x_RateStale": record.x_RateStale,
                 "x_Status": STATUS_NO_HOLDINGS if unknown else record.x_Status,
+                SHARE_KEY: share,
             }
         )
+    if version == "1.3":
+        origin = f"{record.x_InstanceType or 'GPU'} {record.x_CapacityType or ''} instance hours of GPU node"
+        allocate(
+            out,
+            ctx.provider,
+            _node_tags(record.x_NodePool),
+            f"{origin} {record.ResourceName}".replace("  ", " "),
+        )
     return out
+
+
+def _node_tags(nodepool: str | None) -> str:
+    return json.dumps({NODEPOOL_TAG: nodepool} if nodepool else {}, sort_keys=True)
 
 
 def focus_dataset(
     records: Iterable[CostRecord],
     holdings: Sequence[GpuHolding] | Mapping[tuple[str, str], IntervalHoldings],
     ctx: FocusContext,
+    version: str = FOCUS_VERSION,
 ) -> FocusDataset:
     """Every priced record as FOCUS rows split by tenant; every unpriced one in `unpriced`.
 
@@ -339,7 +364,8 @@ def focus_dataset(
     if not recorded:
         for h in holdings:
             by_node.setdefault(h.node, []).append(h)
-    out = FocusDataset()
+    columns(version)  # refuses an unknown version before any work
+    out = FocusDataset(version=version)
     for record in records:
         if record.EffectiveCost is None:
             out.unpriced.append(record)
@@ -349,5 +375,5 @@ def focus_dataset(
             held = list(interval.holdings) if interval is not None else None
         else:
             held = by_node.get(record.ResourceName, [])
-        out.rows.extend(node_rows(record, held, ctx))
+        out.rows.extend(node_rows(record, held, ctx, version))
     return out

@@ -12,7 +12,6 @@ import boto3
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import yaml
 
 from finops.allocation import to_decimal
 from finops.export import write_dataset
@@ -22,7 +21,7 @@ from finops.store import SqliteCostStore
 from finops.tenant_report import by_tenant
 from gpu_finops.cli import main
 from tests.finops.focus_fixtures import CTX, T0, hold, record
-from tests.finops.focus_validator import OVERRIDES, validate
+from tests.finops.focus_validator import assert_accepted, expected_failures, installed, validate
 
 ROOT = Path(__file__).resolve().parents[2]
 DEC_1 = T0.replace(month=12, day=1, hour=0)  # the next billing period
@@ -206,18 +205,30 @@ def _exported_dir(tmp_path: Path) -> Path:
 @pytest.mark.slow
 @pytest.mark.parametrize("period", ["2026-11", "2026-12"])
 def test_focus_validator_accepts_the_export(exported, tmp_path, period):
-    verdicts = validate(exported / f"billing_period={period}" / "focus.parquet", tmp_path)
-    assert verdicts["failed"] == set() and verdicts["errored"] == set(), verdicts
-    assert verdicts["skipped"] == set(yaml.safe_load(OVERRIDES.read_text())["overrides"])
-    assert {"EffectiveCost_NotNull", "BilledCost_Required", "ListCost_IsDecimal", "Tags_IsJSONObject",
-            "BillingCurrency_IsCurrencyCode", "ChargePeriodStart_IsDateTime"} <= verdicts["passed"]  # fmt: skip
+    assert_accepted(exported / f"billing_period={period}" / "focus.parquet", tmp_path)
 
 
-@pytest.mark.slow
-def test_without_overrides_only_the_renamed_column_rules_fail(exported, tmp_path):
-    verdicts = validate(exported / "billing_period=2026-11" / "focus.parquet", tmp_path, overrides=None)
-    assert verdicts["failed"] == set(yaml.safe_load(OVERRIDES.read_text())["overrides"])
-    assert verdicts["errored"] == set()
+def test_every_expected_failure_has_its_reason_and_its_requirement_holds(exported):
+    """Each rule the overrides file lets fail says why; and the requirement each one was meant to check holds
+    on the export, checked here by hand (FOCUS 1.2's text, quoted beside each check)."""
+    for version in ("2.2.1", "1.0.0"):
+        reasons = expected_failures(version)
+        assert reasons and all(len(why) > 20 for why in reasons.values()), (version, reasons)
+    rows = pq.read_table(exported / "billing_period=2026-11" / "focus.parquet").to_pylist()
+    # "InvoiceId MUST be null when the charge is not associated either with an invoice or with a
+    # pre-generated provisional invoice." (FOCUS 1.2, InvoiceId): these rows are computed, never invoiced.
+    assert all(r["InvoiceId"] is None for r in rows)
+    # "CapacityReservationStatus MUST be null when CapacityReservationId is null." and "MUST NOT be null when
+    # CapacityReservationId is not null and ChargeCategory is Usage" (FOCUS 1.2); the same for commitments.
+    for kind in ("CapacityReservation", "CommitmentDiscount"):
+        assert all((r[f"{kind}Status"] is None) == (r[f"{kind}Id"] is None) for r in rows), kind
+    # 1.0.0's renamed columns: present and never null; SkuPriceId set on every Usage row.
+    assert all(
+        r[c] is not None
+        for r in rows
+        for c in ("ProviderName", "PublisherName", "InvoiceIssuerName", "ResourceId")
+    )
+    assert all(r["SkuPriceId"] for r in rows if r["ChargeCategory"] == "Usage")
 
 
 def _rewrite(src: Path, dest: Path, change) -> Path:
@@ -226,22 +237,49 @@ def _rewrite(src: Path, dest: Path, change) -> Path:
     return dest / "focus.parquet"
 
 
+def _set_first(column: str, value, kind):
+    def change(table: pa.Table) -> pa.Table:
+        i = table.schema.get_field_index(column)
+        return table.set_column(i, column, pa.array([value, *table.column(i).to_pylist()[1:]], kind))
+
+    return change
+
+
+# Each near miss changes one thing; the validator must name the rule it breaks (besides the expected ones).
+NEAR_MISSES = {
+    "null-effective-cost": (
+        _set_first("EffectiveCost", None, pa.float64()),
+        {"2.2.1": {"EffectiveCost-C-003-M", "EffectiveCost-C-000-M"}, "1.0.0": {"EffectiveCost_NotNull"}},
+    ),
+    "no-billed-cost-column": (
+        lambda t: t.drop_columns(["BilledCost"]),
+        {"2.2.1": {"CostAndUsage-D-006-M", "BilledCost-C-000-M"}, "1.0.0": {"BilledCost_Required"}},
+    ),
+    "bad-currency": (
+        _set_first("BillingCurrency", "XYZ", pa.string()),
+        {
+            "2.2.1": {"BillingCurrency-C-006-M", "BillingCurrency-C-000-M"},
+            "1.0.0": {"BillingCurrency_IsCurrencyCode"},
+        },
+    ),
+}
+
+
 @pytest.mark.slow
-def test_focus_validator_rejects_a_null_effective_cost(exported, tmp_path):
-    def null_first(table: pa.Table) -> pa.Table:
-        i = table.schema.get_field_index("EffectiveCost")
-        values = table.column(i).to_pylist()
-        return table.set_column(i, "EffectiveCost", pa.array([None, *values[1:]], pa.float64()))
-
-    bad = _rewrite(exported / "billing_period=2026-11" / "focus.parquet", tmp_path / "null-cost", null_first)
-    assert validate(bad, tmp_path)["failed"] == {"EffectiveCost_NotNull"}
-
-
-@pytest.mark.slow
-def test_focus_validator_rejects_a_missing_mandatory_column(exported, tmp_path):
-    bad = _rewrite(exported / "billing_period=2026-11" / "focus.parquet", tmp_path / "no-billed",
-                   lambda t: t.drop_columns(["BilledCost"]))  # fmt: skip
-    assert validate(bad, tmp_path)["failed"] == {"BilledCost_Required"}
+@pytest.mark.parametrize("case", sorted(NEAR_MISSES))
+def test_focus_validator_rejects_a_near_miss_naming_the_rule(exported, tmp_path, case):
+    change, named = NEAR_MISSES[case]
+    bad = _rewrite(exported / "billing_period=2026-11" / "focus.parquet", tmp_path / case, change)
+    verdicts = validate(bad, tmp_path)
+    version = installed()[0]
+    rejected = (verdicts["failed"] | verdicts["errored"]) - set(expected_failures())
+    assert named[version] <= verdicts["failed"], (case, rejected)
+    assert {r.split("-")[0].split("_")[0] for r in rejected} <= {
+        "EffectiveCost",
+        "BilledCost",
+        "BillingCurrency",
+        "CostAndUsage",
+    }, rejected
 
 
 def test_the_athena_ddl_in_the_docs_is_the_exported_schema():
