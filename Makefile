@@ -59,7 +59,7 @@ LOCK_TEST    := requirements/test.txt
 LOCK_RUNTIME := requirements/runtime.txt
 LOCK_FLAGS   := --generate-hashes --universal --python-version 3.11 --quiet
 
-.PHONY: help setup test mutation lint lock synth up destroy bench clean local-up local-down acts demo report
+.PHONY: help setup test mutation lint lock synth up destroy bench clean local-up local-down acts demo report outdated
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -157,6 +157,10 @@ lint: setup $(ACTIONLINT) $(RENOVATE_VALIDATOR) ## ruff, the import floors (lint
 	$(ACTIONLINT) -no-color
 	$(VENV)/bin/zizmor --offline --persona auditor --no-progress .github/workflows
 	$(RENOVATE_VALIDATOR) --strict  # ./renovate.json, as repository config
+	-$(VENV)/bin/python -m infra.outdated  # a report, never a failure (the leading - keeps lint's verdict its own)
+
+outdated: setup ## what is newer than each pin Renovate covers, asked of PyPI, the Go proxy and npm (a report)
+	$(VENV)/bin/python -m infra.outdated $(OUTDATED_ARGS)
 
 synth: setup ## write the Terraform JSON of the network, cluster and addons stacks to cdktf.out/
 	$(VENV)/bin/gpu-finops infra synth
