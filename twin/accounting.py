@@ -41,7 +41,11 @@ class Ledger:
         self.last = now
         reasons = Conventions().reasons
         with obs.lock:
-            waiting = [w for w in obs.workloads.values() if w.reserved is None and w.finished is None]
+            waiting = [
+                w
+                for w in obs.workloads.values()
+                if w.reserved is None and w.finished is None and w.job_uid in obs.job_uids
+            ]
             shapes = sorted({self.shapes.get(w.job, 0) for w in waiting} - {0})
             held: dict[str, dict[tuple[str, str], int]] = defaultdict(lambda: defaultdict(int))
             for p in obs.pods.values():

@@ -40,6 +40,7 @@ class WorkloadSeen:
     namespace: str
     name: str
     job: str
+    job_uid: str
     created: float  # metadata.creationTimestamp (1 s resolution)
     first_seen: float
     reserved: float | None = None  # first QuotaReserved=True
@@ -68,8 +69,8 @@ def _ts(text: str | None) -> float | None:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() if text else None
 
 
-def _owner(meta: dict[str, Any], kind: str) -> str:
-    return next((o["name"] for o in meta.get("ownerReferences") or [] if o.get("kind") == kind), "")
+def _owner(meta: dict[str, Any], kind: str, field: str = "name") -> str:
+    return next((o.get(field, "") for o in meta.get("ownerReferences") or [] if o.get("kind") == kind), "")
 
 
 @dataclass
@@ -84,6 +85,9 @@ class Observer:
     class_label: str
     profile_key: str
     clock: Callable[[], float] = time.time
+    # the UIDs of this run's Jobs: a Workload of an earlier run's Job of the same name may still be there,
+    # its Job deleted and the garbage collector not yet done; the readout keeps only this run's
+    job_uids: set[str] = field(default_factory=set)
     workloads: dict[str, WorkloadSeen] = field(default_factory=dict)
     pods: dict[str, PodSeen] = field(default_factory=dict)
     nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -103,6 +107,7 @@ class Observer:
                     meta["namespace"],
                     meta["name"],
                     _owner(meta, "Job"),
+                    _owner(meta, "Job", "uid"),
                     _ts(meta["creationTimestamp"]) or now,
                     now,
                 )

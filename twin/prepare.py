@@ -111,20 +111,26 @@ def create_nodes(kube: Any, fleet: Fleet, echo: Callable[[str], None]) -> None:
 
 def delete_run(kube: Any, fleet: Fleet, run_label: str, run_id: str) -> None:
     """The run's Jobs (their pods and Workloads with them) and the static nodes."""
+    sel = f"{run_label}={run_id}"
     for t in fleet.tenants:
-        for job in kube.batch.list_namespaced_job(t.name, label_selector=f"{run_label}={run_id}").items:
+        for job in kube.batch.list_namespaced_job(t.name, label_selector=sel).items:
             _delete_quietly(
                 kube.batch.delete_namespaced_job, job.metadata.name, t.name, propagation_policy="Background"
             )
-    for n in fleet.node_names():
-        _delete_quietly(kube.core.delete_node, n)
 
     def left() -> int:
-        return sum(
-            len(kube.batch.list_namespaced_job(t.name, label_selector=f"{run_label}={run_id}").items)
-            for t in fleet.tenants
+        jobs = sum(
+            len(kube.batch.list_namespaced_job(t.name, label_selector=sel).items) for t in fleet.tenants
         )
+        return jobs + len(kube.core.list_pod_for_all_namespaces(label_selector=sel).items)
 
+    # the pods too: a node made again under the same name would otherwise still count their GPUs as held
     eventually(
-        left, lambda n: n == 0, timeout=CLEANUP, interval=2, what=f"the Jobs of twin run {run_id} deleted"
+        left,
+        lambda n: n == 0,
+        timeout=CLEANUP,
+        interval=2,
+        what=f"the Jobs and pods of twin run {run_id} deleted",
     )
+    for n in fleet.node_names():
+        _delete_quietly(kube.core.delete_node, n)

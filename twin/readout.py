@@ -28,7 +28,7 @@ def percentile(values: list[float], q: float) -> float:
 def job_rows(r: Replay) -> list[dict[str, Any]]:
     """One row per trace job: trace seconds from the replay's start of submission, wait, hold (admission
     to finish), preemptions; None where the job was never admitted or never finished (said by the caller)."""
-    by_job = {w.job: w for w in r.observer.workloads.values()}
+    by_job = {w.job: w for w in r.observer.workloads.values() if w.job_uid in r.observer.job_uids}
     rows = []
     for j in r.trace.jobs:
         name = job_name(j)

@@ -97,7 +97,9 @@ def replay(kube: Any, fleet: Fleet, trace: Trace, policy: str, echo: Callable[[s
                 time.sleep(min(due - now, 0.2))
             body = job_object(trace, job, run_id)
             submitted[body["metadata"]["name"]] = time.time()
-            kube.batch.create_namespaced_job(job.tenant, body)
+            made = kube.batch.create_namespaced_job(job.tenant, body)
+            with obs.lock:
+                obs.job_uids.add(made.metadata.uid)
             if time.monotonic() - last_line > 10:
                 last_line = time.monotonic()
                 step(_status(obs, trace, start, len(submitted)))
@@ -107,7 +109,9 @@ def replay(kube: Any, fleet: Fleet, trace: Trace, policy: str, echo: Callable[[s
         deadline = expected_end + DRAIN_MARGIN + trace.wall(trace.horizon_s)
         while True:
             with obs.lock:
-                done = sum(1 for w in obs.workloads.values() if w.finished is not None)
+                done = sum(
+                    1 for w in obs.workloads.values() if w.finished is not None and w.job_uid in obs.job_uids
+                )
             if done >= len(trace.jobs):
                 break
             if time.time() > deadline:
@@ -133,7 +137,7 @@ def replay(kube: Any, fleet: Fleet, trace: Trace, policy: str, echo: Callable[[s
 
 def _status(obs: Observer, trace: Trace, start: float, submitted: int) -> str:
     with obs.lock:
-        w = list(obs.workloads.values())
+        w = [x for x in obs.workloads.values() if x.job_uid in obs.job_uids]
     admitted = sum(1 for x in w if x.reserved is not None)
     finished = sum(1 for x in w if x.finished is not None)
     hours = trace.trace_time(time.time() - start) / 3600

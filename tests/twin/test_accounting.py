@@ -26,8 +26,14 @@ def test_each_node_splits_into_one_bucket_per_gpu() -> None:
         "a/p2": PodSeen("a", "p2", "j2", 2, "serving-traffic", "serving-busy", "n2", running=0.0),
         "a/p3": PodSeen("a", "p3", "j3", 8, "serving-traffic", "serving-busy", "n2", running=0.0, ended=1.0),
     }
-    obs.workloads = {"a/w4": WorkloadSeen("a", "w4", "j4", 0.0, 0.0)}  # waiting for 4 GPUs
-    led = Ledger(shapes={"j4": 4})
+    obs.workloads = {
+        "a/w4": WorkloadSeen("a", "w4", "j4", "uid-4", 0.0, 0.0),  # waiting for 4 GPUs
+        "a/w0": WorkloadSeen(
+            "a", "w0", "j0", "uid-0", 0.0, 0.0
+        ),  # an earlier run's, for 1: not this run's demand
+    }
+    obs.job_uids = {"uid-4"}
+    led = Ledger(shapes={"j4": 4, "j0": 1})
     led.tick(obs, 0.0, {})
     led.tick(obs, 10.0, {})
     assert dict(led.gpu_seconds) == pytest.approx(

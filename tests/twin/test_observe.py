@@ -19,7 +19,7 @@ def _workload(*conditions: tuple[str, str, str, str]) -> dict:
             "namespace": "team-a",
             "name": "job-train-1-abcde",
             "creationTimestamp": "2026-12-02T04:00:00Z",
-            "ownerReferences": [{"kind": "Job", "name": "train-1"}],
+            "ownerReferences": [{"kind": "Job", "name": "train-1", "uid": "uid-1"}],
         },
         "status": {
             "conditions": [
@@ -52,7 +52,13 @@ def test_first_admission_and_each_preemption_once() -> None:
         )
     )
     w = obs.workloads["team-a/job-train-1-abcde"]
-    assert (w.job, w.first_seen, w.reserved, w.finished) == ("train-1", 100.0, 105.0, 120.0)
+    assert (w.job, w.job_uid, w.first_seen, w.reserved, w.finished) == (
+        "train-1",
+        "uid-1",
+        100.0,
+        105.0,
+        120.0,
+    )
     assert (
         w.reserved_condition == datetime(2026, 12, 2, 4, 0, 5, tzinfo=UTC).timestamp()
     )  # the condition's own
