@@ -31,6 +31,7 @@ class Ledger:
     gpu_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     installed_gpu_seconds: float = 0.0
     allocated_by_profile: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    pending_now: int = 0
     peak_pending: int = 0
     peak_at: float | None = None
     stranded_peak: int = 0
@@ -52,6 +53,7 @@ class Ledger:
                 if p.node and p.ended is None and p.running is not None:
                     held[p.node][(p.workload_class, p.profile)] += p.gpus
             nodes = {n: dict(v) for n, v in obs.nodes.items()}
+        self.pending_now = len(waiting)
         if len(waiting) > self.peak_pending:
             self.peak_pending, self.peak_at = len(waiting), now
         stranded_now = 0

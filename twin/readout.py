@@ -147,5 +147,6 @@ def readout(r: Replay) -> dict[str, Any]:
         },
         "tenants": tenant_figures(rows, r.trace.tenants),
         "ledger": ledger_figures(r),
+        "diagnose_at_peak": r.peak.result,
         "jobs": rows,
     }

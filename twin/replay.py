@@ -18,6 +18,7 @@ from twin.accounting import Ledger
 from twin.fleet import Fleet
 from twin.jobs import RUN_LABEL, job_name, job_object
 from twin.observe import Observer
+from twin.peak import PeakDiagnosis
 from twin.trace import Trace
 
 TICK = 0.5  # wall seconds between ledger samples
@@ -49,6 +50,7 @@ class Replay:
     submitted: dict[str, float]
     observer: Observer
     ledger: Ledger
+    peak: PeakDiagnosis
     end: float
     wall_seconds: float
 
@@ -57,6 +59,18 @@ def _sampler(obs: Observer, ledger: Ledger, gpus: dict[str, int], stop: threadin
     while not stop.is_set():
         ledger.tick(obs, time.time(), gpus)
         stop.wait(TICK)
+
+
+def _diagnoser(
+    peak: PeakDiagnosis, ledger: Ledger, trace: Trace, start: float, stop: threading.Event
+) -> None:
+    """Its own thread: a diagnosis takes seconds at fleet size, and the sampler must keep its ticks."""
+    while not stop.is_set():
+        try:
+            peak.maybe(ledger.pending_now, trace.trace_time(time.time() - start) / 3600)
+        except Exception as exc:  # the diagnosis failing is reported in the readout, never the run's end
+            peak.result = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+        stop.wait(1.0)
 
 
 def replay(kube: Any, fleet: Fleet, trace: Trace, policy: str, echo: Callable[[str], None] = print) -> Replay:
@@ -86,8 +100,10 @@ def replay(kube: Any, fleet: Fleet, trace: Trace, policy: str, echo: Callable[[s
     gpus = {n: fleet.gpus_per_node for n in fleet.node_names()}
     stop = threading.Event()
     sampler = threading.Thread(target=_sampler, args=(obs, ledger, gpus, stop), daemon=True)
+    peak = PeakDiagnosis(kube)
     start = time.time()
     sampler.start()
+    threading.Thread(target=_diagnoser, args=(peak, ledger, trace, start, stop), daemon=True).start()
     submitted: dict[str, float] = {}
     last_line = 0.0
     try:
@@ -129,7 +145,7 @@ def replay(kube: Any, fleet: Fleet, trace: Trace, policy: str, echo: Callable[[s
         stop.set()
         sampler.join(timeout=5)
         obs.stop()
-    result = Replay(trace, fleet, policy, run_id, start, submitted, obs, ledger, end, end - start)
+    result = Replay(trace, fleet, policy, run_id, start, submitted, obs, ledger, peak, end, end - start)
     prepare.delete_run(kube, fleet, RUN_LABEL, run_id)
     step(f"run {run_id} cleaned up")
     return result

@@ -87,6 +87,8 @@ def test_strict_quota_leaves_the_other_tenants_gpus_idle_borrowing_uses_them(twi
     # strict: team-a holds exactly its 16 and team-b's 16 stay idle while 16 of team-a's jobs wait
     assert a_strict["peak_admitted_gpus"] == 16 and strict["ledger"]["pending_peak"] >= 16
     assert a_strict["wait_p95_s"] >= 0.9 * duration
+    # the product's own diagnosis at the peak names admission (quota) as what the waiting jobs wait for
+    assert strict["diagnose_at_peak"]["first_causes"].get("admission", 0) >= 1, strict["diagnose_at_peak"]
     # borrowing: the same burst takes all 32 at once and nothing waits a job's length
     assert a_borrow["peak_admitted_gpus"] == 32 and a_borrow["wait_p99_s"] < 0.5 * duration
     free = lambda r: sum(v for b, v in r["ledger"]["bucket_gpu_hours"].items() if b.startswith("free_"))  # noqa: E731
