@@ -25,8 +25,9 @@ from twin.trace import Trace, TraceJob
 pytestmark = [pytest.mark.local, pytest.mark.slow, pytest.mark.timeout(1500)]
 EXAMPLES = Path(fleet_mod.__file__).with_name("examples")
 ERLANG_JOBS, ERLANG_COMPRESSION, MEAN_SERVICE = 300, 30.0, 600.0
-# What Kueue and the Job controller add to each admission on this shared 2-core machine, in wall seconds:
-# quota freed (Workload Finished) -> the next Workload's QuotaReserved. Measured 2026-12 (docs/twin.md).
+# What the control plane may add to each admission, in wall seconds: Job created -> Workload -> QuotaReserved,
+# and quota freed (Workload Finished) -> the next QuotaReserved. A stated allowance, NOT yet measured: this
+# test has not run (the local target's binaries were still building when it was written; docs/twin.md).
 ADMISSION_LATENCY_WALL = 1.5
 
 
