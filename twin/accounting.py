@@ -4,7 +4,8 @@ Each GPU node's GPUs are split at every tick into exactly one of the ledger's bu
 by the ledger's own rules (docs/ledger.md): a cordoned node's GPUs are unschedulable (repair queue when its
 `gpu-finops.io/unschedulable-reason` says so, else other); a schedulable node's GPUs held by a bound pod
 that has not ended are allocated, in the bucket of the pod's workload class; the rest are free, and
-stranded when they are fewer than the smallest request shape waiting (no demand strands nothing). The
+stranded when they are fewer than the smallest request shape waiting, in Kueue's queue or admitted and
+not yet placed (no demand strands nothing). The
 partition is per node, so the buckets sum to the installed GPU-seconds by construction; the readout
 states both sums so a reader sees it.
 """
@@ -47,7 +48,9 @@ class Ledger:
                 for w in obs.workloads.values()
                 if w.reserved is None and w.finished is None and w.job_uid in obs.job_uids
             ]
-            shapes = sorted({self.shapes.get(w.job, 0) for w in waiting} - {0})
+            # demand: workloads Kueue has not admitted, and pods admitted but not placed (fragmentation)
+            unplaced = {p.gpus for p in obs.pods.values() if p.running is None and p.ended is None}
+            shapes = sorted(({self.shapes.get(w.job, 0) for w in waiting} | unplaced) - {0})
             held: dict[str, dict[tuple[str, str], int]] = defaultdict(lambda: defaultdict(int))
             for p in obs.pods.values():
                 if p.node and p.ended is None and p.running is not None:

@@ -72,3 +72,18 @@ def test_percentiles_and_the_peak_of_admitted_gpus() -> None:
         {"start_s": None, "end_s": None, "gpus": 8},
     ]
     assert peak_admitted_gpus(rows) == 6
+
+
+def test_an_admitted_pod_that_cannot_be_placed_is_demand_too() -> None:
+    obs = _observer()
+    obs.nodes = {"n1": _node()}
+    obs.pods = {
+        "a/p1": PodSeen("a", "p1", "j1", 6, "training-stepping", "training-stepping", "n1", running=0.0),
+        "a/p2": PodSeen(
+            "a", "p2", "j2", 4, "training-stepping", "training-stepping", None
+        ),  # admitted, no node fits
+    }
+    led = Ledger(shapes={})
+    led.tick(obs, 0.0, {})
+    led.tick(obs, 1.0, {})
+    assert led.gpu_seconds["free_stranded"] == 2 and led.stranded_peak == 2
