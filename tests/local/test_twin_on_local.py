@@ -24,7 +24,7 @@ from twin.trace import Trace, TraceJob
 
 pytestmark = [pytest.mark.local, pytest.mark.slow, pytest.mark.timeout(1500)]
 EXAMPLES = Path(fleet_mod.__file__).with_name("examples")
-ERLANG_JOBS, ERLANG_COMPRESSION, MEAN_SERVICE = 300, 30.0, 600.0
+ERLANG_JOBS, ERLANG_COMPRESSION, MEAN_SERVICE = 300, 60.0, 600.0  # 10 s wall a job, ~4 min of arrivals
 # What the control plane may add to each admission, in wall seconds: Job created -> Workload -> QuotaReserved,
 # and quota freed (Workload Finished) -> the next QuotaReserved. A stated allowance, NOT yet measured: this
 # test has not run (the local target's binaries were still building when it was written; docs/twin.md).
@@ -39,6 +39,32 @@ def twin_target(local_cluster):
     from twin.prepare import set_queues
 
     set_queues(local_cluster.kube(), kueue_objects(local_cluster.config))
+
+
+def _burst(tenants: tuple[str, ...], jobs: int, duration: float) -> Trace:
+    return Trace(30.0, 60.0, None, tenants, tuple(
+        TraceJob(f"burst-{i:03d}", tenants[0], 0.0, 1, duration) for i in range(jobs)
+    ))  # fmt: skip
+
+
+def test_strict_quota_leaves_the_other_tenants_gpus_idle_borrowing_uses_them(twin_target) -> None:
+    local_cluster = twin_target
+    fleet = fleet_mod.load(EXAMPLES / "fleet-borrowing.yaml")
+    duration = 600.0  # trace seconds: 20 s on the wall
+    trace = _burst(("team-a", "team-b"), 32, duration)
+    strict = readout(replay(local_cluster.kube(), fleet, trace, "strict"))
+    borrow = readout(replay(local_cluster.kube(), fleet, trace, "borrow"))
+    a_strict, a_borrow = strict["tenants"]["team-a"], borrow["tenants"]["team-a"]
+    # strict: team-a holds exactly its 16 and team-b's 16 stay idle while 16 of team-a's jobs wait
+    assert a_strict["peak_admitted_gpus"] == 16 and strict["ledger"]["pending_peak"] >= 16
+    assert a_strict["wait_p95_s"] >= 0.9 * duration
+    # the product's own diagnosis at the peak names admission (quota) as what the waiting jobs wait for
+    assert strict["diagnose_at_peak"]["first_causes"].get("admission", 0) >= 1, strict["diagnose_at_peak"]
+    # borrowing: the same burst takes all 32 at once and nothing waits a job's length
+    assert a_borrow["peak_admitted_gpus"] == 32 and a_borrow["wait_p99_s"] < 0.5 * duration
+    free = lambda r: sum(v for b, v in r["ledger"]["bucket_gpu_hours"].items() if b.startswith("free_"))  # noqa: E731
+    # strict idles team-b's 16 GPUs for both waves (~16 x 2 x 600 s = 5.3 GPU-hours); borrowing about none
+    assert free(strict) >= 0.9 * 16 * 2 * duration / 3600 and free(borrow) < 0.25 * free(strict)
 
 
 def test_kueue_is_an_mmc_queue_on_its_own_sample_path(twin_target) -> None:
@@ -69,32 +95,6 @@ def test_kueue_is_an_mmc_queue_on_its_own_sample_path(twin_target) -> None:
         f"the twin's mean wait is {gap:.1f} trace s off the exact 16-server queue on its own path "
         f"(allowed {allowance:.0f} s of admission latency)"
     )
-
-
-def _burst(tenants: tuple[str, ...], jobs: int, duration: float) -> Trace:
-    return Trace(30.0, 60.0, None, tenants, tuple(
-        TraceJob(f"burst-{i:03d}", tenants[0], 0.0, 1, duration) for i in range(jobs)
-    ))  # fmt: skip
-
-
-def test_strict_quota_leaves_the_other_tenants_gpus_idle_borrowing_uses_them(twin_target) -> None:
-    local_cluster = twin_target
-    fleet = fleet_mod.load(EXAMPLES / "fleet-borrowing.yaml")
-    duration = 600.0  # trace seconds: 20 s on the wall
-    trace = _burst(("team-a", "team-b"), 32, duration)
-    strict = readout(replay(local_cluster.kube(), fleet, trace, "strict"))
-    borrow = readout(replay(local_cluster.kube(), fleet, trace, "borrow"))
-    a_strict, a_borrow = strict["tenants"]["team-a"], borrow["tenants"]["team-a"]
-    # strict: team-a holds exactly its 16 and team-b's 16 stay idle while 16 of team-a's jobs wait
-    assert a_strict["peak_admitted_gpus"] == 16 and strict["ledger"]["pending_peak"] >= 16
-    assert a_strict["wait_p95_s"] >= 0.9 * duration
-    # the product's own diagnosis at the peak names admission (quota) as what the waiting jobs wait for
-    assert strict["diagnose_at_peak"]["first_causes"].get("admission", 0) >= 1, strict["diagnose_at_peak"]
-    # borrowing: the same burst takes all 32 at once and nothing waits a job's length
-    assert a_borrow["peak_admitted_gpus"] == 32 and a_borrow["wait_p99_s"] < 0.5 * duration
-    free = lambda r: sum(v for b, v in r["ledger"]["bucket_gpu_hours"].items() if b.startswith("free_"))  # noqa: E731
-    # strict idles team-b's 16 GPUs for both waves (~16 x 2 x 600 s = 5.3 GPU-hours); borrowing about none
-    assert free(strict) >= 0.9 * 16 * 2 * duration / 3600 and free(borrow) < 0.25 * free(strict)
 
 
 def test_the_small_twin_runs_the_whole_path(twin_target) -> None:
