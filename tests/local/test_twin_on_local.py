@@ -63,8 +63,13 @@ def test_strict_quota_leaves_the_other_tenants_gpus_idle_borrowing_uses_them(twi
     # borrowing: the same burst takes all 32 at once and nothing waits a job's length
     assert a_borrow["peak_admitted_gpus"] == 32 and a_borrow["wait_p99_s"] < 0.5 * duration
     free = lambda r: sum(v for b, v in r["ledger"]["bucket_gpu_hours"].items() if b.startswith("free_"))  # noqa: E731
-    # strict idles team-b's 16 GPUs for both waves (~16 x 2 x 600 s = 5.3 GPU-hours); borrowing about none
-    assert free(strict) >= 0.9 * 16 * 2 * duration / 3600 and free(borrow) < 0.25 * free(strict)
+    # strict idles team-b's 16 GPUs for both waves (16 x 2 x 600 s = 5.33 GPU-hours) more than borrowing does;
+    # both runs also hold free GPUs while pods start and the last ones finish, which the difference cancels
+    extra = free(strict) - free(borrow)
+    print(
+        f"free GPU-hours: strict {free(strict):.2f}, borrow {free(borrow):.2f}, difference {extra:.2f} of 5.33"
+    )
+    assert extra == pytest.approx(16 * 2 * duration / 3600, rel=0.10)
 
 
 def test_kueue_is_an_mmc_queue_on_its_own_sample_path(twin_target) -> None:
