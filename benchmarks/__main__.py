@@ -186,6 +186,11 @@ def bench_verify(resources: int) -> None:
 def main() -> None:
     import sys
 
+    if sys.argv[1:2] == ["twin"]:  # `python -m benchmarks twin --nodes N` against the running local target
+        from benchmarks.twin import main as twin_main
+
+        twin_main(sys.argv[2:])
+        return
     if sys.argv[1:2] == ["ledger"]:  # `python -m benchmarks ledger --gpus N --days D [--quick]`
         from benchmarks.ledger import main as ledger_main
 

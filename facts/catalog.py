@@ -8,6 +8,9 @@ from __future__ import annotations
 GPU_TYPES: dict[str, tuple[int, str, int, float, float]] = {
     "g6e.xlarge": (4, "32Gi", 1, 1.861, 0.95),
     "g6e.12xlarge": (48, "384Gi", 4, 10.493, 5.2),
+    # eight L40S: the fleet twin's node of 8 GPUs. Spot is a stand-in at half of on-demand, the ratio of the
+    # two sizes above (spot moves by the hour and zone; the twin reports idle dollars at this price).
+    "g6e.48xlarge": (192, "1536Gi", 8, 30.131, 15.07),
 }
 
 ON_DEMAND, SPOT = "on-demand", "spot"  # Karpenter's capacity types

@@ -51,6 +51,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "one self-contained HTML page of a run: acts, cost, ledger and diagnosis",
     ),
     "local": ("local.cli_local", "the local rehearsal cluster: up, down, status"),
+    "twin": (
+        "twin.cli_twin",
+        "the fleet twin: a workload trace replayed on the local target under Kueue policies, compared",
+    ),
     "teardown": ("teardown.cli_teardown", "plan, destroy, verify-empty and resume the account teardown"),
     "guard": ("infra.cli_guard", "the nightly run's cost ceiling, budget refusal and deadline"),
 }

@@ -3,6 +3,7 @@ tenants' namespaces and the WorkloadPriorityClasses (moved from infra/objects.py
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from facts.config import Config
@@ -28,14 +29,43 @@ def resource_flavor(c: Config, *, shared: bool = False) -> dict[str, Any]:
     }
 
 
-def resource_groups(c: Config, whole: int, shared: int) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class QueuePolicy:
+    """How one tenant's ClusterQueue shares the cohort. The default is what the addons stack ships: no
+    borrowing, lower priorities preempted in the queue, lent quota reclaimed from anyone. The fleet twin
+    renders the policies it compares through the same functions. `borrowing_limit` / `lending_limit`:
+    cards, None for no limit (Kueue's field left out). `fair_sharing_weight`: the ClusterQueue's
+    spec.fairSharing.weight, None to leave it out (it matters only where Kueue runs with fair sharing)."""
+
+    borrowing_limit: int | None = 0
+    lending_limit: int | None = None
+    within_cluster_queue: str = "LowerPriority"
+    reclaim_within_cohort: str = "Any"
+    borrow_within_cohort: str = "Never"
+    queueing_strategy: str = "BestEffortFIFO"
+    fair_sharing_weight: str | None = None
+
+
+SHIPPED = QueuePolicy()
+
+
+def _quota(name: str, nominal: int, policy: QueuePolicy) -> dict[str, Any]:
+    quota: dict[str, Any] = {"name": name, "nominalQuota": nominal}
+    if policy.borrowing_limit is not None:
+        quota["borrowingLimit"] = policy.borrowing_limit
+    if policy.lending_limit is not None:
+        quota["lendingLimit"] = policy.lending_limit
+    return quota
+
+
+def resource_groups(
+    c: Config, whole: int, shared: int, policy: QueuePolicy = SHIPPED
+) -> list[dict[str, Any]]:
     """Whole cards on the whole-card flavor; replicas on the shared flavor, counted in replicas."""
     groups = [
         {
             "coveredResources": [GPU],
-            "flavors": [
-                {"name": FLAVOR, "resources": [{"name": GPU, "nominalQuota": whole, "borrowingLimit": 0}]}
-            ],
+            "flavors": [{"name": FLAVOR, "resources": [_quota(GPU, whole, policy)]}],
         }
     ]
     if c.shared_replicas:
@@ -45,7 +75,7 @@ def resource_groups(c: Config, whole: int, shared: int) -> list[dict[str, Any]]:
                 "flavors": [
                     {
                         "name": SHARED_FLAVOR,
-                        "resources": [{"name": SHARED_GPU, "nominalQuota": shared, "borrowingLimit": 0}],
+                        "resources": [_quota(SHARED_GPU, shared, policy)],
                     }
                 ],
             }
@@ -53,27 +83,28 @@ def resource_groups(c: Config, whole: int, shared: int) -> list[dict[str, Any]]:
     return groups
 
 
-def cluster_queues(c: Config) -> list[dict[str, Any]]:
-    """One ClusterQueue per tenant in one cohort; no borrowing, so each tenant gets exactly its quota."""
-    return [
-        {
-            "apiVersion": KUEUE_API,
-            "kind": "ClusterQueue",
-            "metadata": {"name": t.name},
-            "spec": {
-                "cohortName": COHORT,
-                "namespaceSelector": {},
-                "queueingStrategy": "BestEffortFIFO",
-                "resourceGroups": resource_groups(c, t.gpu_quota, t.shared_gpu_quota),
-                "preemption": {
-                    "withinClusterQueue": "LowerPriority",
-                    "reclaimWithinCohort": "Any",
-                    "borrowWithinCohort": {"policy": "Never"},
-                },
-            },
-        }
-        for t in c.tenants
-    ]
+def cluster_queue(c: Config, tenant: Any, policy: QueuePolicy = SHIPPED) -> dict[str, Any]:
+    """The tenant's ClusterQueue in the one cohort, sharing it as `policy` says."""
+    spec: dict[str, Any] = {
+        "cohortName": COHORT,
+        "namespaceSelector": {},
+        "queueingStrategy": policy.queueing_strategy,
+        "resourceGroups": resource_groups(c, tenant.gpu_quota, tenant.shared_gpu_quota, policy),
+        "preemption": {
+            "withinClusterQueue": policy.within_cluster_queue,
+            "reclaimWithinCohort": policy.reclaim_within_cohort,
+            "borrowWithinCohort": {"policy": policy.borrow_within_cohort},
+        },
+    }
+    if policy.fair_sharing_weight is not None:
+        spec["fairSharing"] = {"weight": policy.fair_sharing_weight}
+    return {"apiVersion": KUEUE_API, "kind": "ClusterQueue", "metadata": {"name": tenant.name}, "spec": spec}
+
+
+def cluster_queues(c: Config, policies: dict[str, QueuePolicy] | None = None) -> list[dict[str, Any]]:
+    """One ClusterQueue per tenant in one cohort; shipped: no borrowing, so each tenant gets exactly its
+    quota. `policies`: tenant -> QueuePolicy (the fleet twin's), the shipped one for any tenant left out."""
+    return [cluster_queue(c, t, (policies or {}).get(t.name, SHIPPED)) for t in c.tenants]
 
 
 def local_queues(c: Config) -> list[dict[str, Any]]:
@@ -112,12 +143,12 @@ def priority_classes() -> list[dict[str, Any]]:
     ]
 
 
-def kueue_objects(c: Config) -> list[dict[str, Any]]:
+def kueue_objects(c: Config, policies: dict[str, QueuePolicy] | None = None) -> list[dict[str, Any]]:
     return [
         *tenant_namespaces(c),
         resource_flavor(c),
         *([resource_flavor(c, shared=True)] if c.shared_replicas else []),
-        *cluster_queues(c),
+        *cluster_queues(c, policies),
         *local_queues(c),
         *priority_classes(),
     ]

@@ -12,7 +12,12 @@ from __future__ import annotations
 import pytest
 
 from gpu_finops.cli import SUBCOMMANDS
-from tests.gpu_finops import test_bad_inputs_infra, test_bad_inputs_safety, test_bad_inputs_teardown
+from tests.gpu_finops import (
+    test_bad_inputs_infra,
+    test_bad_inputs_safety,
+    test_bad_inputs_teardown,
+    test_bad_inputs_twin,
+)
 from tests.gpu_finops.bad_inputs import COLLECT, Case, check
 
 CASES: dict[str, Case] = {
@@ -133,6 +138,7 @@ def test_every_subcommand_is_in_the_table():
         test_bad_inputs_infra.CASES,
         test_bad_inputs_teardown.CASES,
         test_bad_inputs_safety.CASES,
+        test_bad_inputs_twin.CASES,
     )
     tried = {case.argv[0] for table in tables for case in table.values()}
     assert set(SUBCOMMANDS) <= tried, f"no bad input for: {sorted(set(SUBCOMMANDS) - tried)}"

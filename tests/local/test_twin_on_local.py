@@ -1,0 +1,126 @@
+"""The fleet twin on the local target, at a size CI affords: the known M/M/c case against the exact queue on
+its own sample path (and Erlang C beside it), the borrowing case, and the whole path on 64 nodes.
+
+Why the M/M/c case is checked against the sample path and not Erlang C alone: at c = 16 and rho = 0.8 the
+mean wait of one run of a few hundred jobs spreads more than its own size (tests/twin/test_theory.py shows
+it; successive waits are correlated), so a fair test of the formula needs tens of thousands of jobs
+(twin.theory.jobs_needed). The exact FIFO queue with 16 servers fed the run's own arrivals and the hold
+times Kueue gave each job is what the formula averages over; the twin must agree with it job for job up to
+the control plane's admission latency. tests/twin/test_theory.py checks that queue against Erlang C."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pytest
+
+from twin import fleet as fleet_mod
+from twin.generate import TenantLoad, erlang_trace, generate
+from twin.readout import readout
+from twin.replay import replay
+from twin.theory import fifo_waits, mmc_wait
+from twin.trace import Trace, TraceJob
+
+pytestmark = [pytest.mark.local, pytest.mark.slow, pytest.mark.timeout(1500)]
+EXAMPLES = Path(fleet_mod.__file__).with_name("examples")
+ERLANG_JOBS, ERLANG_COMPRESSION, MEAN_SERVICE = 300, 60.0, 600.0  # 10 s wall a job, ~4 min of arrivals
+# What the control plane may add to each admission, in wall seconds: Job created -> Workload -> QuotaReserved,
+# and quota freed (Workload Finished) -> the next QuotaReserved. A stated allowance, NOT yet measured: this
+# test has not run (the local target's binaries were still building when it was written; docs/twin.md).
+ADMISSION_LATENCY_WALL = 1.5
+
+
+@pytest.fixture(scope="module")
+def twin_target(local_cluster):
+    """The local target; after the module, the shipped queues back and the twin's ClusterQueues gone."""
+    yield local_cluster
+    from infra.objects.kueue import kueue_objects
+    from twin.prepare import set_queues
+
+    set_queues(local_cluster.kube(), kueue_objects(local_cluster.config))
+
+
+def _burst(tenants: tuple[str, ...], jobs: int, duration: float) -> Trace:
+    return Trace(30.0, 60.0, None, tenants, tuple(
+        TraceJob(f"burst-{i:03d}", tenants[0], 0.0, 1, duration) for i in range(jobs)
+    ))  # fmt: skip
+
+
+def test_strict_quota_leaves_the_other_tenants_gpus_idle_borrowing_uses_them(twin_target) -> None:
+    local_cluster = twin_target
+    fleet = fleet_mod.load(EXAMPLES / "fleet-borrowing.yaml")
+    duration = 600.0  # trace seconds: 20 s on the wall
+    trace = _burst(("team-a", "team-b"), 32, duration)
+    strict = readout(replay(local_cluster.kube(), fleet, trace, "strict"))
+    borrow = readout(replay(local_cluster.kube(), fleet, trace, "borrow"))
+    a_strict, a_borrow = strict["tenants"]["team-a"], borrow["tenants"]["team-a"]
+    # strict: team-a holds exactly its 16 and team-b's 16 stay idle while 16 of team-a's jobs wait
+    assert a_strict["peak_admitted_gpus"] == 16 and strict["ledger"]["pending_peak"] >= 16
+    assert a_strict["wait_p95_s"] >= 0.9 * duration
+    # the product's own diagnosis at the peak names admission (quota) as what the waiting jobs wait for
+    assert strict["diagnose_at_peak"]["first_causes"].get("admission", 0) >= 1, strict["diagnose_at_peak"]
+    # borrowing: the same burst takes all 32 at once and nothing waits a job's length
+    assert a_borrow["peak_admitted_gpus"] == 32 and a_borrow["wait_p99_s"] < 0.5 * duration
+    free = lambda r: sum(v for b, v in r["ledger"]["bucket_gpu_hours"].items() if b.startswith("free_"))  # noqa: E731
+    # strict idles team-b's 16 GPUs for both waves (16 x 2 x 600 s = 5.33 GPU-hours) more than borrowing does;
+    # both runs also hold free GPUs while pods start and the last ones finish, which the difference cancels
+    extra = free(strict) - free(borrow)
+    print(
+        f"free GPU-hours: strict {free(strict):.2f}, borrow {free(borrow):.2f}, difference {extra:.2f} of 5.33"
+    )
+    assert extra == pytest.approx(16 * 2 * duration / 3600, rel=0.10)
+
+
+def test_kueue_is_an_mmc_queue_on_its_own_sample_path(twin_target) -> None:
+    local_cluster = twin_target
+    fleet = fleet_mod.load(EXAMPLES / "fleet-erlang.yaml")
+    trace = erlang_trace(servers=16, load=0.8, mean_service_s=MEAN_SERVICE, jobs=ERLANG_JOBS,
+                         compression=ERLANG_COMPRESSION, seed=29)  # fmt: skip
+    r = readout(replay(local_cluster.kube(), fleet, trace, "strict"))
+    rows = r["jobs"]
+    assert all(x["wait_s"] is not None and x["hold_s"] is not None for x in rows), (
+        "jobs never admitted or never finished"
+    )
+    assert r["tenants"]["erlang"]["peak_admitted_gpus"] == 16, (
+        "Kueue admitted past the quota, or never filled it"
+    )
+    rows.sort(key=lambda x: x["submitted_s"])
+    ideal = fifo_waits([x["submitted_s"] for x in rows], [x["hold_s"] for x in rows], 16)
+    measured = [x["wait_s"] for x in rows]
+    waited = sum(1 for w in ideal if w > 0)
+    allowance = ADMISSION_LATENCY_WALL * ERLANG_COMPRESSION  # trace seconds per admission from the queue
+    gap = statistics.fmean(measured) - statistics.fmean(ideal)
+    print(
+        f"M/M/16 at 0.8, {len(rows)} jobs: twin mean wait {statistics.fmean(measured):.1f} s, sample path "
+        f"{statistics.fmean(ideal):.1f} s, Erlang C {mmc_wait(16, 0.8).mean * MEAN_SERVICE:.1f} s (trace time); "
+        f"{waited} jobs waited; mean hold {statistics.fmean(x['hold_s'] for x in rows):.1f} s of {MEAN_SERVICE} s"
+    )
+    assert -allowance <= gap <= allowance * (1 + waited / len(rows)), (
+        f"the twin's mean wait is {gap:.1f} trace s off the exact 16-server queue on its own path "
+        f"(allowed {allowance:.0f} s of admission latency)"
+    )
+
+
+def test_the_small_twin_runs_the_whole_path(twin_target) -> None:
+    local_cluster = twin_target
+    fleet = fleet_mod.load(EXAMPLES / "fleet-small.yaml")
+    loads = [
+        TenantLoad(t, 60, training_median_s=1800, serving_mean_s=2700) for t in ("team-a", "team-b", "team-c")
+    ]
+    trace = generate(loads, horizon_s=2 * 3600, compression=120, seed=7)
+    assert 250 <= len(trace.jobs) <= 450
+    r = readout(replay(local_cluster.kube(), fleet, trace, "strict"))
+    led = r["ledger"]
+    assert led["buckets_sum_percent"] == pytest.approx(100.0, abs=0.01)
+    hours = led["bucket_gpu_hours"]
+    # 16 GPUs in the repair queue and 16 cordoned, for the whole run
+    assert hours["unschedulable_repair_queue"] == pytest.approx(
+        16 / 512 * led["installed_gpu_hours"], rel=0.01
+    )
+    assert hours["unschedulable_other"] == pytest.approx(hours["unschedulable_repair_queue"], rel=0.01)
+    for name, t in r["tenants"].items():
+        assert t["never_admitted"] == 0 and t["peak_admitted_gpus"] <= 160, (name, t)
+        assert t["wait_p50_s"] <= t["wait_p95_s"] <= t["wait_p99_s"]
+    assert r["run"]["condition_gap_max_s"] <= r["run"]["condition_gap_bound_s"]
+    assert led["idle_dollars"] > 0

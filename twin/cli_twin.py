@@ -1,0 +1,163 @@
+"""`gpu-finops twin generate|erlang-trace|run|compare`: the fleet twin (docs/twin.md).
+
+`run` and `compare` start the local target (real kube-apiserver, scheduler, kwok, Kueue, Karpenter, the GPU
+simulators) unless `--reuse` says it is up, and stop it after. The target uses fixed ports: on a shared
+machine wrap them in `flock /tmp/gpu-finops-local.lock`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from facts.arguments import integer, number
+from facts.errors import CheckFailed, UsageError
+
+positive_float, positive_int = number(0, above=True), integer(1)
+MEAN_GPUS = {1: 0.4, 2: 0.2, 4: 0.2, 8: 0.2}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", required=True)
+    g = sub.add_parser("generate", help="a seeded multi-tenant trace for a fleet file")
+    g.add_argument("--fleet", type=Path, required=True)
+    g.add_argument("--out", type=Path, required=True)
+    g.add_argument("--hours", type=positive_float, default=24.0, help="trace length (default a day)")
+    g.add_argument("--compression", type=positive_float, default=60.0, help="trace seconds per wall second")
+    g.add_argument(
+        "--load",
+        type=number(0, above=True, maximum=10),
+        default=0.8,
+        help="offered load per tenant, of its quota",
+    )
+    g.add_argument("--seed", type=int, default=1)
+    e = sub.add_parser("erlang-trace", help="the M/M/c known case: one tenant, one-GPU jobs")
+    e.add_argument("--out", type=Path, required=True)
+    e.add_argument("--servers", type=positive_int, default=16)
+    e.add_argument("--load", type=number(0, above=True, maximum=0.99), default=0.8)
+    e.add_argument("--mean-s", type=positive_float, default=600.0, help="mean service, trace seconds")
+    e.add_argument("--jobs", type=positive_int, default=400)
+    e.add_argument("--compression", type=positive_float, default=60.0)
+    e.add_argument("--seed", type=int, default=1)
+    for name, text in (
+        ("run", "replay a trace on the twin under one policy"),
+        ("compare", "one trace, several policies"),
+    ):
+        p = sub.add_parser(name, help=text)
+        p.add_argument("--fleet", type=Path, required=True)
+        p.add_argument("--trace", type=Path, required=True)
+        p.add_argument("--policy", action="append", help="a policy of the fleet file (compare: two or more)")
+        p.add_argument("--out", type=Path, required=True, help="the result JSON")
+        p.add_argument(
+            "--reuse", action="store_true", help="the local target is up already: use it, leave it up"
+        )
+        if name == "compare":
+            p.add_argument("--chart", type=Path, required=True, help="PNG or SVG")
+
+
+def _generate(args: argparse.Namespace) -> int:
+    from twin import fleet as fleet_mod
+    from twin.generate import TenantLoad, generate
+    from twin.trace import dump
+
+    fleet = fleet_mod.load(args.fleet)
+    mean_gpus = sum(k * v for k, v in MEAN_GPUS.items())
+    loads = []
+    for t in fleet.tenants:
+        proto = TenantLoad(t.name, 1.0)
+        mean_hours = (
+            proto.serving_share * proto.serving_mean_s
+            + (1 - proto.serving_share) * proto.training_median_s * 1.65
+        ) / 3600
+        loads.append(TenantLoad(t.name, args.load * t.gpu_quota / (mean_gpus * mean_hours)))
+    trace = generate(
+        loads,
+        horizon_s=args.hours * 3600,
+        compression=args.compression,
+        seed=args.seed,
+        note=f"generated for {args.fleet.name} at load {args.load}",
+    )
+    dump(trace, args.out)
+    print(
+        f"{len(trace.jobs)} jobs over {args.hours} trace hours ({trace.wall(trace.horizon_s):.0f} wall s) -> {args.out}"
+    )
+    return 0
+
+
+def _run_policies(args: argparse.Namespace, policies: list[str]) -> dict[str, dict[str, Any]]:
+    from local.cluster.lifecycle import LocalCluster, LocalError
+    from twin import fleet as fleet_mod
+    from twin import trace as trace_mod
+    from twin.readout import readout
+    from twin.replay import replay
+
+    fleet, trace = fleet_mod.load(args.fleet), trace_mod.load(args.trace)
+    for p in policies:
+        if p not in fleet.policies:
+            raise UsageError(f"--policy {p}: not a policy of {args.fleet} (it has {sorted(fleet.policies)})")
+    cluster = LocalCluster(config=fleet.config())
+    if not args.reuse:
+        try:
+            cluster.up(echo=lambda s: print(f"local up: {s}", flush=True))
+        except LocalError as exc:
+            cluster.down()
+            raise CheckFailed(f"the local target did not come up: {exc}") from None
+    results = {}
+    try:
+        for p in policies:
+            results[p] = readout(replay(cluster.kube(), fleet, trace, p, echo=lambda s: print(s, flush=True)))
+    finally:
+        if not args.reuse:
+            cluster.down()
+    return results
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "generate":
+        return _generate(args)
+    if args.action == "erlang-trace":
+        from twin.generate import erlang_trace
+        from twin.trace import dump
+
+        t = erlang_trace(
+            servers=args.servers,
+            load=args.load,
+            mean_service_s=args.mean_s,
+            jobs=args.jobs,
+            compression=args.compression,
+            seed=args.seed,
+        )
+        dump(t, args.out)
+        print(f"{len(t.jobs)} jobs, {t.note} -> {args.out}")
+        return 0
+    policies = args.policy or (["shipped"] if args.action == "run" else [])
+    if args.action == "compare" and len(policies) < 2:
+        raise UsageError(f"--policy: compare needs two or more policies, got {policies}")
+    if args.action == "run" and len(policies) != 1:
+        raise UsageError(f"--policy: run takes one policy, got {policies}")
+    results = _run_policies(args, policies)
+    if args.action == "run":
+        out = results[policies[0]]
+    else:
+        from twin.compare import chart, deltas
+
+        out = {"results": results, "deltas": deltas(results)}
+        chart(results, args.chart)
+        print(f"chart -> {args.chart}")
+    args.out.write_text(json.dumps(out, indent=2, default=str))
+    for name, r in results.items():
+        for t, f in r["tenants"].items():
+            p95 = f["wait_p95_s"]
+            print(
+                f"{name:>12} {t:>10}: admitted {f['admitted']}/{f['jobs']}, preempted {f['preempted']}, "
+                f"wait p95 {'-' if p95 is None else f'{p95 / 3600:.2f} h'}"
+            )
+        led = r["ledger"]
+        print(
+            f"{name:>12} ledger: {led['installed_gpu_hours']:.1f} GPU-h installed, buckets sum "
+            f"{led['buckets_sum_percent']:.1f} %, idle ${led['idle_dollars']:.2f}, stranded peak {led['stranded_gpus_peak']}"
+        )
+    print(f"-> {args.out}")
+    return 0
