@@ -52,11 +52,11 @@ def stubbed(offered: set[tuple[str, str]], priced: set[tuple[str, str]]) -> Pref
                 {"InstanceType": t, "LocationType": "availability-zone", "Location": z}
                 for t, z in sorted(offered)
             ]
-        },  # fmt: skip
+        },
         {
             "LocationType": "availability-zone",
             "Filters": [{"Name": "instance-type", "Values": TYPES}, {"Name": "location", "Values": ZONES}],
-        },  # fmt: skip
+        },
     )
     stub.add_response(
         "describe_spot_price_history",
@@ -71,7 +71,7 @@ def stubbed(offered: set[tuple[str, str]], priced: set[tuple[str, str]]) -> Pref
                 }
                 for t, z in sorted(priced)
             ]
-        },  # fmt: skip
+        },
         {"InstanceTypes": TYPES, "ProductDescriptions": ["Linux/UNIX"], "StartTime": ANY},
     )
     stub.activate()
