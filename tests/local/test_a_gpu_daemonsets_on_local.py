@@ -44,8 +44,14 @@ def control_plane(tmp_path_factory) -> Iterator[Any]:
             "rehearsal needs the fixed ports to itself; run `gpu-finops local down` or run it first"
         )
     target = LocalCluster(run_dir=tmp_path_factory.mktemp("placement-target"))
+    bins = target.run_dir / "bin"  # only what this target runs: no Karpenter, Kueue or their builds
+    bins.mkdir()
+    needed = ["etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"]
+    if not all(build.binary_path(n).is_file() for n in needed):
+        build.build_all()
+    for name in needed:
+        (bins / name).symlink_to(build.binary_path(name))
     try:
-        bins = build.build_all()
         target.run_dir.mkdir(parents=True, exist_ok=True)
         target.pki.ensure()
         target.write_kubeconfig()
