@@ -260,10 +260,16 @@ def boundary_policy(c: Config, account: str) -> dict[str, Any]:
                 "Condition": {"StringEquals": {f"aws:ResourceTag/kubernetes.io/cluster/{name}": "owned"}},
             },
             {
-                "Sid": "ReadTheStacksInstanceProfile",  # an EC2NodeClass naming it (instanceProfile:)
+                # an EC2NodeClass naming it (instanceProfile:); and the legacy root-path `<cluster>_<hash>`
+                # profile Karpenter v1.14 looks up when it finalizes an EC2NodeClass (nodeclass/controller.go
+                # cleanupLegacyInstanceProfile): NotFound lets the finalizer go, AccessDenied keeps it forever
+                "Sid": "ReadTheStacksInstanceProfile",
                 "Effect": "Allow",
                 "Action": "iam:GetInstanceProfile",
-                "Resource": f"{iam}:instance-profile/{c.karpenter_node_role}",
+                "Resource": [
+                    f"{iam}:instance-profile/{c.karpenter_node_role}",
+                    f"{iam}:instance-profile/{c.cluster_name}_*",
+                ],
             },
             {
                 "Sid": "ListInstanceProfiles",  # takes no resource

@@ -35,6 +35,7 @@ _IAM_SEPARATE = {
     "iam:ListRoles",
     "iam:ListInstanceProfiles",
     "iam:ListPolicies",
+    "iam:GetPolicy",
     *("iam:ListRoleTags", "iam:ListPolicyTags", "iam:GetInstanceProfile"),
     *("iam:TagRole", "iam:UntagRole", "iam:TagInstanceProfile", "iam:UntagInstanceProfile"),
     *("iam:DeletePolicy", "iam:DeletePolicyVersion", "iam:ListPolicyVersions"),
@@ -163,6 +164,7 @@ def iam_policy(c: Config, account: str) -> dict[str, Any]:
                 ["iam:DeleteServiceLinkedRole", "iam:GetServiceLinkedRoleDeletionStatus"],
                 f"{iam}:role/aws-service-role/spot.amazonaws.com/*",
             ),
+            _stmt("PreflightReadsTheBoundary", "iam:GetPolicy", boundary_arn(c, account)),
             _stmt(
                 "TeardownInventoryLists",
                 ["iam:ListRoles", "iam:ListInstanceProfiles", "iam:ListPolicies"],

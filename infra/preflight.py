@@ -1,5 +1,7 @@
 """Checks before any apply: credentials, the account allowlist, terraform or tofu, the G/VT spot vCPU
-quota against the NodePool limit, the AWS CLI (kubeconfig tokens) and the EC2 spot service-linked role. Every check runs and reports;
+quota against the NodePool limit, the AWS CLI (kubeconfig tokens), the nightly's permissions boundary (every
+role the stacks create carries it), spot offerings of each GPU instance type in each zone of our subnets, and
+the EC2 spot service-linked role. Every check runs and reports;
 `make up` stops before applying anything if one failed.
 
 `collector_image` is checked later, by `make up` itself between the cluster and addons stacks: the cluster
@@ -10,6 +12,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import boto3
@@ -17,6 +20,7 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from facts.config import Config
 from facts.names import SPOT_SLR
+from infra.ci_policies import boundary_arn
 
 GVT_SPOT_QUOTA_CODE = "L-3819A6DF"  # EC2: All G and VT Spot Instance Requests (vCPUs)
 
@@ -118,6 +122,59 @@ class Preflight:
             )
         return Check("G/VT spot vCPU quota", True, f"{quota:g} >= NodePool limit {need}")
 
+    def boundary(self, account: str) -> Check:
+        """The permissions boundary the ci-role stack creates; the cluster stack puts it on every role it
+        creates, so without it the first CreateRole fails half-way through the apply."""
+        arn, name = boundary_arn(self.config, account), "permissions boundary"
+        try:
+            self.session.client("iam").get_policy(PolicyArn=arn)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "NoSuchEntity":
+                return Check(
+                    name,
+                    False,
+                    f"{arn} does not exist: every role the cluster stack creates carries it; apply the ci-role "
+                    "stack first (docs/runbook.md, section 2: `make synth`, then terraform init and apply in "
+                    "cdktf.out/stacks/ci-role)",
+                )
+            return Check(name, False, f"cannot read {arn}: {exc}")
+        except BotoCoreError as exc:
+            return Check(name, False, f"cannot read {arn}: {exc}")
+        return Check(name, True, f"{arn} exists")
+
+    def spot_offerings(self) -> Check:
+        """Each GPU instance type we ask for is offered, and has a spot price, in each zone of our subnets.
+        Offerings say the type exists in the zone; the spot price history says spot capacity is sold there."""
+        c, name = self.config, "spot offerings"
+        types, zones = list(c.gpu_instance_types), list(c.availability_zones)
+        want = {(t, z) for t in types for z in zones}
+        ec2 = self.session.client("ec2", region_name=c.region)
+        try:
+            offered: set[tuple[str, str]] = set()
+            for page in ec2.get_paginator("describe_instance_type_offerings").paginate(
+                LocationType="availability-zone",
+                Filters=[{"Name": "instance-type", "Values": types}, {"Name": "location", "Values": zones}],
+            ):
+                offered |= {(o["InstanceType"], o["Location"]) for o in page["InstanceTypeOfferings"]}
+            priced: set[tuple[str, str]] = set()
+            for page in ec2.get_paginator("describe_spot_price_history").paginate(
+                InstanceTypes=types, ProductDescriptions=["Linux/UNIX"], StartTime=datetime.now(UTC)
+            ):
+                priced |= {(p["InstanceType"], p["AvailabilityZone"]) for p in page["SpotPriceHistory"]}
+        except (ClientError, BotoCoreError) as exc:
+            return Check(name, False, f"could not read EC2 offerings or spot prices in {c.region}: {exc}")
+        missing = [f"{t} in {z}: not offered" for t, z in sorted(want - offered)]
+        missing += [f"{t} in {z}: no spot price" for t, z in sorted((want & offered) - priced)]
+        if missing:
+            return Check(
+                name,
+                False,
+                "; ".join(missing) + ": choose availability_zones or gpu_instance_types in facts/config.yaml "
+                "where every type is sold as spot (`aws ec2 describe-instance-type-offerings --location-type "
+                "availability-zone`, `aws ec2 describe-spot-price-history`)",
+            )
+        return Check(name, True, f"{', '.join(types)} spot in {', '.join(zones)}")
+
     def spot_role(self, *, create: bool) -> Check:
         iam, ssm = self.session.client("iam"), self.session.client("ssm", region_name=self.config.region)
         try:
@@ -181,7 +238,9 @@ class Preflight:
         cred, account = self.credentials()
         checks = [cred, self.account(account), self.terraform(), self.aws_cli()]
         if cred.ok:
-            checks.append(self.quota())
+            checks += [self.quota(), self.spot_offerings()]
+        if cred.ok and checks[1].ok:
+            checks.append(self.boundary(account))  # type: ignore[arg-type]
         if cred.ok and checks[1].ok:
             checks.append(self.spot_role(create=create_spot_role and all(c.ok for c in checks)))
         return checks

@@ -11,12 +11,22 @@
 // INTERRUPTION_QUEUE (a queue name, as settings.interruptionQueue on AWS) switches the controller on; the
 // AWS SDK reads AWS_ENDPOINT_URL, AWS_REGION and credentials from the environment, so locally the queue
 // lives on a moto server. Without INTERRUPTION_QUEUE this is Karpenter's kwok provider unchanged.
+//
+// `karpenter-kwok instance-profile -cluster C -region R -nodeclass N -uid U -role ROLE [-tag k=v ...]` starts
+// nothing: it prints, as JSON, the instance profile the AWS provider's nodeclass controller would create for
+// that EC2NodeClass, computed by the provider's own code at the pinned version (EC2NodeClass.InstanceProfileName,
+// InstanceProfileTags, LegacyInstanceProfileName and instanceprofile.FormatPath, as
+// pkg/controllers/nodeclass/instanceprofile.go and controller.go call them), so tests/infra can evaluate those
+// exact names against our IAM policy and boundary.
 package main
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
 	"os"
 	"strings"
 
@@ -24,12 +34,16 @@ import (
 	sqsapi "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/samber/lo"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/awslabs/operatorpkg/controller"
 
+	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
 	"github.com/aws/karpenter-provider-aws/pkg/controllers/interruption"
+	"github.com/aws/karpenter-provider-aws/pkg/providers/instanceprofile"
 	awssqs "github.com/aws/karpenter-provider-aws/pkg/providers/sqs"
 	kwok "sigs.k8s.io/karpenter/kwok/cloudprovider"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -59,7 +73,62 @@ func indexes(o string) []string {
 	return nil
 }
 
+type tagFlags map[string]string
+
+func (t tagFlags) String() string { return fmt.Sprint(map[string]string(t)) }
+func (t tagFlags) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("tag %q: expected key=value", v)
+	}
+	t[k] = val
+	return nil
+}
+
+// instanceProfile prints what the nodeclass controller would create for the EC2NodeClass the flags describe.
+func instanceProfile(args []string) error {
+	fs := flag.NewFlagSet("instance-profile", flag.ContinueOnError)
+	cluster := fs.String("cluster", "", "cluster name (settings.clusterName)")
+	region := fs.String("region", "", "the controller's region")
+	name := fs.String("nodeclass", "", "the EC2NodeClass's metadata.name")
+	uid := fs.String("uid", "", "the EC2NodeClass's metadata.uid")
+	role := fs.String("role", "", "the EC2NodeClass's spec.role")
+	tags := tagFlags{}
+	fs.Var(tags, "tag", "spec.tags entry key=value (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	for flagName, v := range map[string]string{"cluster": *cluster, "region": *region, "nodeclass": *name, "uid": *uid, "role": *role} {
+		if v == "" {
+			return fmt.Errorf("-%s is required", flagName)
+		}
+	}
+	nc := &awsv1.EC2NodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: *name, UID: types.UID(*uid)},
+		Spec:       awsv1.EC2NodeClassSpec{Role: *role, Tags: tags},
+	}
+	return json.NewEncoder(os.Stdout).Encode(map[string]any{
+		// pkg/controllers/nodeclass/instanceprofile.go: the name and path of the profile Create makes
+		"name": nc.InstanceProfileName(*cluster, *region),
+		"path": instanceprofile.FormatPath("karpenter", *region, *cluster, string(nc.UID)),
+		"tags": nc.InstanceProfileTags(*cluster, *region),
+		"role": nc.InstanceProfileRole(),
+		// pkg/controllers/nodeclass/controller.go: what deletion lists and deletes
+		"cleanup_path_prefix": instanceprofile.FormatPath("karpenter", *region, *cluster, string(nc.UID)),
+		"legacy_name":         nc.LegacyInstanceProfileName(*cluster, *region),
+		// pkg/controllers/nodeclass/garbagecollection/controller.go: the garbage collector's list prefix
+		"gc_path_prefix": instanceprofile.FormatPath("karpenter", *region, *cluster),
+	})
+}
+
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "instance-profile" {
+		if err := instanceProfile(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "instance-profile:", err)
+			os.Exit(2)
+		}
+		return
+	}
 	ctx, op := operator.NewOperator()
 	lo.Must0(op.Manager.GetFieldIndexer().IndexField(ctx, &karpv1.NodeClaim{}, "status.instanceID", func(o client.Object) []string {
 		return indexes(o.(*karpv1.NodeClaim).Status.ProviderID)
