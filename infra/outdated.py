@@ -35,6 +35,7 @@ from packaging.version import InvalidVersion, Version
 from rich.console import Console
 from rich.table import Table
 
+from facts.names import PROJECT
 from infra.outdated_pins import ROOT, Pin, all_pins
 
 Fetch = Callable[[str], bytes]
@@ -170,7 +171,7 @@ def _ask(registries: Registries, pin: Pin) -> Row:
     status, note = judge(pin, newest)
     if status == "behind" and pin.marker:
         note = f"only where {pin.marker}: the newest may not support that environment"
-    elif status == "behind" and pin.via and "gpu-finops" not in pin.via:
+    elif status == "behind" and pin.via and PROJECT not in pin.via:
         note = f"transitive, via {', '.join(pin.via[:3])}: moves when `make lock` re-resolves within their ranges"
     return Row(pin, newest, status, note)
 
@@ -253,7 +254,7 @@ def render(rows: list[Row], held: dict[str, str], console: Console, show_current
         if row.status == "current" and not show_current:
             continue
         note = held.get(row.pin.dep, row.note) if row.status != "current" else row.note
-        note = note or ("direct (pyproject)" if "gpu-finops" in row.pin.via else "")
+        note = note or ("direct (pyproject)" if PROJECT in row.pin.via else "")
         where = row.pin.where if len(row.pin.where) < 60 else row.pin.where.split(",")[0] + ", ..."
         table.add_row(row.pin.dep, row.pin.current, row.newest or "-", row.status, where, note)
     console.print(table)

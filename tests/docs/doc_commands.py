@@ -50,6 +50,10 @@ PLACEHOLDERS = {
     "END": "2026-07-02T00:00:00Z",
     "ACTION": "plan",
 }
+# Command substitutions the docs show, each with the sample value its output would be.
+SUBSTITUTIONS = {"$(date -u +%Y-%m)": "2026-07"}
+SHELL_VARIABLE = re.compile(r"^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?$")
+ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([A-Z_][A-Z0-9_]*)=(\S+)", re.M)
 ELIDED = ("...", "…")  # after an option: some value (`--store ...`); elsewhere: arguments left out
 REQUIRED = re.compile(r"the following arguments are required|one of the arguments .* is required")
 PLACEHOLDER = re.compile(r"^(<[^<>]+>|[A-Z][A-Z0-9_]*(-[A-Z0-9]+)*)$")
@@ -249,10 +253,21 @@ def shown_in(file: str, text: str) -> tuple[list[Shown], list[str]]:
     return shown, problems
 
 
-def _placeholders(shown: Shown) -> tuple[list[str], str | None]:
+def _placeholders(shown: Shown, variables: dict[str, str] | None = None) -> tuple[list[str], str | None]:
+    """The argv a reader would run: placeholders and elisions given sample values, `$NAME` the value the
+    same doc assigns it (`export NAME=value`), known command substitutions their sample output."""
     argv: list[str] = []
     for word in shown.words:
         key, sep, value = word.partition("=") if word.startswith("--") else ("", "", word)
+        if value in SUBSTITUTIONS:
+            value = SUBSTITUTIONS[value]
+        elif variable := SHELL_VARIABLE.match(value):
+            if variable.group(1) not in (variables or {}):
+                return (
+                    [],
+                    f"shell variable ${variable.group(1)} is never set in this doc (export it before use)",
+                )
+            value = (variables or {})[variable.group(1)]
         if value in ELIDED:
             if argv and argv[-1].startswith("-"):
                 argv.append("x")
@@ -343,9 +358,10 @@ def make_problem(argv: list[str], makefile: Path = ROOT / "Makefile") -> str | N
 def problems_in(file: str, text: str, makefile: Path = ROOT / "Makefile") -> tuple[int, list[str]]:
     """(commands checked, one line per command the CLI or make would refuse: file:line, command, why)."""
     shown, problems = shown_in(file, text)
+    variables = dict(ASSIGNMENT.findall(text))
     seen: set[tuple[str, str]] = set()
     for s in shown:
-        argv, why = _placeholders(s)
+        argv, why = _placeholders(s, variables)
         if why is None:
             why = (
                 gpu_finops_problem(argv[1:])

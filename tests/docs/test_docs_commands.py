@@ -142,3 +142,14 @@ def test_make_targets_come_from_makes_database_not_a_list(tmp_path):
     assert dc.make_problem(["make", "real", "X=2"], makefile) is None
     assert dc.make_problem(["make", "unreal"], makefile) == "make has no target 'unreal'"
     assert not (tmp_path / "ran").exists()  # make printed its database and ran nothing
+
+
+def test_a_shell_variable_takes_the_value_the_same_doc_exports_and_an_unset_one_is_named():
+    text = '```sh\nexport PROMETHEUS_URL=http://127.0.0.1:9090\ngpu-finops gpus --prometheus-url "$PROMETHEUS_URL"\n```\n'
+    assert _problems(text) == []
+    unset = '```sh\ngpu-finops gpus --prometheus-url "$PROM"\n```\n'
+    (problem,) = _problems(unset)
+    assert "shell variable $PROM is never set in this doc" in problem
+    wrong = "```sh\nexport PROMETHEUS_URL=localhost\ngpu-finops gpus --prometheus-url $PROMETHEUS_URL\n```\n"
+    (problem,) = _problems(wrong)
+    assert "expected an http(s) URL" in problem
