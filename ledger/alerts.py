@@ -12,7 +12,6 @@ metric but idle by physics, GPU-hours unaccounted) read its recorded series, so 
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,10 +19,10 @@ from typing import Any
 import yaml
 
 from facts import collector_metrics as cm
-from facts.dcgm_inputs import SPELLING_HELP, spelling_argument
 from facts.names import PROJECT
 from ledger import rules
 from ledger.conventions import GPU_NODE_LABELS, GPU_RESOURCE_SELECTOR, Conventions, ksm_label
+from ledger.generated_file import write_or_print
 
 ALERTS_PATH = Path(__file__).resolve().parents[1] / "charts" / PROJECT / "files" / "alerts.yaml"
 GROUP = "gpu-finops-alerts"
@@ -211,23 +210,7 @@ def load() -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help=f"write {ALERTS_PATH}")
-    parser.add_argument(
-        "--exporter-spelling",
-        type=spelling_argument,
-        default=None,
-        help=SPELLING_HELP + "; render for that fleet (to stdout: the committed file is the pinned one's)",
-    )
-    args = parser.parse_args()
-    if args.write and args.exporter_spelling:
-        parser.error("--write renders the committed file, for the pinned exporter: drop --exporter-spelling")
-    text = render(Conventions(spelling=args.exporter_spelling) if args.exporter_spelling else None)
-    if args.write:
-        ALERTS_PATH.parent.mkdir(parents=True, exist_ok=True)
-        ALERTS_PATH.write_text(text)
-    else:
-        print(text, end="")
+    write_or_print(ALERTS_PATH, render, __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

@@ -10,14 +10,12 @@ earlier ones' output at the same timestamp.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from facts.dcgm import HOSTNAME_LABELS
-from facts.dcgm_inputs import SPELLING_HELP, spelling_argument
 from ledger.conventions import (
     BUCKETS,
     CLASS_BUCKETS,
@@ -30,6 +28,7 @@ from ledger.conventions import (
     spelled_dcgm_inputs,
     spelled_dcgm_unplaced,
 )
+from ledger.generated_file import write_or_print
 from ledger.measures import DENSE_PEAKS
 
 RULES_PATH = Path(__file__).with_name("rules.yaml")
@@ -346,22 +345,7 @@ def load() -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", action="store_true", help=f"write {RULES_PATH}")
-    parser.add_argument(
-        "--exporter-spelling",
-        type=spelling_argument,
-        default=None,
-        help=SPELLING_HELP + "; render for that fleet (to stdout: the committed file is the pinned one's)",
-    )
-    args = parser.parse_args()
-    if args.write and args.exporter_spelling:
-        parser.error("--write renders the committed file, for the pinned exporter: drop --exporter-spelling")
-    text = render(Conventions(spelling=args.exporter_spelling) if args.exporter_spelling else None)
-    if args.write:
-        RULES_PATH.write_text(text)
-    else:
-        print(text, end="")
+    write_or_print(RULES_PATH, render, __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":
