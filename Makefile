@@ -59,7 +59,7 @@ LOCK_TEST    := requirements/test.txt
 LOCK_RUNTIME := requirements/runtime.txt
 LOCK_FLAGS   := --generate-hashes --universal --python-version 3.11 --quiet
 
-.PHONY: help setup test mutation lint lock synth up destroy bench clean local-up local-down acts demo report outdated
+.PHONY: help setup test mutation lint lock synth up destroy bench clean local-up local-down acts demo report outdated validate-charts
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -164,6 +164,9 @@ outdated: setup ## what is newer than each pin Renovate covers, asked of PyPI, t
 
 synth: setup ## write the Terraform JSON of the network, cluster and addons stacks to cdktf.out/
 	$(VENV)/bin/gpu-finops infra synth
+
+validate-charts: setup ## render every release and dry-run it on a real API server (builds that server once: cached)
+	$(VENV)/bin/gpu-finops local validate-charts
 
 up: setup ## validate the releases on a real API server, preflight, then apply network -> cluster -> addons
 	$(VENV)/bin/gpu-finops local validate-charts

@@ -265,3 +265,11 @@ def test_actionlint_passes():
         pytest.fail(f"actionlint is not built at {binary}: `make test` builds it (from the Go module proxy)")
     result = subprocess.run([str(binary), "-no-color"], capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_go_builds_of_chart_validation_run_before_the_guards_clock_starts():
+    """Issue 30's risky item: `make up` validated the releases first, building kube-apiserver and etcd from
+    source on a cacheless runner inside the guard's budget. The nightly validates before the estimate that
+    writes the deadline, and `make up` then finds the binaries built."""
+    wf = load()
+    assert index(wf, r"^make validate-charts$") < index(wf, r"guard estimate") < index(wf, r"-- make up")
