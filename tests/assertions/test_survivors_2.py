@@ -1,0 +1,115 @@
+"""Rows for the mutants that survived the first mutation run over assertions/ (docs/claims.md, mutation
+section): each asserts the exact clause and what it says, at the edge the mutant moved."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from types import SimpleNamespace
+
+import pytest
+
+from assertions.clauses import Miss, parse_iso, possible, require_aware
+from assertions.interruption import (
+    ran_again,
+    warning_was_delivered,
+    workload_evicted_through_the_eviction_api,
+)
+from assertions.observed import Interval
+from tests.assertions.test_interruption import AGAIN, HOLDS, VICTIM
+from tests.assertions.test_interruption import t as it
+
+A = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+B = datetime(2026, 11, 30, 12, 1, tzinfo=UTC)
+
+
+# --- clauses: the shared helpers ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Stamped:
+    at: datetime
+
+
+def test_a_naive_timestamp_is_refused_in_one_exact_line():
+    with pytest.raises(ValueError) as e:
+        require_aware(Stamped(datetime(2026, 11, 30, 12, 0)))
+    assert str(e.value) == (
+        "Stamped.at is timezone-naive (2026-11-30T12:00:00): give it in UTC "
+        "(datetime.now(UTC), or the API server's own timestamp)"
+    )
+
+
+def test_a_run_that_ended_the_second_it_started_is_possible():
+    assert possible(SimpleNamespace(start=A, end=A), B) is None
+
+
+def test_a_run_that_ended_before_it_started_names_both_stamps():
+    assert possible(SimpleNamespace(start=B, end=A), None) == (
+        "ended 2026-11-30T12:00:00+00:00 before it started 2026-11-30T12:01:00+00:00"
+    )
+
+
+def test_a_run_ending_at_the_last_look_is_possible():
+    assert possible(SimpleNamespace(start=A, end=B), B) is None
+
+
+def test_a_run_after_the_last_look_names_its_start_end_and_the_look():
+    assert possible(SimpleNamespace(start=A, end=B), A) == (
+        "ran 2026-11-30T12:00:00+00:00 to 2026-11-30T12:01:00+00:00, after the act's last look "
+        "2026-11-30T12:00:00+00:00"
+    )
+
+
+def test_parse_iso_takes_a_capital_z_and_refuses_a_lowercase_one():
+    assert parse_iso("2026-11-30T12:00:00Z") == A
+    with pytest.raises(ValueError):
+        parse_iso("2026-11-30T12:00:00z")
+
+
+# --- act 5: interruption --------------------------------------------------------------------------------
+def test_an_undelivered_sqs_put_is_named_with_its_state_and_no_reason():
+    assert warning_was_delivered(replace(HOLDS, delivery_state="failed")) == [
+        Miss(
+            "the warning delivered (fis: completed, sqs: delivered)",
+            "the SQS put ended 'failed': no reason given",
+        )
+    ]
+
+
+def test_an_unknown_sender_is_named_by_its_repr():
+    assert warning_was_delivered(replace(HOLDS, delivery="pigeon", delivery_reason="lost")) == [
+        Miss(
+            "the warning delivered (fis: completed, sqs: delivered)",
+            "'pigeon' ended 'delivered': lost",
+        )
+    ]
+
+
+WANT = "the workload's pods on gpu-int evicted (EvictionByEvictionAPI)"
+EARLY = replace(VICTIM, name="w-0", running=Interval(it(-200), it(-5)))
+GC = replace(VICTIM, name="w-3", disruption="DeletionByPodGC")
+
+
+def test_a_pod_stopped_before_the_warning_is_named_and_the_next_still_checked():
+    assert workload_evicted_through_the_eviction_api(replace(HOLDS, pods=(EARLY, GC, AGAIN))) == [
+        Miss(
+            WANT + " after the warning",
+            "pod w-0 stopped 2026-11-30T11:59:55.400000+00:00, before the warning "
+            "2026-11-30T12:00:00.400000+00:00: not evicted because of it",
+        ),
+        Miss(WANT, "pod w-3 was deleted by PodGC after its node vanished, not evicted: no graceful drain"),
+    ]
+
+
+def test_an_evicted_pod_does_not_stop_the_next_from_being_checked():
+    assert workload_evicted_through_the_eviction_api(replace(HOLDS, pods=(VICTIM, GC, AGAIN))) == [
+        Miss(WANT, "pod w-3 was deleted by PodGC after its node vanished, not evicted: no graceful drain"),
+    ]
+
+
+def test_a_failed_pod_on_the_replacement_did_not_run_again():
+    assert ran_again(replace(HOLDS, pods=(VICTIM, replace(AGAIN, phase="Failed")))) == []
+
+
+def test_a_pod_that_exited_zero_on_the_replacement_ran_again():
+    done = replace(AGAIN, phase="Succeeded", exit_code=0)
+    assert ran_again(replace(HOLDS, pods=(VICTIM, done))) == [done]
