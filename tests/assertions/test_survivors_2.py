@@ -16,8 +16,11 @@ from assertions.interruption import (
     workload_evicted_through_the_eviction_api,
 )
 from assertions.observed import Interval
+from assertions.timeslicing import all_pods_on_that_node, all_ran_at_once
+from tests.assertions.tables import t as ts
 from tests.assertions.test_interruption import AGAIN, HOLDS, VICTIM
 from tests.assertions.test_interruption import t as it
+from tests.assertions.test_timeslicing import TS, TS_NODE, TS_PODS
 
 A = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 B = datetime(2026, 11, 30, 12, 1, tzinfo=UTC)
@@ -113,3 +116,36 @@ def test_a_failed_pod_on_the_replacement_did_not_run_again():
 def test_a_pod_that_exited_zero_on_the_replacement_ran_again():
     done = replace(AGAIN, phase="Succeeded", exit_code=0)
     assert ran_again(replace(HOLDS, pods=(VICTIM, done))) == [done]
+
+
+# --- act 4: time-slicing --------------------------------------------------------------------------------
+def test_a_pod_started_after_the_node_was_deleted_ran_on_another_node_of_that_name():
+    o = replace(TS, node=replace(TS_NODE, deleted_at=ts(12)))
+    assert all_pods_on_that_node(o) == [
+        Miss(
+            "every pod Running while node gpu-ts (created 2026-11-30T12:00:00+00:00) existed",
+            "pods ['ts-3'] ran outside node gpu-ts's life (created 2026-11-30T12:00:00+00:00, deleted "
+            "2026-11-30T12:00:12+00:00): another node of that name",
+        )
+    ]
+
+
+def test_a_failed_pod_with_no_finish_time_is_an_unrecorded_run():
+    o = replace(TS, pods=(*TS_PODS[:3], replace(TS_PODS[3], phase="Failed", running=Interval(ts(13)))))
+    assert all_ran_at_once(o) == [
+        Miss(
+            "recorded runs that really happened, each finished pod with its finish time",
+            "finished pods with no finish time ['ts-3']; impossible runs []",
+        )
+    ]
+
+
+def test_the_last_start_in_the_second_the_first_ended_is_not_at_once():
+    o = replace(TS, pods=(*TS_PODS[:3], replace(TS_PODS[3], phase="Running", running=Interval(ts(50)))))
+    assert all_ran_at_once(o) == [
+        Miss(
+            "all Running at one moment",
+            "the pods never ran all at once: the last started 2026-11-30T12:00:50+00:00, the first ended "
+            "2026-11-30T12:00:50+00:00",
+        )
+    ]
