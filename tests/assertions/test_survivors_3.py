@@ -43,11 +43,11 @@ def test_asking_for_no_records_is_named():
 
 
 def test_too_few_records_quote_the_collectors_last_word():
-    o = replace(COST, records=[record(0)], collector_log=("starting", "scraped gpu-a"))
+    o = replace(COST, records=[record(0)], collector_log=("starting", "scraped gpu-a", "sleeping 60s"))
     assert enough_consecutive_records(o) == [
         Miss(
             ">= 2 consecutive records, one per interval",
-            "1 record(s) for gpu-a, expected at least 2 consecutive; the collector said: 'scraped gpu-a'",
+            "1 record(s) for gpu-a, expected at least 2 consecutive; the collector said: 'sleeping 60s'",
         )
     ]
 
