@@ -12,8 +12,18 @@ from assertions.cold_start import (
     node_is_spot_with_a_gpu,
     pod_ran_on_that_node_after_it_was_ready,
 )
-from tests.assertions.tables import t
+from assertions.observed import WorkloadSnapshot
+from assertions.preemption import (
+    made_room_for,
+    preemptor_admitted_and_running,
+    queues_fit_the_reason,
+    victim_history_shows_eviction_then_requeue,
+    victim_is_one_workload_throughout,
+    victim_preempted_for_the_policy_reason,
+)
+from tests.assertions.tables import cond, t
 from tests.assertions.test_cold_start import COLD, SPOT_NODE
+from tests.assertions.test_preemption import MADE_ROOM_FOR_HIGH, PREEMPT, PREEMPTOR, VICTIM, evicted_snap
 
 
 # --- act 1: cold start ----------------------------------------------------------------------------------
@@ -54,3 +64,72 @@ def test_a_pod_started_after_its_node_was_deleted_ran_on_another_node_of_that_na
             "2026-11-30T12:02:00+00:00: the pod ran on another node of that name",
         )
     ]
+
+
+# --- act 3: preemption ----------------------------------------------------------------------------------
+def test_the_preemptor_named_only_in_the_preempted_message_made_room():
+    preempted = cond("Preempted", "True", "InClusterQueue", MADE_ROOM_FOR_HIGH)
+    assert made_room_for([WorkloadSnapshot(t(31), {"Preempted": preempted}, False, True)]) == {"uid-high-0"}
+
+
+def test_a_cohort_preemption_inside_one_cluster_queue_is_named():
+    assert queues_fit_the_reason(replace(PREEMPT, expected_reason="InCohortReclamation"), "w") == [
+        Miss(
+            "w",
+            "preempted InCohortReclamation, but both were admitted by team-a: a cohort preemption needs two "
+            "ClusterQueues",
+        )
+    ]
+
+
+def test_a_re_created_preemptor_is_named_as_the_preemptor():
+    p = replace(
+        PREEMPTOR,
+        snapshots=(replace(PREEMPTOR.snapshots[0], uid="u1"), replace(PREEMPTOR.snapshots[1], uid="u2")),
+    )
+    assert victim_is_one_workload_throughout(replace(PREEMPT, preemptor=p)) == [
+        Miss(
+            "the preemptor one Workload (one uid) in every snapshot",
+            "preemptor high-0 was seen with uids ['u1', 'u2']: deleted and re-created (or its uid not "
+            "observed), so its history is not one object's",
+        )
+    ]
+
+
+def test_an_eviction_dated_before_the_preemptor_names_the_first_evicted_snapshot():
+    s = evicted_snap(31)
+    early = replace(
+        s, conditions={**s.conditions, "Evicted": replace(s.conditions["Evicted"], last_transition=t(20))}
+    )
+    v = replace(VICTIM, snapshots=(*VICTIM.snapshots[:2], early, VICTIM.snapshots[3]))
+    assert victim_history_shows_eviction_then_requeue(replace(PREEMPT, victim=v)) == [
+        Miss(
+            "Evicted(Preempted) after the preemptor came, then Job suspended, no admission, QuotaReserved False",
+            "low-0's Evicted condition dates from 2026-11-30T12:00:20+00:00, before the preemptor was submitted "
+            "2026-11-30T12:00:30+00:00: another eviction",
+        )
+    ]
+
+
+def test_a_preemptor_never_observed_has_no_uid_to_match():
+    assert victim_preempted_for_the_policy_reason(
+        replace(PREEMPT, preemptor=replace(PREEMPTOR, snapshots=()))
+    ) == [
+        Miss(
+            "Preempted True with reason InClusterQueue, to accommodate the preemptor (UID None)",
+            "low-0's Preempted/Evicted messages name preemptor UID(s) ['uid-high-0'], not high-0's None: it made "
+            "room for another workload, or for one unobserved",
+        )
+    ]
+
+
+def test_a_failed_preemptor_pod_is_a_crash_and_one_that_exited_zero_ran():
+    failed = replace(PREEMPTOR, pods=(replace(PREEMPTOR.pods[0], phase="Failed"),))
+    assert preemptor_admitted_and_running(replace(PREEMPT, preemptor=failed)) == [
+        Miss(
+            "high-0 Admitted, its pod Running after that",
+            "preemptor high-0 never had a Running pod that did not crash (crashed: ['high-0-pod (Failed, exit None)'])",
+        )
+    ]
+    done = replace(PREEMPTOR, pods=(replace(PREEMPTOR.pods[0], phase="Succeeded", exit_code=0),))
+    assert preemptor_admitted_and_running(replace(PREEMPT, preemptor=done)) == []
