@@ -12,13 +12,15 @@ import pytest
 from assertions.clauses import Miss, parse_iso, possible, require_aware
 from assertions.interruption import (
     ran_again,
+    replacement_is_a_new_spot_node_of_ours,
     warning_was_delivered,
     workload_evicted_through_the_eviction_api,
+    workload_ran_again_on_the_replacement,
 )
 from assertions.observed import Interval
 from assertions.timeslicing import all_pods_on_that_node, all_ran_at_once
 from tests.assertions.tables import t as ts
-from tests.assertions.test_interruption import AGAIN, HOLDS, VICTIM
+from tests.assertions.test_interruption import AGAIN, HOLDS, NEW, VICTIM
 from tests.assertions.test_interruption import t as it
 from tests.assertions.test_timeslicing import TS, TS_NODE, TS_PODS
 
@@ -116,6 +118,42 @@ def test_a_failed_pod_on_the_replacement_did_not_run_again():
 def test_a_pod_that_exited_zero_on_the_replacement_ran_again():
     done = replace(AGAIN, phase="Succeeded", exit_code=0)
     assert ran_again(replace(HOLDS, pods=(VICTIM, done))) == [done]
+
+
+NEW_WANT = "a new Ready spot GPU node of NodePool gpu-spot, not gpu-int"
+
+
+def test_a_replacement_under_the_interrupted_nodes_claim_is_not_another_node():
+    o = replace(HOLDS, replacement=replace(NEW, nodeclaim="gpu-spot-int"))
+    assert replacement_is_a_new_spot_node_of_ours(o) == [
+        Miss(
+            NEW_WANT,
+            "'replacement' gpu-new (uid uid-new, NodeClaim gpu-spot-int) is not another node than the "
+            "interrupted gpu-int (uid uid-int, NodeClaim gpu-spot-int)",
+        )
+    ]
+
+
+def test_a_replacement_claimed_before_the_warning_names_the_claims_stamp():
+    o = replace(HOLDS, replacement=replace(NEW, nodeclaim_created=it(-10)))
+    assert replacement_is_a_new_spot_node_of_ours(o) == [
+        Miss(
+            NEW_WANT,
+            "'replacement' gpu-new's NodeClaim gpu-spot-new was created 2026-11-30T11:59:50.400000+00:00, not "
+            "after the warning 2026-11-30T12:00:00.400000+00:00: not launched to replace the interrupted node",
+        )
+    ]
+
+
+def test_a_pod_never_running_is_listed_without_a_start():
+    o = replace(HOLDS, pods=(VICTIM, replace(AGAIN, running=None, phase="Pending")))
+    assert workload_ran_again_on_the_replacement(o) == [
+        Miss(
+            "a pod other than the evicted ones Running on gpu-new after the warning and its Ready",
+            "the workload never ran again on the replacement gpu-new (pods seen: [('w-1', 'gpu-int', "
+            "'2026-11-30T11:56:40.400000+00:00'), ('w-2', 'gpu-new', None)])",
+        )
+    ]
 
 
 # --- act 4: time-slicing --------------------------------------------------------------------------------
