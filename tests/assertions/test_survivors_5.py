@@ -12,6 +12,13 @@ from assertions.cold_start import (
     node_is_spot_with_a_gpu,
     pod_ran_on_that_node_after_it_was_ready,
 )
+from assertions.diagnosis import (
+    a_situation_for_every_cause_and_one_with_two,
+    check_diagnosis,
+    first_cause_agrees_with_the_findings,
+    is_namespaced,
+    names_nothing,
+)
 from assertions.observed import WorkloadSnapshot
 from assertions.preemption import (
     made_room_for,
@@ -23,6 +30,7 @@ from assertions.preemption import (
 )
 from tests.assertions.tables import cond, t
 from tests.assertions.test_cold_start import COLD, SPOT_NODE
+from tests.assertions.test_diagnosis import DIAGNOSES, GOOD, SITUATIONS
 from tests.assertions.test_preemption import MADE_ROOM_FOR_HIGH, PREEMPT, PREEMPTOR, VICTIM, evicted_snap
 
 
@@ -133,3 +141,56 @@ def test_a_failed_preemptor_pod_is_a_crash_and_one_that_exited_zero_ran():
     ]
     done = replace(PREEMPTOR, pods=(replace(PREEMPTOR.pods[0], phase="Succeeded", exit_code=0),))
     assert preemptor_admitted_and_running(replace(PREEMPT, preemptor=done)) == []
+
+
+# --- act 7: diagnosis -----------------------------------------------------------------------------------
+FIRST = "first_cause = the first explaining finding, also_explains = the later ones"
+
+
+def test_a_target_with_two_slashes_is_not_namespace_slash_name():
+    assert is_namespaced("team-a/job") and not is_namespaced("team-a/job/x")
+
+
+def test_a_token_with_a_value_ending_in_a_colon_still_names_something():
+    assert not names_nothing("node:gpu:")
+    assert names_nothing("node:")
+
+
+def test_a_target_without_its_namespace_is_named():
+    sits = (*SITUATIONS[:5], replace(SITUATIONS[5], target="job-both"))
+    assert a_situation_for_every_cause_and_one_with_two(replace(GOOD, situations=sits)) == [
+        Miss(
+            "one situation per cause ['admission', 'allocation', 'memory', 'placement', 'application'], one "
+            "with two causes, each target once",
+            "targets not namespace/name: ['job-both']: which object was diagnosed is unproven",
+        )
+    ]
+
+
+def test_an_unobserved_explaining_list_does_not_stop_the_next_diagnosis_from_being_checked():
+    d = (
+        replace(DIAGNOSES[0], explaining=None),
+        replace(DIAGNOSES[1], first_cause="placement"),
+        *DIAGNOSES[2:],
+    )
+    assert first_cause_agrees_with_the_findings(replace(GOOD, diagnoses=d)) == [
+        Miss(FIRST, "team-a/alloc: which findings explain the wait was not observed"),
+        Miss(
+            FIRST, "team-a/mem: first cause placement, also [], but the findings that explain are ['memory']"
+        ),
+    ]
+
+
+def test_no_explaining_finding_agrees_with_no_first_cause():
+    d = (replace(DIAGNOSES[0], explaining=(), first_cause=None), *DIAGNOSES[1:])
+    assert first_cause_agrees_with_the_findings(replace(GOOD, diagnoses=d)) == []
+
+
+def test_the_claim_lists_every_later_cause_and_says_what_no_situation_means():
+    sits = (*SITUATIONS[:5], replace(SITUATIONS[5], also_holds=("placement", "memory")))
+    assert check_diagnosis(replace(GOOD, situations=sits)).expected.endswith(
+        "; team-b/job-both: admission (also placement, memory)"
+    )
+    assert check_diagnosis(replace(GOOD, situations=())).expected == (
+        "one situation per cause, one with two causes at once"
+    )
