@@ -18,11 +18,18 @@ from assertions.interruption import (
     workload_ran_again_on_the_replacement,
 )
 from assertions.observed import Interval
-from assertions.timeslicing import all_pods_on_that_node, all_ran_at_once
+from assertions.timeslicing import (
+    admitted_as_the_tenant_on_the_flavor,
+    all_pods_on_that_node,
+    all_ran_at_once,
+    each_pod_admitted_by_kueue_on_the_shared_flavor,
+    node_advertises_one_gpu_as_n_replicas,
+)
+from tests.assertions.tables import admitted_snap
 from tests.assertions.tables import t as ts
 from tests.assertions.test_interruption import AGAIN, HOLDS, NEW, VICTIM
 from tests.assertions.test_interruption import t as it
-from tests.assertions.test_timeslicing import TS, TS_NODE, TS_PODS
+from tests.assertions.test_timeslicing import TS, TS_NODE, TS_PODS, TS_WLS
 
 A = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 B = datetime(2026, 11, 30, 12, 1, tzinfo=UTC)
@@ -186,4 +193,37 @@ def test_the_last_start_in_the_second_the_first_ended_is_not_at_once():
             "the pods never ran all at once: the last started 2026-11-30T12:00:50+00:00, the first ended "
             "2026-11-30T12:00:50+00:00",
         )
+    ]
+
+
+TS_WANT = "GFD count 1, replicas 4, time-slicing; nvidia.com/gpu.shared = 4"
+
+
+def test_a_gpu_count_that_is_no_number_counts_no_card():
+    n = replace(TS_NODE, labels={**TS_NODE.labels, "nvidia.com/gpu.count": "two"})
+    assert node_advertises_one_gpu_as_n_replicas(replace(TS, node=n)) == [
+        Miss(TS_WANT, "node gpu-ts has two physical GPUs (GFD nvidia.com/gpu.count), expected 1"),
+        Miss(TS_WANT, "nvidia.com/gpu.shared capacity is 4, expected 4 = 0 physical x 4 replicas"),
+    ]
+
+
+def test_admitted_by_another_tenants_cluster_queue_is_named_with_its_stamp():
+    w = replace(
+        TS_WLS[0], snapshots=(admitted_snap(5, cq="team-b", flavors=("gpu-shared",), uid="uid-ts-0"),)
+    )
+    assert admitted_as_the_tenant_on_the_flavor(w, "gpu-shared", "w") == [
+        Miss(
+            "w",
+            "job-ts-0 of tenant team-a admitted at 2026-11-30T12:00:05+00:00 by ClusterQueue team-b, not its "
+            "tenant's",
+        )
+    ]
+
+
+def test_a_pod_of_no_workload_does_not_stop_the_next_pod_from_being_checked():
+    want = "4 pods, each of its own Workload admitted on gpu-shared before it ran"
+    assert each_pod_admitted_by_kueue_on_the_shared_flavor(replace(TS, workloads=TS_WLS[2:])) == [
+        Miss(want, "2 Kueue Workloads observed for the pods, expected 4"),
+        Miss(want, "pod ts-0 belongs to 0 of the act's Workloads, expected one"),
+        Miss(want, "pod ts-1 belongs to 0 of the act's Workloads, expected one"),
     ]
