@@ -9,6 +9,7 @@ from dataclasses import replace
 from assertions.admission import (
     admitted_ran_at_once,
     cards,
+    check_admission,
     every_job_has_one_workload,
     pods_start_only_after_admission,
     the_rest_never_held_quota_and_stayed_suspended,
@@ -152,3 +153,10 @@ def test_a_holding_counted_twice_does_not_stop_the_next_interval_from_being_chec
             f"pod {WHO}",
         ),
     ]
+
+
+def test_an_admitted_workload_with_no_cluster_queue_is_charged_to_a_question_mark_in_the_evidence():
+    a0 = replace(running_wl("a-0", "team-a"), snapshots=(admitted_snap(5, cq=None, uid="uid-a-0"),))
+    v = check_admission(replace(ADMIT, workloads=(a0, *ADMIT.workloads[1:])))
+    assert not v.holds
+    assert v.evidence["cluster_queues"] == ["?", "team-b"]
