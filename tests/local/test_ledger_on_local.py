@@ -55,20 +55,15 @@ C = Conventions(interval=f"{STEP_S}s")
 
 
 @pytest.fixture(scope="module")
-def ledger_target(tmp_path_factory):
+def ledger_target(local_cluster, tmp_path_factory):
     """The local target, plus the GPU simulator and a Prometheus scraping it and kube-state-metrics and
     evaluating the ledger's rules every STEP_S seconds."""
     from infra.metrics_csv import exported_fields, render
     from local.cluster import kube_state_metrics
-    from local.cluster.lifecycle import LocalCluster, LocalError
     from local.cluster.prometheus_server import PrometheusServer
     from local.sim.gpu_sim import ClusterGpuSimulator
 
-    cluster = LocalCluster()
-    try:
-        cluster.up()
-    except LocalError as exc:
-        pytest.fail(f"the local target did not come up: {exc}")
+    cluster = local_cluster  # the session's target (tests/local/conftest.py): this module must not stop it
     work = tmp_path_factory.mktemp("ledger-live")
     rules_file = work / "rules.yaml"
     rules_file.write_text(rules.render(C))
@@ -91,8 +86,6 @@ def ledger_target(tmp_path_factory):
     finally:
         prom.stop()
         sim.stop()
-        cluster.down()
-        assert not any(cluster.status().values()), "local down left processes running"
 
 
 def kwok_node(name: str, itype: str, *, cordon: bool = False, labels: dict[str, str] | None = None) -> dict:

@@ -32,20 +32,6 @@ SM = {"team-a": 0.6, "team-b": 0.2}  # the load the DCGM simulator reports for e
 QUANTUM = Decimal("0.000001")
 
 
-@pytest.fixture(scope="module")
-def local_cluster():
-    from local.cluster.lifecycle import LocalCluster, LocalError
-
-    cluster = LocalCluster()
-    try:
-        cluster.up()
-    except LocalError as exc:
-        pytest.fail(f"the local target did not come up: {exc}")
-    yield cluster
-    cluster.down()
-    assert not any(cluster.status().values()), "local down left processes running"
-
-
 def shared_job(target, name: str, ns: str, run: str, seconds: int, sm: float, node: str | None) -> dict:
     """A one-replica Job outside Kueue. The config gives team-b no shared quota (facts/config.yaml:
     shared_gpu_quota 0), so through its LocalQueue a replica would never be admitted; who held the card is
