@@ -4,6 +4,7 @@ section (each waiting GPU pod with its first cause and evidence)."""
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from report import charts
@@ -18,12 +19,40 @@ def _number(text: object) -> float | None:
         return None
 
 
+WHOLE_HOURS_FROM = 100  # from this many installed GPU-hours the ledger's apportioned whole hours are shown
+
+
+def decimals_for(total: float | None) -> int:
+    """Enough decimals that the total shows three significant digits: a five-minute local run's 0.163
+    GPU-hours must not print as 0."""
+    if total is None or total <= 0:
+        return 3
+    return max(0, 2 - math.floor(math.log10(total)))
+
+
+def figure_text(value: object, places: int) -> str:
+    """A ledger figure (a Decimal string) at `places` decimals, never a negative zero; '?' when absent."""
+    number = _number(value)
+    if number is None:
+        return "?" if value is None else str(value)
+    text = f"{number:,.{places}f}"
+    return text.lstrip("-") if float(text.replace(",", "")) == 0 else text
+
+
 def month_part(month: dict[str, Any] | Absent) -> str:
     if isinstance(month, Absent):
         return "<h3>The month</h3>" + missing(month)
-    rows = [("installed GPU-hours", f"{month.get('installed_gpu_hours_shown', '?'):,}", "100.0 %", "")]
-    rows += [(line.get("label", line.get("line")), f"{line.get('gpu_hours_shown', 0):,}",
-              f"{line.get('share_percent', '?')} %", line.get("owner", "")) for line in month["lines"]]  # fmt: skip
+    total = _number(month.get("installed_gpu_hours"))
+    if total is not None and total >= WHOLE_HOURS_FROM:  # apportioned: the shown lines sum to the shown total
+        shown = [f"{month.get('installed_gpu_hours_shown', '?'):,}"]
+        shown += [f"{line.get('gpu_hours_shown', '?'):,}" for line in month["lines"]]
+    else:  # a short window: the exact hours, rounded each (the last digit may not sum)
+        places = decimals_for(total)
+        shown = [figure_text(month.get("installed_gpu_hours"), places)]
+        shown += [figure_text(line.get("gpu_hours"), places) for line in month["lines"]]
+    rows = [("installed GPU-hours", shown[0], "100.0 %", "")]
+    rows += [(line.get("label", line.get("line")), hours, f"{line.get('share_percent', '?')} %",
+              line.get("owner", "")) for line, hours in zip(month["lines"], shown[1:], strict=True)]  # fmt: skip
     warnings = "".join(f"<li>{esc(w)}</li>" for w in month.get("warnings") or [])
     return (
         f"<h3>The month: {esc(month.get('start', '?'))} to {esc(month.get('end', '?'))}</h3>"
@@ -36,8 +65,11 @@ def ladder_part(ladder: dict[str, Any] | Absent) -> str:
     if isinstance(ladder, Absent):
         return "<h3>The allocation ladder</h3>" + missing(ladder)
     rungs = [r for r in ladder["rungs"] if _number(r.get("mean_gpus")) is not None]
-    rows = [(RUNG_LABELS.get(r["rung"], r["rung"]), r.get("now") or "—", r.get("mean_gpus"), r.get("gpu_hours"))
-            for r in ladder["rungs"]]  # fmt: skip
+    installed = next((r for r in ladder["rungs"] if r.get("rung") == "installed"), {})
+    places_gpus = decimals_for(_number(installed.get("mean_gpus")))
+    places_hours = decimals_for(_number(installed.get("gpu_hours")))
+    rows = [(RUNG_LABELS.get(r["rung"], r["rung"]), r.get("now") or "—", figure_text(r.get("mean_gpus"), places_gpus),
+             figure_text(r.get("gpu_hours"), places_hours)) for r in ladder["rungs"]]  # fmt: skip
     out = f"<h3>The allocation ladder: {esc(ladder.get('start', '?'))} to {esc(ladder.get('end', '?'))}</h3>"
     out += table(("rung", "GPUs now", "mean GPUs", "GPU-hours"), rows, numeric=(1, 2, 3))
     if rungs:
