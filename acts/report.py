@@ -130,7 +130,9 @@ def write_reports(reports: list[ActReport], folder: Path, target: str, finished:
         ],
     }
     (folder / "acts.json").write_text(json.dumps(data, indent=2, default=str))
-    Console(width=TABLE_WIDTH).print(terminal_table(reports, target))
+    console = Console(width=TABLE_WIDTH)
+    console.print()  # pytest's last progress line has no newline yet at session finish: the title starts its own
+    console.print(terminal_table(reports, target))
     timeline(reports, folder / "acts-timeline.png")
 
 
