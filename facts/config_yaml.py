@@ -7,6 +7,7 @@ them; PyYAML takes the last of two equal keys silently (`allowed_accounts` twice
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -15,6 +16,11 @@ from facts.errors import FILE, ConfigError, excerpt
 
 MAX_CONFIG_BYTES = 256 * 1024  # the shipped config is ~3 KB; a config this large is a mistake
 MAX_DEPTH = 16  # levels of mappings and lists; the schema's deepest is 3
+# No count, quota or id in the config has more digits (a 12-digit account id quoted or not); a longer
+# integer would be echoed whole in messages, overflow a float in the estimates, or (past 4,300 digits)
+# fail Python's int conversion inside PyYAML with a ValueError (red team, round 3).
+MAX_INT_DIGITS = 18
+_INT = re.compile(r"[-+]?(?:0b[01_]+|0x[0-9a-fA-F_]+|0o?[0-7_]+|[0-9][0-9_]*(?::[0-5]?[0-9])*)")
 
 
 def check_size(size: int, source: str) -> None:
@@ -49,6 +55,15 @@ def _check_events(text: str, source: str) -> None:
                 )
         elif isinstance(event, yaml.MappingEndEvent | yaml.SequenceEndEvent):
             depth -= 1
+        elif isinstance(event, yaml.ScalarEvent) and event.style is None and event.tag is None:
+            digits = len(event.value.lstrip("+-").replace("_", ""))  # a hex 0x... counts its prefix
+            if digits > MAX_INT_DIGITS and _INT.fullmatch(event.value):
+                raise ConfigError(
+                    FILE,
+                    f"line {event.start_mark.line + 1}: an integer {digits} characters long ({excerpt(event.value, 24)}); "
+                    f"no value in the config has more than {MAX_INT_DIGITS} digits: is it the right number?",
+                    source,
+                )
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

@@ -42,11 +42,26 @@ _SHORT = _short_repr()
 EXCERPT_CHARS = 80  # a value quoted in a message: enough to recognise it, never a megabyte line
 
 
+# every control character but the line breaks (joined to spaces below) as Python escapes it: a quoted
+# value must not set a terminal's title or clear its screen (red team, round 3: ESC in a config key)
+_CONTROLS = {
+    c: ascii(chr(c))[1:-1] for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c not in (0x0A, 0x0D)
+}
+
+
+def printable(text: str) -> str:
+    """`text` with every control character but line breaks escaped (ESC as \\x1b): for names read from
+    files that reach a terminal."""
+    return text.translate(_CONTROLS)
+
+
 def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
     """`value` as text on one line, cut to `limit` characters with the length said when it is longer:
-    messages quote what they refuse, and what they refuse may be huge (a YAML alias bomb) or multi-line."""
+    messages quote what they refuse, and what they refuse may be huge (a YAML alias bomb), multi-line, or
+    hold terminal control sequences (shown escaped: \\x1b)."""
     text = value if isinstance(value, str) else _SHORT.repr(value)  # bounded, however deep the value
     text = " ".join(text.splitlines()) if "\n" in text or "\r" in text else text
+    text = printable(text)
     if len(text) <= limit:
         return text
     return f"{text[: limit - 1]}…" + (f" ({len(text)} characters)" if isinstance(value, str) else "")

@@ -9,6 +9,7 @@ are both stored on every record so the gap between them is in the data. Missing 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
@@ -78,6 +79,27 @@ class CostRecord:
 
 
 COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(CostRecord))
+# each column's Python type and whether it may be None, from the annotations ("float | None")
+_TYPES = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool, int)}
+_KINDS = {f.name: (str(f.type).split(" | ")[0], "None" in str(f.type)) for f in fields(CostRecord)}
+
+
+def column_problem(name: str, value: Any) -> str | None:
+    """Why `value` cannot be column `name` of a record (None if it can): a store another program wrote
+    to, or edited by hand, may hold text or NULL where a cost belongs; reading it on would crash a report
+    or show a NaN as a figure (red team, round 3)."""
+    kind, optional = _KINDS[name]
+    if value is None:
+        return None if optional else f"{name} is NULL; expected {kind}"
+    if not isinstance(value, _TYPES[kind]) or (kind != "bool" and isinstance(value, bool)):
+        return (
+            f"{name} is {type(value).__name__} {value!r:.40}; expected {kind}{' or NULL' if optional else ''}"
+        )
+    if kind == "float" and not math.isfinite(value):
+        return f"{name} is {value!r}; expected a finite number{' or NULL' if optional else ''}"
+    return None
+
+
 KEY = ("ResourceId", "ChargePeriodStart")
 
 

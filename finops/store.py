@@ -22,7 +22,7 @@ from facts import timestamps
 from facts.errors import UsageError, excerpt
 from facts.private_files import create_private, refuse_unless_regular
 from finops.holdings_record import IntervalHoldings
-from finops.records import COLUMNS, KEY, CostRecord
+from finops.records import COLUMNS, KEY, CostRecord, column_problem
 
 SCHEMA_VERSION = 3  # 1: cost_records; 2: + gpu_holdings; 3: + cost_records.x_GpuUtilUnit
 _HOLDINGS_DDL = (
@@ -36,6 +36,10 @@ _HOLDINGS_COLUMNS = ("ResourceName", "ResourceId", "ChargePeriodStart", "ChargeP
 
 class StoreVersionError(UsageError):
     pass
+
+
+class StoreError(UsageError):
+    """A store whose rows are not what gpu-finops writes (exit 2, naming the file, the row and the column)."""
 
 
 _INT_COLUMNS = {"x_GpuCount", "x_GpusReporting"}
@@ -162,6 +166,11 @@ class SqliteCostStore:
         out = []
         for row in self._in_window("cost_records", columns, since, until, "ChargePeriodStart, ResourceName"):
             data = dict(zip(names, row, strict=True))
+            for name, value in data.items():
+                if problem := column_problem(name, value):
+                    raise StoreError(f"{self.path}: the record of {excerpt(data.get('ResourceName'), 60)} at "
+                                     f"{excerpt(data.get('ChargePeriodStart'), 40)}: {excerpt(problem, 120)}; "
+                                     "is this a gpu-finops cost store? (`gpu-finops collect` writes one)")  # fmt: skip
             data["x_RateStale"] = bool(data["x_RateStale"])
             out.append(CostRecord.from_dict(data))
         return out

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
-from facts.errors import UsageError, excerpt
+from facts.errors import UsageError, excerpt, printable
 from finops.export import DATA_FILE, PARTITION
 from finops.s3_access import S3Prefix
 
@@ -32,6 +33,19 @@ FROM read_parquet($files, hive_partitioning = true)
 WHERE $period IS NULL OR {PARTITION} = $period
 GROUP BY x_Tenant
 ORDER BY cost DESC, tenant
+"""
+GAPS = ("with no x_Tenant", "with no EffectiveCost", "with no finite EffectiveCost",
+        "with no finite x_GpuSeconds", "with an x_IdleCost that is not finite")  # fmt: skip
+GAPS_SQL = f"""
+SELECT
+  COUNT(*) FILTER (WHERE x_Tenant IS NULL),
+  COUNT(*) FILTER (WHERE EffectiveCost IS NULL),
+  COUNT(*) FILTER (WHERE isnan(CAST(EffectiveCost AS DOUBLE)) OR isinf(CAST(EffectiveCost AS DOUBLE))),
+  COUNT(*) FILTER (WHERE x_GpuSeconds IS NULL OR isnan(CAST(x_GpuSeconds AS DOUBLE))
+                   OR isinf(CAST(x_GpuSeconds AS DOUBLE))),
+  COUNT(*) FILTER (WHERE isnan(CAST(x_IdleCost AS DOUBLE)) OR isinf(CAST(x_IdleCost AS DOUBLE)))
+FROM read_parquet($files, hive_partitioning = true)
+WHERE $period IS NULL OR {PARTITION} = $period
 """
 
 
@@ -61,6 +75,13 @@ class TenantSummary:
         }
 
 
+def _refuse_gaps(source: str, gaps: Sequence[int]) -> None:
+    missing = [f"{n} row(s) {what}" for n, what in zip(gaps, GAPS, strict=True) if n]
+    if missing:  # missing data is an error, never a 0 GPU-hours nor a 'nan' printed as a figure
+        raise UsageError(f"--parquet {excerpt(source)}: {'; '.join(missing)}: not the FOCUS export `cost export` "
+                         "writes (it writes every tenant, cost and GPU-second); export again or name its folder")  # fmt: skip
+
+
 def by_tenant(source: str, *, period: str | None = None, s3_client: Any = None) -> list[TenantSummary]:
     """Tenants' totals over the dataset at `source` (a directory or s3:// prefix), optionally one period.
     A source that is missing, not a folder, without partitions, or whose files are not the export's
@@ -83,6 +104,8 @@ def by_tenant(source: str, *, period: str | None = None, s3_client: Any = None) 
             )
         try:
             with duckdb.connect() as db:
+                gaps = db.execute(GAPS_SQL, {"files": files, "period": period}).fetchone()
+                _refuse_gaps(source, gaps)
                 rows = db.execute(TENANT_SQL, {"files": files, "period": period}).fetchall()
         except duckdb.Error as exc:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -90,7 +113,7 @@ def by_tenant(source: str, *, period: str | None = None, s3_client: Any = None) 
                 f"--parquet {excerpt(source)}: not the FOCUS export `cost export` writes: {excerpt(first, 160)}"
             ) from None
     return [
-        TenantSummary(t, cost, idle, measured, float(hours or 0), nodes)
+        TenantSummary(t, cost, idle, measured, float(hours), nodes)
         for t, cost, idle, measured, hours, nodes in rows
     ]
 
@@ -101,7 +124,7 @@ def tenant_table(summaries: Sequence[TenantSummary]) -> Table:
         t.add_column(col, justify="left" if col == "tenant" else "right")
     for s in summaries:
         t.add_row(
-            s.tenant,
+            Text(printable(s.tenant)),  # a name from a file: neither rich markup nor terminal escapes
             str(s.nodes),
             f"{s.gpu_hours:.4f}",
             f"{s.cost:.6f}",
@@ -116,7 +139,7 @@ def tenant_table(summaries: Sequence[TenantSummary]) -> Table:
 def tenant_panel(ax: Any, summaries: Sequence[TenantSummary]) -> None:
     """Stacked bars per tenant: dollars that bought computation, idle dollars, and dollars whose
     SM_ACTIVE was not measured (neither, so not drawn as either)."""
-    names = [s.tenant for s in summaries]
+    names = [printable(s.tenant) for s in summaries]
     idle = [float(s.idle_cost or 0) for s in summaries]
     busy = [float(s.measured_cost or 0) - i for s, i in zip(summaries, idle, strict=True)]
     unmeasured = [float(s.cost - (s.measured_cost or 0)) for s in summaries]

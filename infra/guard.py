@@ -193,6 +193,10 @@ _DEADLINE_FIELDS = {  # field -> (what it must be, the lower bound, whether the 
 }
 
 
+def _int(text: str) -> int | float:
+    return int(text) if len(text) <= 18 else float(text)  # math.isfinite raises on a 400-digit int
+
+
 def _excerpt(value: object, limit: int = 40) -> str:
     text = repr(value)
     return text if len(text) <= limit else f"{text[: limit - 3]}..."
@@ -260,7 +264,7 @@ class Deadline:
         if not text.strip():
             raise GuardError(f"deadline file {path} is empty; {again}")
         try:
-            data = json.loads(text)
+            data = json.loads(text, parse_int=_int)  # a 400-digit integer reads as inf: refused as not finite
         except ValueError as exc:
             raise GuardError(f"deadline file {path} is not JSON ({exc}): {_excerpt(text)}; {again}") from None
         if not isinstance(data, dict) or set(data) != set(_DEADLINE_FIELDS):

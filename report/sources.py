@@ -10,12 +10,13 @@ packages move, only the imports here change.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from facts.errors import UsageError
+from facts.errors import UsageError, excerpt, shown
 from finops.cost_report import NodeSummary, summarize
 from finops.focus import FocusContext, focus_dataset
 from finops.records import CostRecord
@@ -81,9 +82,29 @@ def load_json(path: Path, what: str, how: str) -> Any | Absent:
 
 def _spans(rows: Any, path: Path, act: str, what: str) -> list[Span]:
     try:
-        return [Span(str(name), float(s), None if e is None else float(e)) for name, s, e in rows or []]
+        spans = [Span(str(name), float(s), None if e is None else float(e)) for name, s, e in rows or []]
     except (TypeError, ValueError):
         raise UsageError(f"{path}: act {act}: {what} must be [name, start, end|null] rows") from None
+    for span in spans:  # NaN and inf parse as floats (JSON's NaN) but are no moment; an end before its start
+        if (
+            not all(math.isfinite(t) for t in (span.start, span.end or 0.0))
+            or (span.end or span.start) < span.start
+        ):
+            raise UsageError(f"{path}: act {act}: {what} row {excerpt(span.label, 60)!r} runs from {span.start} "
+                             f"to {span.end}: expected finite epoch seconds, the end not before the start")  # fmt: skip
+    return spans
+
+
+def _timings(value: Any, path: Path, act: str) -> dict[str, Any]:
+    """name -> seconds (a number) or null (not measured)."""
+    timings = value or {}
+    if not isinstance(timings, dict) or not all(
+        v is None or (isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v))
+        for v in timings.values()
+    ):
+        raise UsageError(f"{path}: act {act}: timings must map names to seconds (finite numbers) or null, "
+                         f"found {shown(timings)}")  # fmt: skip
+    return dict(timings)
 
 
 def acts_run(path: Path) -> ActsRun | Absent:
@@ -93,7 +114,15 @@ def acts_run(path: Path) -> ActsRun | Absent:
     if not isinstance(data, dict) or not isinstance(data.get("acts"), list):
         raise UsageError(f"{path}: expected the acts report's JSON object with an 'acts' list")
     acts = []
-    for a in data["acts"]:
+    for i, a in enumerate(data["acts"]):
+        if not isinstance(a, dict):
+            raise UsageError(
+                f"{path}: act {i + 1} is {shown(a)}; expected an object with 'act', 'outcome', ..."
+            )
+        if not isinstance(a.get("verdict"), dict | None):
+            raise UsageError(
+                f"{path}: act {i + 1}: verdict is {shown(a['verdict'])}; expected an object or null"
+            )
         name = str(a.get("act", "?"))
         acts.append(
             Act(
@@ -101,7 +130,7 @@ def acts_run(path: Path) -> ActsRun | Absent:
                 outcome=str(a.get("outcome", "not run")),
                 claim=str(a.get("claim") or ""),
                 verdict=a.get("verdict"),
-                timings=dict(a.get("timings") or {}),
+                timings=_timings(a.get("timings"), path, name),
                 message=str(a.get("message") or ""),
                 evidence=a.get("evidence"),
                 phases=_spans(a.get("phases"), path, name, "phases"),
