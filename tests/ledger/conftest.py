@@ -1,6 +1,5 @@
 """Real Prometheus servers over backfilled recorded-rule series: July 2026 (see july.py for what is
-backfilled and why) and an outage fixture (outage.py); and promtool, Prometheus's own rule checker, for
-the tests of the rules and alerts files."""
+backfilled and why) and an outage fixture (outage.py)."""
 
 from __future__ import annotations
 
@@ -8,44 +7,12 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from benchmarks.processes import prometheus as started_prometheus
 from tests.ledger import july, outage
-
-
-@dataclass(frozen=True)
-class Promtool:
-    """promtool at `path`; each method asserts that it exits 0, with its output as the message."""
-
-    path: str
-
-    def check_rules(self, rules_file: Path) -> None:
-        """Prometheus would load the rules file: `promtool check rules`."""
-        self._passes("check", "rules", str(rules_file))
-
-    def test_rules(self, test_file: Path) -> None:
-        """Every case of a `promtool test rules` file passes, run from its folder (its rule_files are
-        relative to it)."""
-        self._passes("test", "rules", test_file.name, cwd=test_file.parent)
-
-    def _passes(self, *args: str, cwd: Path | None = None) -> None:
-        result = subprocess.run(
-            [self.path, *args], cwd=cwd, capture_output=True, text=True, check=False, timeout=120
-        )
-        assert result.returncode == 0, result.stdout + result.stderr
-
-
-@pytest.fixture(scope="session")
-def promtool() -> Promtool:
-    """Debian's promtool; skips where it is missing."""
-    path = shutil.which("promtool")
-    if path is None:
-        pytest.skip("promtool not installed (`make setup` installs Debian's prometheus package)")
-    return Promtool(path)
 
 
 @pytest.fixture(scope="session")
