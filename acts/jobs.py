@@ -55,11 +55,7 @@ def gpu_job(
         pod_annotations[ANNOTATION_SM_ACTIVE] = str(sm_active)  # what the GPU simulator reports
     if profile is not None:
         pod_annotations[ANNOTATION_GPU_PROFILE] = profile
-    container: dict[str, Any] = {
-        "name": "gpu",
-        "image": t.gpu_image,
-        "resources": {"limits": {resource: "1"}, "requests": {resource: "1"}},
-    }
+    container = one_gpu_container(t, resource)
     if not t.simulated and profile is not None:
         container = workload_container(profile, resource, seconds)  # real silicon makes the profile
     elif not t.simulated and seconds:
@@ -95,6 +91,15 @@ def gpu_job(
     }
 
 
+def one_gpu_container(t: Target, resource: str) -> dict[str, Any]:
+    """The container of a one-GPU Job or pod: the target's GPU image, one `resource` requested and limited."""
+    return {
+        "name": "gpu",
+        "image": t.gpu_image,
+        "resources": {"limits": {resource: "1"}, "requests": {resource: "1"}},
+    }
+
+
 def gpu_pod(
     t: Target,
     name: str,
@@ -118,11 +123,7 @@ def gpu_pod(
     if never_starts and t.simulated:
         annotations["pod-ready.stage.kwok.x-k8s.io/delay"] = NEVER_STARTS
         annotations["pod-ready.stage.kwok.x-k8s.io/jitter-delay"] = NEVER_STARTS
-    container: dict[str, Any] = {
-        "name": "gpu",
-        "image": t.gpu_image,
-        "resources": {"limits": {resource: "1"}, "requests": {resource: "1"}},
-    }
+    container = one_gpu_container(t, resource)
     if not t.simulated and profile is not None:
         container = workload_container(profile, resource, None)  # real silicon makes the profile
     elif not t.simulated:

@@ -20,7 +20,7 @@ from facts.dcgm import HOSTNAME_LABELS
 from ledger.conventions import BUCKETS, DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS, RUNGS
 from ledger.rules import BUCKET, INPUTS, LARGEST_PLACEABLE, RUNG
 
-# The seed's typical July hour at 10,000 GPUs (tests/ledger/july.py), as GPUs per bucket.
+# The seed's typical July hour at 10,000 GPUs, as GPUs per bucket (tests/ledger/july.py backfills it).
 JULY_TYPICAL: dict[str, int] = {
     "unschedulable_repair_queue": 200,
     "unschedulable_driver_rollout": 60,

@@ -207,34 +207,42 @@ def cost_data(path: Path) -> CostData | Absent:
     return CostData(str(path), records, summarize(records), tenants(records, holdings))
 
 
-def ledger_month(path: Path) -> dict[str, Any] | Absent:
-    data = load_json(
-        path, "ledger month", "`gpu-finops ledger month --month YYYY-MM --json > FILE` writes it"
-    )
+def _command_output(path: Path, what: str, how: str, key: str, expected: str) -> dict[str, Any] | Absent:
+    """A command's --json output: Absent when there is no file; a usage error naming the file when it is
+    not an object with a list under `key` (`expected` says what it should be)."""
+    data = load_json(path, what, how)
     if not isinstance(data, Absent) and not isinstance(
-        data.get("lines") if isinstance(data, dict) else None, list
+        data.get(key) if isinstance(data, dict) else None, list
     ):
-        raise UsageError(f"{path}: expected `gpu-finops ledger month --json` output (an object with 'lines')")
+        raise UsageError(f"{path}: expected {expected}")
     return data
+
+
+def ledger_month(path: Path) -> dict[str, Any] | Absent:
+    return _command_output(
+        path,
+        "ledger month",
+        "`gpu-finops ledger month --month YYYY-MM --json > FILE` writes it",
+        "lines",
+        "`gpu-finops ledger month --json` output (an object with 'lines')",
+    )
 
 
 def ladder(path: Path) -> dict[str, Any] | Absent:
-    data = load_json(path, "allocation ladder", "`gpu-finops ledger ladder --json > FILE` writes it")
-    if not isinstance(data, Absent) and not isinstance(
-        data.get("rungs") if isinstance(data, dict) else None, list
-    ):
-        raise UsageError(
-            f"{path}: expected `gpu-finops ledger ladder --json` output (an object with 'rungs')"
-        )
-    return data
+    return _command_output(
+        path,
+        "allocation ladder",
+        "`gpu-finops ledger ladder --json > FILE` writes it",
+        "rungs",
+        "`gpu-finops ledger ladder --json` output (an object with 'rungs')",
+    )
 
 
 def diagnosis(path: Path) -> dict[str, Any] | Absent:
-    data = load_json(
-        path, "diagnosis", "`gpu-finops diagnose --all --json > FILE` writes it; act 7 leaves one there"
+    return _command_output(
+        path,
+        "diagnosis",
+        "`gpu-finops diagnose --all --json > FILE` writes it; act 7 leaves one there",
+        "diagnoses",
+        "`gpu-finops diagnose --all --json` output (with 'diagnoses')",
     )
-    if not isinstance(data, Absent) and not isinstance(
-        data.get("diagnoses") if isinstance(data, dict) else None, list
-    ):
-        raise UsageError(f"{path}: expected `gpu-finops diagnose --all --json` output (with 'diagnoses')")
-    return data

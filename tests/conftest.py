@@ -1,9 +1,12 @@
-"""Shared fixtures: a moto server for AWS calls, a real Prometheus scraping a DCGM simulator."""
+"""Shared fixtures: a moto server for AWS calls, promtool (Prometheus's own rule checker), report folders."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import boto3
@@ -85,6 +88,37 @@ def private_files_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         yield
     finally:
         os.umask(old)
+
+
+@dataclass(frozen=True)
+class Promtool:
+    """promtool at `path`; each method asserts that it exits 0, with its output as the message."""
+
+    path: str
+
+    def check_rules(self, rules_file: Path) -> None:
+        """Prometheus would load the rules file: `promtool check rules`."""
+        self._passes("check", "rules", str(rules_file))
+
+    def test_rules(self, test_file: Path) -> None:
+        """Every case of a `promtool test rules` file passes, run from its folder (its rule_files are
+        relative to it)."""
+        self._passes("test", "rules", test_file.name, cwd=test_file.parent)
+
+    def _passes(self, *args: str, cwd: Path | None = None) -> None:
+        result = subprocess.run(
+            [self.path, *args], cwd=cwd, capture_output=True, text=True, check=False, timeout=120
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.fixture(scope="session")
+def promtool() -> Promtool:
+    """Debian's promtool; skips where it is missing."""
+    path = shutil.which("promtool")
+    if path is None:
+        pytest.skip("promtool not installed (`make setup` installs Debian's prometheus package)")
+    return Promtool(path)
 
 
 def pytest_report_header(config: pytest.Config) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -21,6 +22,12 @@ ADMIT = AdmissionObs(
     tenants=("team-a", "team-b"),
     observed_at=t(60),
 )
+
+
+def changed(i: int, **fields: Any) -> AdmissionObs:
+    """The holding observation, but its i-th workload with `fields` changed."""
+    w = ADMIT.workloads
+    return replace(ADMIT, workloads=(*w[:i], replace(w[i], **fields), *w[i + 1 :]))
 
 
 @pytest.mark.parametrize(
@@ -60,91 +67,58 @@ ADMIT = AdmissionObs(
         ),
         (
             "admitted but never running",
-            replace(ADMIT, workloads=(replace(ADMIT.workloads[0], pods=()), *ADMIT.workloads[1:])),
+            changed(0, pods=()),
             "admitted workload a-0 never had a healthy Running pod",
         ),
         (
             "pending job reached the scheduler",
-            replace(
-                ADMIT,
-                workloads=(
-                    *ADMIT.workloads[:2],
-                    replace(ADMIT.workloads[2], pods=(PodObs("a-1-pod", None, "Pending"),)),
-                    *ADMIT.workloads[3:],
-                ),
-            ),
+            changed(2, pods=(PodObs("a-1-pod", None, "Pending"),)),
             "reached the scheduler",
         ),
         ("only eleven observed", replace(ADMIT, workloads=ADMIT.workloads[:11]), "observed 11 workloads"),
         (
             "jobs finishing and handing quota on",
-            replace(
-                ADMIT,
-                workloads=(
-                    replace(
-                        ADMIT.workloads[0],
-                        snapshots=(
-                            WorkloadSnapshot(
-                                t(50),
-                                {
-                                    "QuotaReserved": cond("QuotaReserved", "True"),
-                                    "Admitted": cond("Admitted", "True"),
-                                    "Finished": cond("Finished", "True", "Succeeded"),
-                                },
-                                True,
-                                False,
-                            ),
-                        ),
+            changed(
+                0,
+                snapshots=(
+                    WorkloadSnapshot(
+                        t(50),
+                        {
+                            "QuotaReserved": cond("QuotaReserved", "True"),
+                            "Admitted": cond("Admitted", "True"),
+                            "Finished": cond("Finished", "True", "Succeeded"),
+                        },
+                        True,
+                        False,
                     ),
-                    *ADMIT.workloads[1:],
                 ),
             ),
             "Finished during the observation",
         ),
         (
             "a third admitted and evicted mid-window: the last snapshot alone shows two",
-            replace(
-                ADMIT,
-                workloads=(
-                    *ADMIT.workloads[:2],
-                    replace(ADMIT.workloads[2], snapshots=(admitted_snap(3, "team-a"), pending_snap(8))),
-                    *ADMIT.workloads[3:],
-                ),
-            ),
+            changed(2, snapshots=(admitted_snap(3, "team-a"), pending_snap(8))),
             "3 admitted during the observation",
         ),
         (
             "one per namespace, but both charged to team-a's ClusterQueue",
-            replace(
-                ADMIT,
-                workloads=(
-                    ADMIT.workloads[0],
-                    replace(ADMIT.workloads[1], snapshots=(admitted_snap(5, "team-a"),)),
-                    *ADMIT.workloads[2:],
-                ),
-            ),
+            changed(1, snapshots=(admitted_snap(5, "team-a"),)),
             "admitted per ClusterQueue ['team-a', 'team-a'], expected one each of ['team-a', 'team-b']",
         ),
         (
             "an admitted pod that crashed is not running",
-            replace(
-                ADMIT,
-                workloads=(
-                    replace(
-                        ADMIT.workloads[0],
-                        pods=(
-                            PodObs(
-                                "a-0-pod",
-                                "gpu-a",
-                                "Failed",
-                                Interval(t(10), t(12)),
-                                exit_code=1,
-                                reason="Error",
-                                devices=("GPU-a",),
-                            ),
-                        ),
+            changed(
+                0,
+                pods=(
+                    PodObs(
+                        "a-0-pod",
+                        "gpu-a",
+                        "Failed",
+                        Interval(t(10), t(12)),
+                        exit_code=1,
+                        reason="Error",
+                        devices=("GPU-a",),
                     ),
-                    *ADMIT.workloads[1:],
                 ),
             ),
             "admitted workload a-0's pod crashed, which is not running: ['a-0-pod (Failed, exit 1, Error)']",
@@ -163,31 +137,16 @@ ADMIT = AdmissionObs(
         ),
         (
             "which card is unknown",
-            replace(
-                ADMIT,
-                workloads=(
-                    replace(ADMIT.workloads[0], pods=(replace(ADMIT.workloads[0].pods[0], devices=()),)),
-                    *ADMIT.workloads[1:],
-                ),
-            ),
+            changed(0, pods=(replace(ADMIT.workloads[0].pods[0], devices=()),)),
             "no GPU device was observed for a-0's pod",
         ),
         (
             "a queued workload held quota for a while",
-            replace(
-                ADMIT,
-                workloads=(
-                    *ADMIT.workloads[:2],
-                    replace(
-                        ADMIT.workloads[2],
-                        snapshots=(
-                            WorkloadSnapshot(
-                                t(4), {"QuotaReserved": cond("QuotaReserved", "True")}, True, True
-                            ),
-                            pending_snap(8),
-                        ),
-                    ),
-                    *ADMIT.workloads[3:],
+            changed(
+                2,
+                snapshots=(
+                    WorkloadSnapshot(t(4), {"QuotaReserved": cond("QuotaReserved", "True")}, True, True),
+                    pending_snap(8),
                 ),
             ),
             "a-1 held quota at 2026-11-30T12:00:04+00:00",
@@ -199,19 +158,10 @@ ADMIT = AdmissionObs(
         ),
         (
             "pending with an unknown quota state",
-            replace(
-                ADMIT,
-                workloads=(
-                    *ADMIT.workloads[:2],
-                    replace(
-                        ADMIT.workloads[2],
-                        snapshots=(
-                            WorkloadSnapshot(
-                                t(5), {"QuotaReserved": cond("QuotaReserved", "Unknown")}, False, True
-                            ),
-                        ),
-                    ),
-                    *ADMIT.workloads[3:],
+            changed(
+                2,
+                snapshots=(
+                    WorkloadSnapshot(t(5), {"QuotaReserved": cond("QuotaReserved", "Unknown")}, False, True),
                 ),
             ),
             "QuotaReserved is Unknown",

@@ -66,59 +66,52 @@ PREEMPTOR = with_uid(
 PREEMPT = PreemptionObs(VICTIM, PREEMPTOR, t(30))
 
 
+def victim_seen(*snapshots: WorkloadSnapshot) -> PreemptionObs:
+    """The holding preemption, but the victim's Workload observed as `snapshots`."""
+    return replace(PREEMPT, victim=replace(VICTIM, snapshots=snapshots))
+
+
 @pytest.mark.parametrize(
     "case, obs, why",
     [
         (
             "victim Failed instead of requeued",
-            replace(
-                PREEMPT,
-                victim=replace(
-                    VICTIM,
-                    snapshots=(
-                        admitted_snap(5),
-                        evicted_snap(31),
-                        WorkloadSnapshot(
-                            t(33),
-                            {
-                                "QuotaReserved": cond("QuotaReserved", "False"),
-                                "Evicted": cond("Evicted", "True", "Preempted"),
-                                "Preempted": cond("Preempted", "True", "InClusterQueue"),
-                                "Finished": cond("Finished", "True", "Failed", "Job failed"),
-                            },
-                            False,
-                            True,
-                        ),
-                    ),
+            victim_seen(
+                admitted_snap(5),
+                evicted_snap(31),
+                WorkloadSnapshot(
+                    t(33),
+                    {
+                        "QuotaReserved": cond("QuotaReserved", "False"),
+                        "Evicted": cond("Evicted", "True", "Preempted"),
+                        "Preempted": cond("Preempted", "True", "InClusterQueue"),
+                        "Finished": cond("Finished", "True", "Failed", "Job failed"),
+                    },
+                    False,
+                    True,
                 ),
             ),
             "Finished",
         ),
         (
             "before and after identical",
-            replace(PREEMPT, victim=replace(VICTIM, snapshots=(admitted_snap(5), admitted_snap(40)))),
+            victim_seen(admitted_snap(5), admitted_snap(40)),
             "no eviction window",
         ),
         (
             "evicted for another reason",
-            replace(
-                PREEMPT,
-                victim=replace(
-                    VICTIM,
-                    snapshots=(
-                        admitted_snap(5),
-                        WorkloadSnapshot(
-                            t(31), {"Evicted": cond("Evicted", "True", "PodsReadyTimeout")}, False, True
-                        ),
-                        requeued_snap(33, "PodsReadyTimeout", preempted=False),
-                    ),
+            victim_seen(
+                admitted_snap(5),
+                WorkloadSnapshot(
+                    t(31), {"Evicted": cond("Evicted", "True", "PodsReadyTimeout")}, False, True
                 ),
+                requeued_snap(33, "PodsReadyTimeout", preempted=False),
             ),
             "no eviction window",
         ),
         (
             "evicted but never requeued",
-            replace(PREEMPT, victim=replace(VICTIM, snapshots=(admitted_snap(5), evicted_snap(31)))),
+            victim_seen(admitted_snap(5), evicted_snap(31)),
             "was not requeued",
         ),
         (
@@ -139,22 +132,16 @@ PREEMPT = PreemptionObs(VICTIM, PREEMPTOR, t(30))
         ),
         (
             "preempted across tenants where the policy says within the ClusterQueue",
-            replace(
-                PREEMPT,
-                victim=replace(
-                    VICTIM,
-                    snapshots=(
-                        admitted_snap(5),
-                        evicted_snap(31, "InCohortReclamation"),
-                        requeued_snap(33, preempted=False),
-                    ),
-                ),
+            victim_seen(
+                admitted_snap(5),
+                evicted_snap(31, "InCohortReclamation"),
+                requeued_snap(33, preempted=False),
             ),
             "was preempted ['InCohortReclamation'], but the config's policy for this pair implies InClusterQueue",
         ),
         (
             "queue not full before",
-            replace(PREEMPT, victim=replace(VICTIM, snapshots=VICTIM.snapshots[2:])),
+            victim_seen(*VICTIM.snapshots[2:]),
             "precondition",
         ),
         (
@@ -164,18 +151,10 @@ PREEMPT = PreemptionObs(VICTIM, PREEMPTOR, t(30))
         ),
         (
             "Preempted condition missing",
-            replace(
-                PREEMPT,
-                victim=replace(
-                    VICTIM,
-                    snapshots=(
-                        admitted_snap(5),
-                        WorkloadSnapshot(
-                            t(31), {"Evicted": cond("Evicted", "True", "Preempted")}, True, False
-                        ),
-                        requeued_snap(33, preempted=False),
-                    ),
-                ),
+            victim_seen(
+                admitted_snap(5),
+                WorkloadSnapshot(t(31), {"Evicted": cond("Evicted", "True", "Preempted")}, True, False),
+                requeued_snap(33, preempted=False),
             ),
             "Preempted was never True",
         ),

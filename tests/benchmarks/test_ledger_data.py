@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import shutil
-import subprocess
 from collections import defaultdict
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -200,7 +199,7 @@ def test_the_month_benchmark_reads_back_a_tiny_backfill(capsys):
 
 
 @needs_prometheus
-def test_the_real_rules_over_the_generated_fleet_give_the_ledger_it_claims(tmp_path: Path):
+def test_the_real_rules_over_the_generated_fleet_give_the_ledger_it_claims(tmp_path: Path, promtool):
     """`promtool test rules`: ledger/rules.yaml over the tiny fleet's series, held for 5 minutes,
     records exactly the buckets and rungs the generator states (what the rules benchmark waits for)."""
     pages, fleet = fleet_exposition(96)
@@ -234,8 +233,5 @@ def test_the_real_rules_over_the_generated_fleet_give_the_ledger_it_claims(tmp_p
     }
     path = tmp_path / "fleet.test.yaml"
     path.write_text(yaml.safe_dump(test))
-    done = subprocess.run(
-        [shutil.which("promtool"), "test", "rules", str(path)], capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
+    promtool.test_rules(path)
     assert len(expected) == len(BUCKETS) + 5 and len(inputs) == sum(fleet.series.values())

@@ -1,6 +1,7 @@
 """The CLI's error contract (facts/errors.py), driven with bad inputs: the shared parts of the tables in
-test_bad_inputs.py, test_bad_inputs_infra.py and test_bad_inputs_teardown.py (one per subcommand group): a
-case, the config files that must be refused, the argv builders, and the check every case passes."""
+tests/gpu_finops/test_bad_inputs*.py (one per subcommand group or source of cases): a case, the config files
+that must be refused, the argv builders, and the check every case passes (run through conftest.py's
+`bad_input` fixture)."""
 
 from __future__ import annotations
 
@@ -74,6 +75,23 @@ COLLECT = (
     "--store",
     "{tmp}/cost.sqlite",
 )
+
+
+LEDGER = ("ledger", "month", "--month", "2026-11")
+AWS_UNREACHABLE = (  # an offline check must answer before the first AWS call would say 3
+    ("AWS_ENDPOINT_URL", "http://127.0.0.1:{closed}"),
+    ("AWS_ACCESS_KEY_ID", "x"),
+    ("AWS_SECRET_ACCESS_KEY", "y"),
+    ("AWS_MAX_ATTEMPTS", "1"),
+)
+
+
+def prometheus(kind: str, argv: tuple[str, ...], says: str) -> Case:
+    """A Prometheus URL that answers, but not as Prometheus (conftest.py's ANSWERS[kind]): exit 3, naming
+    Prometheus."""
+    return Case(
+        (*argv, "--prometheus-url", f"{{prom}}/{kind}"), 3, f"Prometheus at {{prom}}/{kind} answered {says}"
+    )
 
 
 def closed_port() -> int:

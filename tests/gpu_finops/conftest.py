@@ -1,17 +1,19 @@
-"""The bad inputs' folder (tests/gpu_finops/bad_inputs.py): the files the cases name, and a closed port."""
+"""The bad inputs' folder (tests/gpu_finops/bad_inputs.py): the files the cases name, a closed port, a
+FIFO for the tables that want one, and the runner every table shares."""
 
 from __future__ import annotations
 
 import json
+import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from infra.metrics_csv import MAX_CSV_BYTES
-from tests.gpu_finops.bad_inputs import CONFIGS, closed_port
+from tests.gpu_finops.bad_inputs import CONFIGS, Case, check, closed_port
 
 
 @pytest.fixture
@@ -40,6 +42,21 @@ def inputs(tmp_path: Path, fake_prometheus: str) -> dict[str, str]:
     )
     _safety_files(tmp_path)
     return {"tmp": str(tmp_path), "closed": str(port), "prom": fake_prometheus}
+
+
+@pytest.fixture
+def bad_input(inputs: dict[str, str], capsys, monkeypatch, request) -> Callable[[Case], None]:
+    """The runner of every bad-input table: `bad_input(case)` runs the case in the test's folder and checks
+    it (bad_inputs.check: its exit code, one stderr line saying what it says, no traceback)."""
+    return lambda case: check(case, inputs, capsys, monkeypatch, request)
+
+
+@pytest.fixture
+def fifo(inputs: dict[str, str]) -> Path:
+    """{tmp}/fifo: nothing ever writes it, so a read that blocks would hang the test."""
+    path = Path(inputs["tmp"], "fifo")
+    os.mkfifo(path)
+    return path
 
 
 ANSWERS = {  # a path prefix on the fake Prometheus -> the body it answers every query with

@@ -18,7 +18,7 @@ from tests.gpu_finops import (
     test_bad_inputs_teardown,
     test_bad_inputs_twin,
 )
-from tests.gpu_finops.bad_inputs import COLLECT, Case, check
+from tests.gpu_finops.bad_inputs import COLLECT, Case
 
 CASES: dict[str, Case] = {
     # --- arguments (exit 2): the parser names the option and the value
@@ -128,8 +128,8 @@ CASES: dict[str, Case] = {
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_a_bad_input_ends_with_its_code_and_one_line_naming_it(name, inputs, capsys, monkeypatch, request):
-    check(CASES[name], inputs, capsys, monkeypatch, request)
+def test_a_bad_input_ends_with_its_code_and_one_line_naming_it(name, bad_input):
+    bad_input(CASES[name])
 
 
 def test_every_subcommand_is_in_the_table():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from infra.metrics_csv import MAX_CSV_BYTES
-from tests.gpu_finops.bad_inputs import Case, check, config_says, run, synth
+from tests.gpu_finops.bad_inputs import Case, config_says, run, synth
 
 CASES: dict[str, Case] = {
     # --- configuration (exit 2): every rule names the file and the key
@@ -217,8 +217,8 @@ CASES: dict[str, Case] = {
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_a_bad_input_ends_with_its_code_and_one_line_naming_it(name, inputs, capsys, monkeypatch, request):
-    check(CASES[name], inputs, capsys, monkeypatch, request)
+def test_a_bad_input_ends_with_its_code_and_one_line_naming_it(name, bad_input):
+    bad_input(CASES[name])
 
 
 @pytest.mark.parametrize("where", ["before the subcommand", "after its options"])

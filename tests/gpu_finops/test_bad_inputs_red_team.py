@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.gpu_finops.bad_inputs import Case, check, synth
-from tests.gpu_finops.test_bad_inputs_safety import AWS_UNREACHABLE, LEDGER, prometheus
+from tests.gpu_finops.bad_inputs import AWS_UNREACHABLE, LEDGER, Case, prometheus, synth
 
 STORE = ("cost", "report", "--store", "{tmp}/empty.sqlite")
 
@@ -47,12 +46,10 @@ CASES: dict[str, Case] = {
 }
 
 
+@pytest.mark.usefixtures("fifo")
 @pytest.mark.parametrize("name", list(CASES))
-def test_a_bad_input_ends_with_its_code_and_one_line_naming_it(name, inputs, capsys, monkeypatch, request):
-    import os
-
-    os.mkfifo(f"{inputs['tmp']}/fifo")  # nothing ever writes it: a read that blocks would hang the test
-    check(CASES[name], inputs, capsys, monkeypatch, request)
+def test_a_bad_input_ends_with_its_code_and_one_line_naming_it(name, bad_input):
+    bad_input(CASES[name])
 
 
 def test_a_nul_in_an_s3_key_is_a_usage_error_naming_it(tmp_path):
@@ -64,14 +61,10 @@ def test_a_nul_in_an_s3_key_is_a_usage_error_naming_it(tmp_path):
 
 
 @pytest.mark.parametrize("flag", ["--journal", "--report"])
-def test_teardown_refuses_a_fifo_journal_or_report_before_anything(
-    flag, inputs, capsys, monkeypatch, request
-):
+@pytest.mark.usefixtures("fifo")
+def test_teardown_refuses_a_fifo_journal_or_report_before_anything(flag, bad_input):
     """A variant the red team did not try: refused at the argument, before the first AWS call, not after the
     deletions when the report is written."""
-    import os
-
-    os.mkfifo(f"{inputs['tmp']}/fifo")
     case = Case(("teardown", "destroy", flag, "{tmp}/fifo"), 2, "{tmp}/fifo is a symlink, FIFO or device",
                 env=AWS_UNREACHABLE)  # fmt: skip
-    check(case, inputs, capsys, monkeypatch, request)
+    bad_input(case)

@@ -6,24 +6,17 @@ from __future__ import annotations
 
 import pytest
 
-from tests.gpu_finops.bad_inputs import COLLECT, Case, check, config_says, synth
-
-REPORT = ("cost", "report", "--store", "{tmp}/empty.sqlite", "--png", "{tmp}/cost.png")
-LEDGER = ("ledger", "month", "--month", "2026-11")
-AWS_UNREACHABLE = (  # an offline check must answer before the first AWS call would say 3
-    ("AWS_ENDPOINT_URL", "http://127.0.0.1:{closed}"),
-    ("AWS_ACCESS_KEY_ID", "x"),
-    ("AWS_SECRET_ACCESS_KEY", "y"),
-    ("AWS_MAX_ATTEMPTS", "1"),
+from tests.gpu_finops.bad_inputs import (
+    AWS_UNREACHABLE,
+    COLLECT,
+    LEDGER,
+    Case,
+    config_says,
+    prometheus,
+    synth,
 )
 
-
-def prometheus(kind: str, argv: tuple[str, ...], says: str) -> Case:
-    """A Prometheus URL that answers, but not as Prometheus: exit 3, naming Prometheus."""
-    return Case(
-        (*argv, "--prometheus-url", f"{{prom}}/{kind}"), 3, f"Prometheus at {{prom}}/{kind} answered {says}"
-    )
-
+REPORT = ("cost", "report", "--store", "{tmp}/empty.sqlite", "--png", "{tmp}/cost.png")
 
 CASES: dict[str, Case] = {
     # --- item 7: the config file (exit 2, naming the file; the message a short excerpt)
@@ -216,12 +209,10 @@ CASES: dict[str, Case] = {
 }
 
 
+@pytest.mark.usefixtures("fifo")
 @pytest.mark.parametrize("name", list(CASES))
-def test_a_bad_input_ends_with_its_code_and_one_line_naming_it(name, inputs, capsys, monkeypatch, request):
-    import os
-
-    os.mkfifo(f"{inputs['tmp']}/fifo")  # nothing ever writes it: a read that blocks would hang the test
-    check(CASES[name], inputs, capsys, monkeypatch, request)
+def test_a_bad_input_ends_with_its_code_and_one_line_naming_it(name, bad_input):
+    bad_input(CASES[name])
 
 
 def test_kubernetes_unreachable_is_one_line_without_urllib3_retry_warnings(inputs):

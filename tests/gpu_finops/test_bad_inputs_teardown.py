@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.gpu_finops.bad_inputs import TEARDOWN, Case, check, run
+from tests.gpu_finops.bad_inputs import AWS_UNREACHABLE, TEARDOWN, Case, run
 
 CASES: dict[str, Case] = {
     # --- arguments (exit 2): the parser names the option and the value
@@ -42,12 +42,7 @@ CASES: dict[str, Case] = {
         TEARDOWN,
         3,
         'gpu-finops teardown: AWS unreachable: Could not connect to the endpoint URL: "http://127.0.0.1:{closed}/"',
-        env=(
-            ("AWS_ENDPOINT_URL", "http://127.0.0.1:{closed}"),
-            ("AWS_ACCESS_KEY_ID", "x"),
-            ("AWS_SECRET_ACCESS_KEY", "y"),
-            ("AWS_MAX_ATTEMPTS", "1"),
-        ),
+        env=AWS_UNREACHABLE,
     ),
     "teardown: account not on the allowlist": Case(
         ("teardown", "verify", "--allow-account", "999999999999", "--report", "{tmp}/report.json"),
@@ -59,8 +54,8 @@ CASES: dict[str, Case] = {
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_a_bad_input_ends_with_its_code_and_one_line_naming_it(name, inputs, capsys, monkeypatch, request):
-    check(CASES[name], inputs, capsys, monkeypatch, request)
+def test_a_bad_input_ends_with_its_code_and_one_line_naming_it(name, bad_input):
+    bad_input(CASES[name])
 
 
 def test_a_403_during_teardown_verify_is_unreachable_naming_the_call(aws_env, tmp_path, capsys, monkeypatch):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gpu_finops.bad_inputs import Case, check
+from tests.gpu_finops.bad_inputs import Case
 from twin import fleet as fleet_mod
 
 FLEET = str(Path(fleet_mod.__file__).with_name("examples") / "fleet-borrowing.yaml")
@@ -76,10 +76,8 @@ CASES: dict[str, Case] = {
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_a_bad_twin_input_ends_with_its_code_and_one_line_naming_it(
-    name, inputs, capsys, monkeypatch, request
-):
+def test_a_bad_twin_input_ends_with_its_code_and_one_line_naming_it(name, inputs, bad_input):
     for file, lines in FILES.items():
         Path(inputs["tmp"], file).write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     Path(inputs["tmp"], "p9.yaml").write_text("instance_type: p9.huge\nstatic_nodes: 1\n")
-    check(CASES[name], inputs, capsys, monkeypatch, request)
+    bad_input(CASES[name])

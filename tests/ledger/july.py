@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from benchmarks.ledger_data import JULY_TYPICAL
 from ledger.conventions import BUCKETS, DCGM_INPUTS, KSM_INPUTS
 from ledger.rules import BUCKET, INPUTS, LARGEST_PLACEABLE, RUNG
 
@@ -22,16 +23,7 @@ START = datetime(2026, 7, 1, tzinfo=UTC)
 HOURS = 744
 STEP = 3600
 
-TYPICAL = {
-    "unschedulable_repair_queue": 200,
-    "unschedulable_driver_rollout": 60,
-    "free_placeable": 300,
-    "free_stranded": 250,
-    "allocated_serving_traffic": 3000,
-    "allocated_serving_headroom": 1000,
-    "allocated_training_stepping": 4500,
-    "allocated_training_restart": 690,
-}
+TYPICAL = JULY_TYPICAL  # the seed's typical hour; the benchmark scales the same one to other fleet sizes
 # the last hour: the seed's ladder snapshot (400 unschedulable, 8,900 allocated)
 SNAPSHOT = TYPICAL | {
     "unschedulable_repair_queue": 300,

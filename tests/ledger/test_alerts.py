@@ -5,8 +5,6 @@ carries the mixin annotations and a runbook anchor that exists, and `promtool te
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,10 +16,6 @@ from ledger.conventions import Conventions
 
 ALERT_TESTS = sorted((Path(__file__).parent / "alerts").glob("*.test.yaml"))
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "alerts.md"
-PROMTOOL = shutil.which("promtool")
-needs_promtool = pytest.mark.skipif(
-    PROMTOOL is None, reason="promtool not installed (`make setup` installs Debian's prometheus package)"
-)
 EXPECTED = {
     "GpuFinopsGpuHeldIdle",
     "GpuFinopsPodsPendingWhileGpusIdle",
@@ -76,26 +70,13 @@ def test_the_alerts_read_the_fleets_spelling():
     assert 'count by (Hostname) ((DCGM_FI_DEV_GPU_UTIL{Hostname!=""} or label_replace(' in old
 
 
-@needs_promtool
 @pytest.mark.parametrize("preset", sorted(PRESETS))
-def test_promtool_accepts_the_alerts_under_every_preset(preset: str, tmp_path: Path):
+def test_promtool_accepts_the_alerts_under_every_preset(preset: str, tmp_path: Path, promtool):
     path = tmp_path / "alerts.yaml"
     path.write_text(alerts.render(Conventions(spelling=PRESETS[preset])))
-    result = subprocess.run(
-        [PROMTOOL, "check", "rules", str(path)], capture_output=True, text=True, check=False
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+    promtool.check_rules(path)
 
 
-@needs_promtool
 @pytest.mark.parametrize("test_file", ALERT_TESTS, ids=lambda p: p.name)
-def test_promtool_alert_unit_tests(test_file: Path):
-    result = subprocess.run(
-        [PROMTOOL, "test", "rules", test_file.name],
-        cwd=test_file.parent,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+def test_promtool_alert_unit_tests(test_file: Path, promtool):
+    promtool.test_rules(test_file)

@@ -3,8 +3,6 @@ and `promtool test rules` proves every rule where it holds and on its adjacent c
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,10 +12,6 @@ from ledger import rules
 from ledger.conventions import BUCKETS, RUNGS, Conventions, interval_seconds, ksm_label
 
 RULE_TESTS = sorted((Path(__file__).parent / "rules").glob("*.test.yaml"))
-PROMTOOL = shutil.which("promtool")
-needs_promtool = pytest.mark.skipif(
-    PROMTOOL is None, reason="promtool not installed (`make setup` installs Debian's prometheus package)"
-)
 
 
 def test_committed_rules_file_is_the_rendered_conventions():
@@ -62,26 +56,13 @@ def test_ksm_label_and_interval_parsing():
         interval_seconds("1.5m")
 
 
-@needs_promtool
-def test_promtool_accepts_the_rules_file():
-    result = subprocess.run(
-        [PROMTOOL, "check", "rules", str(rules.RULES_PATH)], capture_output=True, text=True, check=False
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+def test_promtool_accepts_the_rules_file(promtool):
+    promtool.check_rules(rules.RULES_PATH)
 
 
-@needs_promtool
 @pytest.mark.parametrize("test_file", RULE_TESTS, ids=lambda p: p.name)
-def test_promtool_rule_unit_tests(test_file: Path):
-    result = subprocess.run(
-        [PROMTOOL, "test", "rules", test_file.name],
-        cwd=test_file.parent,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+def test_promtool_rule_unit_tests(test_file: Path, promtool):
+    promtool.test_rules(test_file)
 
 
 def test_the_addons_prometheus_loads_the_committed_rules_from_the_charts_configmap():

@@ -5,8 +5,6 @@ for that spelling. Same rungs, same buckets, whatever the exporter calls things.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,7 +14,6 @@ from facts.dcgm_inputs import PINNED, PRESETS, RATIO, Spelling, spelling_from_di
 from ledger import rules
 from ledger.conventions import Conventions
 
-PROMTOOL = shutil.which("promtool")
 OTEL = spelling_from_dict(
     {
         "name": "otel-ratio",
@@ -102,20 +99,12 @@ def unit_test(spelling: Spelling) -> dict:
     }
 
 
-@pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (`make setup` installs prometheus)")
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_the_ledger_gives_the_pinned_figures_under_every_spelling(variant: str, tmp_path: Path):
+def test_the_ledger_gives_the_pinned_figures_under_every_spelling(variant: str, tmp_path: Path, promtool):
     spelling = VARIANTS[variant]
     (tmp_path / "rules.yaml").write_text(rules.render(Conventions(spelling=spelling)))
     (tmp_path / "fleet.test.yaml").write_text(yaml.safe_dump(unit_test(spelling), sort_keys=False))
-    result = subprocess.run(
-        [PROMTOOL, "test", "rules", "fleet.test.yaml"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
+    promtool.test_rules(tmp_path / "fleet.test.yaml")
 
 
 def test_the_near_miss_pinned_rules_over_a_renamed_fleet_see_no_gpu_at_all():
