@@ -133,7 +133,7 @@ def reconcile(
     if missing_samples:
         warnings.append(
             f"{missing_samples} of {expected_samples} evaluations have no data: "
-            f"{hours[UNOBSERVED]:.0f} GPU-hours are reported as unobserved"
+            f"{hours[UNOBSERVED]:.{0 if hours[UNOBSERVED] >= 100 else 3}f} GPU-hours are reported as unobserved"
         )
     keys = list(LINES)
     positive = [max(hours[k], Decimal(0)) for k in keys]
