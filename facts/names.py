@@ -9,6 +9,9 @@ PROJECT = "gpu-finops"  # the default project and cluster name, the field manage
 TAG_PROJECT = "gpu-finops.io/project"
 TAG_CLUSTER = "gpu-finops.io/cluster"
 TAG_CI = "gpu-finops.io/ci"
+# The VPC CNI's tag on the interfaces it makes, set to its CLUSTER_NAME. Not ours: any VPC CNI given that
+# name (a kops or self-managed cluster too) sets it, and anyone allowed to tag can; it is never ownership.
+TAG_VPC_CNI_CLUSTER = "cluster.k8s.amazonaws.com/name"
 
 # The EC2 spot service-linked role: account-wide, created by preflight only when absent.
 SPOT_SLR = "AWSServiceRoleForEC2Spot"

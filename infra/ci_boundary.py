@@ -9,8 +9,8 @@ FIS's spot interruption, the collector), in our region, and no more:
   only into subnets that carry both our tags (red-team F7: not into any subnet), tagging only while
   creating or on what already carries our cluster's tag, with only the keys the callers set; and every
   change or deletion of what exists only on what carries both our tags (project *and* cluster: a
-  sibling `<cluster>-b` shares the project tag, red-team F3), or, for an interface only, the VPC CNI's
-  cluster tag. No Auto Scaling or ELB write: nothing of ours manages groups (EKS's service-linked role
+  sibling `<cluster>-b` shares the project tag, red-team F3). The VPC CNI's interfaces carry both too
+  (`ADDITIONAL_ENI_TAGS`, infra/vpc_cni.py); its own cluster tag unlocks nothing. No Auto Scaling or ELB write: nothing of ours manages groups (EKS's service-linked role
   does) or load balancers (no Service of type LoadBalancer).
 - our queue, our table, keys carrying both our tags; and in IAM only Karpenter's instance profiles under its path
   for this cluster and passing our Karpenter node role to EC2. No other IAM write and no
@@ -23,8 +23,9 @@ from __future__ import annotations
 from typing import Any
 
 from facts.config import Config
-from infra.ci_policies import CNI_ENI_TAG, ours
+from infra.ci_policies import ours
 from infra.iam_policies import karpenter_profile_path
+from infra.vpc_cni import CNI_TAG_KEYS
 
 # What the nodes' SSM agent calls (AmazonSSMManagedInstanceCore), nothing that runs commands elsewhere.
 SSM_AGENT = (
@@ -89,40 +90,7 @@ EC2_CREATES = (
     "ec2:CreateLaunchTemplate",
     "ec2:CreateNetworkInterface",
 )
-# What the roles change or delete (Karpenter, the VPC CNI, FIS): only on what carries both our tags (or
-# an interface the VPC CNI's cluster tag). Adding addresses changes an interface that exists.
-EC2_CHANGES = (
-    "ec2:AssignPrivateIpAddresses",
-    "ec2:AssignIpv6Addresses",
-    "ec2:TerminateInstances",
-    "ec2:DeleteLaunchTemplate",
-    "ec2:AttachNetworkInterface",
-    "ec2:DetachNetworkInterface",
-    "ec2:DeleteNetworkInterface",
-    "ec2:ModifyNetworkInterfaceAttribute",
-    "ec2:UnassignPrivateIpAddresses",
-    "ec2:UnassignIpv6Addresses",
-    "ec2:SendSpotInstanceInterruptions",
-)
-# Tag keys set after creation: Karpenter's NodeClaim tagging (Name, nodeclaim, the EKS cluster name) and
-# the VPC CNI's interface bookkeeping; never a key that makes a resource ours.
-RETAG_KEYS = (
-    "Name",
-    "karpenter.sh/nodeclaim",
-    "eks:eks-cluster-name",
-    "node.k8s.amazonaws.com/createdAt",
-    "node.k8s.amazonaws.com/instance_id",
-)
-KARPENTER_PROFILE_ACTIONS = ("iam:CreateInstanceProfile", "iam:GetInstanceProfile", "iam:TagInstanceProfile")
-# ...and what changes a profile that exists: only one Karpenter tagged as our cluster's.
-KARPENTER_PROFILE_CHANGES = (
-    "iam:AddRoleToInstanceProfile",
-    "iam:DeleteInstanceProfile",
-    "iam:RemoveRoleFromInstanceProfile",
-)
-
-
-# What the VPC CNI does to its own interfaces (tagged only with its cluster tag, nothing of ours).
+# What the VPC CNI does to interfaces that exist (AmazonEKS_CNI_Policy; adding addresses changes one).
 CNI_ENI_CHANGES = (
     "ec2:AssignPrivateIpAddresses",
     "ec2:AssignIpv6Addresses",
@@ -133,6 +101,25 @@ CNI_ENI_CHANGES = (
     "ec2:UnassignPrivateIpAddresses",
     "ec2:UnassignIpv6Addresses",
 )
+# What the roles change or delete (the VPC CNI, Karpenter, FIS): only on what carries both our tags. The
+# CNI's interfaces carry them from their creation (infra/vpc_cni.py), so no statement of its own.
+EC2_CHANGES = (
+    *CNI_ENI_CHANGES,
+    "ec2:TerminateInstances",
+    "ec2:DeleteLaunchTemplate",
+    "ec2:SendSpotInstanceInterruptions",
+)
+# Tag keys set after creation: Karpenter's NodeClaim tagging (Name, nodeclaim, the EKS cluster name) and
+# the VPC CNI's own keys (TagENI adds them to our primary interfaces); never a key that makes a resource ours.
+RETAG_KEYS = ("Name", "karpenter.sh/nodeclaim", "eks:eks-cluster-name", *CNI_TAG_KEYS)
+KARPENTER_PROFILE_ACTIONS = ("iam:CreateInstanceProfile", "iam:GetInstanceProfile", "iam:TagInstanceProfile")
+# ...and what changes a profile that exists: only one Karpenter tagged as our cluster's.
+KARPENTER_PROFILE_CHANGES = (
+    "iam:AddRoleToInstanceProfile",
+    "iam:DeleteInstanceProfile",
+    "iam:RemoveRoleFromInstanceProfile",
+)
+
 # Resources a launch creates or uses besides the subnet (each new, or AWS's images, or the groups EKS
 # and our stack made, which Karpenter selects by the discovery tag; attaching one changes nothing in it).
 LAUNCH_USES = (
@@ -191,28 +178,11 @@ def boundary_policy(c: Config, account: str) -> dict[str, Any]:
                 },
             },
             {
-                "Sid": "Ec2RetagTheVpcCnisInterfaces",
-                "Effect": "Allow",
-                "Action": "ec2:CreateTags",
-                "Resource": f"arn:aws:ec2:{r}:{account}:network-interface/*",
-                "Condition": {
-                    "StringEquals": {f"aws:ResourceTag/{CNI_ENI_TAG}": c.cluster_name},
-                    "ForAllValues:StringEquals": {"aws:TagKeys": list(RETAG_KEYS)},
-                },
-            },
-            {
                 "Sid": "Ec2ChangeOnlyWhatIsOurs",
                 "Effect": "Allow",
                 "Action": list(EC2_CHANGES),
                 "Resource": ec2,
                 "Condition": {"StringEquals": ours(c)},
-            },
-            {
-                "Sid": "Ec2ChangeTheVpcCnisInterfaces",
-                "Effect": "Allow",
-                "Action": list(CNI_ENI_CHANGES),
-                "Resource": f"arn:aws:ec2:{r}:{account}:network-interface/*",
-                "Condition": {"StringEquals": {f"aws:ResourceTag/{CNI_ENI_TAG}": c.cluster_name}},
             },
             {
                 "Sid": "OurQueueAndTable",

@@ -16,8 +16,9 @@ Least privilege in three layers (the IAM and services policies are in infra/ci_p
   only with our tag keys (`aws:TagKeys`) and always with both our tags, or on what already carries both:
   so the role can put our cluster tag only on what it creates, and a sibling's role (whose requests must
   carry its own cluster's value) never on anything. The tags the cloud integrations set (`eks:...`,
-  `karpenter.k8s.aws/cluster`, `kubernetes.io/cluster/<c>`), which anyone allowed to tag can set, unlock
-  nothing but the deletion of a VPC-CNI interface (red-team F6).
+  `karpenter.k8s.aws/cluster`, `kubernetes.io/cluster/<c>`, the VPC CNI's `cluster.k8s.amazonaws.com/name`),
+  which anyone allowed to tag can set, unlock nothing (red-team F6): the VPC CNI's interfaces carry both our
+  tags from their creation (infra/vpc_cni.py), so they are changed and deleted as everything else of ours.
 """
 
 from __future__ import annotations
@@ -65,13 +66,10 @@ EC2_SCOPED_READS = ("ec2:DescribeVpcAttribute",)
 # Calls that change or delete what exists: allowed only on resources tagged as ours.
 _EC2_SPECIAL = {"ec2:CreateTags", "ec2:DeleteTags", "ec2:RunInstances", "ec2:DescribeSpotPriceHistory"}
 # What Karpenter launches carries our EC2NodeClass's tags (infra/objects/karpenter.py: both of ours, on
-# instances, volumes, launch templates and primary interfaces), and the system nodes carry system-lt's.
-# Only the VPC CNI's own interfaces carry nothing of ours (`cluster.k8s.amazonaws.com/name`): the role
-# may delete those by that tag, an interface no longer attached (no detach), nothing else (red-team F6).
-CNI_ENI_TAG = "cluster.k8s.amazonaws.com/name"
+# instances, volumes, launch templates and primary interfaces), the system nodes carry system-lt's, and
+# the VPC CNI's interfaces the add-on's ADDITIONAL_ENI_TAGS (infra/vpc_cni.py): nothing needs another tag.
 # The tag EKS puts on the cluster security group it creates; the `aws:` prefix is AWS's alone to set.
 EKS_CLUSTER_TAG = "aws:eks:cluster-name"
-CLUSTER_LAUNCHED = ("ec2:DeleteNetworkInterface",)
 
 
 def ours(c: Config, kind: str = "aws:ResourceTag") -> dict[str, str]:
@@ -87,7 +85,6 @@ def ownership_tags(c: Config) -> list[tuple[str, str]]:
         (cluster_tag(name), "owned"),
         ("eks:eks-cluster-name", name),
         ("karpenter.k8s.aws/cluster", name),
-        ("cluster.k8s.amazonaws.com/name", name),
     ]
 
 
@@ -244,20 +241,14 @@ def network_policy(c: Config, account: str) -> dict[str, Any]:
 
 
 def ec2_changes_policy(c: Config, account: str) -> dict[str, Any]:
-    """EC2 changes and deletions: only of what carries both our tags, or (a VPC-CNI interface) the CNI's
-    cluster tag, for its deletion only; never on `*` by region alone."""
+    """EC2 changes and deletions: only of what carries both our tags (the VPC CNI's interfaces too); never
+    on `*` by region alone, never by a tag the cloud integrations set."""
     mine = f"arn:aws:ec2:{c.region}:{account}:*"
     return {
         "Version": "2012-10-17",
         "Statement": [
             _stmt(
                 "ChangeOrDeleteOnlyWhatIsTaggedOurs", ec2_classes()["change"], mine, {"StringEquals": ours(c)}
-            ),
-            _stmt(
-                "DeleteOurClustersVpcCniInterfaces",
-                list(CLUSTER_LAUNCHED),
-                f"arn:aws:ec2:{c.region}:{account}:network-interface/*",
-                {"StringEquals": {f"aws:ResourceTag/{CNI_ENI_TAG}": c.cluster_name}},
             ),
         ],
     }

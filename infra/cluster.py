@@ -33,6 +33,7 @@ from facts.config import Config
 from facts.kube_keys import LABEL_DISCOVERY
 from facts.names import SPOT_SLR
 from infra import iam_policies as pol
+from infra import vpc_cni
 from infra.ci_policies import boundary_arn
 from infra.cluster_data import CostDataInputs, add_cost_data
 from infra.cluster_karpenter import KarpenterInputs, add_karpenter
@@ -250,6 +251,9 @@ class ClusterStack(TerraformStack):
                 addon_version=version,
                 # EKS installs vpc-cni, kube-proxy and CoreDNS itself; take them over instead of failing.
                 resolve_conflicts_on_create="OVERWRITE",
+                # the VPC CNI's interfaces carry our tags, set on create (infra/vpc_cni.py): the boundary
+                # lets it change only what carries them, and its own tag makes nothing ours (issue 24)
+                configuration_values=vpc_cni.configuration_values(c) if addon == vpc_cni.ADDON else None,
                 depends_on=[self.system_nodes] if addon == "coredns" else None,
             )
 

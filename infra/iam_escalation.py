@@ -94,7 +94,7 @@ ACTS_ON = {
     "fis:TagResource": "experiment-template/",
 }
 # Tags the cloud integrations set and anyone allowed to tag can set too (red-team F6): never ownership for a
-# destructive action, but for the VPC CNI's own interfaces (it tags nothing else, and nothing of ours).
+# destructive action (the VPC CNI's interfaces carry our tags, infra/vpc_cni.py: its own tag is no exception).
 FORGEABLE_TAGS = (
     "aws:resourcetag/kubernetes.io/cluster/",
     "aws:resourcetag/eks:eks-cluster-name",
@@ -181,8 +181,7 @@ def destructive_findings(stmt: Mapping[str, Any]) -> list[str]:
 
 def ownership_findings(stmt: Mapping[str, Any]) -> list[str]:
     """A destructive Allow whose aws:ResourceTag condition is not both our tags (red-team F3: the project
-    tag alone matches a sibling cluster) or is a tag anyone can set (F6; the VPC CNI's tag on interfaces
-    only)."""
+    tag alone matches a sibling cluster) or is a tag anyone can set (F6)."""
     if stmt.get("Effect") != "Allow":
         return []
     sid = stmt.get("Sid", "(no Sid)")
@@ -193,9 +192,8 @@ def ownership_findings(stmt: Mapping[str, Any]) -> list[str]:
         return []
     ours = {f"aws:resourcetag/{TAG_PROJECT}", f"aws:resourcetag/{TAG_CLUSTER}"}
     forged = [k for k in tags if k.startswith(FORGEABLE_TAGS)]
-    interfaces_only = all(":network-interface/" in r for r in as_list(stmt.get("Resource", [])))
     forged = forged if any(a.startswith("ec2:") for a in acts) else []  # EC2's tags are anyone's to set
-    if forged and not (interfaces_only and all(k.endswith("cluster.k8s.amazonaws.com/name") for k in forged)):
+    if forged:
         return [f"{sid}: {acts[0]} by {forged[0].split('/', 1)[1]}, a tag anyone allowed to tag can set"]
     if not forged and f"aws:resourcetag/{TAG_PROJECT}" in tags and not ours <= set(tags):
         return [f"{sid}: {acts[0]} by the project tag alone, which a sibling cluster's resources carry too"]

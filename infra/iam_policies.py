@@ -236,8 +236,9 @@ def fis_spot(region: str, account: str, nodepool: str, project: str) -> str:
 
 
 def collector(table_arn: str, key_arn: str, region: str) -> str:
-    """The collector's role: its table, prices and spot history; and the table's customer-managed key,
-    only as DynamoDB uses it for this role (the key policy delegates to IAM, so this is the grant)."""
+    """The collector's role: its table, prices, spot history and instance lifecycles; and the table's
+    customer-managed key, only as DynamoDB uses it for this role (the key policy delegates to IAM, so this
+    is the grant). Every call is derived from the collector's code in tests/infra/test_collector_calls.py."""
     return doc(
         {
             "Sid": "CostTable",
@@ -259,10 +260,15 @@ def collector(table_arn: str, key_arn: str, region: str) -> str:
             "Condition": {"StringEquals": {"kms:ViaService": f"dynamodb.{region}.amazonaws.com"}},
         },
         {"Sid": "Prices", "Effect": "Allow", "Action": "pricing:GetProducts", "Resource": "*"},
+        # Read only. EC2's Describe calls support no resource-level permission (the Service Authorization
+        # Reference lists no resource type for them), so `*` is the only resource they can be granted on;
+        # the region condition keeps them to ours. DescribeInstances: a node with no capacity-type label
+        # (a self-managed node group's) is priced spot or on-demand by its InstanceLifecycle
+        # (finops/lifecycle.py, issue 25).
         {
-            "Sid": "SpotHistory",
+            "Sid": "SpotHistoryAndInstanceLifecycles",
             "Effect": "Allow",
-            "Action": "ec2:DescribeSpotPriceHistory",
+            "Action": ["ec2:DescribeSpotPriceHistory", "ec2:DescribeInstances"],
             "Resource": "*",
             "Condition": {"StringEquals": {"aws:RequestedRegion": region}},
         },

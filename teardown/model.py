@@ -13,18 +13,22 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from facts.kube_keys import cluster_tag
-from facts.names import PROJECT, TAG_CLUSTER, TAG_PROJECT
+from facts.names import PROJECT, TAG_CLUSTER, TAG_PROJECT, TAG_VPC_CNI_CLUSTER
 
 if TYPE_CHECKING:
     from facts.config import Config
 
-# Tags the cloud integrations set to a cluster's name (Karpenter, the VPC CNI, EKS itself).
+# Tags the cloud integrations set to a cluster's name (Karpenter, EKS itself): each, naming our cluster,
+# is one of our tags (provenance must still show we made the resource, teardown/provenance.py).
 CLUSTER_NAME_TAGS = (
     "eks:eks-cluster-name",
     "karpenter.k8s.aws/cluster",
     "karpenter.sh/managed-by",
-    "cluster.k8s.amazonaws.com/name",
 )
+# The VPC CNI's tag names a cluster too, but is never ours: any VPC CNI given the name sets it (a kops or
+# self-managed cluster's too). Our add-on gives the CNI's interfaces our tags (infra/vpc_cni.py), so it
+# only marks another cluster's resource (foreign) or one of ours-by-name-only (a lookalike, left).
+FOREIGN_ONLY_TAGS = (TAG_VPC_CNI_CLUSTER,)
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,7 @@ class TeardownConfig:
         for key, want in ((self.project_tag, self.project), (TAG_CLUSTER, c)):
             if key in tags and tags[key] != want:
                 return f"{key}={tags[key]}"
-        for key in CLUSTER_NAME_TAGS:
+        for key in (*CLUSTER_NAME_TAGS, *FOREIGN_ONLY_TAGS):
             if key in tags and tags[key] != c:
                 return f"{key}={tags[key]}"
         if cluster_tag(c) not in tags:
@@ -66,9 +70,9 @@ class TeardownConfig:
         return None
 
     def owns_tags(self, tags: Mapping[str, str]) -> str | None:
-        """The tag that makes a resource ours, or None. Our stacks tag by project and cluster; Karpenter,
-        the VPC CNI and the EBS CSI driver tag by cluster. A tag naming another project or cluster wins:
-        such a resource is never ours, whatever else it carries."""
+        """The tag that makes a resource ours, or None. Our stacks tag by project and cluster; Karpenter
+        and the EBS CSI driver tag by cluster; the VPC CNI's own tag never counts (FOREIGN_ONLY_TAGS). A
+        tag naming another project or cluster wins: such a resource is never ours, whatever else it carries."""
         if self.foreign_tag(tags):
             return None
         c = self.cluster_name
@@ -100,11 +104,13 @@ class TeardownConfig:
         state: str = "present",
         **details: Any,
     ) -> Resource | None:
-        """Ours (by tag), looks like ours (our kind of name, tags missing or foreign), or None."""
+        """Ours (by tag), looks like ours (our kind of name or the VPC CNI's tag for our cluster, tags
+        missing or foreign), or None."""
         rule = self.owns_tags(tags)
         if rule:
             return Resource(rtype, rid, state, name, rule, details)
-        if not self.owns_name(name):
+        cni = next((k for k in FOREIGN_ONLY_TAGS if tags.get(k) == self.cluster_name), None)
+        if not self.owns_name(name) and not cni:
             return None
         foreign = self.foreign_tag(tags)
         why = (
@@ -112,9 +118,13 @@ class TeardownConfig:
             if foreign
             else f"none of our tags ({self.project_tag}={self.project} or the cluster's)"
         )
-        return Resource(
-            rtype, rid, state, name, "", details, lookalike=f"name {name!r} matches ours, but {why}"
+        what = (
+            f"name {name!r} matches ours"
+            if self.owns_name(name)
+            else f"tagged {cni}={self.cluster_name}, the VPC CNI's tag (anyone allowed to tag can set it; our "
+            "CNI's interfaces carry our tags)"
         )
+        return Resource(rtype, rid, state, name, "", details, lookalike=f"{what}, but {why}")
 
 
 def tags_of(items: list[dict[str, str]] | None) -> dict[str, str]:

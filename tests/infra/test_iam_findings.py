@@ -171,8 +171,12 @@ def test_5_the_boundary_still_lets_our_roles_act_on_what_is_ours():
     # what Karpenter launches and the system nodes carry both our tags (EC2NodeClass tags, system-lt)
     ours = {f"aws:ResourceTag/{TAG_PROJECT}": C.project, f"aws:ResourceTag/{TAG_CLUSTER}": C.cluster_name}
     assert d([BOUNDARY], "ec2:TerminateInstances", f"{EC2}:instance/i-1", **ours).allowed
+    # the VPC CNI's interfaces carry ours too (infra/vpc_cni.py); its own tag alone is not enough (issue 24)
     cni = {"aws:ResourceTag/cluster.k8s.amazonaws.com/name": C.cluster_name}
-    assert d([BOUNDARY], "ec2:DeleteNetworkInterface", f"{EC2}:network-interface/eni-1", **cni).allowed
+    assert d(
+        [BOUNDARY], "ec2:DeleteNetworkInterface", f"{EC2}:network-interface/eni-1", **cni, **ours
+    ).allowed
+    assert not d([BOUNDARY], "ec2:DeleteNetworkInterface", f"{EC2}:network-interface/eni-1", **cni).allowed
     assert d([BOUNDARY], "ec2:SendSpotInstanceInterruptions", f"{EC2}:instance/i-1", **ours).allowed
     assert d([BOUNDARY], "ec2:DescribeInstances").allowed
     # a sibling cluster's tag is not ours, nor is a tag anyone can set (red-team F3, F6)

@@ -164,10 +164,11 @@ def test_f6_integration_tags_unlock_no_ec2_delete(tag, action, resource):
     assert not allowed(ROLE, action, resource, **tag), d(ROLE, action, resource, **tag).reason
 
 
-def test_f6_only_a_vpc_cni_interface_goes_by_the_cnis_tag_and_ours_by_both():
+def test_f6_a_vpc_cni_interface_goes_by_our_tags_never_by_the_cnis():
     eni = f"{EC2}:network-interface/eni-x"
     cni = INTEGRATION_TAGS[3]
-    assert allowed(ROLE, "ec2:DeleteNetworkInterface", eni, **cni)
+    assert not allowed(ROLE, "ec2:DeleteNetworkInterface", eni, **cni)  # issue 24: F6's residual
+    assert allowed(ROLE, "ec2:DeleteNetworkInterface", eni, **cni, **OURS)  # as our CNI now tags them
     assert not allowed(ROLE, "ec2:DeleteNetworkInterface", eni, **INTEGRATION_TAGS[0])
     assert not allowed(ROLE, "ec2:DeleteVolume", f"{EC2}:volume/vol-x", **cni)
     for action, res in (("ec2:TerminateInstances", "instance/i-1"), ("ec2:DeleteVolume", "volume/v-1"),
@@ -190,7 +191,9 @@ def test_f7_adding_addresses_is_a_change_of_an_interface_that_exists():
     assert not allowed(BOUNDARY, "ec2:AssignPrivateIpAddresses", eni)
     assert not allowed(BOUNDARY, "ec2:AssignPrivateIpAddresses", eni, **SIBLINGS)
     assert allowed(BOUNDARY, "ec2:AssignPrivateIpAddresses", eni, **OURS)  # a node's primary interface
-    assert allowed(BOUNDARY, "ec2:AssignPrivateIpAddresses", eni, **INTEGRATION_TAGS[3])  # the CNI's own
+    # the CNI's own tag is no longer enough: its interfaces carry ours (infra/vpc_cni.py, issue 24)
+    assert not allowed(BOUNDARY, "ec2:AssignPrivateIpAddresses", eni, **INTEGRATION_TAGS[3])
+    assert allowed(BOUNDARY, "ec2:AssignPrivateIpAddresses", eni, **INTEGRATION_TAGS[3], **OURS)
     assert allowed(BOUNDARY, "ec2:UnassignPrivateIpAddresses", eni, **OURS)
 
 

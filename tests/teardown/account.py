@@ -1,4 +1,4 @@
-"""Build a demo-shaped account in moto: ours (tagged as the stacks, Karpenter and the VPC CNI tag) and
+"""Build a demo-shaped account in moto: ours (tagged as the stacks, Karpenter and our VPC CNI tag) and
 foreign resources that teardown must never touch."""
 
 from __future__ import annotations
@@ -22,6 +22,12 @@ OURS = [
 NODECLASS = OURS[
     :2
 ]  # the EC2NodeClass's tags (infra/objects/karpenter.py): Karpenter puts them on what it launches
+# The VPC CNI's own tags on an interface it creates (CLUSTER_NAME set); ours come from ADDITIONAL_ENI_TAGS.
+VPC_CNI = [
+    {"Key": "cluster.k8s.amazonaws.com/name", "Value": CLUSTER},
+    {"Key": "eks:eni:owner", "Value": "amazon-vpc-cni"},
+    {"Key": "node.k8s.amazonaws.com/instance_id", "Value": "i-0123456789abcdef0"},
+]
 TRUST = json.dumps(
     {
         "Version": "2012-10-17",
@@ -153,14 +159,12 @@ def build(session: boto3.Session, *, instances: int = 2, storage: bool = True) -
             TagSpecifications=spec("instance", karpenter_tags),
         )["Instances"][0]
         acct.add(ours, "ec2_instance", inst["InstanceId"])
-    # A VPC-CNI ENI left 'available' after its node died.
+    # A VPC-CNI ENI left 'available' after its node died, tagged as our CNI tags (infra/vpc_cni.py).
     eni = ec2.create_network_interface(
         SubnetId=subnets[1],
         Groups=[sg],
         Description="aws-K8S-i-0123456789abcdef0",
-        TagSpecifications=spec(
-            "network-interface", [{"Key": "cluster.k8s.amazonaws.com/name", "Value": CLUSTER}]
-        ),
+        TagSpecifications=spec("network-interface", [*VPC_CNI, *NODECLASS]),
     )
     acct.add(ours, "network_interface", eni["NetworkInterface"]["NetworkInterfaceId"])
     lt = ec2.create_launch_template(

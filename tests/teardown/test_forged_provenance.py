@@ -1,6 +1,6 @@
 """Red-team F1: provenance by Terraform state matches only ids and ARNs of a managed resource of the same
 Terraform type. A forged `Name` tag, a foreign role named like our queue or our cluster, a role made again
-under our role's name, a data source's id: none of them is provenance, whichever of our seven tag pairs the
+under our role's name, a data source's id: none of them is provenance, whichever of our six tag pairs the
 foreign resource carries; the nightly's `destroy --yes` deletes none of them."""
 
 from __future__ import annotations

@@ -25,12 +25,12 @@ P, C = "gpu-finops.io/project", "gpu-finops.io/cluster"
         ({P: "gpu-finops", C: "gpu-finops"}, f"{P}=gpu-finops"),
         ({C: "gpu-finops"}, f"{C}=gpu-finops"),
         ({"kubernetes.io/cluster/gpu-finops": "owned"}, "kubernetes.io/cluster/gpu-finops=owned"),
-        ({"cluster.k8s.amazonaws.com/name": "gpu-finops"}, "cluster.k8s.amazonaws.com/name=gpu-finops"),
         ({"karpenter.sh/managed-by": "gpu-finops"}, "karpenter.sh/managed-by=gpu-finops"),
         # near-misses: each looks close to ours and is not
         ({P: "other-project"}, None),
         ({P: "gpu-finops", C: "demo"}, None),  # our project, another cluster of it
         ({"cluster.k8s.amazonaws.com/name": "demo"}, None),
+        ({"cluster.k8s.amazonaws.com/name": "gpu-finops"}, None),  # the VPC CNI's: anyone's to set
         ({"kubernetes.io/cluster/gpu-finops": "shared"}, None),  # shared subnets are not ours by that tag
         ({"kubernetes.io/cluster/other": "owned", P: "gpu-finops"}, None),
         ({"eks:eks-cluster-name": "other", P: "gpu-finops"}, None),
@@ -104,7 +104,8 @@ def demo_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def leak_demo_eni(boto_session) -> str:
-    """A VPC-CNI ENI left `available` by cluster demo's dead node, in demo's VPC."""
+    """A VPC-CNI ENI left `available` by cluster demo's dead node, in demo's VPC, tagged as demo's CNI
+    tags it: its own tag and demo's (ADDITIONAL_ENI_TAGS, infra/vpc_cni.py)."""
     ec2 = boto_session.client("ec2")
     ours = [{"Key": P, "Value": "gpu-finops"}, {"Key": C, "Value": "demo"}]
     vpc = ec2.create_vpc(CidrBlock="10.7.0.0/16", TagSpecifications=[{"ResourceType": "vpc", "Tags": ours}])
@@ -119,7 +120,7 @@ def leak_demo_eni(boto_session) -> str:
         TagSpecifications=[
             {
                 "ResourceType": "network-interface",
-                "Tags": [{"Key": "cluster.k8s.amazonaws.com/name", "Value": "demo"}],
+                "Tags": [{"Key": "cluster.k8s.amazonaws.com/name", "Value": "demo"}, *ours],
             }
         ],
     )

@@ -1,4 +1,4 @@
-"""Ownership that a tag alone cannot forge: each of the seven tag pairs, put on someone else's resources
+"""Ownership that a tag alone cannot forge: each of the six tag pairs, put on someone else's resources
 made before our run began, deletes nothing of theirs and is reported as looking like ours with the
 reason; our own (in our Terraform state, created since the run began, or inside one of those) still go.
 Each provenance clause where it holds and where it is missing."""
@@ -26,8 +26,7 @@ PAIRS = [
     ("eks:eks-cluster-name", "gpu-finops"),
     ("karpenter.k8s.aws/cluster", "gpu-finops"),
     ("karpenter.sh/managed-by", "gpu-finops"),
-    ("cluster.k8s.amazonaws.com/name", "gpu-finops"),
-]
+]  # and the VPC CNI's tag, which is not even one of ours: tests/teardown/test_cni_tag.py
 NOT_PROVEN = "but nothing shows we made it: not in our Terraform state (.state) or journal, and"
 
 
