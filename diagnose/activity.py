@@ -7,7 +7,7 @@ a workload that tries to compute but is starved or transfer-bound (application).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from statistics import fmean
 
 from diagnose.model import GpuStats
@@ -92,6 +92,26 @@ def activity(rows: list[GpuStats]) -> Activity | None:
         power_w=_mean([r.power_w for r in rows]),
         gpus=tuple(sorted({f"{r.node}/{r.uuid}" for r in rows})),
     )
+
+
+_READINGS = tuple(f.name for f in fields(GpuStats) if f.name not in ("node", "gpu", "uuid", "holder"))
+
+
+def card_activity(rows: list[GpuStats]) -> Activity | None:
+    """One card's figures from all its rows. dcgm-exporter with KUBERNETES_VIRTUAL_GPUS (docs/infra.md,
+    "Time-sliced attribution") gives a held card's GPU_UTIL and FB_USED a series of the card's own, without
+    pod labels, beside per-pod series that hold each pod's share; every other field is the card's value
+    copied onto each holder's series. So a reading the holderless row has is the card's, and the rest
+    come from the holders' rows (copies of one value); averaging the shares with the whole would halve it."""
+    own = [r for r in rows if r.holder is None]
+    held = [r for r in rows if r.holder is not None]
+    if not own or not held:
+        return activity(rows)
+    merged = {}
+    for name in _READINGS:
+        card = [getattr(r, name) for r in own if getattr(r, name) is not None]
+        merged[name] = card[0] if card else _mean([getattr(r, name) for r in held])
+    return activity([replace(held[0], holder=None, **merged)])
 
 
 def classify(a: Activity | None) -> str:
