@@ -124,7 +124,10 @@ SRC_483_CSV = (
     "DCGM_FI_DEV_SM_CLOCK (in MHz), DCGM_FI_DEV_POWER_USAGE (in W), DCGM_FI_DEV_FB_USED/FREE (in MiB), "
     "DCGM_FI_PROF_SM_ACTIVE/SM_OCCUPANCY (commented out), DCGM_FI_PROF_PCIE_TX/RX_BYTES"
 )
-SRC_484_NOTES = "dcgm-exporter 4.8.4 release notes (NVIDIA/dcgm-exporter#745): new opt-in fields, no rename"
+SRC_484_NOTES = (
+    "dcgm-exporter 4.8.4 release notes (NVIDIA/dcgm-exporter#745): new opt-in fields, no rename in the part "
+    "read (its excerpt ends within 'Metrics and Kubernetes')"
+)
 SRC_490_NOTES = (
     "dcgm-exporter 4.9.0 release notes: 'Rename the 23 default and profiling-preset fields that DCGM 4.7 "
     "deprecates to their new DCGM 4.7 names. Eleven of them also change unit: clocks from MHz to hertz, "
