@@ -56,3 +56,17 @@ def test_near_miss_the_plain_mean_halves_the_card_and_hides_its_residency():
 )
 def test_a_card_with_only_one_kind_of_row_reads_as_before(rows):
     assert act.card_activity(rows) == act.activity(rows)
+
+
+def test_a_sharer_of_a_resident_card_is_resident_not_data_starved():
+    """Each server holds a third of a card whose VRAM is 90 % used, with SM 0.05 and no PCIe traffic: a
+    model held warm on a full card (act 7's shared card). Its own share row alone reads 75 % loaded."""
+    rows = shared_rows()
+    cards = {"n": {"GPU-s": act.card_activity(rows)}}
+    sharer = [r for r in rows if r.holder == "ml/srv-0"]
+    a = act.holder_activity(sharer, cards)
+    assert a is not None and a.fb_ratio == pytest.approx(0.9) and act.classify(a) == act.RESIDENT
+    assert a.fb_used_mib == pytest.approx(CARD_USED / 3)  # its own share stays its figure
+    # near miss: the share row alone, as before
+    alone = act.activity(sharer)
+    assert alone is not None and alone.fb_ratio == pytest.approx(0.75) and act.classify(alone) != act.RESIDENT
