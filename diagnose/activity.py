@@ -7,7 +7,7 @@ a workload that tries to compute but is starved or transfer-bound (application).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from statistics import fmean
 
 from diagnose.model import GpuStats
@@ -92,6 +92,45 @@ def activity(rows: list[GpuStats]) -> Activity | None:
         power_w=_mean([r.power_w for r in rows]),
         gpus=tuple(sorted({f"{r.node}/{r.uuid}" for r in rows})),
     )
+
+
+_READINGS = tuple(f.name for f in fields(GpuStats) if f.name not in ("node", "gpu", "uuid", "holder"))
+# FB_USED, which dcgm-exporter reports per process on a held card (facts/dcgm.PER_PROCESS)
+_PER_PROCESS_READINGS = ("fb_used_mib",)
+
+
+def card_activity(rows: list[GpuStats]) -> Activity | None:
+    """One card's figures from all its rows. dcgm-exporter with KUBERNETES_VIRTUAL_GPUS (docs/infra.md,
+    "Time-sliced attribution") gives a held card's FB_USED a series of the card's own, without pod labels,
+    beside per-pod series that hold each pod's share, and copies every other field's card value onto each
+    holder's series. So, where a card has both kinds of row: FB_USED is the larger of the card's own row
+    and the sum of the shares (the own row averages in any part of the window the card was unheld; the
+    shares cover the held part), and every other reading is the holders' (the copies; a holderless row
+    there is the card before it was held). Averaging the shares with the whole would halve the card."""
+    own = [r for r in rows if r.holder is None]
+    held = [r for r in rows if r.holder is not None]
+    if not own or not held:
+        return activity(rows)
+    merged: dict[str, float | None] = {}
+    for name in _READINGS:
+        shares = [v for r in held if (v := getattr(r, name)) is not None]
+        card = [v for r in own if (v := getattr(r, name)) is not None]
+        if name in _PER_PROCESS_READINGS:
+            merged[name] = max([*card, sum(shares)] if shares else card, default=None)
+        else:
+            merged[name] = _mean(list(shares)) if shares else _mean(list(card))
+    return activity([replace(held[0], holder=None, **merged)])
+
+
+def holder_activity(rows: list[GpuStats], cards: dict[str, dict[str, Activity]]) -> Activity | None:
+    """A holder's figures over the cards it holds. Its VRAM ratio is at least its cards' (`cards`: node ->
+    UUID -> card_activity): on a time-sliced card its FB_USED is its own processes' share, so its row alone
+    would call a sharer of a resident card merely loaded (data-starved) rather than resident."""
+    a = activity(rows)
+    if a is None:
+        return None
+    card_ratios = [c.fb_ratio for r in rows if (c := cards.get(r.node, {}).get(r.uuid)) is not None]
+    return replace(a, fb_ratio=_max([a.fb_ratio, *card_ratios]))
 
 
 def classify(a: Activity | None) -> str:

@@ -67,7 +67,7 @@ def gpu_view(cluster: Cluster) -> GpuView:
         node_pods.setdefault(h.node, []).append(h.key)
     rows = []
     for (node, uuid), stats in sorted(cards.items(), key=lambda kv: (kv[0][0], kv[1][0].gpu, kv[0][1])):
-        a = act.activity(stats)
+        a = act.card_activity(stats)
         assert a is not None
         rows.append(
             GpuRow(

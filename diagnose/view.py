@@ -93,10 +93,10 @@ def build_view(pod: PodFacts, cluster: Cluster) -> View:
             by_holder.setdefault(row.holder, []).append(row)
     cards: dict[str, dict[str, act.Activity]] = {}
     for (node, uuid), rows in by_card.items():
-        a = act.activity(rows)
+        a = act.card_activity(rows)
         if a is not None:
             cards.setdefault(node, {})[uuid] = a
-    holder_activity = {h.key: act.activity(by_holder.get(h.key, [])) for h in cluster.holders}
+    holder_activity = {h.key: act.holder_activity(by_holder.get(h.key, []), cards) for h in cluster.holders}
     return View(pod, cluster, resource, held, cards, holder_activity)
 
 

@@ -83,7 +83,7 @@ class Versions:
     dcgm_exporter_chart: Version = "4.8.3"
     # 4.8.3 spells the node label `hostname` (was `Hostname`); 4.9.0 renames fields and units: not yet.
     # renovate: datasource=docker depName=nvcr.io/nvidia/k8s/dcgm-exporter
-    dcgm_exporter_image: Version = "4.6.0-4.8.3-ubuntu22.04"
+    dcgm_exporter_image: Version = "4.6.0-4.8.3-distroless"
     # renovate: datasource=helm depName=prometheus registryUrl=https://prometheus-community.github.io/helm-charts
     prometheus_chart: Version = "29.27.0"
     # The EKS AL2023 AMI release (Karpenter picks its NVIDIA variant for GPU types); never @latest.

@@ -36,6 +36,11 @@ DIAGNOSED = (
     POWER_USAGE,
 )
 
+# The fields dcgm-exporter 4.8.3 reports per process on a held card when KUBERNETES_VIRTUAL_GPUS is on
+# (`isPerProcessMetric`, internal/pkg/transformation/process_metrics.go): the card's own series, without
+# pod labels, and one per pod with its processes' share. docs/infra.md, "Time-sliced attribution".
+PER_PROCESS = (GPU_UTIL, FB_USED)
+
 # The exporter's label that names the node a GPU sits on. dcgm-exporter 4.8.3 renamed it from `Hostname`
 # to `hostname` (NVIDIA/dcgm-exporter#655); readers accept both, the new spelling first.
 HOSTNAME_LABEL = "hostname"  # the pinned exporter's spelling (4.8.3) and the local simulator's default

@@ -113,13 +113,126 @@ _METRIC_FIELDS = (
     "nvlink_rx",
 )
 
+# Where each spelling below is read from: upstream's own text (release notes, the tag's files, the go-dcgm
+# the exporter pins). The exact words are in docs/alerts.md ("Where the spellings come from").
+SRC_483_NOTES = (
+    "dcgm-exporter 4.6.0-4.8.3 release notes (NVIDIA/dcgm-exporter#711; docs.nvidia.com DCGM Exporter "
+    "Release Notes): 'Rename the Hostname label to hostname (#655)', commit d5e5f51"
+)
+SRC_483_CSV = (
+    "NVIDIA/dcgm-exporter@4.6.0-4.8.3 (7ad58324) etc/default-counters.csv: DCGM_FI_DEV_GPU_UTIL (in %), "
+    "DCGM_FI_DEV_SM_CLOCK (in MHz), DCGM_FI_DEV_POWER_USAGE (in W), DCGM_FI_DEV_FB_USED/FREE (in MiB), "
+    "DCGM_FI_PROF_SM_ACTIVE/SM_OCCUPANCY (commented out), DCGM_FI_PROF_PCIE_TX/RX_BYTES"
+)
+SRC_484_NOTES = (
+    "dcgm-exporter 4.8.4 release notes (NVIDIA/dcgm-exporter#745): new opt-in fields, no rename in the part "
+    "read (its excerpt ends within 'Metrics and Kubernetes')"
+)
+SRC_490_NOTES = (
+    "dcgm-exporter 4.9.0 release notes: 'Rename the 23 default and profiling-preset fields that DCGM 4.7 "
+    "deprecates to their new DCGM 4.7 names. Eleven of them also change unit: clocks from MHz to hertz, "
+    "..., utilization from a percentage to a 0 to 1 ratio, GPU memory from MiB to bytes'"
+)
+SRC_GO_DCGM = "github.com/NVIDIA/go-dcgm@v1.4611.2 pkg/dcgm/const_fields.go"  # dcgm-exporter 4.8.4's go-dcgm
+SRC_4100_NOTES = (
+    "dcgm-exporter 4.10.0 release notes (github.com/NVIDIA/dcgm-exporter/releases/tag/4.10.0): "
+    "'DCGM_FI_PROF_PCIE_TX_BYTES -> DCGM_FI_PROF_PCIE_TX_BYTES_PER_SECOND' (and RX, NVLink TX/RX); "
+    "'All four still use bytes per second'"
+)
+
+
+@dataclass(frozen=True)
+class Rename:
+    """One field an exporter release renames, and what says so. `confirmed`: the new name is in upstream's
+    text; otherwise it is reported (the notes say the field changes) but its new name was not found, so no
+    preset uses it and a fleet spells it in a YAML file (docs/alerts.md)."""
+
+    release: str
+    field: str  # the Spelling field
+    old: str
+    new: str | None  # None: the new name was not found in any upstream text read
+    source: str
+    confirmed: bool = True
+    scale: tuple[str, float] | None = None  # a Spelling scale the new unit needs (name, value)
+
+
+RENAMES: tuple[Rename, ...] = (
+    # 4.9.0: the notes name the class and the unit change; go-dcgm (the release before 4.9's) names each
+    # replacement in its own words: "<old> is deprecated; use <new>" or "Deprecated: Use <new> instead."
+    Rename(
+        "4.9",
+        "gpu_util",
+        dcgm.GPU_UTIL,
+        "DCGM_FI_DEV_GPU_UTIL_RATIO",
+        f"{SRC_490_NOTES}; {SRC_GO_DCGM}: 'DCGM_FI_DEV_GPU_UTIL is deprecated; use DCGM_FI_DEV_GPU_UTIL_RATIO'",
+    ),
+    Rename(
+        "4.9",
+        "sm_active",
+        dcgm.SM_ACTIVE,
+        "DCGM_FI_PROF_SM_UTIL_RATIO",
+        f"{SRC_490_NOTES}; {SRC_GO_DCGM}: 'DCGM_FI_PROF_SM_ACTIVE is deprecated; use DCGM_FI_PROF_SM_UTIL_RATIO'",
+    ),
+    Rename(
+        "4.9",
+        "sm_occupancy",
+        dcgm.SM_OCCUPANCY,
+        "DCGM_FI_PROF_SM_OCCUPANCY_RATIO",
+        f"{SRC_490_NOTES}; {SRC_GO_DCGM}: 'DCGM_FI_PROF_SM_OCCUPANCY is deprecated; use "
+        "DCGM_FI_PROF_SM_OCCUPANCY_RATIO'",
+    ),
+    Rename(
+        "4.9",
+        "power",
+        dcgm.POWER_USAGE,
+        "DCGM_FI_DEV_BOARD_POWER_WATTS",
+        f"{SRC_490_NOTES}; {SRC_GO_DCGM}: 'DCGM_FI_DEV_POWER_USAGE is deprecated; use "
+        "DCGM_FI_DEV_BOARD_POWER_WATTS'",
+    ),
+    Rename(
+        "4.9",
+        "sm_clock",
+        dcgm.SM_CLOCK,
+        "DCGM_FI_DEV_SM_CLOCK_HERTZ",
+        f"{SRC_490_NOTES}; {SRC_GO_DCGM}: 'DCGM_FI_DEV_SM_CLOCK represents Deprecated: Use "
+        "DCGM_FI_DEV_SM_CLOCK_HERTZ instead', 'SM clock for the device in hertz'",
+        scale=("sm_clock_per_mhz", 1_000_000.0),
+    ),
+    # "GPU memory from MiB to bytes": the new names are in no upstream text read here (go-dcgm v1.4611.2
+    # has no DCGM_FI_DEV_FB_*_BYTES; 4.9's go-dcgm v1.4712.2 is not served to us), so no preset guesses
+    # them: a 4.9 fleet names them in a spelling file with fb_per_mib: 1048576.
+    Rename(
+        "4.9", "fb_used", dcgm.FB_USED, None, SRC_490_NOTES, confirmed=False, scale=("fb_per_mib", 1048576.0)
+    ),
+    Rename(
+        "4.9", "fb_free", dcgm.FB_FREE, None, SRC_490_NOTES, confirmed=False, scale=("fb_per_mib", 1048576.0)
+    ),
+    *(
+        Rename("4.10", f, old, old + "_PER_SECOND", SRC_4100_NOTES)
+        for f, old in (
+            ("pcie_tx", dcgm.PCIE_TX_BYTES),
+            ("pcie_rx", dcgm.PCIE_RX_BYTES),
+            ("nvlink_tx", dcgm.NVLINK_TX_BYTES),
+            ("nvlink_rx", dcgm.NVLINK_RX_BYTES),
+        )
+    ),
+)
+
+
+def _renamed(base: Spelling, release: str, name: str, source: str, **extra: Any) -> Spelling:
+    """`base` with every confirmed rename of `release` applied (and the scale its new unit needs)."""
+    changes: dict[str, Any] = {"name": name, "source": source, **extra}
+    for r in RENAMES:
+        if r.release == release and r.confirmed:
+            changes[r.field] = r.new
+            if r.scale:
+                changes[r.scale[0]] = r.scale[1]
+    return dataclasses.replace(base, **changes)
+
+
 # The pinned dcgm-exporter (facts/config.py: 4.6.0-4.8.3) and 4.8.4, which renamed nothing: `hostname`
 # since 4.8.3 (NVIDIA/dcgm-exporter#655), `Hostname` still read for a fleet mid-rollout.
-PINNED = Spelling(
-    name="dcgm-exporter-4.8",
-    source="dcgm-exporter 4.6.0-4.8.3 and 4.6.1-4.8.4 release notes: no field renamed; 4.8.3 renamed "
-    "the Hostname label to hostname",
-)
+PINNED = Spelling(name="dcgm-exporter-4.8", source=f"{SRC_483_CSV}; {SRC_483_NOTES}; {SRC_484_NOTES}")
 PRESETS: dict[str, Spelling] = {
     PINNED.name: PINNED,
     # before 4.8.3: the node in `Hostname`
@@ -127,30 +240,16 @@ PRESETS: dict[str, Spelling] = {
         PINNED,
         name="dcgm-exporter-pre-4.8.3",
         hostname_labels=(dcgm.OLD_HOSTNAME_LABEL, dcgm.HOSTNAME_LABEL),
-        source="dcgm-exporter before 4.6.0-4.8.3: the node label was spelled Hostname",
-    ),
-    # 4.9.0 renames the fields DCGM 4.7 deprecates to their DCGM 4.7 names and changes units:
-    # utilization from percent to a 0-1 ratio (the four below are the renames whose new names we could
-    # confirm; clocks in hertz and memory in bytes are carried as scales on the names the fleet declares)
-    "dcgm-exporter-4.9": dataclasses.replace(
-        PINNED,
-        name="dcgm-exporter-4.9",
-        gpu_util="DCGM_FI_DEV_GPU_UTIL_RATIO",
-        sm_active="DCGM_FI_PROF_SM_UTIL_RATIO",
-        power="DCGM_FI_DEV_BOARD_POWER_WATTS",
-        gpu_util_unit=RATIO,
-        source="dcgm-exporter 4.7.0-4.9.0 release notes: DCGM 4.7 names, utilization as a 0-1 ratio",
+        source=f"{SRC_483_NOTES} (NVIDIA/dcgm-exporter@4.5.3-4.8.2 internal/pkg/rendermetrics: `Hostname=`)",
     ),
 }
+# 4.9.0: the DCGM 4.7 names (RENAMES), utilization as a 0-1 ratio, clocks in hertz
+PRESETS["dcgm-exporter-4.9"] = _renamed(
+    PINNED, "4.9", "dcgm-exporter-4.9", f"{SRC_490_NOTES}; {SRC_GO_DCGM}", gpu_util_unit=RATIO
+)
 # 4.10.0: the four profiling byte rates gain `_PER_SECOND` (same unit)
-PRESETS["dcgm-exporter-4.10"] = dataclasses.replace(
-    PRESETS["dcgm-exporter-4.9"],
-    name="dcgm-exporter-4.10",
-    pcie_tx="DCGM_FI_PROF_PCIE_TX_BYTES_PER_SECOND",
-    pcie_rx="DCGM_FI_PROF_PCIE_RX_BYTES_PER_SECOND",
-    nvlink_tx="DCGM_FI_PROF_NVLINK_TX_BYTES_PER_SECOND",
-    nvlink_rx="DCGM_FI_PROF_NVLINK_RX_BYTES_PER_SECOND",
-    source="dcgm-exporter 4.8.0-4.10.0 release notes: PCIe and NVLink byte rates renamed *_PER_SECOND",
+PRESETS["dcgm-exporter-4.10"] = _renamed(
+    PRESETS["dcgm-exporter-4.9"], "4.10", "dcgm-exporter-4.10", SRC_4100_NOTES
 )
 
 

@@ -65,6 +65,17 @@ class Readings:
     unit_error: str | None = None  # why the unit could not be read: GPU_UTIL is then left empty
 
 
+def _per_gpu_query(metric: str, key: str, by: str, window_seconds: int) -> str:
+    """The window mean of one metric per GPU. For the fields dcgm-exporter reports per process on a held
+    card (GPU_UTIL; docs/infra.md, "Time-sliced attribution"), the card's own series, the one without pod
+    labels, where it has one; else the mean of its series (copies of one value, or the one series)."""
+    mean = f"avg by ({by}) (avg_over_time({metric}[{window_seconds}s]))"
+    if key not in dcgm.PER_PROCESS:
+        return mean
+    card = f'avg by ({by}) (avg_over_time({metric}{{pod="", exported_pod=""}}[{window_seconds}s]))'
+    return f"{card} or {mean}"
+
+
 def gpu_readings(
     prom: PrometheusClient,
     end: datetime,
@@ -82,7 +93,7 @@ def gpu_readings(
     util: list[tuple[str, str, str, float]] = []  # (host, gpu, series, value) until the unit is known
     for metric in spelling.collected:
         key = spelling.canonical(metric)
-        for sample in prom.query(f"avg by ({by}) (avg_over_time({metric}[{window_seconds}s]))", at=end):
+        for sample in prom.query(_per_gpu_query(metric, key, by, window_seconds), at=end):
             host = spelling.hostname_of(sample.labels)
             if not host:
                 out.unjoinable.append(dcgm.describe_series(metric, sample.labels))

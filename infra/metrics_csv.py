@@ -1,8 +1,8 @@
 """The dcgm-exporter metrics CSV: generated from a typed list and validated exactly as the exporter reads it.
 
-dcgm-exporter (the version pinned in infra/config.py, 4.2.3-4.1.3) reads the file with Go's encoding/csv
+dcgm-exporter (the version pinned in facts/config.py, 4.6.0-4.8.3) reads the file with Go's encoding/csv
 (`csv.NewReader`, `Comment = '#'`, `ReadAll`, every other option at its default) and then checks each
-record (`ExtractCounters`). Both steps are reproduced here:
+record (`ExtractCounters`, internal/pkg/counters/counter_config.go at the tag). Both steps are reproduced:
 
 - CSV syntax, Go's rules (`read_go_csv`, in infra/go_csv.py): fields split on commas; a field that starts
   with `"` is quoted, so commas and newlines inside it are text and `""` is one quote; a `"` anywhere in
@@ -10,11 +10,12 @@ record (`ExtractCounters`). Both steps are reproduced here:
   unquoted; `#` starts a comment only in the first column; empty lines are skipped, but a line of spaces
   is a record; CRLF reads as LF; a UTF-8 byte order mark is not stripped. FieldsPerRecord is 0, so the
   first record fixes the field count of every later one. The first error ends the read, as ReadAll does.
-- The exporter's checks, after trimming spaces (spaces only, not tabs) around each field: three fields; a
-  field name go-dcgm knows (current or legacy name) or one of the exporter's own counters, listed in
-  dcgm_field_names.json with its source and version; a Prometheus type the exporter knows (it does not
-  check its own counters' type). It skips profiling rows the GPU cannot collect before checking their
-  type; this checks every row, since the same CSV ships to every GPU.
+- The exporter's checks, in its order, after trimming spaces (spaces only, not tabs) around each field:
+  three fields; a Prometheus type it can render (`promMetricType` in internal/pkg/counters/variables.go:
+  counter, gauge, label, untyped; since 4.8.3 checked on every row, the exporter's own counters too, and
+  before the field name); a field name go-dcgm knows (current or legacy name) or one of the exporter's own
+  counters, listed in dcgm_field_names.json with its source and version. It skips profiling rows the GPU
+  cannot collect after those checks; this checks every row, since the same CSV ships to every GPU.
 - Project rules, stricter than the exporter: every field is UTF-8, the help text is not empty, no field is
   listed twice, there is at least one row, and the file is at most MAX_CSV_BYTES.
 
@@ -40,8 +41,9 @@ GO_DCGM_VERSION: str = _NAMES["go_dcgm"]
 KNOWN_FIELDS = frozenset(_NAMES["fields"]) | frozenset(_NAMES["legacy_fields"])
 # The exporter's own counters (IdentifyMetricType), accepted without a type check.
 EXPORTER_FIELDS = frozenset(_NAMES["exporter_fields"]) - KNOWN_FIELDS
-# dcgm-exporter's promMetricType (internal/pkg/counters/variables.go).
-KNOWN_PROM_TYPES = frozenset({"gauge", "counter", "histogram", "summary", "label"})
+# dcgm-exporter's promMetricType (internal/pkg/counters/variables.go at 4.6.0-4.8.3): the scalar types it
+# renders. Before 4.8.3 it also took histogram and summary.
+KNOWN_PROM_TYPES = frozenset({"counter", "gauge", "label", "untyped"})
 # The exporter's default CSV is about 10 KB; a file a hundred times that is not a metrics CSV.
 MAX_CSV_BYTES = 1 << 20
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -189,6 +191,13 @@ def _record_problem(record: CsvRecord) -> tuple[str, list[str], MetricRow | None
         hints = _record_hints(record) + ([_SPLIT_HELP] if len(fields) > 3 else [])
         return f"expected exactly 3 fields (field, prom type, help), found {len(fields)}", hints, None
     name, prom_type, help_text = (f.decode("utf-8", "surrogateescape") for f in fields)
+    if prom_type not in KNOWN_PROM_TYPES:  # every row, before the name (ExtractCounters since 4.8.3)
+        hints = []
+        if prom_type != prom_type.strip():
+            hints.append(f"only spaces around a field are trimmed, not {prom_type!r}")
+        elif prom_type.lower() in KNOWN_PROM_TYPES:
+            hints.append("prom types are lower case")
+        return f"unknown prom type {prom_type!r}; known: {sorted(KNOWN_PROM_TYPES)}", hints, None
     if name not in KNOWN_FIELDS and name not in EXPORTER_FIELDS:
         hints = [h for h in _record_hints(record) if "not a comment" in h]
         if name != name.strip():
@@ -200,13 +209,6 @@ def _record_problem(record: CsvRecord) -> tuple[str, list[str], MetricRow | None
             hints.append(f"perhaps {meant} was meant")
         reason = f"field {name!r} is not a DCGM field dcgm-exporter {DCGM_EXPORTER_VERSION} knows"
         return f"{reason} (go-dcgm {GO_DCGM_VERSION})", hints, None
-    if name in KNOWN_FIELDS and prom_type not in KNOWN_PROM_TYPES:
-        hints = []
-        if prom_type != prom_type.strip():
-            hints.append(f"only spaces around a field are trimmed, not {prom_type!r}")
-        elif prom_type.lower() in KNOWN_PROM_TYPES:
-            hints.append("prom types are lower case")
-        return f"unknown prom type {prom_type!r}; known: {sorted(KNOWN_PROM_TYPES)}", hints, None
     for label, value in (("field", name), ("prom type", prom_type), ("help text", help_text)):
         try:
             value.encode("utf-8")

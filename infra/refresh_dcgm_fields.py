@@ -8,7 +8,13 @@ both repositories at the pinned versions and writes the list, with where it came
     python -m infra.refresh_dcgm_fields GO_DCGM_CHECKOUT DCGM_EXPORTER_CHECKOUT > infra/dcgm_field_names.json
 
 (go-dcgm at the version dcgm-exporter's go.mod requires; dcgm-exporter at the tag in
-`infra/config.py`'s `dcgm_exporter_image`).
+`facts/config.py`'s `dcgm_exporter_image`).
+
+How the checked-in file was made (4.6.0-4.8.3): go-dcgm v1.4601.1 is the version go.mod requires at
+the tag's commit; its module zip came from the Go module proxy (proxy.golang.org, by exact version).
+dcgm-exporter's own module is refused by the proxy here, so the two exporter files this reads
+(internal/pkg/counters/exporter_counters.go and const.go) were copied from the tag's commit
+(EXPORTER_COMMIT, the commit release PR NVIDIA/dcgm-exporter#711 links) into a scratch checkout.
 """
 
 from __future__ import annotations
@@ -18,8 +24,9 @@ import re
 import sys
 from pathlib import Path
 
-EXPORTER_TAG = "4.2.3-4.1.3"
-GO_DCGM_VERSION = "v0.0.0-20250401195952-7c92211ba301"
+EXPORTER_TAG = "4.6.0-4.8.3"
+EXPORTER_COMMIT = "7ad58324b4447b64dc3dedf946b889b648b7f476"
+GO_DCGM_VERSION = "v1.4601.1"
 
 
 def _map_block(source: str, var: str) -> str:
@@ -70,9 +77,9 @@ def main(argv: list[str]) -> int:
             "fields": f"github.com/NVIDIA/go-dcgm@{GO_DCGM_VERSION} pkg/dcgm/const_fields.go: dcgmFields",
             "legacy_fields": f"github.com/NVIDIA/go-dcgm@{GO_DCGM_VERSION} pkg/dcgm/const_fields.go: "
             "legacyDCGMFields",
-            "exporter_fields": f"github.com/NVIDIA/dcgm-exporter@{EXPORTER_TAG} "
+            "exporter_fields": f"github.com/NVIDIA/dcgm-exporter@{EXPORTER_TAG} ({EXPORTER_COMMIT}) "
             "internal/pkg/counters/exporter_counters.go: DCGMFields",
-            "pinned_by": f"github.com/NVIDIA/dcgm-exporter@{EXPORTER_TAG} go.mod",
+            "pinned_by": f"github.com/NVIDIA/dcgm-exporter@{EXPORTER_TAG} ({EXPORTER_COMMIT}) go.mod",
             "regenerate": "python -m infra.refresh_dcgm_fields GO_DCGM_CHECKOUT DCGM_EXPORTER_CHECKOUT",
         },
         "dcgm_exporter": EXPORTER_TAG,

@@ -83,8 +83,11 @@ def gpu_alerts(c: Conventions, a: AlertSettings) -> list[dict[str, Any]]:
     return [
         _alert(
             "GpuFinopsGpuHeldIdle",
-            # the value is the GPU's idle dollars per hour; -1 where the collector has no price for its node
+            # the value is the GPU's idle dollars per hour, split evenly among a time-sliced card's sharers
+            # (dcgm-exporter copies the card's SM_ACTIVE onto each: docs/infra.md, "Time-sliced
+            # attribution"); -1 where the collector has no price for its node
             f"""(1 - {idle}) * on ({host}) group_left () {price_by_host(host)}
+            / on (UUID) group_left () count by (UUID) ({held_sm})
             or {idle} * 0 - 1""",
             a.idle_for,
             "warning",
@@ -111,7 +114,8 @@ def gpu_alerts(c: Conventions, a: AlertSettings) -> list[dict[str, Any]]:
         ),
         _alert(
             "GpuFinopsSmActiveMissing",
-            f"count by ({host}) ({util}) unless on ({host}) count by ({host}) ({sm})",
+            # one per GPU: a held card's GPU_UTIL also has per-pod series (KUBERNETES_VIRTUAL_GPUS)
+            f"count by ({host}) (group by ({host}, UUID) ({util})) unless on ({host}) count by ({host}) ({sm})",
             a.missing_sm_active_for,
             "warning",
             "dcgm-exporter serves {{ $labels." + host + " }}'s GPU_UTIL but not SM_ACTIVE.",
@@ -123,7 +127,11 @@ def gpu_alerts(c: Conventions, a: AlertSettings) -> list[dict[str, Any]]:
         ),
         _alert(
             "GpuFinopsBusyByMetricIdleByPhysics",
-            f"count by ({host}, gpu, UUID, namespace, pod) (gpu:ledger_busy_idle_by_physics:bool)",
+            # one alert per GPU and holder: a held card's own GPU_UTIL series (no pod labels, beside its
+            # holders' under KUBERNETES_VIRTUAL_GPUS) only where no holder's series reads busy
+            f"""count by ({host}, gpu, UUID, namespace, pod) (gpu:ledger_busy_idle_by_physics:bool{{pod!=""}}
+            or (gpu:ledger_busy_idle_by_physics:bool unless on (UUID)
+            gpu:ledger_busy_idle_by_physics:bool{{pod!=""}}))""",
             a.busy_idle_for,
             "warning",
             "A GPU reads busy by GPU_UTIL but draws the power and clocks of an idle one.",

@@ -31,6 +31,16 @@ def dcgm_exporter_values(c: Config) -> dict[str, Any]:
             {"name": "dcgm-metrics", "mountPath": "/etc/dcgm-exporter/gpu-finops", "readOnly": True}
         ],
         "serviceMonitor": {"enabled": False},
+        # Time-sliced cards (the shared pool): without KUBERNETES_VIRTUAL_GPUS, dcgm-exporter 4.8.3 maps each
+        # device ID `GPU-<uuid>::<replica>` to one pod in a map, so a card's series name whichever sharer it
+        # met last (`toDeviceToPod`, internal/pkg/transformation/kubernetes.go). With it, every sharer gets
+        # its own series with a `vgpu` label (`toDeviceToSharingPods`), and GPU_UTIL and FB_USED gain a
+        # device-level series beside per-pod ones holding each pod's own processes' use; those per-pod
+        # values need the pod's UID (the pod informer: enablePodUID) and the host's /proc (hostPID) to
+        # join NVML's process IDs to pods, or every pod reads 0. docs/infra.md, "Time-sliced attribution".
+        "extraEnv": [{"name": "KUBERNETES_VIRTUAL_GPUS", "value": "true"}],
+        "kubernetes": {"enablePodUID": True},
+        "hostPID": True,
         # no prometheus.io/scrape annotation: Prometheus scrapes the exporter with its own job
         # (`dcgm_scrape_job`), not the chart's annotated-pods job
         "tolerations": [{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}],

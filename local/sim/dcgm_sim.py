@@ -4,6 +4,15 @@ It exports exactly the fields the CSV it is given exports (a field not in the CS
 with the real exporter), with the real exporter's labels: gpu, UUID, device, modelName, the node (`hostname`, as the pinned
 dcgm-exporter 4.8.3 spells it; `Hostname` or none on request), and pod/namespace/container when a pod
 holds the GPU (none when it is unheld, as the real exporter).
+
+A held card is rendered in the shape dcgm-exporter 4.8.3 gives it under the chart values we ship
+(`infra/objects/monitoring.py`: KUBERNETES_VIRTUAL_GPUS, enablePodUID; source and reasons in
+docs/infra.md, "Time-sliced attribution"): each field's value is the card's, one series per holder with
+its pod labels, `pod_uid`, and `vgpu` (its time-slicing replica; none on a whole card); GPU_UTIL and
+FB_USED also keep the card's own series without pod labels, and each holder's series of those two is its
+own processes' share (`SimGpu.own`, else an equal share). Several SimGpus with the same node and UUID are
+the holders of one card; the card's value of a field is their mean. `virtual_gpus=False` renders the
+shape without that flag: one set of series per card, labelled with the last holder only.
 """
 
 from __future__ import annotations
@@ -24,6 +33,10 @@ class SimGpu:
     model: str = "NVIDIA L40S"
     values: dict[str, float] = field(default_factory=dict)
     pod: tuple[str, str, str] | None = None  # (namespace, pod, container)
+    vgpu: str | None = None  # the time-slicing replica the holder was given (`GPU-<uuid>::<n>`), if any
+    pod_uid: str = ""
+    # the holder's own processes' GPU_UTIL / FB_USED (per-process series); unset: an equal share of the card
+    own: dict[str, float] = field(default_factory=dict)
     # The node label's name: `hostname` as the pinned dcgm-exporter 4.8.3 spells it (the default),
     # `Hostname` as versions before 4.8.3 did, "" for none at all (a misconfigured exporter).
     hostname_label: str = dcgm.HOSTNAME_LABEL
@@ -36,8 +49,9 @@ def _escape(value: str) -> str:
 class DcgmSimulator:
     """Holds simulated GPUs and renders them in the Prometheus text format."""
 
-    def __init__(self, exported_fields: Iterable[str]):
+    def __init__(self, exported_fields: Iterable[str], virtual_gpus: bool = True):
         self.exported = frozenset(exported_fields)
+        self.virtual_gpus = virtual_gpus
         self._gpus: list[SimGpu] = []
         self._lock = threading.Lock()
         self._extra = ""  # other series served with the DCGM ones (the simulated workloads' metrics)
@@ -69,27 +83,36 @@ class DcgmSimulator:
         return self._render(gpus)
 
     def _render(self, gpus: list[SimGpu]) -> str:
+        cards: dict[tuple[str, str, str], list[SimGpu]] = {}
+        for gpu in gpus:
+            cards.setdefault((gpu.hostname_label, gpu.hostname, gpu.uuid), []).append(gpu)
         lines: list[str] = []
         metrics = sorted({m for g in gpus for m in g.values} & self.exported)
         for metric in metrics:
             lines.append(f"# HELP {metric} simulated {metric}")
             lines.append(f"# TYPE {metric} gauge")
-            for gpu in gpus:
-                if metric not in gpu.values:
-                    continue
-                labels = {
-                    "gpu": str(gpu.index),
-                    "UUID": gpu.uuid,
-                    "device": f"nvidia{gpu.index}",
-                    "modelName": gpu.model,
-                }
-                if gpu.hostname_label:
-                    labels[gpu.hostname_label] = gpu.hostname
-                if gpu.pod:
-                    labels.update(namespace=gpu.pod[0], pod=gpu.pod[1], container=gpu.pod[2])
-                text = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items())
-                lines.append(f"{metric}{{{text}}} {gpu.values[metric]!r}")
+            for card in cards.values():
+                lines.extend(self._card_lines(metric, card))
         return "\n".join(lines) + "\n"
+
+    def _card_lines(self, metric: str, card: list[SimGpu]) -> list[str]:
+        holders = [g for g in card if g.pod]
+        if not holders:
+            return [_line(metric, g, g.values[metric]) for g in card if metric in g.values]
+        present = [g.values[metric] for g in holders if metric in g.values]
+        if not present:
+            return []
+        # the card's value: one GPU, one reading (the holders' mean where their profiles differ)
+        value = present[0] if len(set(present)) == 1 else sum(present) / len(present)
+        if not self.virtual_gpus:  # one pod per device ID: the last holder's labels win (toDeviceToPod)
+            return [_line(metric, holders[-1], value, pod_labels=True)]
+        if metric not in dcgm.PER_PROCESS:
+            return [_line(metric, h, value, pod_labels=True, vgpu=True) for h in holders]
+        out = [_line(metric, holders[0], value)]  # the card's own series, without pod labels
+        for h in holders:
+            share = h.own.get(metric, value / len(holders))
+            out.append(_line(metric, h, share, pod_labels=True, vgpu=True, uid=True))
+        return out
 
     def serve(self, port: int = 0, host: str = "127.0.0.1") -> ThreadingHTTPServer:
         """Serve /metrics on a background thread; port 0 picks a free port (see server.server_port)."""
@@ -114,3 +137,20 @@ class DcgmSimulator:
         server = ThreadingHTTPServer((host, port), Handler)
         threading.Thread(target=server.serve_forever, name="dcgm-sim", daemon=True).start()
         return server
+
+
+def _line(
+    metric: str, gpu: SimGpu, value: float, *, pod_labels: bool = False, vgpu: bool = False, uid: bool = False
+) -> str:
+    labels = {"gpu": str(gpu.index), "UUID": gpu.uuid, "device": f"nvidia{gpu.index}", "modelName": gpu.model}
+    if gpu.hostname_label:
+        labels[gpu.hostname_label] = gpu.hostname
+    if pod_labels and gpu.pod:
+        labels.update(namespace=gpu.pod[0], pod=gpu.pod[1], container=gpu.pod[2])
+        # enablePodUID puts pod_uid on every pod series; per-process ones carry it regardless
+        if gpu.pod_uid or uid:
+            labels["pod_uid"] = gpu.pod_uid
+        if vgpu and gpu.vgpu is not None:
+            labels["vgpu"] = gpu.vgpu
+    text = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items() if v != "")
+    return f"{metric}{{{text}}} {value!r}"

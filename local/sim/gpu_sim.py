@@ -10,7 +10,8 @@ annotations of `local.sim.workload_sim` the pods also export the ledger's per-cl
 
 Which physical card a pod holds comes from the simulated device plugin's allocation (the kubelet's
 pod-resources answer: `GPU-<uuid>` or `GPU-<uuid>::<replica>`), so the time-sliced holders of one card are
-all reported on that card, one series per holder, as dcgm-exporter does with pod labels; a pod the allocation does not show yet takes the first card nobody holds.
+all reported on that card, in the label shape dcgm-exporter 4.8.3 gives them with KUBERNETES_VIRTUAL_GPUS
+(local/sim/dcgm_sim.py); a pod the allocation does not show yet takes the first card nobody holds.
 """
 
 from __future__ import annotations
@@ -34,22 +35,27 @@ from local.sim.workload_sim import WorkloadSimulator
 log = logging.getLogger(__name__)
 
 SM_ACTIVE_ANNOTATION = ANNOTATION_SM_ACTIVE  # kept: act 6 and older callers name it here
-PodDevices = dict[tuple[str, str], tuple[str, ...]]  # (namespace, pod) -> physical GPU UUIDs it holds
+# (namespace, pod) -> the device IDs it holds, one per physical card: `GPU-<uuid>` for a whole card, its
+# first replica `GPU-<uuid>::<n>` for a time-sliced one (the exporter's `vgpu` label is that `n`)
+PodDevices = dict[tuple[str, str], tuple[str, ...]]
 
 
 def devices_from_pod_resources(body: dict[str, Any]) -> PodDevices:
-    """The kubelet pod-resources v1 List answer -> the physical cards per pod (a replica id's card)."""
+    """The kubelet pod-resources v1 List answer -> the device IDs per pod, one per physical card."""
     out: PodDevices = {}
     for entry in body.get("podResources") or ():
         ids = [
-            d.split("::", 1)[0]
+            d
             for c in entry.get("containers") or ()
             for dev in c.get("devices") or ()
             if str(dev.get("resourceName", "")).startswith(GPU_RESOURCE)
             for d in dev.get("deviceIds") or ()
         ]
-        if ids:
-            out[(entry["namespace"], entry["name"])] = tuple(dict.fromkeys(ids))
+        by_card: dict[str, str] = {}
+        for d in ids:
+            by_card.setdefault(d.split("::", 1)[0], d)
+        if by_card:
+            out[(entry["namespace"], entry["name"])] = tuple(by_card.values())
     return out
 
 
@@ -104,13 +110,17 @@ def gpus_from_cluster(
         index_of = {gpu_uuid(name, i): i for i in range(count)}  # the UUIDs the device plugin hands out
         allocated = (devices or {}).get(name) or {}
         on_card: dict[int, list[Any]] = {i: [] for i in range(count)}
+        replica: dict[tuple[str, int], str] = {}  # (pod key, card) -> the replica the device plugin gave it
         unplaced = []
         for pod in running.get(name, []):
-            cards = [
-                index_of[u]
-                for u in allocated.get((pod.metadata.namespace, pod.metadata.name), ())
-                if u in index_of
-            ]
+            key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+            cards = []
+            for device_id in allocated.get((pod.metadata.namespace, pod.metadata.name), ()):
+                card, _, n = device_id.partition("::")
+                if card in index_of:
+                    cards.append(index_of[card])
+                    if n:
+                        replica[(key, index_of[card])] = n
             if cards:
                 for i in cards:
                     on_card[i].append(pod)
@@ -133,6 +143,8 @@ def gpus_from_cluster(
                         uuid,
                         values=holder_values(pod.metadata.annotations or {}, key),
                         pod=(pod.metadata.namespace, pod.metadata.name, pod.spec.containers[0].name),
+                        vgpu=replica.get((key, i)),
+                        pod_uid=str(getattr(pod.metadata, "uid", None) or ""),
                     )
                 )
     return out

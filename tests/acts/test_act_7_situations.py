@@ -4,6 +4,8 @@ the act's expectations and the engine in step without a cluster (the act itself 
 
 from __future__ import annotations
 
+import dataclasses
+
 from acts.jobs import GPU_TOLERATION
 from assertions.diagnosis import DiagnosisActObs, DiagnosisObs, Situation, check_diagnosis
 from diagnose import ORDER, Cluster, diagnose_all
@@ -67,7 +69,12 @@ def term(key: str, value: str) -> list[dict]:
 
 SERVERS = ["a/server-0", "a/server-1", "a/server-2"]
 SERVER_HOLDERS = tuple(Holder("a", s.split("/")[1], "shared", {SHARED: 1}) for s in SERVERS)
-SERVER_STATS = tuple(stats("shared", "GPU-s", s, RESIDENT_MODEL) for s in SERVERS)
+# the shared card as dcgm-exporter reports it with KUBERNETES_VIRTUAL_GPUS (docs/infra.md, "Time-sliced
+# attribution"): each server's FB_USED is its own share of the card's, every other field the card's
+SERVER_STATS = tuple(
+    dataclasses.replace(r, fb_used_mib=r.fb_used_mib / len(SERVERS))
+    for r in (stats("shared", "GPU-s", s, RESIDENT_MODEL) for s in SERVERS)
+)
 WL = WorkloadFacts(
     "b", "job-second", "team-b", {"QuotaReserved": Condition("QuotaReserved", "False", "Pending", "insufficient unused quota")},
     job_suspended=True, pod_template=pod("second", GPU),

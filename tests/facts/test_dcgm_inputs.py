@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 
 import pytest
 
@@ -13,7 +14,10 @@ from facts.dcgm_inputs import (
     PINNED,
     PRESETS,
     RATIO,
+    RENAMES,
+    SRC_GO_DCGM,
     ZERO,
+    Spelling,
     SpellingError,
     load_spelling,
     spelling_argument,
@@ -100,3 +104,73 @@ def test_presets_by_name_and_a_bad_name_is_a_usage_error():
     assert PRESETS["dcgm-exporter-4.9"].pcie_tx == dcgm.PCIE_TX_BYTES  # renamed in 4.10, not 4.9
     with pytest.raises(argparse.ArgumentTypeError, match=r"exporter spelling 'dcgm-4': neither a preset"):
         spelling_argument("dcgm-4")
+
+
+# Every preset field that differs from the pinned exporter's, as (field, value): exactly the confirmed
+# renames of its release and the ones before it, each with the scale its new unit needs.
+EXPECTED_RENAMES = {
+    "dcgm-exporter-4.8": {},
+    "dcgm-exporter-pre-4.8.3": {},
+    "dcgm-exporter-4.9": {
+        "gpu_util": "DCGM_FI_DEV_GPU_UTIL_RATIO",
+        "sm_active": "DCGM_FI_PROF_SM_UTIL_RATIO",
+        "sm_occupancy": "DCGM_FI_PROF_SM_OCCUPANCY_RATIO",
+        "power": "DCGM_FI_DEV_BOARD_POWER_WATTS",
+        "sm_clock": "DCGM_FI_DEV_SM_CLOCK_HERTZ",
+        "sm_clock_per_mhz": 1_000_000.0,
+        "gpu_util_unit": RATIO,
+    },
+}
+EXPECTED_RENAMES["dcgm-exporter-4.10"] = {
+    **EXPECTED_RENAMES["dcgm-exporter-4.9"],
+    "pcie_tx": "DCGM_FI_PROF_PCIE_TX_BYTES_PER_SECOND",
+    "pcie_rx": "DCGM_FI_PROF_PCIE_RX_BYTES_PER_SECOND",
+    "nvlink_tx": "DCGM_FI_PROF_NVLINK_TX_BYTES_PER_SECOND",
+    "nvlink_rx": "DCGM_FI_PROF_NVLINK_RX_BYTES_PER_SECOND",
+}
+IGNORED = {"name", "source", "hostname_labels"}
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_each_preset_renames_exactly_the_confirmed_fields_of_its_release(preset):
+    spelling = PRESETS[preset]
+    differs = {
+        f.name: getattr(spelling, f.name)
+        for f in dataclasses.fields(Spelling)
+        if f.name not in IGNORED and getattr(spelling, f.name) != getattr(PINNED, f.name)
+    }
+    assert differs == EXPECTED_RENAMES[preset]
+
+
+def test_every_rename_cites_upstream_and_only_confirmed_ones_reach_a_preset():
+    assert PINNED.source and all(s.source for s in PRESETS.values())
+    for r in RENAMES:
+        assert f"{r.release}.0 release notes" in r.source, r
+        assert getattr(PINNED, r.field) == r.old, r  # renamed from the pinned exporter's name
+        if r.confirmed:
+            assert r.new and (
+                r.release == "4.10"
+                or (SRC_GO_DCGM in r.source and f"use {r.new}" in r.source.replace("Use ", "use "))
+            ), r
+        else:
+            assert r.new is None, r  # reported, name unknown: never guessed
+            for preset in PRESETS.values():
+                assert getattr(preset, r.field) == r.old, (preset.name, r)
+    unconfirmed = sorted(r.field for r in RENAMES if not r.confirmed)
+    assert unconfirmed == ["fb_free", "fb_used"]
+
+
+def test_a_reported_rename_is_spelled_by_the_fleet_in_a_file(tmp_path):
+    """4.9's framebuffer fields move to bytes under names no upstream text here gives: a fleet names them."""
+    f = tmp_path / "fleet.yaml"
+    f.write_text(
+        "preset: dcgm-exporter-4.9\nfb_used: MY_FB_USED_BYTES\nfb_free: MY_FB_FREE_BYTES\nfb_per_mib: 1048576\n"
+    )
+    s = load_spelling(str(f))
+    assert (s.fb_used, s.fb_free, s.fb_per_mib, s.sm_clock) == (
+        "MY_FB_USED_BYTES",
+        "MY_FB_FREE_BYTES",
+        1048576,
+        "DCGM_FI_DEV_SM_CLOCK_HERTZ",
+    )
+    assert s.canonical("MY_FB_USED_BYTES") == dcgm.FB_USED

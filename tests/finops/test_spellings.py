@@ -42,12 +42,24 @@ OTEL = spelling_from_dict(
         "gpu_util_unit": "ratio",
     }
 )
+# 4.9 moves GPU memory from MiB to bytes under names no upstream text read here gives (facts/dcgm_inputs.py
+# RENAMES, confirmed=False): the fleet names them in a spelling file; these names stand for the fleet's.
+FLEET_FB_BYTES = spelling_from_dict(
+    {
+        "preset": "dcgm-exporter-4.9",
+        "name": "4.9+fleet-fb-bytes",
+        "fb_used": "FLEET_FB_USED_BYTES",
+        "fb_free": "FLEET_FB_FREE_BYTES",
+        "fb_per_mib": 1_048_576,
+    }
+)
 # (spelling, its node label, GPU_UTIL in its unit, the unit the record must say)
 VARIANTS: dict[str, tuple[Spelling, str, float, str]] = {
     "pinned 4.8.3": (PINNED, dcgm.HOSTNAME_LABEL, 100.0, PERCENT),
     "before 4.8.3 (Hostname)": (PRESETS["dcgm-exporter-pre-4.8.3"], dcgm.OLD_HOSTNAME_LABEL, 100.0, PERCENT),
     "4.9 (DCGM 4.7 names, ratio)": (PRESETS["dcgm-exporter-4.9"], dcgm.HOSTNAME_LABEL, 1.0, RATIO),
     "4.10 (byte rates renamed)": (PRESETS["dcgm-exporter-4.10"], dcgm.HOSTNAME_LABEL, 1.0, RATIO),
+    "4.9-bytes (reported rename, fleet-named)": (FLEET_FB_BYTES, dcgm.HOSTNAME_LABEL, 1.0, RATIO),
     "otel pipeline (renamed, Hz, bytes, ratio)": (OTEL, "k8s_node_name", 1.0, RATIO),
 }
 FB_USED_MIB = 20480.0

@@ -9,8 +9,8 @@ HEADER = b"# Format\n# DCGM FIELD, Prometheus metric type, help message\nDCGM_FI
 FIRST = ("DCGM_FI_PROF_SM_ACTIVE", "gauge", "ok")
 BOM = "\ufeff".encode()
 
-UNKNOWN = "is not a DCGM field dcgm-exporter 4.2.3-4.1.3 knows (go-dcgm v0.0.0-20250401195952-7c92211ba301)"
-TYPES = "known: ['counter', 'gauge', 'histogram', 'label', 'summary']"
+UNKNOWN = "is not a DCGM field dcgm-exporter 4.6.0-4.8.3 knows (go-dcgm v1.4601.1)"
+TYPES = "known: ['counter', 'gauge', 'label', 'untyped']"
 BARE = (
     "a field that holds a quote must be quoted whole: the opening quote right after the comma, with no "
     "space before it, and each quote inside doubled"
@@ -186,13 +186,13 @@ TABLE: dict[str, tuple[bytes, Holds | Fails]] = {
     ),
     "every type the exporter knows": (
         HEADER
-        + b"DCGM_FI_DEV_GPU_UTIL, histogram, a\nDCGM_FI_DEV_FB_USED, summary, b\n"
+        + b"DCGM_FI_DEV_GPU_UTIL, untyped, a\nDCGM_FI_DEV_FB_USED, gauge, b\n"
         + b"DCGM_FI_DRIVER_VERSION, label, c\nDCGM_FI_DEV_FB_FREE, counter, d\n",
         Holds(
             (
                 FIRST,
-                ("DCGM_FI_DEV_GPU_UTIL", "histogram", "a"),
-                ("DCGM_FI_DEV_FB_USED", "summary", "b"),
+                ("DCGM_FI_DEV_GPU_UTIL", "untyped", "a"),
+                ("DCGM_FI_DEV_FB_USED", "gauge", "b"),
                 ("DCGM_FI_DRIVER_VERSION", "label", "c"),
                 ("DCGM_FI_DEV_FB_FREE", "counter", "d"),
             )
@@ -210,15 +210,27 @@ TABLE: dict[str, tuple[bytes, Holds | Fails]] = {
         HEADER + b"dcgm_sm_clock, gauge, legacy name\n",
         Holds((FIRST, ("dcgm_sm_clock", "gauge", "legacy name"))),
     ),
-    "an exporter counter, whose type the exporter does not check": (
-        HEADER + b"DCGM_EXP_XID_ERRORS_COUNT, gauge, xid\nDCGM_EXP_CLOCK_EVENTS_COUNT, histogramm, ce\n",
+    "a type 4.8.3 no longer renders (it took histogram and summary before)": (
+        HEADER + b"DCGM_FI_DEV_GPU_UTIL, histogram, a\n",
+        Fails(4, f"unknown prom type 'histogram'; {TYPES}"),
+    ),
+    "an exporter counter, whose type 4.8.3 checks too": (
+        HEADER + b"DCGM_EXP_XID_ERRORS_COUNT, gauge, xid\nDCGM_EXP_CLOCK_EVENTS_TOTAL, counter, ce\n",
         Holds(
             (
                 FIRST,
                 ("DCGM_EXP_XID_ERRORS_COUNT", "gauge", "xid"),
-                ("DCGM_EXP_CLOCK_EVENTS_COUNT", "histogramm", "ce"),
+                ("DCGM_EXP_CLOCK_EVENTS_TOTAL", "counter", "ce"),
             )
         ),
+    ),
+    "an exporter counter with a bad type": (
+        HEADER + b"DCGM_EXP_CLOCK_EVENTS_COUNT, histogramm, ce\n",
+        Fails(4, f"unknown prom type 'histogramm'; {TYPES}"),
+    ),
+    "the type is checked before the name": (
+        HEADER + b"DCGM_FI_DEV_GPU_UTILISATION, Gauge, util\n",
+        Fails(4, f"unknown prom type 'Gauge'; {TYPES} (prom types are lower case)"),
     ),
     # project rules, stricter than the exporter
     "empty help text": (

@@ -67,7 +67,10 @@ def test_the_alerts_read_the_fleets_spelling():
     assert "DCGM_FI_PROF_SM_UTIL_RATIO" in text and "DCGM_FI_PROF_SM_ACTIVE" not in text
     assert "DCGM_FI_DEV_GPU_UTIL_RATIO" in text
     old = alerts.render(Conventions(spelling=PRESETS["dcgm-exporter-pre-4.8.3"]))
-    assert 'count by (Hostname) ((DCGM_FI_DEV_GPU_UTIL{Hostname!=""} or label_replace(' in old
+    assert (
+        'count by (Hostname) (group by (Hostname, UUID) ((DCGM_FI_DEV_GPU_UTIL{Hostname!=""} or label_replace('
+        in old
+    )
 
 
 @pytest.mark.parametrize("preset", sorted(PRESETS))

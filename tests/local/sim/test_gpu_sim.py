@@ -83,6 +83,8 @@ def test_time_sliced_holders_are_reported_on_the_card_the_device_plugin_gave_the
     gpus = gpus_from_cluster([n], pods, devices)
     by_card = {(g.uuid, g.pod[1] if g.pod else None) for g in gpus}
     assert by_card == {(u0, None), (u1, "a"), (u1, "b")}  # card 0 unheld, both replicas on card 1
+    # the replica each holds, which the exporter reports as `vgpu`
+    assert {g.pod[1]: g.vgpu for g in gpus if g.pod} == {"a": "0", "b": "3"}
 
 
 def test_without_an_allocation_holders_take_the_first_free_cards_and_pending_pods_hold_nothing():
@@ -96,7 +98,7 @@ def test_without_an_allocation_holders_take_the_first_free_cards_and_pending_pod
     assert [(g.index, g.pod[1]) for g in gpus if g.pod] == [(0, "first"), (1, "second")]
 
 
-def test_pod_resources_keep_the_physical_card_once_per_pod():
+def test_pod_resources_keep_the_physical_card_once_per_pod_with_its_first_replica():
     body = answer("n", {"p": "GPU-abc::1"})
     body["podResources"][0]["containers"][0]["devices"][0]["deviceIds"] = ["GPU-abc::1", "GPU-abc::2"]
-    assert devices_from_pod_resources(body) == {("ns", "p"): ("GPU-abc",)}
+    assert devices_from_pod_resources(body) == {("ns", "p"): ("GPU-abc::1",)}
