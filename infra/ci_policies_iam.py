@@ -40,6 +40,8 @@ _IAM_SEPARATE = {
     *("iam:TagRole", "iam:UntagRole", "iam:TagInstanceProfile", "iam:UntagInstanceProfile"),
     *("iam:DeletePolicy", "iam:DeletePolicyVersion", "iam:ListPolicyVersions"),
 }
+# EventBridge writes that decide what a rule matches and where it sends it: conditioned (event_rule_writes).
+EVENT_RULE_WRITES = ("events:PutRule", "events:PutTargets")
 # Tagging our roles and profiles: only with our keys, so a tag can never say more than the stacks set.
 IAM_TAGGING = ("iam:TagRole", "iam:UntagRole", "iam:TagInstanceProfile", "iam:UntagInstanceProfile")
 # The stacks create no managed policy; teardown deletes a leftover one only when it carries our tag (and the
@@ -203,14 +205,14 @@ def services_policy(c: Config, account: str) -> dict[str, Any]:
             f"podidentityassociation/{name}/*",
         )
     ]
+    rules = [arn("events", f"rule/{name}-{r}") for r in INTERRUPTION_EVENTS]
     return {
         "Version": "2012-10-17",
         "Statement": [
             scoped("OurCluster", "eks:", [*eks, "arn:aws:eks::aws:cluster-access-policy/*"]),
             scoped("OurQueue", "sqs:", arn("sqs", c.interruption_queue)),
-            scoped(
-                "OurEventRules", "events:", [arn("events", f"rule/{name}-{r}") for r in INTERRUPTION_EVENTS]
-            ),
+            # PutRule and PutTargets: conditioned, in the keys policy (event_rule_writes; size limit)
+            scoped("OurEventRules", "events:", rules, exclude=EVENT_RULE_WRITES),
             scoped("OurCostTable", "dynamodb:", arn("dynamodb", f"table/{c.cost_table}")),
             scoped("OurLogGroup", "logs:", arn("logs", f"log-group:/aws/eks/{name}/*")),
             scoped("OurCollectorRepository", "ecr:", arn("ecr", f"repository/{name}/*")),
@@ -251,6 +253,39 @@ def services_policy(c: Config, account: str) -> dict[str, Any]:
             ),
         ],
     }
+
+
+def event_rule_writes(c: Config, account: str) -> list[dict[str, Any]]:
+    """Each of our rules only with the pattern the stack gives it (its `events:source` and
+    `events:detail-type`, from INTERRUPTION_EVENTS; a pattern without them, a catch-all, names neither
+    key and is refused), and targets only our queue (`events:TargetArn`, every target of the call): a rule
+    of ours can never forward the account's events to another bus or account (red-team round 3, A)."""
+    r = c.region
+    rule = f"arn:aws:events:{r}:{account}:rule/{c.cluster_name}"
+    queue = f"arn:aws:sqs:{r}:{account}:{c.interruption_queue}"
+    put_rules = [
+        _stmt(
+            f"PutRule{''.join(w.title() for w in rname.split('-'))}OnlyWithItsPattern",
+            "events:PutRule",
+            f"{rule}-{rname}",
+            {
+                "StringEquals": {
+                    "events:source": pattern["source"],
+                    "events:detail-type": pattern["detail-type"],
+                }
+            },
+        )
+        for rname, pattern in INTERRUPTION_EVENTS.items()
+    ]
+    return [
+        *put_rules,
+        _stmt(
+            "PutTargetsOnlyOurQueue",
+            "events:PutTargets",
+            [f"{rule}-{rname}" for rname in INTERRUPTION_EVENTS],
+            {"ForAllValues:ArnEquals": {"events:TargetArn": [queue]}, "Null": {"events:TargetArn": "false"}},
+        ),
+    ]
 
 
 def keys_policy(c: Config, account: str) -> dict[str, Any]:
@@ -348,10 +383,12 @@ def deploy_policies(c: Config, account: str) -> dict[str, dict[str, Any]]:
     """The role's managed policies, by name, each under IAM's size limit."""
     changes = ec2_changes_policy(c, account)
     changes["Statement"] += fis_statements(c, account)
+    keys = keys_policy(c, account)
+    keys["Statement"] += event_rule_writes(c, account)  # the services policy is near IAM's size limit
     return {
         f"{c.ci_role}-network": network_policy(c, account),
         f"{c.ci_role}-ec2-changes": changes,
         f"{c.ci_role}-iam": iam_policy(c, account),
         f"{c.ci_role}-services": services_policy(c, account),
-        f"{c.ci_role}-keys": keys_policy(c, account),
+        f"{c.ci_role}-keys": keys,
     }
