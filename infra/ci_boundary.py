@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from facts.config import Config
+from facts.names import PROJECT
 from infra.ci_policies import CNI_ENI_TAG, ours
 from infra.iam_policies import karpenter_profile_path
 
@@ -33,8 +34,6 @@ SSM_AGENT = (
     "ssm:GetDeployablePatchSnapshotForInstance",
     "ssm:GetDocument",
     "ssm:GetManifest",
-    "ssm:GetParameter",
-    "ssm:GetParameters",
     "ssm:ListAssociations",
     "ssm:ListInstanceAssociations",
     "ssm:PutComplianceItems",
@@ -65,6 +64,9 @@ KMS_USE = (
     "kms:ReEncryptFrom",
     "kms:ReEncryptTo",
 )
+# Parameter and image reads, scoped (red-team round 3, C: on `*` they read every team's secrets and images).
+SSM_PARAMETER_READS = ("ssm:GetParameter", "ssm:GetParameters")
+ECR_PULLS = ("ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer")
 # The services the cluster, its nodes, Karpenter and the collector read or use, in our region, on what
 # takes no resource ARN or is only read.
 REGIONAL = (
@@ -73,12 +75,9 @@ REGIONAL = (
     "elasticloadbalancing:Describe*",  # AmazonEKSClusterPolicy
     "eks:DescribeCluster",
     "eks-auth:AssumeRoleForPodIdentity",  # the pod identity agent on the nodes
-    "ecr:BatchCheckLayerAvailability",
-    "ecr:BatchGetImage",
     "ecr:DescribeImages",
     "ecr:DescribeRepositories",
     "ecr:GetAuthorizationToken",
-    "ecr:GetDownloadUrlForLayer",
     "ecr:ListImages",
 )
 # EC2 calls that make something new (nothing that exists changes): Karpenter's launches and templates,
@@ -155,6 +154,33 @@ def boundary_policy(c: Config, account: str) -> dict[str, Any]:
                 "Effect": "Allow",
                 "Action": sorted(REGIONAL + SSM_AGENT),
                 "Resource": "*",
+                "Condition": in_region,
+            },
+            {
+                # AWS's public parameters (Karpenter resolves the AMI alias there) and ours; the SSM agent
+                # needs no parameter of anyone else's (we run no documents that read one)
+                "Sid": "ReadOnlyAwsPublicAndOurParameters",
+                "Effect": "Allow",
+                "Action": list(SSM_PARAMETER_READS),
+                "Resource": [
+                    f"arn:aws:ssm:{r}::parameter/aws/service/*",
+                    f"arn:aws:ssm:{regional}:parameter/{PROJECT}/{name}/*",
+                ],
+            },
+            {
+                "Sid": "PullOnlyOurRepositories",
+                "Effect": "Allow",
+                "Action": list(ECR_PULLS),
+                "Resource": f"arn:aws:ecr:{regional}:repository/{name}/*",
+            },
+            {
+                # EKS's own registries (add-ons, pause) are in AWS's accounts, which differ by region, and a
+                # cross-account pull needs that repository's policy too: so any other account's repository,
+                # never one in our account but ours (by the ARN, not a context key a service may not send)
+                "Sid": "PullFromOtherAccountsRegistriesTheyOpen",
+                "Effect": "Allow",
+                "Action": list(ECR_PULLS),
+                "NotResource": f"arn:aws:ecr:*:{account}:repository/*",
                 "Condition": in_region,
             },
             {

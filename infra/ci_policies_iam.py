@@ -77,6 +77,11 @@ def our_role_names(c: Config) -> list[str]:
                    c.fis_role, c.collector_role})  # fmt: skip
 
 
+def access_entry_principals(c: Config, account: str) -> list[str]:
+    """The principals the stacks give an EKS access entry (infra/cluster.py, infra/cluster_karpenter.py)."""
+    return [f"arn:aws:iam::{account}:role/{c.karpenter_node_role}", *c.admin_principal_arns]
+
+
 def iam_policy(c: Config, account: str) -> dict[str, Any]:
     """Our roles and profiles by exact name; new permissions only under the boundary; PassRole only to
     their services; the spot role only when ours."""
@@ -209,7 +214,20 @@ def services_policy(c: Config, account: str) -> dict[str, Any]:
     return {
         "Version": "2012-10-17",
         "Statement": [
-            scoped("OurCluster", "eks:", [*eks, "arn:aws:eks::aws:cluster-access-policy/*"]),
+            scoped(
+                "OurCluster",
+                "eks:",
+                [*eks, "arn:aws:eks::aws:cluster-access-policy/*"],
+                exclude=["eks:CreateAccessEntry"],
+            ),
+            # an access entry only for the principals the stack enters: Karpenter's node role and the
+            # configured admins, never an outside principal (eks:principalArn)
+            _stmt(
+                "AccessEntriesOnlyForOurNodesAndAdmins",
+                "eks:CreateAccessEntry",
+                eks[0],
+                {"ArnEquals": {"eks:principalArn": access_entry_principals(c, account)}},
+            ),
             scoped("OurQueue", "sqs:", arn("sqs", c.interruption_queue)),
             # PutRule and PutTargets: conditioned, in the keys policy (event_rule_writes; size limit)
             scoped("OurEventRules", "events:", rules, exclude=EVENT_RULE_WRITES),

@@ -71,3 +71,45 @@ def test_a_a_rule_of_ours_targets_only_our_queue(targets):
 def test_a_the_other_rule_calls_are_unconditioned_on_our_rules_only():
     assert d(ROLE, "events:DeleteRule", f"{RULE}-health").allowed
     assert not d(ROLE, "events:DeleteRule", f"arn:aws:events:{R}:{ACCOUNT}:rule/other").allowed
+
+
+# --- C: bounded roles read only AWS's public parameters and ours, pull only ours and other accounts' ----------
+SSM = f"arn:aws:ssm:{R}:{ACCOUNT}:parameter"
+ECR = f"arn:aws:ecr:{R}:{ACCOUNT}:repository"
+EKS_REGISTRY = f"arn:aws:ecr:{R}:602401143452:repository/eks/pause"
+
+
+@pytest.mark.parametrize("action", ["ssm:GetParameter", "ssm:GetParameters"])
+@pytest.mark.parametrize("parameter", [f"{SSM}/payments/prod/db-password", f"{SSM}/other-team/api-key"])
+def test_c_bounded_roles_read_no_other_teams_parameter(action, parameter):
+    decision = d(BOUNDARY, action, parameter)
+    assert not decision.allowed
+    assert "implicit deny" in decision.reason and "ReadOnlyAwsPublicAndOurParameters" in decision.reason
+
+
+def test_c_karpenter_still_resolves_the_ami_alias_from_aws_public_parameters():
+    public = f"arn:aws:ssm:{R}::parameter/aws/service/eks/optimized-ami/1.36/amazon-linux-2023/x86_64/nvidia"
+    assert d(BOUNDARY, "ssm:GetParameter", public).allowed
+
+
+@pytest.mark.parametrize("action", ["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"])
+def test_c_bounded_roles_pull_no_other_repository_of_our_account(action):
+    decision = d(BOUNDARY, action, f"{ECR}/other-team/private-app")
+    assert not decision.allowed
+    assert "PullOnlyOurRepositories" in decision.reason and "PullFromOtherAccounts" in decision.reason
+    assert d(BOUNDARY, action, f"{ECR}/{C.collector_repository}").allowed  # the collector image
+    assert d(BOUNDARY, action, EKS_REGISTRY).allowed  # EKS's add-ons and pause, from AWS's account
+    assert not d(BOUNDARY, action, EKS_REGISTRY, **{"aws:RequestedRegion": "eu-west-1"}).allowed
+
+
+def test_c_the_role_enters_only_our_node_role_and_the_admins_in_the_cluster():
+    cluster = f"arn:aws:eks:{R}:{ACCOUNT}:cluster/{C.cluster_name}"
+    node_role = f"arn:aws:iam::{ACCOUNT}:role/{C.karpenter_node_role}"
+    assert d(ROLE, "eks:CreateAccessEntry", cluster, **{"eks:principalArn": node_role}).allowed
+    for outsider in ("arn:aws:iam::666666666666:role/attacker", f"arn:aws:iam::{ACCOUNT}:role/other-team"):
+        decision = d(ROLE, "eks:CreateAccessEntry", cluster, **{"eks:principalArn": outsider})
+        assert not decision.allowed and "AccessEntriesOnlyForOurNodesAndAdmins" in decision.reason
+    admin = "arn:aws:iam::123456789012:role/platform-admin"
+    with_admin = list(deploy_policies(Config(allowed_accounts=(ACCOUNT,), admin_principal_arns=(admin,)),
+                                      ACCOUNT).values())  # fmt: skip
+    assert d(with_admin, "eks:CreateAccessEntry", cluster, **{"eks:principalArn": admin}).allowed
