@@ -287,10 +287,11 @@ def event_rule_writes(c: Config, account: str) -> list[dict[str, Any]]:
             "events:PutRule",
             f"{rule}-{rname}",
             {
-                "StringEquals": {
-                    "events:source": pattern["source"],
-                    "events:detail-type": pattern["detail-type"],
-                }
+                # events:source is multivalued (a pattern may list several sources): every one must be
+                # the rule's, and at least one given
+                "ForAllValues:StringEquals": {"events:source": pattern["source"]},
+                "Null": {"events:source": "false"},
+                "StringEquals": {"events:detail-type": pattern["detail-type"]},
             },
         )
         for rname, pattern in INTERRUPTION_EVENTS.items()
