@@ -24,7 +24,7 @@ from typing import Any
 
 from facts.config import Config
 from facts.names import PROJECT
-from infra.ci_policies import CNI_ENI_TAG, ours
+from infra.ci_policies import AMAZON_OWNED, CNI_ENI_TAG, amazon_images, ours
 from infra.iam_policies import karpenter_profile_path
 
 # What the nodes' SSM agent calls (AmazonSSMManagedInstanceCore), nothing that runs commands elsewhere.
@@ -187,8 +187,14 @@ def boundary_policy(c: Config, account: str) -> dict[str, Any]:
                 "Sid": "Ec2CreatesInOurRegion",
                 "Effect": "Allow",
                 "Action": list(EC2_CREATES),
-                "Resource": [f"arn:aws:ec2:{r}:{account}:{kind}/*" for kind in LAUNCH_USES]
-                + [f"arn:aws:ec2:{r}::image/*", f"arn:aws:ec2:{r}::snapshot/*"],
+                "Resource": [f"arn:aws:ec2:{r}:{account}:{kind}/*" for kind in LAUNCH_USES],
+            },
+            {
+                "Sid": "Ec2CreatesOnlyFromAmazonsImages",
+                "Effect": "Allow",
+                "Action": ["ec2:RunInstances", "ec2:CreateFleet"],  # the creates that boot an image
+                "Resource": amazon_images(r),
+                "Condition": AMAZON_OWNED,
             },
             {
                 "Sid": "Ec2CreatesOnlyInOurSubnets",

@@ -113,3 +113,25 @@ def test_c_the_role_enters_only_our_node_role_and_the_admins_in_the_cluster():
     with_admin = list(deploy_policies(Config(allowed_accounts=(ACCOUNT,), admin_principal_arns=(admin,)),
                                       ACCOUNT).values())  # fmt: skip
     assert d(with_admin, "eks:CreateAccessEntry", cluster, **{"eks:principalArn": admin}).allowed
+
+
+# --- D: launches boot Amazon's images only, and mount no one else's snapshot ----------------------------------
+IMAGE = f"arn:aws:ec2:{R}::image/ami-0eks0al2023"
+SNAPSHOT = f"arn:aws:ec2:{R}::snapshot/snap-0other0team0db0"
+
+
+@pytest.mark.parametrize("who, policies, sid", [("role", ROLE, "LaunchOnlyAmazonsImages"),
+                                                ("boundary", BOUNDARY, "Ec2CreatesOnlyFromAmazonsImages")])  # fmt: skip
+@pytest.mark.parametrize("resource", [IMAGE, SNAPSHOT])
+@pytest.mark.parametrize("owner", [None, ACCOUNT, "666666666666", "aws-marketplace"])
+def test_d_no_image_or_snapshot_but_amazons(who, policies, sid, resource, owner):
+    ctx = {} if owner is None else {"ec2:Owner": owner}
+    decision = d(policies, "ec2:RunInstances", resource, **ctx)
+    assert not decision.allowed, who
+    assert "implicit deny" in decision.reason and sid in decision.reason
+
+
+@pytest.mark.parametrize("policies", [ROLE, BOUNDARY])
+@pytest.mark.parametrize("resource", [IMAGE, f"arn:aws:ec2:{R}::snapshot/snap-0eks0root"])
+def test_d_the_eks_optimized_image_and_its_snapshot_still_launch(policies, resource):
+    assert d(policies, "ec2:RunInstances", resource, **{"ec2:Owner": "amazon"}).allowed
