@@ -20,6 +20,7 @@ from infra.ci_policies import (
     our_tag_keys,
     ours,
 )
+from infra.ci_policies_events import EVENT_RULE_WRITES, event_rule_writes
 from infra.cluster_karpenter import INTERRUPTION_EVENTS
 from infra.iam_policies import karpenter_profile_path
 
@@ -40,8 +41,6 @@ _IAM_SEPARATE = {
     *("iam:TagRole", "iam:UntagRole", "iam:TagInstanceProfile", "iam:UntagInstanceProfile"),
     *("iam:DeletePolicy", "iam:DeletePolicyVersion", "iam:ListPolicyVersions"),
 }
-# EventBridge writes that decide what a rule matches and where it sends it: conditioned (event_rule_writes).
-EVENT_RULE_WRITES = ("events:PutRule", "events:PutTargets")
 # Tagging our roles and profiles: only with our keys, so a tag can never say more than the stacks set.
 IAM_TAGGING = ("iam:TagRole", "iam:UntagRole", "iam:TagInstanceProfile", "iam:UntagInstanceProfile")
 # The stacks create no managed policy; teardown deletes a leftover one only when it carries our tag (and the
@@ -271,40 +270,6 @@ def services_policy(c: Config, account: str) -> dict[str, Any]:
             ),
         ],
     }
-
-
-def event_rule_writes(c: Config, account: str) -> list[dict[str, Any]]:
-    """Each of our rules only with the pattern the stack gives it (its `events:source` and
-    `events:detail-type`, from INTERRUPTION_EVENTS; a pattern without them, a catch-all, names neither
-    key and is refused), and targets only our queue (`events:TargetArn`, every target of the call): a rule
-    of ours can never forward the account's events to another bus or account (red-team round 3, A)."""
-    r = c.region
-    rule = f"arn:aws:events:{r}:{account}:rule/{c.cluster_name}"
-    queue = f"arn:aws:sqs:{r}:{account}:{c.interruption_queue}"
-    put_rules = [
-        _stmt(
-            f"PutRule{''.join(w.title() for w in rname.split('-'))}OnlyWithItsPattern",
-            "events:PutRule",
-            f"{rule}-{rname}",
-            {
-                # events:source is multivalued (a pattern may list several sources): every one must be
-                # the rule's, and at least one given
-                "ForAllValues:StringEquals": {"events:source": pattern["source"]},
-                "Null": {"events:source": "false"},
-                "StringEquals": {"events:detail-type": pattern["detail-type"]},
-            },
-        )
-        for rname, pattern in INTERRUPTION_EVENTS.items()
-    ]
-    return [
-        *put_rules,
-        _stmt(
-            "PutTargetsOnlyOurQueue",
-            "events:PutTargets",
-            [f"{rule}-{rname}" for rname in INTERRUPTION_EVENTS],
-            {"ForAllValues:ArnEquals": {"events:TargetArn": [queue]}, "Null": {"events:TargetArn": "false"}},
-        ),
-    ]
 
 
 def keys_policy(c: Config, account: str) -> dict[str, Any]:

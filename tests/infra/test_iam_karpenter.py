@@ -88,6 +88,7 @@ def calls(t: Target) -> list[Call]:
     made = request_tags(t.ec2_tags)
     tagged = resource_tags(t.ec2_tags)
     lt, instance = f"{EC2}:launch-template/lt-0abc", f"{EC2}:instance/i-0abc"
+
     def per_cluster(arn: str, ctx: dict) -> bool:  # Amazon's images are the same for every cluster
         return bool(ctx) and "::image/" not in arn
 
