@@ -227,7 +227,9 @@ def services_policy(c: Config, account: str) -> dict[str, Any]:
                 eks[0],
                 {"ArnEquals": {"eks:principalArn": access_entry_principals(c, account)}},
             ),
-            scoped("OurQueue", "sqs:", arn("sqs", c.interruption_queue)),
+            # no SetQueueAttributes: the queue's policy is set at creation (infra/cluster_karpenter.py), and
+            # SetQueueAttributes could rewrite it to let anyone in (red-team round 3, B)
+            scoped("OurQueue", "sqs:", arn("sqs", c.interruption_queue), exclude=["sqs:SetQueueAttributes"]),
             # PutRule and PutTargets: conditioned, in the keys policy (event_rule_writes; size limit)
             scoped("OurEventRules", "events:", rules, exclude=EVENT_RULE_WRITES),
             scoped("OurCostTable", "dynamodb:", arn("dynamodb", f"table/{c.cost_table}")),

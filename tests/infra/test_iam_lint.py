@@ -104,7 +104,7 @@ def test_parliament_reads_every_policy_the_stacks_synthesize(linted):
     docs, _ = linted
     kinds = {w.split(".")[0] for w in docs}
     assert {"ci-role/aws_iam_policy", "ci-role/aws_iam_role", "cluster/aws_iam_role_policy",
-            "cluster/aws_iam_role", "cluster/aws_sqs_queue_policy"} <= kinds, kinds  # fmt: skip
+            "cluster/aws_iam_role", "cluster/aws_sqs_queue"} <= kinds, kinds  # fmt: skip
     assert "ci-role/aws_iam_policy.boundary.policy" in docs
     assert len(docs) >= 15
 

@@ -135,3 +135,17 @@ def test_d_no_image_or_snapshot_but_amazons(who, policies, sid, resource, owner)
 @pytest.mark.parametrize("resource", [IMAGE, f"arn:aws:ec2:{R}::snapshot/snap-0eks0root"])
 def test_d_the_eks_optimized_image_and_its_snapshot_still_launch(policies, resource):
     assert d(policies, "ec2:RunInstances", resource, **{"ec2:Owner": "amazon"}).allowed
+
+
+# --- B: the queue's policy is set at creation; the role cannot rewrite it ------------------------------------
+def test_b_the_role_cannot_rewrite_our_queues_policy():
+    decision = d(ROLE, "sqs:SetQueueAttributes", QUEUE)
+    assert not decision.allowed and "no statement allows it" in decision.reason
+    assert d(ROLE, "sqs:CreateQueue", QUEUE).allowed and d(ROLE, "sqs:GetQueueAttributes", QUEUE).allowed
+
+
+def test_b_the_stack_sets_the_queue_policy_in_create_queue(synthesized):
+    cluster = synthesized.stack("cluster")["resource"]
+    assert "aws_sqs_queue_policy" not in cluster, "a separate queue policy needs sqs:SetQueueAttributes"
+    (queue,) = cluster["aws_sqs_queue"].values()
+    assert "EventBridgeDelivers" in queue["policy"] and C.interruption_queue in queue["policy"]
