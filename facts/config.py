@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from facts import config_yaml, names
-from facts.config_derived import Derived
+from facts.config_derived import CI_ROLE_PREFIX, Derived
 from facts.config_types import (
     RULES,
     AccountId,
@@ -148,6 +148,7 @@ class Config(Derived):
             _schema().validate_python(self)
         except ValidationError as exc:
             raise _config_error(exc.errors()[0]) from None
+        self._names_cannot_collide_or_expand()
         for az in self.availability_zones:
             if not az.startswith(self.region) or len(az) != len(self.region) + 1:
                 raise ConfigError("availability_zones", f"{az!r} is not a zone of region {self.region}")
@@ -198,6 +199,32 @@ class Config(Derived):
                 "shared_nodepool_name", f"must differ from nodepool_name {self.nodepool_name!r}"
             )
         return self
+
+    def _names_cannot_collide_or_expand(self) -> None:
+        """No cluster whose roles could be another cluster's CI role; no name IAM would read as a policy
+        variable (`${aws:PrincipalTag/x}`) or a wildcard where the policies write it (red-team round 3, E, F)."""
+        ci = CI_ROLE_PREFIX.rstrip("-")
+        if self.cluster_name == ci or self.cluster_name.startswith(CI_ROLE_PREFIX):
+            raise ConfigError(
+                "cluster_name",
+                f"{excerpt(self.cluster_name, 40)!r} is reserved: the nightly's roles are named "
+                f"{CI_ROLE_PREFIX}<cluster>, so this cluster's roles ({self.cluster_name}-fis, ...) would be "
+                f"another cluster's CI role; choose a name that is not {ci!r} and does not start with "
+                f"{CI_ROLE_PREFIX!r}",
+            )
+        for key in ("project", "cluster_name"):
+            bad = sorted(set(getattr(self, key)) & set(POLICY_SPECIAL))
+            if bad:
+                raise ConfigError(
+                    key,
+                    f"{excerpt(getattr(self, key), 40)!r} contains {''.join(bad)!r}: the IAM policies write "
+                    f"this name, where IAM reads {POLICY_SPECIAL!r} as a policy variable or a wildcard; "
+                    "use letters, digits, '-', '_' or '.'",
+                )
+
+
+# What IAM expands inside a policy's strings: `${...}` policy variables, and `*`/`?` wildcards.
+POLICY_SPECIAL = "${}*?"
 
 
 @functools.cache

@@ -7,6 +7,11 @@ from __future__ import annotations
 from facts import names
 from facts.kube_keys import GPU_RESOURCE
 
+# The nightly's role is `nightly-<cluster>`; every other role is `<cluster>-<what>`. So no cluster may be named
+# `nightly` or `nightly-...` (Config.validate refuses it): `nightly`'s `nightly-fis` would be cluster `fis`'s CI
+# role, and `nightly-a`'s `nightly-a-fis` cluster `a-fis`'s (red-team round 3, E).
+CI_ROLE_PREFIX = "nightly-"
+
 
 class Derived:
     """Properties over `Config`'s fields (cluster_name, project, the quotas, tenants, timeslicing_replicas)."""
@@ -119,7 +124,7 @@ class Derived:
     @property
     def ci_role(self) -> str:
         """The nightly's role: deliberately not `<cluster>-...`, so teardown's name rule never claims it."""
-        return f"nightly-{self.cluster_name}"
+        return f"{CI_ROLE_PREFIX}{self.cluster_name}"
 
     @property
     def spot_slr_record(self) -> str:

@@ -23,7 +23,8 @@ from __future__ import annotations
 from typing import Any
 
 from facts.config import Config
-from infra.ci_policies import ours
+from facts.names import PROJECT
+from infra.ci_policies import AMAZON_OWNED, amazon_images, ours
 from infra.iam_policies import karpenter_profile_path
 from infra.vpc_cni import CNI_TAG_KEYS
 
@@ -34,8 +35,6 @@ SSM_AGENT = (
     "ssm:GetDeployablePatchSnapshotForInstance",
     "ssm:GetDocument",
     "ssm:GetManifest",
-    "ssm:GetParameter",
-    "ssm:GetParameters",
     "ssm:ListAssociations",
     "ssm:ListInstanceAssociations",
     "ssm:PutComplianceItems",
@@ -66,6 +65,9 @@ KMS_USE = (
     "kms:ReEncryptFrom",
     "kms:ReEncryptTo",
 )
+# Parameter and image reads, scoped (red-team round 3, C: on `*` they read every team's secrets and images).
+SSM_PARAMETER_READS = ("ssm:GetParameter", "ssm:GetParameters")
+ECR_PULLS = ("ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer")
 # The services the cluster, its nodes, Karpenter and the collector read or use, in our region, on what
 # takes no resource ARN or is only read.
 REGIONAL = (
@@ -74,12 +76,9 @@ REGIONAL = (
     "elasticloadbalancing:Describe*",  # AmazonEKSClusterPolicy
     "eks:DescribeCluster",
     "eks-auth:AssumeRoleForPodIdentity",  # the pod identity agent on the nodes
-    "ecr:BatchCheckLayerAvailability",
-    "ecr:BatchGetImage",
     "ecr:DescribeImages",
     "ecr:DescribeRepositories",
     "ecr:GetAuthorizationToken",
-    "ecr:GetDownloadUrlForLayer",
     "ecr:ListImages",
 )
 # EC2 calls that make something new (nothing that exists changes): Karpenter's launches and templates,
@@ -145,11 +144,44 @@ def boundary_policy(c: Config, account: str) -> dict[str, Any]:
                 "Condition": in_region,
             },
             {
+                # AWS's public parameters (Karpenter resolves the AMI alias there) and ours; the SSM agent
+                # needs no parameter of anyone else's (we run no documents that read one)
+                "Sid": "ReadOnlyAwsPublicAndOurParameters",
+                "Effect": "Allow",
+                "Action": list(SSM_PARAMETER_READS),
+                "Resource": [
+                    f"arn:aws:ssm:{r}::parameter/aws/service/*",
+                    f"arn:aws:ssm:{regional}:parameter/{PROJECT}/{name}/*",
+                ],
+            },
+            {
+                "Sid": "PullOnlyOurRepositories",
+                "Effect": "Allow",
+                "Action": list(ECR_PULLS),
+                "Resource": f"arn:aws:ecr:{regional}:repository/{name}/*",
+            },
+            {
+                # EKS's own registries (add-ons, pause) are in AWS's accounts, which differ by region, and a
+                # cross-account pull needs that repository's policy too: so any other account's repository,
+                # never one in our account but ours (by the ARN, not a context key a service may not send)
+                "Sid": "PullFromOtherAccountsRegistriesTheyOpen",
+                "Effect": "Allow",
+                "Action": list(ECR_PULLS),
+                "NotResource": f"arn:aws:ecr:*:{account}:repository/*",
+                "Condition": in_region,
+            },
+            {
                 "Sid": "Ec2CreatesInOurRegion",
                 "Effect": "Allow",
                 "Action": list(EC2_CREATES),
-                "Resource": [f"arn:aws:ec2:{r}:{account}:{kind}/*" for kind in LAUNCH_USES]
-                + [f"arn:aws:ec2:{r}::image/*", f"arn:aws:ec2:{r}::snapshot/*"],
+                "Resource": [f"arn:aws:ec2:{r}:{account}:{kind}/*" for kind in LAUNCH_USES],
+            },
+            {
+                "Sid": "Ec2CreatesOnlyFromAmazonsImages",
+                "Effect": "Allow",
+                "Action": ["ec2:RunInstances", "ec2:CreateFleet"],  # the creates that boot an image
+                "Resource": amazon_images(r),
+                "Condition": AMAZON_OWNED,
             },
             {
                 "Sid": "Ec2CreatesOnlyInOurSubnets",

@@ -70,6 +70,15 @@ _EC2_SPECIAL = {"ec2:CreateTags", "ec2:DeleteTags", "ec2:RunInstances", "ec2:Des
 # the VPC CNI's interfaces the add-on's ADDITIONAL_ENI_TAGS (infra/vpc_cni.py): nothing needs another tag.
 # The tag EKS puts on the cluster security group it creates; the `aws:` prefix is AWS's alone to set.
 EKS_CLUSTER_TAG = "aws:eks:cluster-name"
+# The images the nodes boot: the EKS-optimized AL2023 AMIs (Karpenter's EC2NodeClass selects them by alias,
+# c.versions.node_ami_alias; the system node group's AMI type is EKS's too), owned by Amazon (`ec2:Owner`
+# "amazon"), and the snapshots behind them; never another team's image or snapshot (red-team round 3, D).
+AMAZON_OWNED = {"StringEquals": {"ec2:Owner": "amazon"}}
+
+
+def amazon_images(region: str) -> list[str]:
+    """The image and snapshot resources of a launch, allowed only with AMAZON_OWNED."""
+    return [f"arn:aws:ec2:{region}::image/*", f"arn:aws:ec2:{region}::snapshot/*"]
 
 
 def ours(c: Config, kind: str = "aws:ResourceTag") -> dict[str, str]:
@@ -227,14 +236,14 @@ def network_policy(c: Config, account: str) -> dict[str, Any]:
                 {"StringEquals": ours(c)},
             ),
             _stmt(
-                "LaunchWithWhatTheLaunchCreatesAndPublicImages",
+                "LaunchWithWhatTheLaunchCreates",
                 "ec2:RunInstances",
                 [
                     f"arn:aws:ec2:{r}:{account}:{kind}/*"
                     for kind in ("security-group", "network-interface", "volume")
-                ]
-                + [f"arn:aws:ec2:{r}::image/*", f"arn:aws:ec2:{r}::snapshot/*"],
+                ],
             ),
+            _stmt("LaunchOnlyAmazonsImages", "ec2:RunInstances", amazon_images(r), AMAZON_OWNED),
             _stmt("SpotPricesForTheCostGuard", "ec2:DescribeSpotPriceHistory", "*", in_region),
         ],
     }

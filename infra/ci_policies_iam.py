@@ -20,6 +20,7 @@ from infra.ci_policies import (
     our_tag_keys,
     ours,
 )
+from infra.ci_policies_events import EVENT_RULE_WRITES, event_rule_writes
 from infra.cluster_karpenter import INTERRUPTION_EVENTS
 from infra.iam_policies import karpenter_profile_path
 
@@ -73,6 +74,11 @@ def our_role_names(c: Config) -> list[str]:
     cluster's (`<cluster>-b-...`)."""
     return sorted({c.cluster_role, c.system_node_role, c.karpenter_node_role, c.karpenter_controller_role,
                    c.fis_role, c.collector_role})  # fmt: skip
+
+
+def access_entry_principals(c: Config, account: str) -> list[str]:
+    """The principals the stacks give an EKS access entry (infra/cluster.py, infra/cluster_karpenter.py)."""
+    return [f"arn:aws:iam::{account}:role/{c.karpenter_node_role}", *c.admin_principal_arns]
 
 
 def iam_policy(c: Config, account: str) -> dict[str, Any]:
@@ -203,14 +209,29 @@ def services_policy(c: Config, account: str) -> dict[str, Any]:
             f"podidentityassociation/{name}/*",
         )
     ]
+    rules = [arn("events", f"rule/{name}-{r}") for r in INTERRUPTION_EVENTS]
     return {
         "Version": "2012-10-17",
         "Statement": [
-            scoped("OurCluster", "eks:", [*eks, "arn:aws:eks::aws:cluster-access-policy/*"]),
-            scoped("OurQueue", "sqs:", arn("sqs", c.interruption_queue)),
             scoped(
-                "OurEventRules", "events:", [arn("events", f"rule/{name}-{r}") for r in INTERRUPTION_EVENTS]
+                "OurCluster",
+                "eks:",
+                [*eks, "arn:aws:eks::aws:cluster-access-policy/*"],
+                exclude=["eks:CreateAccessEntry"],
             ),
+            # an access entry only for the principals the stack enters: Karpenter's node role and the
+            # configured admins, never an outside principal (eks:principalArn)
+            _stmt(
+                "AccessEntriesOnlyForOurNodesAndAdmins",
+                "eks:CreateAccessEntry",
+                eks[0],
+                {"ArnEquals": {"eks:principalArn": access_entry_principals(c, account)}},
+            ),
+            # no SetQueueAttributes: the queue's policy is set at creation (infra/cluster_karpenter.py), and
+            # SetQueueAttributes could rewrite it to let anyone in (red-team round 3, B)
+            scoped("OurQueue", "sqs:", arn("sqs", c.interruption_queue), exclude=["sqs:SetQueueAttributes"]),
+            # PutRule and PutTargets: conditioned, in the keys policy (event_rule_writes; size limit)
+            scoped("OurEventRules", "events:", rules, exclude=EVENT_RULE_WRITES),
             scoped("OurCostTable", "dynamodb:", arn("dynamodb", f"table/{c.cost_table}")),
             scoped("OurLogGroup", "logs:", arn("logs", f"log-group:/aws/eks/{name}/*")),
             scoped("OurCollectorRepository", "ecr:", arn("ecr", f"repository/{name}/*")),
@@ -348,10 +369,12 @@ def deploy_policies(c: Config, account: str) -> dict[str, dict[str, Any]]:
     """The role's managed policies, by name, each under IAM's size limit."""
     changes = ec2_changes_policy(c, account)
     changes["Statement"] += fis_statements(c, account)
+    keys = keys_policy(c, account)
+    keys["Statement"] += event_rule_writes(c, account)  # the services policy is near IAM's size limit
     return {
         f"{c.ci_role}-network": network_policy(c, account),
         f"{c.ci_role}-ec2-changes": changes,
         f"{c.ci_role}-iam": iam_policy(c, account),
         f"{c.ci_role}-services": services_policy(c, account),
-        f"{c.ci_role}-keys": keys_policy(c, account),
+        f"{c.ci_role}-keys": keys,
     }

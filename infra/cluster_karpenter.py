@@ -24,7 +24,6 @@ from cdktn_provider_aws.iam_instance_profile import IamInstanceProfile
 from cdktn_provider_aws.iam_role import IamRole
 from cdktn_provider_aws.iam_role_policy import IamRolePolicy
 from cdktn_provider_aws.sqs_queue import SqsQueue
-from cdktn_provider_aws.sqs_queue_policy import SqsQueuePolicy
 from constructs import Construct
 
 from facts.config import Config
@@ -78,18 +77,16 @@ def add_karpenter(scope: Construct, given: KarpenterInputs) -> KarpenterResource
         type="EC2_LINUX",
     )
 
+    # The policy is set by CreateQueue itself (the provider passes it with the other attributes and calls
+    # SetQueueAttributes only on an update): so the nightly role needs no sqs:SetQueueAttributes, with which
+    # it could rewrite the policy to let anyone in (red-team round 3, B).
     queue = SqsQueue(
         scope,
         "interruption-queue",
         name=c.interruption_queue,
         message_retention_seconds=300,
         sqs_managed_sse_enabled=True,
-    )
-    SqsQueuePolicy(
-        scope,
-        "interruption-queue-policy",
-        queue_url=queue.url,
-        policy=pol.interruption_queue(queue.arn),
+        policy=pol.interruption_queue(f"arn:aws:sqs:{c.region}:{account}:{c.interruption_queue}"),
     )
     for rule_name, pattern in INTERRUPTION_EVENTS.items():
         rule = CloudwatchEventRule(

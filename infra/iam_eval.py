@@ -5,7 +5,9 @@ operator it does not know raises, it never guesses.
 A request is an action, one resource ARN and the request context (`aws:RequestedRegion`,
 `aws:ResourceTag/<k>`, `aws:RequestTag/<k>`, `aws:TagKeys`, `iam:PermissionsBoundary`, ...). Keys are
 matched case-insensitively, values case-sensitively, as IAM does. A key missing from the context makes a
-positive operator false, a negated one true, `...IfExists` true and `ForAllValues` true (IAM's rules).
+positive operator false, a negated one true, `...IfExists` true, `ForAllValues` true and `ForAnyValue`
+false, negated or not (IAM's rules). A policy holding a policy variable (`${aws:username}`) is refused: IAM
+substitutes it per request and this evaluator does not, so it cannot vouch for such a statement.
 """
 
 from __future__ import annotations
@@ -20,6 +22,21 @@ Context = Mapping[str, str | list[str] | tuple[str, ...]]
 
 class UnsupportedCondition(ValueError):
     """An operator this evaluator does not implement: it cannot vouch for the statement."""
+
+
+class UnsupportedPolicyVariable(ValueError):
+    """A `${...}` policy variable: IAM substitutes it per request, this evaluator does not model it."""
+
+
+def _refuse_policy_variables(stmt: Mapping[str, Any]) -> None:
+    for element in ("Action", "NotAction", "Resource", "NotResource", "Condition"):
+        text = repr(stmt.get(element, ""))
+        if "${" in text:
+            raise UnsupportedPolicyVariable(
+                f"statement {stmt.get('Sid', '(no Sid)')!r} holds a policy variable in its {element} "
+                f"({text[text.index('${') :][:60]}...): IAM substitutes it per request and this evaluator "
+                "does not; write the value, or decide this statement another way"
+            )
 
 
 @dataclass(frozen=True)
@@ -86,7 +103,10 @@ def _operator(op: str, key: str, wanted: Any, context: Mapping[str, Any]) -> boo
     if compare is None or qualifier not in ("", "ForAllValues", "ForAnyValue"):
         raise UnsupportedCondition(f"condition operator {op!r} (key {key!r}) is not implemented here")
     if got is None:
-        return qualifier == "ForAllValues" or if_exists or negated
+        # ForAnyValue on an absent key is false, negated or not (no value to match); ForAllValues true
+        if qualifier:
+            return qualifier == "ForAllValues"
+        return if_exists or negated
 
     def one(value: str) -> bool:
         hit = any(compare(w, value) for w in wants)
@@ -111,7 +131,10 @@ def conditions_hold(condition: Mapping[str, Mapping[str, Any]] | None, context: 
 
 
 def statements(policies: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    return [s for p in policies for s in as_list(p["Statement"])]
+    found = [s for p in policies for s in as_list(p["Statement"])]
+    for s in found:
+        _refuse_policy_variables(s)
+    return found
 
 
 def applies(stmt: Mapping[str, Any], req: Request) -> bool:

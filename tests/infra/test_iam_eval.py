@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from infra.iam_eval import Request, UnsupportedCondition, conditions_hold, coverage, decide
+from infra.iam_eval import (
+    Request,
+    UnsupportedCondition,
+    UnsupportedPolicyVariable,
+    conditions_hold,
+    coverage,
+    decide,
+)
 
 
 @pytest.mark.parametrize(
@@ -27,6 +34,13 @@ from infra.iam_eval import Request, UnsupportedCondition, conditions_hold, cover
         ({"ForAllValues:StringEquals": {"k": ["a"]}}, {}, True),  # IAM's rule: vacuously true
         ({"ForAnyValue:StringEquals": {"k": ["a"]}}, {"k": ["b", "a"]}, True),
         ({"ForAnyValue:StringEquals": {"k": ["a"]}}, {}, False),
+        # an absent key has no value for ForAnyValue to find, negated or not (red team round 3, F)
+        ({"ForAnyValue:StringNotEquals": {"k": ["x"]}}, {}, False),
+        ({"ForAnyValue:StringNotLike": {"k": ["x*"]}}, {}, False),
+        ({"ForAnyValue:ArnNotEquals": {"k": ["arn:aws:s3:::b"]}}, {}, False),
+        ({"ForAnyValue:StringNotEquals": {"k": ["x"]}}, {"k": ["x", "y"]}, True),
+        ({"ForAnyValue:StringNotEquals": {"k": ["x"]}}, {"k": ["x"]}, False),
+        ({"ForAllValues:StringNotEquals": {"k": ["x"]}}, {}, True),
         ({"Null": {"k": "true"}}, {}, True),
         ({"Null": {"k": "true"}}, {"k": "x"}, False),
         ({"Null": {"k": "false"}}, {"k": "x"}, True),
@@ -89,3 +103,24 @@ def test_coverage_ignores_scoped_denies_but_not_blanket_ones():
     }
     assert coverage([POLICY, conditional], "ec2:DeleteVpc")
     assert not coverage([POLICY], "ec2:CreateVpc")
+
+
+def test_red_team_f_a_negated_for_any_value_on_an_absent_key_allows_nothing():
+    stmt = {"Sid": "T", "Effect": "Allow", "Action": "ec2:CreateTags", "Resource": "*",
+            "Condition": {"ForAnyValue:StringNotEquals": {"aws:TagKeys": ["x"]}}}  # fmt: skip
+    decision = decide([{"Statement": [stmt]}], Request("ec2:CreateTags", "*", {}))
+    assert not decision.allowed and "implicit deny" in decision.reason
+
+
+@pytest.mark.parametrize(
+    "element, value",
+    [
+        ("Resource", "arn:aws:iam::123456789012:role/${aws:PrincipalTag/team}-*"),
+        ("Condition", {"StringEquals": {"aws:ResourceTag/team": "${aws:PrincipalTag/team}"}}),
+        ("Action", "${aws:username}:*"),
+    ],
+)
+def test_a_policy_variable_is_refused_not_read_as_text(element, value):
+    stmt = {"Sid": "Vars", "Effect": "Allow", "Action": "iam:GetRole", "Resource": "*", element: value}
+    with pytest.raises(UnsupportedPolicyVariable, match=rf"'Vars' holds a policy variable in its {element}"):
+        decide([{"Statement": [stmt]}], Request("iam:GetRole", "*", {}))

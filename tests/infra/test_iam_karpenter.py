@@ -88,11 +88,16 @@ def calls(t: Target) -> list[Call]:
     made = request_tags(t.ec2_tags)
     tagged = resource_tags(t.ec2_tags)
     lt, instance = f"{EC2}:launch-template/lt-0abc", f"{EC2}:instance/i-0abc"
+
+    def per_cluster(arn: str, ctx: dict) -> bool:  # Amazon's images are the same for every cluster
+        return bool(ctx) and "::image/" not in arn
+
     launch_resources = [  # what CreateFleet / RunInstances authorize besides what they create
         # the target cluster's subnets carry its network stack's default tags (the boundary asks for both)
         (f"{EC2}:subnet/subnet-0abc", resource_tags({TAG_PROJECT: C.project, TAG_CLUSTER: t.cluster})),
         (f"{EC2}:security-group/sg-0abc", {}),
-        (f"arn:aws:ec2:{C.region}::image/ami-0abc", {}),
+        # the EKS-optimized AMI the alias resolves to: Amazon's (AWS sends ec2:Owner "amazon")
+        (f"arn:aws:ec2:{C.region}::image/ami-0abc", {"ec2:Owner": "amazon"}),
         (lt, tagged),
     ]
     out = [
@@ -105,10 +110,10 @@ def calls(t: Target) -> list[Call]:
           for kind in ("fleet", "instance", "volume", "network-interface", "spot-instances-request")),
         *(Call("pkg/providers/instance/types.go:178 (tag on create)", "ec2:CreateTags", f"{EC2}:{kind}/*",
                {**made, "ec2:CreateAction": "CreateFleet"}) for kind in ("fleet", "instance", "volume")),
-        *(Call("pkg/batcher/createfleet.go:61", "ec2:CreateFleet", arn, ctx, scoped=bool(ctx))
+        *(Call("pkg/batcher/createfleet.go:61", "ec2:CreateFleet", arn, ctx, scoped=per_cluster(arn, ctx))
           for arn, ctx in launch_resources),
         *(Call("pkg/controllers/nodeclass/validation.go:309 (dry run)", "ec2:RunInstances", arn, ctx,
-               scoped=bool(ctx)) for arn, ctx in [*launch_resources, (f"{EC2}:instance/*", made)]),
+               scoped=per_cluster(arn, ctx)) for arn, ctx in [*launch_resources, (f"{EC2}:instance/*", made)]),
         Call("pkg/controllers/nodeclass/validation.go:278 (dry run)", "ec2:CreateFleet", lt, tagged),
         Call("pkg/controllers/nodeclaim/tagging/controller.go:105-125 -> pkg/providers/instance/instance.go:308",
              "ec2:CreateTags", instance,

@@ -56,8 +56,27 @@ def documents(synth) -> dict[str, str]:
     return docs
 
 
+def _knows_array_of_arn() -> None:
+    """parliament 1.6.4's own table types events:TargetArn `ArrayOfARN`, which its type translation does not
+    know (it raises "Unknown data format"); an array of ARNs is checked as ARNs, as it does for ArrayOfString.
+    A small shim rather than a fork: remove it once parliament knows the type."""
+    from parliament import statement
+
+    translate = statement.translate_documentation_types
+    if getattr(translate, "knows_array_of_arn", False):
+        return
+
+    def translated(kind: str) -> str:
+        return translate("ARN" if kind == "ArrayOfARN" else kind)
+
+    translated.knows_array_of_arn = True  # type: ignore[attr-defined]
+    statement.translate_documentation_types = translated
+
+
 def findings(docs: dict[str, str]) -> list[tuple[str, str, str]]:
     from parliament import analyze_policy_string
+
+    _knows_array_of_arn()
 
     out = []
     for where, text in docs.items():
@@ -85,7 +104,7 @@ def test_parliament_reads_every_policy_the_stacks_synthesize(linted):
     docs, _ = linted
     kinds = {w.split(".")[0] for w in docs}
     assert {"ci-role/aws_iam_policy", "ci-role/aws_iam_role", "cluster/aws_iam_role_policy",
-            "cluster/aws_iam_role", "cluster/aws_sqs_queue_policy"} <= kinds, kinds  # fmt: skip
+            "cluster/aws_iam_role", "cluster/aws_sqs_queue"} <= kinds, kinds  # fmt: skip
     assert "ci-role/aws_iam_policy.boundary.policy" in docs
     assert len(docs) >= 15
 
