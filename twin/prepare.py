@@ -9,12 +9,18 @@ from collections.abc import Callable
 from typing import Any
 
 from facts.kube_keys import GPU_RESOURCE, KUEUE_GROUP, KUEUE_VERSION
-from harness.waits import eventually
+from harness.waits import WaitTimeout, eventually
 from local.charts import render
 from twin.fleet import NODE_PREFIX, Fleet
 
+
+class TwinError(RuntimeError):
+    """A twin run that cannot go on, naming what it found and what to do."""
+
+
 NODES_READY = 300.0  # seconds for kwok to make the nodes Ready and the device plugin to advertise GPUs
 CLEANUP = 300.0
+LEFTOVERS_GONE = 60.0  # seconds for the garbage collector to remove an earlier run's Workloads
 
 
 def _delete_quietly(call: Callable[..., Any], *args: Any, **kw: Any) -> None:
@@ -25,6 +31,40 @@ def _delete_quietly(call: Callable[..., Any], *args: Any, **kw: Any) -> None:
     except ApiException as exc:
         if exc.status != 404:
             raise
+
+
+def _unfinished_workloads(kube: Any, namespaces: tuple[str, ...]) -> list[str]:
+    out = []
+    for ns in namespaces:
+        for w in kube.custom.list_namespaced_custom_object(KUEUE_GROUP, KUEUE_VERSION, ns, "workloads")[
+            "items"
+        ]:
+            conds = (w.get("status") or {}).get("conditions") or []
+            if not any(c.get("type") == "Finished" and c.get("status") == "True" for c in conds):
+                reserved = any(c.get("type") == "QuotaReserved" and c.get("status") == "True" for c in conds)
+                out.append(f"{ns}/{w['metadata']['name']} ({'holding quota' if reserved else 'waiting'})")
+    return out
+
+
+def expect_clean_slate(kube: Any, fleet: Fleet) -> None:
+    """The run's precondition: no unfinished Workload in the tenants' namespaces (it would hold or wait for
+    the quota the policy is measured on). An earlier run's are being garbage-collected after its Jobs were
+    deleted, so they are waited for; anything else left fails the run naming it."""
+    namespaces = tuple(t.name for t in fleet.tenants)
+    try:
+        eventually(
+            lambda: _unfinished_workloads(kube, namespaces),
+            lambda left: not left,
+            timeout=LEFTOVERS_GONE,
+            interval=2,
+            what=f"no unfinished Workload in the tenants' namespaces {list(namespaces)}",
+        )
+    except WaitTimeout as exc:
+        raise TwinError(
+            f"the target is not a clean slate for the twin: after {LEFTOVERS_GONE:g} s these Workloads in the "
+            f"tenants' namespaces are still unfinished: {exc.last}. They hold or wait for the quota the policy "
+            "is measured on; delete their Jobs (or run on a fresh `local up`)"
+        ) from None
 
 
 def apply_policy(kube: Any, fleet: Fleet, policy: str) -> list[str]:
