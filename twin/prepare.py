@@ -19,7 +19,9 @@ class TwinError(RuntimeError):
 
 
 NODES_READY = 300.0  # seconds for kwok to make the nodes Ready and the device plugin to advertise GPUs
+NODE_READY_EACH = 0.4  # seconds more per node: the device plugin simulator patches each in turn
 CLEANUP = 300.0
+CLEANUP_EACH = 0.1  # seconds more per Job: the garbage collector removes each Job's pod and Workload
 LEFTOVERS_GONE = 60.0  # seconds for the garbage collector to remove an earlier run's Workloads
 
 
@@ -143,7 +145,7 @@ def create_nodes(kube: Any, fleet: Fleet, echo: Callable[[str], None]) -> None:
     eventually(
         advertised,
         lambda m: not m,
-        timeout=NODES_READY,
+        timeout=NODES_READY + NODE_READY_EACH * len(wanted),
         interval=2,
         what="static nodes Ready with GPUs advertised",
     )
@@ -152,11 +154,12 @@ def create_nodes(kube: Any, fleet: Fleet, echo: Callable[[str], None]) -> None:
 def delete_run(kube: Any, fleet: Fleet, run_label: str, run_id: str) -> None:
     """The run's Jobs (their pods and Workloads with them) and the static nodes."""
     sel = f"{run_label}={run_id}"
-    for t in fleet.tenants:
-        for job in kube.batch.list_namespaced_job(t.name, label_selector=sel).items:
-            _delete_quietly(
-                kube.batch.delete_namespaced_job, job.metadata.name, t.name, propagation_policy="Background"
-            )
+    count = 0
+    for t in fleet.tenants:  # one call per tenant: a day at fleet size is thousands of Jobs
+        count += len(kube.batch.list_namespaced_job(t.name, label_selector=sel).items)
+        kube.batch.delete_collection_namespaced_job(
+            t.name, label_selector=sel, propagation_policy="Background"
+        )
 
     def left() -> int:
         jobs = sum(
@@ -168,7 +171,7 @@ def delete_run(kube: Any, fleet: Fleet, run_label: str, run_id: str) -> None:
     eventually(
         left,
         lambda n: n == 0,
-        timeout=CLEANUP,
+        timeout=CLEANUP + CLEANUP_EACH * count,
         interval=2,
         what=f"the Jobs and pods of twin run {run_id} deleted",
     )
