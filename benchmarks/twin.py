@@ -32,6 +32,26 @@ from typing import Any
 KUEUE_BASELINE = (15_000, 351.0)  # workloads, seconds: Kueue's scheduler benchmark, no nodes
 
 
+def cpu_seconds(run_dir: Path) -> dict[str, float]:
+    """user + system CPU seconds so far of every live supervised process (/proc/PID/stat)."""
+    from local.cluster.supervisor import Supervisor
+
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for name, (proc, alive) in Supervisor(run_dir).status().items():
+        if alive:
+            fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            out[name] = (int(fields[11]) + int(fields[12])) / tick  # utime, stime (fields 14, 15)
+    return out
+
+
+def _cpu_used(before: dict[str, float], after: dict[str, float], wall: float) -> None:
+    """Which process used the machine's cores during the day: the bottleneck's first witness."""
+    used = sorted(((after[n] - before.get(n, 0.0), n) for n in after), reverse=True)
+    say(f"  CPU during the day ({wall:.0f} s wall, 2 cores = {2 * wall:.0f} core-s), top processes: "
+        + ", ".join(f"{n} {c:.0f} s ({100 * c / wall:.0f} % of a core)" for c, n in used[:8]))  # fmt: skip
+
+
 def peak_rss_mib(run_dir: Path) -> dict[str, float]:
     from local.cluster.supervisor import Supervisor
 
@@ -136,6 +156,7 @@ def main(argv: list[str]) -> None:
     from infra.objects.kueue import SHIPPED
     from local.cluster.lifecycle import LocalCluster
     from twin.fleet import Fleet
+    from twin.prepare import TwinError
     from twin.readout import readout
     from twin.replay import replay
     from twin.trace import Trace, TraceJob
@@ -175,10 +196,17 @@ def main(argv: list[str]) -> None:
         busy = threading.Thread(target=_when_busy, args=(kube, args.nodes, ready, stop), daemon=True)
         busy.start()
         t = time.monotonic()
+        cpu0 = cpu_seconds(cluster.run_dir)
         try:
             r = readout(replay(kube, fleet, trace, "strict", echo=say))
+        except TwinError as exc:  # the figure is how far it got: said, and the memory still read
+            say(f"compressed day did not complete after {time.monotonic() - t:.0f} s wall: {exc}")
+            args.burst = 0  # its Jobs and nodes are still there: a burst on top would measure them too
+            r = None
         finally:
             stop.set()
+            _cpu_used(cpu0, cpu_seconds(cluster.run_dir), time.monotonic() - t)
+    if args.day and r is not None:
         led = r["ledger"]
         say(f"compressed day: {len(trace.jobs)} jobs, {args.day} trace h at {args.compression:g}x in "
             f"{time.monotonic() - t:.0f} s wall (replay {r['run']['wall_seconds']:.0f} s, ideal "
