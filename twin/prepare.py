@@ -8,14 +8,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from facts.errors import CheckFailed
 from facts.kube_keys import GPU_RESOURCE, KUEUE_GROUP, KUEUE_VERSION
 from harness.waits import WaitTimeout, eventually
 from local.charts import render
 from twin.fleet import NODE_PREFIX, Fleet
 
 
-class TwinError(RuntimeError):
-    """A twin run that cannot go on, naming what it found and what to do."""
+class TwinError(CheckFailed):
+    """A twin run that cannot go on, naming what it found and what to do: the CLI's exit 1 (the operation
+    did not complete, what is left is said), never the "unexpected error" of a bug."""
 
 
 NODES_READY = 300.0  # seconds for kwok to make the nodes Ready and the device plugin to advertise GPUs

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -53,3 +54,32 @@ def test_an_unfinished_workload_fails_the_run_naming_it(monkeypatch, workloads, 
 
 def test_a_workload_outside_the_tenants_namespaces_is_not_the_twins_business() -> None:
     prepare.expect_clean_slate(_kube({"act-2-x": [_wl("other", "QuotaReserved")]}), _fleet())
+
+
+def test_a_run_that_cannot_go_on_is_exit_1_not_a_bug(tmp_path, capsys, monkeypatch) -> None:
+    """Seen in a live compare: a run past its deadline ended as exit 4, "unexpected error ... a bug"."""
+    from gpu_finops.cli import main
+    from twin import cli_twin
+
+    def stuck(args, policies):
+        raise prepare.TwinError("twin run twin-x: 402 of 508 jobs unfinished past the expected end")
+
+    monkeypatch.setattr(cli_twin, "_run_policies", stuck)
+    fleet = str(Path(prepare.__file__).with_name("examples") / "fleet-small.yaml")
+    trace = tmp_path / "t.jsonl"
+    assert main(["twin", "generate", "--fleet", fleet, "--out", str(trace), "--hours", "1"]) == 0
+    argv = [
+        "twin",
+        "run",
+        "--fleet",
+        fleet,
+        "--trace",
+        str(trace),
+        "--out",
+        str(tmp_path / "r.json"),
+        "--policy",
+        "strict",
+    ]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "402 of 508 jobs unfinished" in err and "unexpected error" not in err, err
