@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -152,14 +153,7 @@ def day_trace(tenants: tuple[Any, ...], hours: float, compression: float, load: 
 
 
 def main(argv: list[str]) -> None:
-    from facts.config import Tenant
-    from infra.objects.kueue import SHIPPED
     from local.cluster.lifecycle import LocalCluster
-    from twin.fleet import Fleet
-    from twin.prepare import TwinError
-    from twin.readout import readout
-    from twin.replay import replay
-    from twin.trace import Trace, TraceJob
 
     p = argparse.ArgumentParser(prog="python -m benchmarks twin")
     p.add_argument("--nodes", type=int, default=1250, help="static nodes of 8 GPUs (1,250 = 10,000 GPUs)")
@@ -173,6 +167,36 @@ def main(argv: list[str]) -> None:
     p.add_argument("--out", type=Path, help="the day's readout JSON")
     args = p.parse_args(argv)
     cluster = LocalCluster()
+    # stopped by `timeout` (SIGTERM): still say where it got to and what the target's processes hold
+    signal.signal(signal.SIGTERM, _stopped)
+    try:
+        _run(args, cluster)
+    except TimedOut as exc:
+        say(f"{exc}: the figures above are what it measured")
+    finally:
+        for name, c in sorted(cpu_seconds(cluster.run_dir).items(), key=lambda x: -x[1]):
+            say(f"  CPU since local up {name:24} {c:8.0f} s")
+        for name, mib in sorted(peak_rss_mib(cluster.run_dir).items()):
+            say(f"  peak RSS {name:24} {mib:8.0f} MiB")
+
+
+class TimedOut(Exception):
+    pass
+
+
+def _stopped(signum: int, frame: Any) -> None:
+    raise TimedOut("stopped by SIGTERM (timeout)")
+
+
+def _run(args: argparse.Namespace, cluster: Any) -> None:
+    from facts.config import Tenant
+    from infra.objects.kueue import SHIPPED
+    from twin.fleet import Fleet
+    from twin.prepare import TwinError
+    from twin.readout import readout
+    from twin.replay import replay
+    from twin.trace import Trace, TraceJob
+
     kube = cluster.kube()
     gpus = args.nodes * 8
     began = time.monotonic()
@@ -262,5 +286,3 @@ def main(argv: list[str]) -> None:
         say(f"Karpenter scale-out: {len(running)} of {n} pending 8-GPU pods Running on new nodes in {span:.0f} s "
             f"(its kwok suite's threshold: 1,000 pods within 120 s)")  # fmt: skip
     say(f"all in {time.monotonic() - began:.0f} s wall")
-    for name, mib in sorted(peak_rss_mib(cluster.run_dir).items()):
-        say(f"  peak RSS {name:24} {mib:8.0f} MiB")
