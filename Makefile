@@ -180,7 +180,7 @@ destroy: setup ## NodePools first, then addons -> cluster -> network, then verif
 bench: setup ## benchmarks (figures and ratios, never pass/fail): synth, collector, teardown verify, ledger
 	$(VENV)/bin/python -m benchmarks
 
-twin-test: setup ## the fleet twin's live tests on the local target (13 min; not in `make test` yet: issue 29)
+twin-test: setup ## the fleet twin's live tests at full size: M/M/16 at 300 jobs and the 64-node whole path (13 min; `make test` runs the borrowing case)
 	GPU_FINOPS_TWIN_LIVE=1 $(VENV)/bin/pytest tests/local/test_twin_on_local.py --target=local
 
 local-up: setup ## build (cached) and start the local rehearsal cluster

@@ -8,6 +8,11 @@ stranded when they are fewer than the smallest request shape waiting, in Kueue's
 not yet placed (no demand strands nothing). The
 partition is per node, so the buckets sum to the installed GPU-seconds by construction; the readout
 states both sums so a reader sees it.
+
+Only the fleet's nodes count: the static nodes the fleet names, and nodes of the fleet's Karpenter pool.
+A GPU node another test or run left in the target would otherwise add its GPUs to "free" for as long as
+each run lasts, so two policies' runs of different lengths would differ by it (issue 29: the ledger
+module's kwok nodes did exactly that to the borrowing case). They are named in `foreign_nodes` instead.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from facts.kube_keys import GPU_RESOURCE, LABEL_UNSCHEDULABLE_REASON
+from facts.kube_keys import GPU_RESOURCE, LABEL_NODEPOOL, LABEL_UNSCHEDULABLE_REASON
 from ledger.conventions import CLASS_BUCKETS, Conventions
 from twin.observe import Observer
 
@@ -29,6 +34,12 @@ class Ledger:
     dollars (allocated GPUs idle by their profile's SM_ACTIVE, free GPUs idle whole)."""
 
     shapes: dict[str, int]  # Job name -> GPUs it asks for (from the trace)
+    pools: frozenset[str] = (
+        frozenset()
+    )  # Karpenter pools whose nodes are the fleet's (besides the named ones)
+    foreign_nodes: set[str] = field(
+        default_factory=set
+    )  # GPU nodes seen that are not the fleet's: not counted
     gpu_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     installed_gpu_seconds: float = 0.0
     allocated_by_profile: dict[str, float] = field(default_factory=lambda: defaultdict(float))
@@ -39,6 +50,8 @@ class Ledger:
     last: float | None = None
 
     def tick(self, obs: Observer, now: float, gpus_of_node: dict[str, int]) -> None:
+        """Integrate since the last tick. `gpus_of_node`: the fleet's named nodes and their GPUs; a node of
+        `pools` counts with its advertised capacity; any other node is not the fleet's."""
         dt = 0.0 if self.last is None else now - self.last
         self.last = now
         reasons = Conventions().reasons
@@ -61,7 +74,12 @@ class Ledger:
             self.peak_pending, self.peak_at = len(waiting), now
         stranded_now = 0
         for name, node in nodes.items():
-            gpus = gpus_of_node.get(name) or int(node["capacity"].get(GPU_RESOURCE, 0) or 0)
+            advertised = int(node["capacity"].get(GPU_RESOURCE, 0) or 0)
+            if name not in gpus_of_node and node["labels"].get(LABEL_NODEPOOL) not in self.pools:
+                if advertised:
+                    self.foreign_nodes.add(name)
+                continue
+            gpus = gpus_of_node.get(name) or advertised
             if not gpus:
                 continue
             self.installed_gpu_seconds += gpus * dt

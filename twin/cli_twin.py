@@ -8,6 +8,7 @@ machine wrap them in `flock /tmp/gpu-finops-local.lock`.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,13 @@ from facts.errors import CheckFailed, UsageError
 
 positive_float, positive_int = number(0, above=True), integer(1)
 MEAN_GPUS = {1: 0.4, 2: 0.2, 4: 0.2, 8: 0.2}
+
+
+def _tenant_load(text: str) -> tuple[str, float]:
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"expected TENANT=LOAD, got {text!r}")
+    return name, number(0, above=True, maximum=10)(value)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,6 +40,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0.8,
         help="offered load per tenant, of its quota",
     )
+    g.add_argument(
+        "--tenant-load",
+        type=_tenant_load,
+        action="append",
+        default=[],
+        metavar="TENANT=LOAD",
+        help="this tenant's offered load instead of --load (repeatable): one busy tenant, others idle",
+    )
+    g.add_argument("--training-median-h", type=positive_float, default=2.0, help="trace hours (default 2)")
+    g.add_argument("--serving-mean-h", type=positive_float, default=4.0, help="trace hours (default 4)")
     g.add_argument("--seed", type=int, default=1)
     e = sub.add_parser("erlang-trace", help="the M/M/c known case: one tenant, one-GPU jobs")
     e.add_argument("--out", type=Path, required=True)
@@ -63,21 +81,35 @@ def _generate(args: argparse.Namespace) -> int:
     from twin.trace import dump
 
     fleet = fleet_mod.load(args.fleet)
+    per_tenant = dict(args.tenant_load)
+    unknown = sorted(set(per_tenant) - {t.name for t in fleet.tenants})
+    if unknown:
+        raise UsageError(
+            f"--tenant-load {unknown[0]}: not a tenant of {args.fleet} (it has {[t.name for t in fleet.tenants]})"
+        )
     mean_gpus = sum(k * v for k, v in MEAN_GPUS.items())
     loads = []
     for t in fleet.tenants:
-        proto = TenantLoad(t.name, 1.0)
+        proto = TenantLoad(
+            t.name,
+            1.0,
+            training_median_s=args.training_median_h * 3600,
+            serving_mean_s=args.serving_mean_h * 3600,
+        )
+        # a log-normal's mean is its median x exp(sigma^2 / 2): 1.65 at sigma 1
         mean_hours = (
             proto.serving_share * proto.serving_mean_s
             + (1 - proto.serving_share) * proto.training_median_s * 1.65
         ) / 3600
-        loads.append(TenantLoad(t.name, args.load * t.gpu_quota / (mean_gpus * mean_hours)))
+        load = per_tenant.get(t.name, args.load) * t.gpu_quota / (mean_gpus * mean_hours)
+        loads.append(dataclasses.replace(proto, arrivals_per_hour=load))
     trace = generate(
         loads,
         horizon_s=args.hours * 3600,
         compression=args.compression,
         seed=args.seed,
-        note=f"generated for {args.fleet.name} at load {args.load}",
+        note=f"generated for {args.fleet.name} at load {args.load}"
+        + "".join(f", {n} at {v}" for n, v in per_tenant.items()),
     )
     dump(trace, args.out)
     print(

@@ -69,6 +69,11 @@ class Fleet:
     def schedulable_gpus(self) -> int:
         return (self.static_nodes - self.cordoned - self.repair) * self.gpus_per_node
 
+    @property
+    def karpenter_pools(self) -> frozenset[str]:
+        """The NodePools whose nodes are the fleet's (none for a static fleet)."""
+        return frozenset({self.config().nodepool_name}) if self.karpenter_nodes else frozenset()
+
     def config(self) -> Config:
         """The project config the local target renders its objects from, with the fleet's tenants and node
         kind. Static fleets use their own pool name, so the Karpenter pool `local up` makes never claims them."""

@@ -8,13 +8,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from facts.errors import CheckFailed
 from facts.kube_keys import GPU_RESOURCE, KUEUE_GROUP, KUEUE_VERSION
-from harness.waits import eventually
+from harness.waits import WaitTimeout, eventually
 from local.charts import render
 from twin.fleet import NODE_PREFIX, Fleet
 
+
+class TwinError(CheckFailed):
+    """A twin run that cannot go on, naming what it found and what to do: the CLI's exit 1 (the operation
+    did not complete, what is left is said), never the "unexpected error" of a bug."""
+
+
 NODES_READY = 300.0  # seconds for kwok to make the nodes Ready and the device plugin to advertise GPUs
+NODE_READY_EACH = 0.4  # seconds more per node: the device plugin simulator patches each in turn
 CLEANUP = 300.0
+CLEANUP_EACH = 0.1  # seconds more per Job: the garbage collector removes each Job's pod and Workload
+LEFTOVERS_GONE = 60.0  # seconds for the garbage collector to remove an earlier run's Workloads
 
 
 def _delete_quietly(call: Callable[..., Any], *args: Any, **kw: Any) -> None:
@@ -25,6 +35,40 @@ def _delete_quietly(call: Callable[..., Any], *args: Any, **kw: Any) -> None:
     except ApiException as exc:
         if exc.status != 404:
             raise
+
+
+def _unfinished_workloads(kube: Any, namespaces: tuple[str, ...]) -> list[str]:
+    out = []
+    for ns in namespaces:
+        for w in kube.custom.list_namespaced_custom_object(KUEUE_GROUP, KUEUE_VERSION, ns, "workloads")[
+            "items"
+        ]:
+            conds = (w.get("status") or {}).get("conditions") or []
+            if not any(c.get("type") == "Finished" and c.get("status") == "True" for c in conds):
+                reserved = any(c.get("type") == "QuotaReserved" and c.get("status") == "True" for c in conds)
+                out.append(f"{ns}/{w['metadata']['name']} ({'holding quota' if reserved else 'waiting'})")
+    return out
+
+
+def expect_clean_slate(kube: Any, fleet: Fleet) -> None:
+    """The run's precondition: no unfinished Workload in the tenants' namespaces (it would hold or wait for
+    the quota the policy is measured on). An earlier run's are being garbage-collected after its Jobs were
+    deleted, so they are waited for; anything else left fails the run naming it."""
+    namespaces = tuple(t.name for t in fleet.tenants)
+    try:
+        eventually(
+            lambda: _unfinished_workloads(kube, namespaces),
+            lambda left: not left,
+            timeout=LEFTOVERS_GONE,
+            interval=2,
+            what=f"no unfinished Workload in the tenants' namespaces {list(namespaces)}",
+        )
+    except WaitTimeout as exc:
+        raise TwinError(
+            f"the target is not a clean slate for the twin: after {LEFTOVERS_GONE:g} s these Workloads in the "
+            f"tenants' namespaces are still unfinished: {exc.last}. They hold or wait for the quota the policy "
+            "is measured on; delete their Jobs (or run on a fresh `local up`)"
+        ) from None
 
 
 def apply_policy(kube: Any, fleet: Fleet, policy: str) -> list[str]:
@@ -103,7 +147,7 @@ def create_nodes(kube: Any, fleet: Fleet, echo: Callable[[str], None]) -> None:
     eventually(
         advertised,
         lambda m: not m,
-        timeout=NODES_READY,
+        timeout=NODES_READY + NODE_READY_EACH * len(wanted),
         interval=2,
         what="static nodes Ready with GPUs advertised",
     )
@@ -112,11 +156,12 @@ def create_nodes(kube: Any, fleet: Fleet, echo: Callable[[str], None]) -> None:
 def delete_run(kube: Any, fleet: Fleet, run_label: str, run_id: str) -> None:
     """The run's Jobs (their pods and Workloads with them) and the static nodes."""
     sel = f"{run_label}={run_id}"
-    for t in fleet.tenants:
-        for job in kube.batch.list_namespaced_job(t.name, label_selector=sel).items:
-            _delete_quietly(
-                kube.batch.delete_namespaced_job, job.metadata.name, t.name, propagation_policy="Background"
-            )
+    count = 0
+    for t in fleet.tenants:  # one call per tenant: a day at fleet size is thousands of Jobs
+        count += len(kube.batch.list_namespaced_job(t.name, label_selector=sel).items)
+        kube.batch.delete_collection_namespaced_job(
+            t.name, label_selector=sel, propagation_policy="Background"
+        )
 
     def left() -> int:
         jobs = sum(
@@ -128,7 +173,7 @@ def delete_run(kube: Any, fleet: Fleet, run_label: str, run_id: str) -> None:
     eventually(
         left,
         lambda n: n == 0,
-        timeout=CLEANUP,
+        timeout=CLEANUP + CLEANUP_EACH * count,
         interval=2,
         what=f"the Jobs and pods of twin run {run_id} deleted",
     )

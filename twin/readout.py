@@ -119,6 +119,8 @@ def ledger_figures(r: Replay) -> dict[str, Any]:
         "idle_dollars": (installed - active) * spot_per_gpu_hour,
         "spent_dollars": installed * spot_per_gpu_hour,
         "price_per_gpu_hour": spot_per_gpu_hour,
+        # GPU nodes the target held that are not the fleet's: not counted, named (twin/accounting.py)
+        "foreign_gpu_nodes": sorted(led.foreign_nodes),
     }
 
 

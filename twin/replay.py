@@ -19,14 +19,11 @@ from twin.fleet import Fleet
 from twin.jobs import RUN_LABEL, job_name, job_object
 from twin.observe import Observer
 from twin.peak import PeakDiagnosis
+from twin.prepare import TwinError
 from twin.trace import Trace
 
 TICK = 0.5  # wall seconds between ledger samples
 DRAIN_MARGIN = 120.0  # wall seconds past the last job's expected end before the replay gives up
-
-
-class TwinError(RuntimeError):
-    pass
 
 
 @dataclass
@@ -82,6 +79,7 @@ def replay(kube: Any, fleet: Fleet, trace: Trace, policy: str, echo: Callable[[s
         )
     step = Progress(echo)
     run_id = f"twin-{uuid.uuid4().hex[:8]}"
+    prepare.expect_clean_slate(kube, fleet)
     prepare.apply_pools(kube, fleet)
     step(f"policy {policy!r}: {len(prepare.apply_policy(kube, fleet, policy))} Kueue objects applied")
     prepare.create_nodes(kube, fleet, step)
@@ -96,7 +94,7 @@ def replay(kube: Any, fleet: Fleet, trace: Trace, policy: str, echo: Callable[[s
         ANNOTATION_GPU_PROFILE,
     )
     obs.start()
-    ledger = Ledger(shapes={job_name(j): j.gpus for j in trace.jobs})
+    ledger = Ledger(shapes={job_name(j): j.gpus for j in trace.jobs}, pools=fleet.karpenter_pools)
     gpus = {n: fleet.gpus_per_node for n in fleet.node_names()}
     stop = threading.Event()
     sampler = threading.Thread(target=_sampler, args=(obs, ledger, gpus, stop), daemon=True)

@@ -86,6 +86,41 @@ def ledger_target(local_cluster, tmp_path_factory):
     finally:
         prom.stop()
         sim.stop()
+        remove_fleet(cluster.kube())
+
+
+NODES = ("ledger-a", "ledger-b", "ledger-c", "ledger-d", "ledger-e")
+
+
+def remove_fleet(kube) -> None:
+    """What this module made, gone before the next module starts: its pods hold GPUs on its kwok nodes
+    (bare pods, never completed), and a later module on the session's target would find 11 more GPUs
+    (issue 29: the twin's ledger counted them free for as long as each policy's run lasted)."""
+    from kubernetes.client.exceptions import ApiException
+
+    def quietly(call, *args, **kw) -> None:
+        try:
+            call(*args, **kw)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+    # the namespace first, while the nodes are there for kwok to finish its pods; then the nodes
+    quietly(kube.core.delete_namespace, NS, propagation_policy="Background")
+    eventually(
+        lambda: [p.metadata.name for p in kube.core.list_namespaced_pod(NS).items],
+        lambda left: not left,
+        timeout=120,
+        what=f"the pods of {NS} gone",
+    )
+    for name in NODES:
+        quietly(kube.core.delete_node, name)
+    eventually(
+        lambda: sorted({n.metadata.name for n in kube.core.list_node().items} & set(NODES)),
+        lambda left: not left,
+        timeout=60,
+        what=f"the ledger module's nodes {list(NODES)} gone",
+    )
 
 
 def kwok_node(name: str, itype: str, *, cordon: bool = False, labels: dict[str, str] | None = None) -> dict:

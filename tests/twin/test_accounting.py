@@ -34,8 +34,8 @@ def test_each_node_splits_into_one_bucket_per_gpu() -> None:
     }
     obs.job_uids = {"uid-4"}
     led = Ledger(shapes={"j4": 4, "j0": 1})
-    led.tick(obs, 0.0, {})
-    led.tick(obs, 10.0, {})
+    led.tick(obs, 0.0, dict.fromkeys(obs.nodes, 8))
+    led.tick(obs, 10.0, dict.fromkeys(obs.nodes, 8))
     assert dict(led.gpu_seconds) == pytest.approx(
         {
             "allocated_training_stepping": 60,
@@ -57,8 +57,8 @@ def test_no_demand_strands_nothing() -> None:
         "a/p1": PodSeen("a", "p1", "j1", 7, "training-stepping", "training-stepping", "n1", running=0.0)
     }
     led = Ledger(shapes={})
-    led.tick(obs, 0.0, {})
-    led.tick(obs, 1.0, {})
+    led.tick(obs, 0.0, dict.fromkeys(obs.nodes, 8))
+    led.tick(obs, 1.0, dict.fromkeys(obs.nodes, 8))
     assert led.gpu_seconds["free_placeable"] == 1 and "free_stranded" not in led.gpu_seconds
 
 
@@ -84,6 +84,23 @@ def test_an_admitted_pod_that_cannot_be_placed_is_demand_too() -> None:
         ),  # admitted, no node fits
     }
     led = Ledger(shapes={})
-    led.tick(obs, 0.0, {})
-    led.tick(obs, 1.0, {})
+    led.tick(obs, 0.0, dict.fromkeys(obs.nodes, 8))
+    led.tick(obs, 1.0, dict.fromkeys(obs.nodes, 8))
     assert led.gpu_seconds["free_stranded"] == 2 and led.stranded_peak == 2
+
+
+def test_only_the_fleets_nodes_count_and_others_are_named() -> None:
+    """A GPU node another module left (issue 29: the ledger module's kwok nodes) adds nothing to installed or
+    free; a node of the fleet's Karpenter pool counts by its advertised capacity."""
+    obs = _observer()
+    pool = {**_node(), "labels": {"karpenter.sh/nodepool": "gpu"}}
+    obs.nodes = {"twin-node-00000": _node(), "ledger-a": _node(), "karp-1": pool}
+    led = Ledger(shapes={}, pools=frozenset({"gpu"}))
+    led.tick(obs, 0.0, {"twin-node-00000": 8})
+    led.tick(obs, 1.0, {"twin-node-00000": 8})
+    assert led.installed_gpu_seconds == 16 and led.gpu_seconds["free_placeable"] == 16
+    assert led.foreign_nodes == {"ledger-a"}
+    static_only = Ledger(shapes={})
+    static_only.tick(obs, 0.0, {"twin-node-00000": 8})
+    static_only.tick(obs, 1.0, {"twin-node-00000": 8})
+    assert static_only.installed_gpu_seconds == 8 and static_only.foreign_nodes == {"ledger-a", "karp-1"}
