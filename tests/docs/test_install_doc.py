@@ -95,10 +95,16 @@ def test_the_install_renders_what_the_later_commands_name(env):
     (install,) = [w for w in ours("helm") if w[1] == "install"]
     docs = render(install, work, found)
     deployments = by_kind(docs, "Deployment")
-    (rollout,) = [w for w in commands("kubectl") if "rollout" in w]
-    for word in rollout:
-        if word.startswith("deploy/"):
-            assert word.removeprefix("deploy/") in deployments, (word, sorted(deployments))
+    waited = [
+        w.removeprefix("deploy/")
+        for c in commands("kubectl")
+        if "rollout" in c
+        for w in c
+        if w.startswith("deploy/")
+    ]
+    assert sorted(waited) == sorted(deployments), (
+        f"the doc waits for {waited}; the chart runs {sorted(deployments)}"
+    )
     assert {d["metadata"]["namespace"] for d in deployments.values()} == {found["NS"]}
     version = re.search(r'^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M).group(1)
     # `docker push "$REGISTRY/gpu-finops:$(gpu-finops --version | cut -d' ' -f2)"`
