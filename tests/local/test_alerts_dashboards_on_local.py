@@ -5,8 +5,9 @@ kube-state-metrics and the collector's /metrics, and evaluates the ledger's rule
                held but idle GPU fires, with the collector's dollars per hour in its description
   ext-nosm     an exporter (a second simulator, as a fleet whose CSV lacks it) serving GPU_UTIL and no
                SM_ACTIVE: the missing-SM_ACTIVE alert fires for it
-  waits-16     a pod asking for 16 GPUs on alert-idle, pending: no node has 16 free, so the diagnosis
-               exporter counts it under cause `allocation` (the waiting-pods panel's series)
+  waits-16     a pod asking for 16 GPUs on alert-idle, pending: the only card it could use is held by the
+               data-starved pod, so ownership is not the story and the diagnosis names `application`
+               (docs/diagnose.md); the diagnosis exporter counts it there (the waiting-pods panel's series)
 
 The alerts are the generator's, with their `for:` windows shortened to seconds (the committed file waits
 30 and 10 minutes; tests/ledger/alerts proves those windows with promtool). Then every query of every
@@ -200,7 +201,7 @@ def test_the_waiting_pods_panel_counts_the_pending_gpu_pod_under_its_diagnosed_c
         collect_then_alerts(prom, cycle)
         return {s.labels.get("cause", ""): s.value for s in client.query(expr)}
 
-    found = eventually(by_cause, lambda c: c.get("allocation", 0) >= 1, timeout=120, interval=3,
-                       what=f"the panel's query ({expr}) counting {NS}/{WAITING} under allocation")  # fmt: skip
+    found = eventually(by_cause, lambda c: c.get("application", 0) >= 1, timeout=120, interval=3,
+                       what=f"the panel's query ({expr}) counting {NS}/{WAITING} under application")  # fmt: skip
     ours = {s.labels["cause"]: s.value for s in client.query(f'{PENDING_GPU_PODS}{{namespace="{NS}"}}')}
-    assert ours == {"allocation": 1.0}, f"{NS}/{WAITING} alone, under allocation: {ours} (panel: {found})"
+    assert ours == {"application": 1.0}, f"{NS}/{WAITING} alone, under application: {ours} (panel: {found})"
