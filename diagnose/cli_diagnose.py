@@ -85,6 +85,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="every pending GPU pod and unadmitted workload (in -n, or everywhere)",
     )
     add_common(parser)
+    parser.add_argument(
+        "--port",
+        type=arguments.integer(1, 65535),
+        default=None,
+        help="with --all: run every --interval and serve the pending GPU pods by cause on /metrics and "
+        "/healthz on this port (gpu_finops_pending_gpu_pods{cause,namespace}), until stopped",
+    )
+    parser.add_argument(
+        "--interval",
+        type=arguments.integer(1),
+        default=60,
+        help="with --port: seconds between diagnoses (default %(default)s)",
+    )
     parser.epilog = EPILOG
 
 
@@ -151,7 +164,12 @@ def run(args: argparse.Namespace) -> int:
     if not (args.pod or args.workload or args.all):
         print("gpu-finops diagnose: name a POD, --workload NAME, or --all", file=err)
         return EXIT_USAGE
+    if args.port is not None and not args.all:
+        print("gpu-finops diagnose: --port serves the diagnosis of --all; add --all", file=err)
+        return EXIT_USAGE
     observer = KubeObserver(kube_client(args.kubeconfig))
+    if args.port is not None:
+        return serve(args, observer)
     namespace = args.namespace if (args.namespace or args.all) else "default"
     try:
         if args.pod:
@@ -196,6 +214,30 @@ def run(args: argparse.Namespace) -> int:
         )
         return EXIT_UNREACHABLE
     return EXIT_DIAGNOSED  # with nothing pending, nothing needed Prometheus
+
+
+def serve(args: argparse.Namespace, observer: Any) -> int:
+    """`--all --port`: the diagnosis every interval as gauges (diagnose/exporter.py), until SIGTERM."""
+    import signal
+
+    from clients.metrics_http import serve as serve_http
+    from diagnose.exporter import DiagnosisMetrics, kube_pending, run_forever
+
+    metrics = DiagnosisMetrics()
+    server = serve_http(metrics.registry, lambda: metrics.problems, args.port)
+    stopping = {"now": False}
+    signal.signal(signal.SIGTERM, lambda *_: stopping.update(now=True))
+    try:
+        run_forever(
+            metrics,
+            kube_pending(observer, kube_call),
+            lambda: read_cluster(args, observer, args.namespace),
+            args.interval,
+            stop=lambda: stopping["now"],
+        )
+    finally:
+        server.shutdown()
+    return EXIT_OK
 
 
 def to_json(diagnoses: list[Diagnosis], cluster: Cluster) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""The names of the series the collector exports on /metrics (finops/metrics.py), written once here so
-the alert rules and dashboards (ledger/alerts.py, infra/dashboards/) query what the collector serves.
+"""The names of the series the collector (finops/metrics.py) and the diagnosis exporter
+(diagnose/exporter.py) export on /metrics, written once here so the alert rules and dashboards
+(ledger/alerts.py, infra/dashboards.py) query what they serve.
 
 prometheus_client appends `_total` to a counter's name on the wire; the `*_TOTAL` names are what
 Prometheus stores and what a query must say.
@@ -22,3 +23,14 @@ NODE_IDLE_DOLLARS_PER_HOUR = "gpu_finops_node_idle_dollars_per_hour"  # idle cos
 # a node's idle dollars per hour split by who held its GPUs in the last interval (holdings recorded);
 # tenant "" is the part nobody held
 TENANT_IDLE_DOLLARS_PER_HOUR = "gpu_finops_tenant_idle_dollars_per_hour"
+
+# The diagnosis exporter (`gpu-finops diagnose --all --port`): pending GPU pods by the diagnosis' first
+# cause (admission, allocation, memory, placement, application; `unexplained` when every check was made
+# and none explains, `not-checked` when none explains and some could not be made) and namespace. Whenever
+# the pending pods were listed, every cause has a series with namespace "" and value 0 (a fleet-wide zero
+# that is a reading); when the diagnosis could not run there is no such series at all, and
+# DIAGNOSIS_HEALTHY is 0 (/healthz says why).
+PENDING_GPU_PODS = "gpu_finops_pending_gpu_pods"
+DIAGNOSIS_HEALTHY = "gpu_finops_diagnosis_healthy"
+# when the pending pods were last listed and diagnosed (unix seconds): stale when it stops moving
+DIAGNOSIS_LAST_RUN = "gpu_finops_diagnosis_last_run_timestamp_seconds"

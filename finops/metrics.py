@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
+from clients.metrics_http import serve as serve_registry
 from facts import collector_metrics as names
 from finops.holdings_record import IntervalHoldings
 from finops.records import STATUS_MISSING_SM_ACTIVE, STATUS_NO_GPU_SERIES, CycleResult
@@ -115,26 +113,4 @@ class CollectorMetrics:
 
 def serve(metrics: CollectorMetrics, port: int, host: str = "0.0.0.0") -> ThreadingHTTPServer:
     """Serve /metrics and /healthz (200 healthy, 503 with the reasons) on a background thread."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.path == "/metrics":
-                body, ctype, code = generate_latest(metrics.registry), CONTENT_TYPE_LATEST, 200
-            elif self.path == "/healthz":
-                ok = not metrics.problems
-                body = json.dumps({"healthy": ok, "problems": metrics.problems}).encode()
-                ctype, code = "application/json", 200 if ok else 503
-            else:
-                body, ctype, code = b"not found\n", "text/plain", 404
-            self.send_response(code)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:  # quiet: the collector logs its own way
-            pass
-
-    server = ThreadingHTTPServer((host, port), Handler)
-    threading.Thread(target=server.serve_forever, name="collector-http", daemon=True).start()
-    return server
+    return serve_registry(metrics.registry, lambda: metrics.problems, port, host)

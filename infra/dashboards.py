@@ -5,8 +5,8 @@ Three dashboards, each answering one question with the figures beside what they 
 - the allocation ladder: installed GPUs split into the ledger's buckets, stacked (the stack is the installed
   count), with each rung of the ladder as a line over it; utilization never alone
 - idle dollars: per hour by tenant (the collector's holdings split) and by node
-- GPU activity: GPU_UTIL beside SM_ACTIVE per GPU, and the GPU pods waiting, split by why Kubernetes says
-  they wait (`gpu-finops diagnose` names the cause behind each)
+- GPU activity: GPU_UTIL beside SM_ACTIVE per GPU, the GPU pods waiting by the cause the diagnosis names
+  (the diagnosis exporter's gauge, `gpu-finops diagnose --all --port`), and by what Kubernetes records
 
 Every query reads the fleet's spelling of the DCGM inputs (facts/dcgm_inputs.py) and the names the
 ledger's rules (ledger/rules.py) and the collector (facts/collector_metrics.py) record, so the dashboards
@@ -177,6 +177,8 @@ def activity_queries(spelling: Spelling = PINNED) -> list[tuple[str, str, str]]:
             '"scheduled, not started: image, volumes, device plugin", "", "")',
         ]
     )
+    by_cause = f"sum by (cause) ({names.PENDING_GPU_PODS})"
+    unhealthy = f"1 - min({names.DIAGNOSIS_HEALTHY})"
     return [
         (
             "GPU_UTIL by GPU (percent)",
@@ -185,24 +187,50 @@ def activity_queries(spelling: Spelling = PINNED) -> list[tuple[str, str, str]]:
         ),
         ("SM_ACTIVE by GPU (percent)", f"avg by ({host}, gpu) ({sm}) * 100", "{{" + host + "}} gpu {{gpu}}"),
         ("GPU pods waiting, by why", causes, "{{cause}}"),
+        ("Waiting GPU pods by diagnosed cause", by_cause, "{{cause}}"),
+        ("Waiting GPU pods by diagnosed cause", unhealthy, "diagnosis unhealthy (1: see its /healthz)"),
     ]
 
 
 def activity(spelling: Spelling = PINNED) -> db.Dashboard:
-    (util_t, util_q, util_l), (sm_t, sm_q, sm_l), (wait_t, wait_q, wait_l) = activity_queries(spelling)
+    util, sm, wait, (cause_t, cause_q, cause_l), (_, health_q, health_l) = activity_queries(spelling)
+    (util_t, util_q, util_l), (sm_t, sm_q, sm_l), (wait_t, wait_q, wait_l) = util, sm, wait
     pct = "GPU_UTIL counts time any kernel was resident: a card with one thread running reads 100 %."
     sm_doc = "SM_ACTIVE counts time warps were active, averaged over every SM: the share of the card in use."
     wait_doc = (
         "Pending pods that ask for GPUs, split by what Kubernetes records (kube-state-metrics): the scheduler "
         "found no node, the pod is not yet scheduled (scheduling gates: Kueue has not admitted it), or it is "
-        "scheduled and not started. `gpu-finops diagnose --all` names the cause behind each pod (quota, "
-        "taint, shape, memory, application)."
+        "scheduled and not started. The panel above names the cause the diagnosis finds behind each."
+    )
+    cause_doc = (
+        "Pending pods that ask for GPUs, by the first cause `gpu-finops diagnose` finds (admission, "
+        "allocation, memory, placement, application; unexplained: every check made, none explains; "
+        "not-checked: DCGM was not read), counted by the chart's diagnosis exporter every interval. A 0 is "
+        "a reading: the pending pods were listed. No series when the diagnosis could not run; the health "
+        "line is 1 then, and when it ran without DCGM (its /healthz and log say why). `gpu-finops diagnose "
+        "--all` shows each pod's evidence."
+    )
+    causes = (
+        _series(cause_t, cause_doc, "short", width=24)
+        .stacking(cb.StackingConfig().mode(cm.StackingMode.NORMAL).group("causes"))
+        .fill_opacity(60)
+        .axis_label("pods")
+        .with_target(_query(cause_q, cause_l, "A"))
+        .with_target(_query(health_q, health_l, "B"))
+        .override_by_name(
+            health_l,
+            [
+                dm.DynamicConfigValue(id_val="custom.stacking", value={"mode": "none", "group": "health"}),
+                dm.DynamicConfigValue(id_val="custom.fillOpacity", value=0),
+            ],
+        )
     )
     return (
         _dashboard("gpu-finops-activity", "gpu-finops / GPU activity",
                    "GPU_UTIL beside SM_ACTIVE, never one without the other; and the GPU pods that wait.")
         .with_panel(_series(util_t, pct, "percent").max(100).min(0).with_target(_query(util_q, util_l, "A")))
         .with_panel(_series(sm_t, sm_doc, "percent").max(100).min(0).with_target(_query(sm_q, sm_l, "A")))
+        .with_panel(causes)
         .with_panel(_series(wait_t, wait_doc, "short", width=24).with_target(_query(wait_q, wait_l, "A")))
     )  # fmt: skip
 

@@ -43,6 +43,7 @@ PORTS = {
     "gpu-sim": 26089,  # the simulated dcgm-exporter (local/sim/serve.py)
     "prometheus": 26092,  # the product's Prometheus (local/cluster/product.py)
     "collector": 26093,  # the collector's /metrics and /healthz
+    "diagnosis": 26094,  # the diagnosis exporter's /metrics and /healthz (diagnose --all --port)
 }
 AWS_CREDENTIALS = {  # moto accepts any; real ones must never reach the local target
     "AWS_ACCESS_KEY_ID": "local",

@@ -4,9 +4,9 @@
   ConfigMap, dashboards, the exporter's CSV), rules as a ConfigMap since no prometheus-operator runs here;
 - a Prometheus scraping the simulated exporter (local/sim/serve.py) and kube-state-metrics, loading the rule
   files that installed ConfigMap holds (read back from the API server, not from the checkout);
-- the collector with the chart's own args, as the chart's ServiceAccount (a TokenRequest token, so the
-  ClusterRole is all it may do). kwok runs no containers, so the chart's Deployment is installed with
-  replicas 0 and the collector runs as a supervised process instead.
+- the collector and the diagnosis exporter with the chart's own args, as the chart's ServiceAccount (a
+  TokenRequest token, so the ClusterRole is all they may do). kwok runs no containers, so the chart's
+  Deployments are installed with replicas 0 and both run as supervised processes instead.
 
 Each is a supervised process like the rest of the target; `local down` stops them, and the release goes
 with etcd's data."""
@@ -28,9 +28,13 @@ from local.cluster import kube_state_metrics
 from local.cluster.processes import PORTS, LocalError
 
 PROMETHEUS_PORT, GPU_SIM_PORT, COLLECTOR_PORT = PORTS["prometheus"], PORTS["gpu-sim"], PORTS["collector"]
+DIAGNOSIS_PORT = PORTS["diagnosis"]
+DIAGNOSIS = f"{product_chart.RELEASE}-diagnosis"  # the chart's diagnosis Deployment
 RULES_CONFIGMAP = f"{product_chart.RELEASE}-rules"
 SCRAPE_INTERVAL = "5s"
 COLLECTOR_INTERVAL = 60  # seconds per record, the chart's default
+# seconds between diagnoses: a pending pod shows on the dashboard within a scrape or two
+DIAGNOSIS_INTERVAL = 15
 TOKEN_SECONDS = 24 * 3600  # the collector's ServiceAccount token: longer than any local session
 
 
@@ -56,6 +60,7 @@ def chart_values(region: str) -> dict[str, Any]:
             "holdings": "kube",
             "port": COLLECTOR_PORT,
         },
+        "diagnosis": {"replicas": 0, "port": DIAGNOSIS_PORT, "interval": DIAGNOSIS_INTERVAL},
         "rules": {"mode": "configMap"},
         "dcgmMetricsCsv": {"enabled": True},
     }
@@ -103,6 +108,7 @@ def prometheus_config(rule_files: list[Path]) -> dict[str, Any]:
             job("dcgm-exporter", f"127.0.0.1:{GPU_SIM_PORT}", honor_labels=True),
             job("kube-state-metrics", kube_state_metrics.url().removeprefix("http://"), honor_labels=True),
             job(COLLECTOR, f"127.0.0.1:{COLLECTOR_PORT}"),
+            job(DIAGNOSIS, f"127.0.0.1:{DIAGNOSIS_PORT}"),
         ],
     }
 
@@ -182,6 +188,23 @@ def start_collector(cluster: Any, pod_resources_url: str) -> None:
     cluster._wait("collector", f"http://127.0.0.1:{COLLECTOR_PORT}/metrics", ok="", tls=False)
 
 
+def installed_diagnosis_argv(cluster: Any) -> list[str]:
+    """`gpu-finops diagnose`'s arguments as the installed chart's diagnosis Deployment gives them, with the
+    ServiceAccount's kubeconfig (the chart's ClusterRole is all it may read)."""
+    from kubernetes import client
+
+    apps = client.AppsV1Api(cluster.kube().api_client)
+    dep = apps.read_namespaced_deployment(DIAGNOSIS, MONITORING_NS)
+    (container,) = dep.spec.template.spec.containers
+    return [*container.args, f"--kubeconfig={service_account_kubeconfig(cluster)}"]
+
+
+def start_diagnosis(cluster: Any) -> None:
+    argv = installed_diagnosis_argv(cluster)
+    cluster.sup.start("diagnosis", [sys.executable, "-m", "gpu_finops.cli", *argv])
+    cluster._wait("diagnosis", f"http://127.0.0.1:{DIAGNOSIS_PORT}/metrics", ok="", tls=False)
+
+
 def exports(cluster: Any) -> str:
     """Shell exports that point the product's commands (gpus, ledger, diagnose, cost, collect) at this
     target: `eval "$(gpu-finops local env)"`."""
@@ -200,9 +223,10 @@ def store_path(cluster: Any) -> Path:
 
 
 def start(cluster: Any, pod_resources_url: str) -> None:
-    """Install the chart, then the exporter's stand-in, Prometheus and the collector (in that order: each
-    reads what the one before it serves)."""
+    """Install the chart, then the exporter's stand-in, Prometheus, the collector and the diagnosis (in that
+    order: each reads what the one before it serves)."""
     install_chart(cluster)
     start_gpu_sim(cluster, pod_resources_url)
     start_prometheus(cluster)
     start_collector(cluster, pod_resources_url)
+    start_diagnosis(cluster)

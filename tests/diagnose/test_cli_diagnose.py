@@ -96,6 +96,7 @@ def test_not_a_gpu_pod_exits_1(cluster, capsys):
     [
         (("diagnose",), "name a POD, --workload NAME, or --all"),
         (("diagnose", "p", "--workload", "w"), "give a POD or --workload NAME, not both"),
+        (("diagnose", "p", "--port", "9465"), "--port serves the diagnosis of --all; add --all"),
     ],
 )
 def test_usage_errors_exit_2(cluster, capsys, argv, says):

@@ -200,8 +200,9 @@ OUR_PACKAGES = _our_packages()
 
 
 def test_dockerfile_runs_the_collector_with_only_what_it_imports():
-    """No Docker engine here: the image copies exactly the entry point, finops, clients and facts; `collect` and
-    every finops module import nothing of ours beyond those, and `collect` no heavy synthesis library."""
+    """No Docker engine here: the image copies exactly the entry point, finops, diagnose (the chart's diagnosis
+    exporter runs the same image), clients and facts; `collect`, every finops module and the diagnosis
+    exporter import nothing of ours beyond those, and `collect` no heavy synthesis library."""
     import json
     import re
     import subprocess
@@ -214,7 +215,9 @@ def test_dockerfile_runs_the_collector_with_only_what_it_imports():
     assert 'ENTRYPOINT ["gpu-finops"]' in text and '"collect"' in text and "USER 10001" in text
     assert f"EXPOSE {COLLECTOR_PORT}" in text and f'"--port", "{COLLECTOR_PORT}"' in text
     copied = {m.group(1) for m in re.finditer(r"^COPY (\w+) \1$", text, re.M)}
-    assert copied == {"gpu_finops", "finops", "clients", "facts"}, f"the image copies {sorted(copied)}"
+    assert copied == {"gpu_finops", "finops", "diagnose", "clients", "facts"}, (
+        f"the image copies {sorted(copied)}"
+    )
     probe = f"""
 import importlib, json, pkgutil, sys
 import gpu_finops.cli as c
@@ -223,6 +226,8 @@ heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("cdktn", "cdktn_pro
 import finops
 for m in pkgutil.iter_modules(finops.__path__, "finops."):
     importlib.import_module(m.name)
+importlib.import_module(c.SUBCOMMANDS["diagnose"][0])
+importlib.import_module("diagnose.exporter")
 ours = sorted({{m.split(".")[0] for m in sys.modules}} & set({OUR_PACKAGES!r}))
 print(json.dumps({{"heavy": heavy, "ours": ours}}))
 """
@@ -231,7 +236,7 @@ print(json.dumps({{"heavy": heavy, "ours": ours}}))
     seen = json.loads(result.stdout.splitlines()[-1])
     assert seen["heavy"] == [], f"`collect` imports {seen['heavy']}"
     assert set(seen["ours"]) <= copied, (
-        f"finops imports {sorted(set(seen['ours']) - copied)}, not in the image"
+        f"finops or the diagnosis imports {sorted(set(seen['ours']) - copied)}, not in the image"
     )
 
 

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from facts.config import load_config
+from facts.names import COLLECTOR
 from infra.objects import karpenter, kueue
 from local.charts import chart_inputs, chart_render, dry_run
 
@@ -92,12 +93,17 @@ def test_the_karpenter_crd_chart_renders_every_karpenter_crd_our_objects_use(ren
 
 def test_the_product_chart_renders_with_the_stacks_set_entries(rendered, config):
     ours = rendered["gpu-finops chart"]
-    (dep,) = [d for d in ours.docs if d["kind"] == "Deployment"]
-    (container,) = dep["spec"]["template"]["spec"]["containers"]
+    deps = {d["metadata"]["name"]: d for d in ours.docs if d["kind"] == "Deployment"}
+    assert sorted(deps) == [COLLECTOR, COLLECTOR.replace("collector", "diagnosis")]
+    (container,) = deps[COLLECTOR]["spec"]["template"]["spec"]["containers"]
     repo = chart_inputs.stand_ins(config)[("aws_ecr_repository", "repository_url")]
     table = chart_inputs.stand_ins(config)[("aws_dynamodb_table", "name")]
     assert container["image"] == f"{repo}:{config.versions.collector_image_tag}"
     assert f"--store=dynamodb:{table}" in container["args"]
+    for (
+        dep
+    ) in deps.values():  # the diagnosis exporter runs the collector's image (the Dockerfile copies diagnose/)
+        assert [c["image"] for c in dep["spec"]["template"]["spec"]["containers"]] == [container["image"]]
     kinds = {d["kind"] for d in ours.docs}
     assert {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Service", "ConfigMap"} <= kinds
     assert "PrometheusRule" not in kinds  # the stack's Prometheus is the plain chart: rules as a ConfigMap

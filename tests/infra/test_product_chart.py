@@ -1,7 +1,8 @@
 """The gpu-finops chart (charts/gpu-finops) through the pinned Helm: it lints, renders each way a cluster
 can have it (plain Prometheus, prometheus-operator), holds the ledger's recording rules exactly as the ledger
 renders them, grants the collector `list` on what it reads and nothing else, runs it non-root on a read-only
-root filesystem, and its schema refuses a misspelled or mistyped value with helm's own message."""
+root filesystem, and its schema refuses a misspelled or mistyped value with helm's own message. The diagnosis
+exporter's Deployment (templates/diagnosis.yaml) is held to the same."""
 
 from __future__ import annotations
 
@@ -33,6 +34,15 @@ def kinds(docs: list[dict]) -> dict[str, list[dict]]:
     for d in docs:
         out.setdefault(d["kind"], []).append(d)
     return out
+
+
+DIAGNOSIS = COLLECTOR.replace("collector", "diagnosis")  # <release>-diagnosis, beside <release>-collector
+
+
+def named(docs: list[dict], name: str) -> dict:
+    """The one object of `docs` with this name."""
+    (found,) = [d for d in docs if d["metadata"]["name"] == name]
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -72,10 +82,13 @@ def test_with_the_operator_the_rules_are_one_prometheusrule_of_every_group(opera
     alerts = yaml.safe_load((chart_files.CHART / "files" / "alerts.yaml").read_text())
     assert rule["spec"]["groups"] == rules.build()["groups"] + alerts["groups"]
     assert not [c for c in operator.get("ConfigMap", []) if c["metadata"]["name"].endswith("-rules")]
-    (monitor,) = operator["ServiceMonitor"]
-    (service,) = operator["Service"]
-    assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
-    assert monitor["spec"]["endpoints"][0]["port"] == service["spec"]["ports"][0]["name"]
+    assert len(operator["ServiceMonitor"]) == len(operator["Service"]) == 2
+    for name in (COLLECTOR, DIAGNOSIS):  # each Deployment's Service, and a ServiceMonitor of each
+        monitor, service = named(operator["ServiceMonitor"], name), named(operator["Service"], name)
+        dep = named(operator["Deployment"], name)
+        assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+        assert service["spec"]["selector"].items() <= dep["spec"]["template"]["metadata"]["labels"].items()
+        assert monitor["spec"]["endpoints"][0]["port"] == service["spec"]["ports"][0]["name"]
 
 
 def test_mode_configmap_wins_over_the_operator_and_mode_prometheusrule_needs_no_discovery(work):
@@ -104,25 +117,30 @@ def test_the_collector_lists_only_what_it_reads(plain, work):
         ("", "namespaces", "list"),
         ("batch", "jobs", "list"),
         ("kueue.x-k8s.io", "localqueues", "list"),
+        ("events.k8s.io", "events", "list"),  # the diagnosis: each pending pod's FailedScheduling message
+        ("kueue.x-k8s.io", "workloads", "list"),  # the diagnosis: admission
     }, sorted(granted)
     (binding,) = plain["ClusterRoleBinding"]
     (sa,) = plain["ServiceAccount"]
-    (dep,) = plain["Deployment"]
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
     assert binding["subjects"] == [
         {"kind": "ServiceAccount", "name": sa["metadata"]["name"], "namespace": sa["metadata"]["namespace"]}
     ]
-    assert dep["spec"]["template"]["spec"]["serviceAccountName"] == sa["metadata"]["name"]
-    # without holdings, nodes alone
-    no_holdings = kinds(product_chart.template([{"collector": {"holdings": "none"}}], work=work / "nh"))
-    (role,) = no_holdings["ClusterRole"]
+    for name in (COLLECTOR, DIAGNOSIS):
+        dep = named(plain["Deployment"], name)
+        assert dep["spec"]["template"]["spec"]["serviceAccountName"] == sa["metadata"]["name"]
+    # without holdings and without the diagnosis, nodes alone
+    values = [{"collector": {"holdings": "none"}, "diagnosis": {"enabled": False}}]
+    alone = kinds(product_chart.template(values, work=work / "nh"))
+    (role,) = alone["ClusterRole"]
     assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}]
+    assert [d["metadata"]["name"] for d in alone["Deployment"]] == [COLLECTOR]
 
 
 def test_the_collector_runs_non_root_read_only_with_args_its_own_parser_accepts(plain):
     from finops.cli_collect import add_arguments
 
-    (dep,) = plain["Deployment"]
+    dep = named(plain["Deployment"], COLLECTOR)
     pod = dep["spec"]["template"]["spec"]
     (c,) = pod["containers"]
     assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] != 0
@@ -139,6 +157,26 @@ def test_the_collector_runs_non_root_read_only_with_args_its_own_parser_accepts(
     assert c["image"] == "registry.example.com/gpu-finops/collector:0.1.0"
 
 
+def test_the_diagnosis_runs_the_collectors_image_non_root_with_args_its_own_parser_accepts(plain):
+    from diagnose.cli_diagnose import add_arguments
+
+    collector, dep = named(plain["Deployment"], COLLECTOR), named(plain["Deployment"], DIAGNOSIS)
+    pod = dep["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    (collector_c,) = collector["spec"]["template"]["spec"]["containers"]
+    assert c["image"] == collector_c["image"] and c["securityContext"] == collector_c["securityContext"]
+    assert pod["securityContext"] == collector["spec"]["template"]["spec"]["securityContext"]
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert c["args"][0] == "diagnose"
+    args = parser.parse_args(c["args"][1:])
+    assert (args.all, args.port, args.interval) == (True, 9465, 60)
+    assert args.prometheus_url == next(a for a in collector_c["args"] if a.startswith("--prometheus-url=")
+                                       ).removeprefix("--prometheus-url=")  # fmt: skip
+    annotations = dep["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["prometheus.io/port"] == str(args.port)  # a plain Prometheus' annotated-pods job
+
+
 def test_a_rates_catalog_is_mounted_and_passed(work):
     catalog = {"g6e.xlarge": {"on-demand": 1.861, "spot": 0.93}}
     docs = kinds(
@@ -146,8 +184,7 @@ def test_a_rates_catalog_is_mounted_and_passed(work):
             [{"collector": {"rates": "catalog", "ratesCatalog": catalog}}], work=work / "r"
         )
     )
-    (dep,) = docs["Deployment"]
-    (c,) = dep["spec"]["template"]["spec"]["containers"]
+    (c,) = named(docs["Deployment"], COLLECTOR)["spec"]["template"]["spec"]["containers"]
     assert "--rates=catalog:/etc/gpu-finops/rates/rates.json" in c["args"]
     (cm,) = [m for m in docs["ConfigMap"] if m["metadata"]["name"].endswith("-rates")]
     assert json.loads(cm["data"]["rates.json"]) == catalog

@@ -307,14 +307,17 @@ def test_the_focus_export_bucket_is_ours_versioned_encrypted_private_and_expires
 def test_the_collector_records_holdings_and_may_read_what_they_need_only(synthesized):
     """The stack installs the product chart: `--holdings kube` as the collector's own parser reads it, and
     a ClusterRole bound to its ServiceAccount (the name EKS Pod Identity binds) that may list nodes, pods,
-    namespaces, Jobs and Kueue LocalQueues, and nothing more (the collector only lists)."""
+    namespaces, Jobs and Kueue LocalQueues, and, for the diagnosis exporter beside it, events and Kueue
+    Workloads; nothing more (both only list)."""
     import argparse
 
     from facts.names import COLLECTOR
     from finops.cli_collect import add_arguments
 
-    docs = {d["kind"]: d for d in synthesized.product_chart_docs()}
-    pod = docs["Deployment"]["spec"]["template"]["spec"]
+    rendered = synthesized.product_chart_docs()
+    docs = {d["kind"]: d for d in rendered if d["kind"] != "Deployment"}
+    (dep,) = [d for d in rendered if d["kind"] == "Deployment" and d["metadata"]["name"] == COLLECTOR]
+    pod = dep["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     parser = argparse.ArgumentParser()
     add_arguments(parser)
@@ -337,6 +340,8 @@ def test_the_collector_records_holdings_and_may_read_what_they_need_only(synthes
         ("", "namespaces"),
         ("batch", "jobs"),
         ("kueue.x-k8s.io", "localqueues"),
+        ("events.k8s.io", "events"),
+        ("kueue.x-k8s.io", "workloads"),
     ]
     assert granted == {(g, r, v) for g, r in wanted for v in read}, sorted(granted)
     assert all(set(rule) == {"apiGroups", "resources", "verbs"} for rule in role["rules"]), role["rules"]

@@ -9,7 +9,8 @@ the ledger's rules and the chart's alerts. No cluster: the nodes are the collect
   n-nosm   one card whose exporter serves GPU_UTIL and no SM_ACTIVE: GpuFinopsSmActiveMissing fires
 
 The collector's holdings reader is a fixed list (team-a holds both held cards), as the local target's
-would read them from pods. The `for:` windows are shortened to seconds (AlertSettings); tests/ledger/alerts proves the real ones.
+would read them from pods. The diagnosis exporter's /metrics serves one cycle over the same world (ml/wait
+pending for a card while both cards are held: allocation), read from plain facts, not a cluster. The `for:` windows are shortened to seconds (AlertSettings); tests/ledger/alerts proves the real ones.
 """
 
 from __future__ import annotations
@@ -22,8 +23,12 @@ from pathlib import Path
 
 import pytest
 
+from clients.metrics_http import serve as serve_registry
 from clients.promql import PrometheusClient
+from diagnose.exporter import DiagnosisMetrics, read_once
+from diagnose.model import Cluster, Holder, NodeFacts, PodFacts
 from facts import dcgm
+from facts.kube_keys import GPU_RESOURCE
 from finops.collector import Collector
 from finops.gpu_holdings import GpuHolding
 from finops.holdings_record import HoldingsReader
@@ -80,6 +85,20 @@ def ksm_text(hosts: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def diagnosis_metrics() -> DiagnosisMetrics:
+    """One diagnosis cycle over this world: ml/wait asks for a card, both cards are held (allocation)."""
+    nodes = tuple(NodeFacts(h, {}, (), {GPU_RESOURCE: 1}) for h in ("n-idle", "n-busy"))
+    holders = (
+        Holder("ml", "starved", "n-idle", {GPU_RESOURCE: 1}),
+        Holder("ml", "trainer", "n-busy", {GPU_RESOURCE: 1}),
+    )
+    wait = PodFacts("ml", "wait", gpu_requests={GPU_RESOURCE: 1})
+    cluster = Cluster(nodes=nodes, holders=holders, stats=())
+    metrics = DiagnosisMetrics()
+    metrics.reading = read_once(lambda: [wait], lambda: ([wait], cluster))
+    return metrics
+
+
 @pytest.fixture(scope="module")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[PrometheusServer, Collector]]:
     hosts = ["n-idle", "n-busy", "n-nosm"]
@@ -93,9 +112,14 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Promethe
     metrics = CollectorMetrics()
     metrics_port = free_port()
     http = serve(metrics, metrics_port, host="127.0.0.1")
+    diagnosis, diagnosis_port = diagnosis_metrics(), free_port()
+    diagnosis_http = serve_registry(
+        diagnosis.registry, lambda: diagnosis.problems, diagnosis_port, "127.0.0.1"
+    )
     prom = PrometheusServer(work / "prom", [f"127.0.0.1:{sim_server.server_port}"], scrape_interval="1s",
                             evaluation_interval="2s", rule_files=[work / "rules.yaml", work / "alerts.yaml"],
-                            jobs={"gpu-finops-collector": [f"127.0.0.1:{metrics_port}"]})  # fmt: skip
+                            jobs={"gpu-finops-collector": [f"127.0.0.1:{metrics_port}"],
+                                  "gpu-finops-diagnosis": [f"127.0.0.1:{diagnosis_port}"]})  # fmt: skip
     try:
         prom.start()
         since = datetime.now(UTC) - timedelta(hours=1)
@@ -110,6 +134,7 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Promethe
     finally:
         prom.stop()
         http.shutdown()
+        diagnosis_http.shutdown()
         sim_server.shutdown()
 
 
@@ -151,7 +176,7 @@ def test_every_dashboard_query_returns_series_from_the_rules_and_the_collector(r
     prom, collector = running
     client = PrometheusClient(prom.url)
     panels = [(f.name, title, expr) for f in sorted(DASHBOARDS_DIR.glob("*.json")) for title, expr in queries(f.read_text())]  # fmt: skip
-    assert len(panels) == 9, panels
+    assert len(panels) == 11, panels
 
     def empty() -> list[str]:
         cycle_then_firing(prom, collector)
@@ -163,3 +188,16 @@ def test_every_dashboard_query_returns_series_from_the_rules_and_the_collector(r
         )
         == []
     )
+
+
+def test_the_waiting_pods_panel_shows_the_pending_pod_under_allocation(running):
+    from facts.collector_metrics import PENDING_GPU_PODS
+    from infra.dashboards import DASHBOARDS_DIR, queries
+
+    prom, _collector = running
+    client = PrometheusClient(prom.url)
+    (expr,) = [e for t, e in queries((DASHBOARDS_DIR / "gpu-finops-activity.json").read_text())
+               if PENDING_GPU_PODS in e]  # fmt: skip
+    found = eventually(lambda: {s.labels["cause"]: s.value for s in client.query(expr)},
+                       lambda c: c.get("allocation") == 1, timeout=60, interval=1, what=f"{expr}: allocation 1")  # fmt: skip
+    assert {c: v for c, v in found.items() if v} == {"allocation": 1.0}, found

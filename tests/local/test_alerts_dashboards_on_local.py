@@ -5,6 +5,9 @@ kube-state-metrics and the collector's /metrics, and evaluates the ledger's rule
                held but idle GPU fires, with the collector's dollars per hour in its description
   ext-nosm     an exporter (a second simulator, as a fleet whose CSV lacks it) serving GPU_UTIL and no
                SM_ACTIVE: the missing-SM_ACTIVE alert fires for it
+  waits-16     a pod asking for 16 GPUs on alert-idle, pending: the only card it could use is held by the
+               data-starved pod, so ownership is not the story and the diagnosis names `application`
+               (docs/diagnose.md); the diagnosis exporter counts it there (the waiting-pods panel's series)
 
 The alerts are the generator's, with their `for:` windows shortened to seconds (the committed file waits
 30 and 10 minutes; tests/ledger/alerts proves those windows with promtool). Then every query of every
@@ -15,7 +18,10 @@ from __future__ import annotations
 
 import json
 import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -27,7 +33,7 @@ from ledger.conventions import Conventions
 
 pytestmark = [pytest.mark.local, pytest.mark.slow, pytest.mark.timeout(900)]
 NS = "alerts-live"
-IDLE_NODE, NOSM_HOST = "alert-idle", "ext-nosm"
+IDLE_NODE, NOSM_HOST, WAITING = "alert-idle", "ext-nosm", "waits-16"
 STEP_S, INTERVAL_S = 2, 5
 C = Conventions(interval=f"{STEP_S}s")
 FAST = alerts.AlertSettings(idle_for="5s", missing_sm_active_for="5s", pending_for="5s", busy_idle_for="5s")
@@ -35,8 +41,12 @@ FAST = alerts.AlertSettings(idle_for="5s", missing_sm_active_for="5s", pending_f
 
 @pytest.fixture(scope="module")
 def live(local_cluster, tmp_path_factory):
+    from clients.metrics_http import serve as serve_registry
     from clients.nodes import KubeNodeSource
     from clients.promql import PrometheusClient
+    from diagnose.exporter import DiagnosisMetrics, kube_pending, read_once
+    from diagnose.kube_observer import KubeObserver
+    from diagnose.read import read_cluster
     from facts.catalog import prices
     from finops.collector import Collector
     from finops.holdings_record import kube_reader
@@ -58,7 +68,11 @@ def live(local_cluster, tmp_path_factory):
                 kwok_node(IDLE_NODE, "g6e.xlarge")])  # fmt: skip
     pod = gpu_pod("starved-0", IDLE_NODE, 1, "training-stepping", "data-starved")
     pod["metadata"]["namespace"] = NS
-    kube.apply([pod])
+    waiting = gpu_pod(WAITING, IDLE_NODE, 16, "training-stepping", "busy-trainer")
+    waiting["metadata"]["namespace"] = NS
+    del waiting["spec"]["nodeName"]  # the scheduler's to place: more GPUs than any node has, so it waits
+    waiting["spec"]["nodeSelector"] = {"kubernetes.io/hostname": IDLE_NODE}  # nothing Karpenter can launch
+    kube.apply([pod, waiting])
     pod_resources = json.loads(local_cluster.describe().read_text())["pod_resources_url"]
     sim = ClusterGpuSimulator(kube, exported_fields(render()), pod_resources_url=pod_resources)
     port = sim.start()
@@ -69,6 +83,11 @@ def live(local_cluster, tmp_path_factory):
     metrics = CollectorMetrics()
     metrics_port = free_port()
     http = serve(metrics, metrics_port, host="127.0.0.1")
+    diagnosis = DiagnosisMetrics()
+    diagnosis_port = free_port()
+    diagnosis_http = serve_registry(
+        diagnosis.registry, lambda: diagnosis.problems, diagnosis_port, "127.0.0.1"
+    )
     prom = PrometheusServer(
         work / "prom",
         [f"127.0.0.1:{port}", f"127.0.0.1:{nosm_server.server_port}"],
@@ -78,6 +97,7 @@ def live(local_cluster, tmp_path_factory):
         jobs={
             "kube-state-metrics": [kube_state_metrics.url().removeprefix("http://")],
             "gpu-finops-collector": [f"127.0.0.1:{metrics_port}"],
+            "gpu-finops-diagnosis": [f"127.0.0.1:{diagnosis_port}"],
         },
     )
     try:
@@ -85,14 +105,34 @@ def live(local_cluster, tmp_path_factory):
         collector = Collector(KubeNodeSource(kube.core), PrometheusClient(prom.url), CatalogRates(prices()),
                               SqliteCostStore(work / "cost.sqlite"), interval=INTERVAL_S, grace_seconds=0,
                               metrics=metrics, holdings=kube_reader(kube, pod_resources))  # fmt: skip
-        yield prom, collector
+        observer = KubeObserver(kube)
+
+        def diagnose_once() -> None:  # what `diagnose --all --port` does every interval
+            diagnosis.reading = read_once(kube_pending(observer, lambda fn, *a, **kw: fn(*a, **kw)),
+                                          lambda: read_cluster(observer, prom.url, 60, retry_for=5))  # fmt: skip
+
+        yield prom, Cycle(collector, diagnose_once)
     finally:
         prom.stop()
         http.shutdown()
+        diagnosis_http.shutdown()
         nosm_server.shutdown()
         sim.stop()
         kube.core.delete_namespace(NS)
         kube.core.delete_node(IDLE_NODE)
+
+
+@dataclass
+class Cycle:
+    """One round of what the chart runs every interval: the collector's cycle and the diagnosis'."""
+
+    collector: Any
+    diagnose_once: Callable[[], None]
+
+    def run(self) -> None:
+        end = datetime.now(UTC)
+        self.collector.cycle(end - timedelta(seconds=INTERVAL_S), end)
+        self.diagnose_once()
 
 
 def firing(prom_url: str) -> list[dict]:
@@ -101,14 +141,13 @@ def firing(prom_url: str) -> list[dict]:
     return [a for a in body["data"]["alerts"] if a["state"] == "firing"]
 
 
-def collect_then_alerts(prom, collector) -> list[dict]:
-    end = datetime.now(UTC)
-    collector.cycle(end - timedelta(seconds=INTERVAL_S), end)
+def collect_then_alerts(prom, cycle: Cycle) -> list[dict]:
+    cycle.run()
     return firing(prom.url)
 
 
 def test_the_held_idle_and_missing_sm_active_alerts_fire_in_a_running_prometheus(live):
-    prom, collector = live
+    prom, cycle = live
 
     def both(found: list[dict]) -> bool:
         held = [a for a in found if a["labels"]["alertname"] == "GpuFinopsGpuHeldIdle"
@@ -117,7 +156,7 @@ def test_the_held_idle_and_missing_sm_active_alerts_fire_in_a_running_prometheus
                    and a["labels"].get("hostname") == NOSM_HOST]  # fmt: skip
         return bool(held) and bool(missing)
 
-    found = eventually(lambda: collect_then_alerts(prom, collector), both, timeout=180, interval=3,
+    found = eventually(lambda: collect_then_alerts(prom, cycle), both, timeout=180, interval=3,
                        what="GpuFinopsGpuHeldIdle on alert-idle (priced) and GpuFinopsSmActiveMissing on ext-nosm")  # fmt: skip
     (held,) = [a for a in found if a["labels"]["alertname"] == "GpuFinopsGpuHeldIdle"
                and a["labels"].get("hostname") == IDLE_NODE]  # fmt: skip
@@ -132,17 +171,37 @@ def test_every_dashboard_query_is_valid_promql_and_returns_series(live):
     from clients.promql import PrometheusClient
     from infra.dashboards import DASHBOARDS_DIR, queries
 
-    prom, collector = live
+    prom, cycle = live
     client = PrometheusClient(prom.url)
     panels = [(f.name, title, expr) for f in sorted(DASHBOARDS_DIR.glob("*.json"))
               for title, expr in queries(f.read_text())]  # fmt: skip
     assert len(panels) >= 8, panels
 
     def empty() -> list[str]:
-        collect_then_alerts(prom, collector)  # keeps the collector's series fresh
+        collect_then_alerts(prom, cycle)  # keeps the collector's and the diagnosis' series fresh
         return [f"{name}: {title}: {expr[:120]}" for name, title, expr in panels if not client.query(expr)]
 
     missing = eventually(
         empty, lambda m: not m, timeout=120, interval=3, what="every dashboard query to return series"
     )
     assert missing == []
+
+
+def test_the_waiting_pods_panel_counts_the_pending_gpu_pod_under_its_diagnosed_cause(live):
+    from clients.promql import PrometheusClient
+    from facts.collector_metrics import PENDING_GPU_PODS
+    from infra.dashboards import DASHBOARDS_DIR, queries
+
+    prom, cycle = live
+    client = PrometheusClient(prom.url)
+    (expr,) = [e for t, e in queries((DASHBOARDS_DIR / "gpu-finops-activity.json").read_text())
+               if t == "Waiting GPU pods by diagnosed cause" and PENDING_GPU_PODS in e]  # fmt: skip
+
+    def by_cause() -> dict[str, float]:
+        collect_then_alerts(prom, cycle)
+        return {s.labels.get("cause", ""): s.value for s in client.query(expr)}
+
+    found = eventually(by_cause, lambda c: c.get("application", 0) >= 1, timeout=120, interval=3,
+                       what=f"the panel's query ({expr}) counting {NS}/{WAITING} under application")  # fmt: skip
+    ours = {s.labels["cause"]: s.value for s in client.query(f'{PENDING_GPU_PODS}{{namespace="{NS}"}}')}
+    assert ours == {"application": 1.0}, f"{NS}/{WAITING} alone, under application: {ours} (panel: {found})"

@@ -196,3 +196,41 @@ def test_local_env_prints_the_exports_the_commands_read(local_cluster):
     assert result.returncode == 0, result.stderr
     assert f"export PROMETHEUS_URL={product.prometheus_url()}" in result.stdout
     assert f"export KUBECONFIG={local_cluster.kubeconfig}" in result.stdout
+
+
+def test_the_charts_diagnosis_counts_a_pending_gpu_pod_under_its_cause(fleet):
+    """The diagnosis exporter with the chart's args, as the chart's ServiceAccount (so its ClusterRole must
+    let it read what the diagnosis reads): a pod asking for more GPUs than any node has waits for allocation."""
+    from facts.collector_metrics import DIAGNOSIS_HEALTHY, PENDING_GPU_PODS
+    from local.cluster import product
+
+    url = product.prometheus_url()
+    idle = eventually(lambda: prom_query(url, f'{PENDING_GPU_PODS}{{namespace=""}}'), lambda r: bool(r),
+                      timeout=60, interval=3, what=f"{PENDING_GPU_PODS}'s zeros in the local Prometheus")  # fmt: skip
+    assert {r["metric"]["cause"] for r in idle} >= {"admission", "allocation", "placement"}
+    waiting = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "waits-16", "namespace": NS},
+        "spec": {
+            "nodeSelector": {"kubernetes.io/hostname": NODE},  # nothing Karpenter can launch
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "main", "image": "fake", "resources": {"limits": {GPU_RESOURCE: "16"}}}],
+        },
+    }
+    kube = fleet.kube()
+    kube.apply([waiting])
+    mine = f'{PENDING_GPU_PODS}{{namespace="{NS}"}}'
+    try:
+        ours = eventually(
+            lambda: {r["metric"]["cause"]: float(r["value"][1]) for r in prom_query(url, mine)},
+            lambda c: bool(c),
+            timeout=90,
+            interval=3,
+            what=f"{NS}/waits-16 counted by the chart's diagnosis exporter",
+        )
+        assert ours == {"allocation": 1.0}, ours
+        health = prom_query(url, DIAGNOSIS_HEALTHY)
+        assert [float(r["value"][1]) for r in health] == [1.0], f"the diagnosis ran unhealthy: {health}"
+    finally:
+        kube.core.delete_namespaced_pod("waits-16", NS, grace_period_seconds=0)

@@ -70,3 +70,18 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- else if and (eq .Values.rules.mode "auto") (.Capabilities.APIVersions.Has "monitoring.coreos.com/v1/PrometheusRule") }}true
 {{- end }}
 {{- end }}
+
+{{/* The diagnosis exporter's objects (templates/diagnosis.yaml): its name, labels and selector. */}}
+{{- define "gpu-finops.diagnosisName" -}}
+{{- printf "%s-diagnosis" (include "gpu-finops.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "gpu-finops.diagnosisLabels" -}}
+{{ include "gpu-finops.labels" . }}
+app.kubernetes.io/name: {{ include "gpu-finops.diagnosisName" . }}
+{{- end }}
+
+{{- define "gpu-finops.diagnosisSelector" -}}
+app.kubernetes.io/name: {{ include "gpu-finops.diagnosisName" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
