@@ -80,7 +80,9 @@ TERRAFORM_TYPES: Mapping[str, tuple[str, ...]] = {
     "s3_bucket": ("aws_s3_bucket",),
     "kms_key": ("aws_kms_key",),
 }
-NOT_IN_STATE = {"spot_slr": "AWS creates and names it; our SSM record of creating it is its provenance"}
+NOT_IN_STATE = {
+    "spot_slr": "AWS creates and names it; our SSM record nominates it, its CreateDate or RoleId proves it"
+}
 # Name-identified types whose AWS unique id the state keeps: a same-named resource made again by someone
 # else (after ours went) has another one. The lister puts AWS's in the resource's details["unique_id"].
 UNIQUE_ID = {
