@@ -303,8 +303,9 @@ def run_until(
     """Run argv in its own process group; at the deadline SIGTERM the group, SIGKILL after the grace.
 
     SIGINT, SIGTERM and SIGHUP sent to the guard go to the whole group (the command is in a session of
-    its own, so a signal meant for the guard's group would not reach it), and the guard waits until no
-    process of the group is left: SIGKILL after `signal_grace_seconds`. Returns the command's exit code;
+    its own) and to what left it (`setsid`); all of it is gone within `timeouts.GUARD_CANCEL_WINDOW` of the
+    first signal (SIGKILL after `signal_grace_seconds` at most), and the child dies with the guard however
+    the guard ends (PR_SET_PDEATHSIG). Returns the command's exit code;
     EXIT_DEADLINE when the guard stopped it at the deadline; 128 + the signal's number when a signal
     stopped it (130 for SIGINT, 143 for SIGTERM, 129 for SIGHUP), as a shell reports it."""
     left = deadline.at - clock()
@@ -326,18 +327,22 @@ def run_until(
     previous = {sig: signal.signal(sig, forward) for sig in FORWARDED_SIGNALS}
     process_group.become_subreaper()  # a `setsid` grandchild is re-parented here, not to init
     try:
-        proc = subprocess.Popen(list(argv), start_new_session=True)
+        proc = subprocess.Popen(
+            list(argv), start_new_session=True, preexec_fn=process_group.die_with_parent()
+        )
         started.append(proc)
         since = process_group.start_time(proc.pid) or 0
         if received:
             process_group.signal_group(proc.pid, received[0])
+        cancel_by: list[float] = []  # the monotonic time by which a cancelled guard has stopped it all
         try:
             return _supervise(
-                proc, deadline, argv, received, clock, grace_seconds, signal_grace_seconds, echo
-            )
-        finally:  # what the command left running, ended by itself or not (red-team F11)
+                proc, deadline, argv, received, clock, grace_seconds, signal_grace_seconds, echo,
+                since, cancel_by,
+            )  # fmt: skip
+        finally:  # what the command left running, ended by itself or not (red-team F11); cancelled: by then
             found, stuck = process_group.stop_leftovers(
-                proc.pid, since, signal_grace_seconds, kill_wait=timeouts.GUARD_KILL_WAIT
+                proc.pid, since, signal_grace_seconds, kill_wait=timeouts.GUARD_KILL_WAIT, by=cancel_by
             )
             if found:
                 echo(f"cost guard: {' '.join(argv)} ended and left {found} running; stopped them"
@@ -356,6 +361,8 @@ def _supervise(
     grace_seconds: float,
     signal_grace_seconds: float,
     echo: Callable[[str], object],
+    since: int,
+    cancel_by: list[float],
 ) -> int:
     command = " ".join(argv)
     at_deadline = False
@@ -366,11 +373,11 @@ def _supervise(
             proc.wait(timeout=_POLL_SECONDS)
         if received and not told_signal:
             told_signal = True
-            echo(
-                f"cost guard: got {signal.Signals(received[0]).name}; passed it to {command} (its whole "
-                f"process group), SIGKILL in {signal_grace_seconds:g}s if any of it is left"
-            )
-            limit = time.monotonic() + signal_grace_seconds
+            cancel_by.append((now := time.monotonic()) + timeouts.GUARD_CANCEL_WINDOW)
+            process_group.signal_pids(process_group.outside(proc.pid, since), received[0])  # `setsid`'s
+            limit = min(now + signal_grace_seconds, cancel_by[0] - 2 * timeouts.GUARD_KILL_WAIT)  # 2 SIGKILLs
+            echo(f"cost guard: got {signal.Signals(received[0]).name}; passed it to {command} (its whole "
+                 f"process group and what left it), SIGKILL in {limit - now:.1f}s if any of it is left")  # fmt: skip
             kill_at = limit if kill_at is None else min(kill_at, limit)
         elif not received and not at_deadline and clock() >= deadline.at:
             at_deadline = True

@@ -14,6 +14,7 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 PROC = Path("/proc")
@@ -97,6 +98,43 @@ def become_subreaper() -> bool:
         return False
 
 
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A `preexec_fn` that has the kernel SIGKILL the child when this process ends, however (a SIGKILL
+    from the runner included), and ends the child at once if the parent is already gone. None where there
+    is no prctl (not Linux). Hand-written with ctypes, like `become_subreaper`: the standard library has no
+    prctl, and python-prctl needs a C build against libcap for two calls. It reaches the direct child only
+    (the kernel clears it on fork): what left the group is stopped by the guard within its cancel window."""
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def arm() -> None:  # runs in the child between fork and exec: no imports, no locks
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the guard died before the prctl took hold
+            os._exit(137)
+
+    return arm
+
+
+def outside(pgid: int, since: int) -> list[int]:
+    """This process's descendants started since `since` that are not in the group `pgid`: what left it."""
+    return sorted(set(descendants(os.getpid(), since)) - set(members(pgid)))
+
+
+def signal_pids(pids: list[int], sig: int) -> None:
+    """Send `sig` to each of `pids`; one that already ended is not an error."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
 def descendants(root: int, since: int, proc: Path = PROC) -> list[int]:
     """The running descendants of `root` (by parent pid, through every level) started at or after `since`
     (clock ticks after boot, as `start_time`): what a command started, not what was there before it."""
@@ -124,10 +162,16 @@ def reap(pids: list[int]) -> None:
             os.waitpid(pid, os.WNOHANG)
 
 
-def stop_leftovers(pgid: int, since: int, grace: float, *, kill_wait: float) -> tuple[list[int], list[int]]:
+def stop_leftovers(
+    pgid: int, since: int, grace: float, *, kill_wait: float, by: list[float] | None = None
+) -> tuple[list[int], list[int]]:
     """What a command left running once it ended: its group's members (`cmd &`) and, re-parented to this
     process (a subreaper), what left the group (`setsid cmd`); only processes started since `since`,
-    nothing the caller had before. SIGTERM, SIGKILL after `grace`. Returns (found, still there)."""
+    nothing the caller had before. SIGTERM, SIGKILL after `grace`. Returns (found, still there).
+    `by` (a cancel's deadline, monotonic, when it holds one): they got the signal and its grace with the
+    group, so SIGKILL at once, and wait for them no later than it."""
+    if by:
+        grace, kill_wait = 0.0, min(kill_wait, max(0.0, by[0] - time.monotonic()))
 
     def left() -> list[int]:
         return sorted(set(members(pgid)) | set(descendants(os.getpid(), since)))

@@ -29,7 +29,7 @@ from teardown.engine import (
 )
 from teardown.journal import Journal
 from teardown.model import Context, Resource, TeardownConfig
-from teardown.provenance import EvidenceError, Sources, run_record_path, write_run_record
+from teardown.provenance import EvidenceError, Sources, run_record_path, run_started, write_run_record
 from teardown.reviewed import PlanFileError, check_reviewed, read_plan, write_plan
 
 EXIT_CODES = f"""exit codes:
@@ -323,7 +323,16 @@ def _act(ctx: Context, console: Console, args: argparse.Namespace, account: str)
         refused = _confirm(console, account, len(plan))
         if refused:
             return _refuse(refused)
-    journal.write("plan", phase=args.action, resources=[r.to_dict() for r in plan])
+    # where this plan holds: a journal entry proves nothing for another account or region (red team 3)
+    journal.write(
+        "plan",
+        phase=args.action,
+        account=account,
+        region=ctx.config.region,
+        cluster=ctx.config.cluster_name,
+        run=run_started(args.run_record),
+        resources=[r.to_dict() for r in plan],
+    )
     wait_kwargs = {"wait_for": args.wait} if args.wait is not None else {}
     outcome = destroy(
         ctx,

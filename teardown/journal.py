@@ -13,6 +13,7 @@ import logging
 import os
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,16 @@ from facts.private_files import open_private, open_regular
 from teardown.model import Resource
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A resource as an earlier plan of ours for this account and region held it."""
+
+    provenance: str  # shown, never trusted: a hand-edited string proves nothing by itself
+    unique_id: str  # AWS's unique id then (IAM's RoleId, ...), or ""
+    created: str  # AWS's creation time then (ISO), or ""
+    run: str  # the run record's start then, or "" (no run record)
 
 
 class Journal:
@@ -73,22 +84,27 @@ class Journal:
                 plan = [Resource.from_dict(r) for r in e["resources"]]
         return plan
 
-    def proven(self) -> dict[str, tuple[str, str]]:
-        """Every key an earlier plan held, with the provenance it had then (older entries had none:
-        they prove nothing) and AWS's unique id then (IAM's; "" for others): a same-named resource made
-        again since is not the one we planned."""
-        return {
-            r["type"] + "/" + r["id"]: (
-                r["provenance"],
-                str((r.get("details") or {}).get("unique_id") or "")
-                if isinstance(r.get("details"), dict)
-                else "",
-            )
-            for e in self.events()
-            if e["event"] == "plan"
-            for r in e.get("resources", [])
-            if isinstance(r, dict) and r.get("provenance") and "type" in r and "id" in r
-        }
+    def proven(self, account: str, region: str) -> dict[str, Planned]:
+        """Every key an earlier plan of ours *for this account and region* held, with what identified it
+        then. The journal is kept forever and shared by every cluster, region and account: a plan entry
+        without its account and region (older ones), or for another, proves nothing (red team 3). The
+        provenance string is only shown: what proves is the identity check in teardown.provenance."""
+        out: dict[str, Planned] = {}
+        for e in self.events():
+            if e["event"] != "plan" or e.get("account") != account or e.get("region") != region:
+                continue
+            resources = e.get("resources")
+            for r in resources if isinstance(resources, list) else []:
+                if not (isinstance(r, dict) and r.get("provenance") and "type" in r and "id" in r):
+                    continue
+                details = r.get("details") if isinstance(r.get("details"), dict) else {}
+                out[f"{r['type']}/{r['id']}"] = Planned(
+                    str(r["provenance"]),
+                    str(details.get("unique_id") or ""),
+                    str(details.get("created") or ""),
+                    str(e.get("run") or ""),
+                )
+        return out
 
     def deleted(self) -> set[str]:
         return {e["key"] for e in self.events() if e["event"] == "deleted"}

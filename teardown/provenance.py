@@ -6,7 +6,9 @@ made it (docs/teardown.md, "Ownership that a tag alone cannot forge"):
   state file under the state directory (never a name, never a data source: a `Name` tag or a foreign
   role named like our queue is the tagger's choice; for IAM, AWS's unique id must match too, so a role
   made again under our role's name by someone else is not ours);
-- **our journal**: an earlier teardown of ours planned it, with its provenance then;
+- **our journal**: an earlier teardown of ours planned it *in this account and region*, and it is the same
+  resource: AWS's unique id, else its creation time, as then (a name-identified type planned with neither
+  is not proven by the journal); the provenance string recorded is only shown;
 - **this run**: AWS says it was created at or after the start in our run record (`teardown begin`,
   written by `make up` before anything is created): Karpenter's nodes, launch templates and profiles;
 - **inside something of ours**: every resource holding it (its VPC, its subnet) is proven ours.
@@ -26,7 +28,7 @@ from typing import Any
 
 from facts.private_files import read_regular
 from facts.timestamps import iso, parse
-from teardown.journal import Journal
+from teardown.journal import Journal, Planned
 from teardown.model import Resource
 
 RUN_FORMAT = "gpu-finops-teardown-run/1"
@@ -80,7 +82,9 @@ TERRAFORM_TYPES: Mapping[str, tuple[str, ...]] = {
     "s3_bucket": ("aws_s3_bucket",),
     "kms_key": ("aws_kms_key",),
 }
-NOT_IN_STATE = {"spot_slr": "AWS creates and names it; our SSM record of creating it is its provenance"}
+NOT_IN_STATE = {
+    "spot_slr": "AWS creates and names it; our SSM record nominates it, its CreateDate or RoleId proves it"
+}
 # Name-identified types whose AWS unique id the state keeps: a same-named resource made again by someone
 # else (after ours went) has another one. The lister puts AWS's in the resource's details["unique_id"].
 UNIQUE_ID = {
@@ -90,14 +94,24 @@ UNIQUE_ID = {
 }
 
 
+# Types whose id is a name whoever creates it chooses (or a URL made of one): the same id can be someone
+# else's resource in a later life. A journal entry proves one only when AWS's unique id, or else its
+# creation time, is the same as when we planned it; one planned with neither proves nothing (SQS queues and
+# EventBridge rules: AWS gives no creation time in their listing; our Terraform state still proves them).
+NAME_IDENTIFIED = frozenset({
+    "eks_cluster", "eks_nodegroup", "dynamodb_table", "log_group", "eventbridge_rule", "ecr_repository",
+    "sqs_queue", "s3_bucket", "iam_role", "iam_instance_profile", "iam_policy", "spot_slr",
+})  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Evidence:
     sources: Sources
     # teardown type -> {id or ARN in our state: AWS's unique id there, or "" where the type keeps none}
     terraform: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     started_at: datetime | None = None  # the run record's start
-    # key -> (provenance when it was planned, its unique id then or "")
-    journal: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    # key -> how an earlier plan of ours for this account and region held it
+    journal: Mapping[str, Planned] = field(default_factory=dict)
 
 
 def write_run_record(path: Path, account: str, region: str, cluster: str, now: datetime) -> tuple[str, bool]:
@@ -143,9 +157,23 @@ def _run_doc(path: Path) -> dict[str, Any]:
     return doc
 
 
-def _state_ids(state_dir: Path) -> dict[str, dict[str, str]]:
+def _elsewhere(arn: Any, account: str, region: str) -> bool:
+    """The ARN names another account, or another region (IAM's and S3's name none: global)."""
+    parts = arn.split(":", 5) if isinstance(arn, str) and arn.startswith("arn:") else []
+    return len(parts) == 6 and (parts[4] not in ("", account) or parts[3] not in ("", region))
+
+
+def run_started(path: Path) -> str | None:
+    """The run record's start (the run's id in the journal), or None when there is no run record."""
+    return _run_doc(path)["started_at"] if path.exists() else None
+
+
+def _state_ids(state_dir: Path, account: str, region: str) -> dict[str, dict[str, str]]:
     """Per teardown type, the ids and ARNs of the managed resources of its Terraform types (data sources
-    read someone else's resources: never provenance), each with AWS's unique id where the state keeps one."""
+    read someone else's resources: never provenance), each with AWS's unique id where the state keeps one.
+    A resource whose ARN names another account or region proves nothing here: a same-named table or
+    cluster there is not the one in our state (red team 3). Without an ARN (an EIP, a route table) the
+    id is AWS-generated and unique anyway."""
     by_tf = {tf: rtype for rtype, tfs in TERRAFORM_TYPES.items() for tf in tfs}
     ids: dict[str, dict[str, str]] = {}
     for path in sorted(state_dir.glob("*.tfstate")):
@@ -159,6 +187,8 @@ def _state_ids(state_dir: Path) -> dict[str, dict[str, str]]:
                 continue
             for inst in res.get("instances") or []:
                 attrs = (inst.get("attributes") if isinstance(inst, dict) else None) or {}
+                if _elsewhere(attrs.get("arn"), account, region):
+                    continue
                 unique = str(attrs.get(UNIQUE_ID.get(res["type"], ""), "") or "")
                 for k in ("id", "arn"):
                     if isinstance(attrs.get(k), str) and attrs[k]:
@@ -176,8 +206,18 @@ def gather(sources: Sources, account: str, region: str, cluster: str) -> Evidenc
                 raise EvidenceError(f"run record {sources.run_record} is for {what} {doc[what]}, but this "
                                     f"run is for {what} {want}; nothing deleted")  # fmt: skip
         started = parse(doc["started_at"])
-    journal = Journal(sources.journal).proven() if sources.journal.exists() else {}
-    return Evidence(sources, _state_ids(sources.state_dir), started, journal)
+    journal = Journal(sources.journal).proven(account, region) if sources.journal.exists() else {}
+    return Evidence(sources, _state_ids(sources.state_dir, account, region), started, journal)
+
+
+def _same_as_planned(r: Resource, planned: Planned) -> bool:
+    """The resource is the one an earlier plan of ours held: same key, and AWS's unique id, else its
+    creation time, unchanged; for a name-identified type one of the two must have been recorded."""
+    if planned.unique_id:
+        return planned.unique_id == str(r.details.get("unique_id") or "")
+    if planned.created:
+        return planned.created == str(r.details.get("created") or "")
+    return r.type not in NAME_IDENTIFIED
 
 
 def _direct(r: Resource, ev: Evidence) -> str:
@@ -187,8 +227,9 @@ def _direct(r: Resource, ev: Evidence) -> str:
     state = ev.terraform.get(r.type, {})
     if r.id in state and state[r.id] in ("", unique):
         return f"in our Terraform state ({ev.sources.state_dir})"
-    if r.key in ev.journal and ev.journal[r.key][1] in ("", unique):
-        return f"planned by an earlier teardown of ours ({ev.journal[r.key][0]})"
+    planned = ev.journal.get(r.key)
+    if planned is not None and _same_as_planned(r, planned):
+        return f"planned by an earlier teardown of ours for this account and region ({planned.provenance})"
     created = r.details.get("created")
     if ev.started_at and created and parse(created) >= ev.started_at:
         return f"created {created}, after this run began ({iso(ev.started_at)})"

@@ -3,7 +3,7 @@ the EC2 spot service-linked role as code (only when our own record says we creat
 
 from __future__ import annotations
 
-from dataclasses import replace
+from typing import Any
 
 from botocore.exceptions import ClientError
 
@@ -11,7 +11,7 @@ from facts.names import SPOT_SLR, spot_slr_record_name
 from teardown.listing import owned, unless_gone
 from teardown.model import Context, Resource, gone_ok, is_gone
 from teardown.registry import ResourceType, register, register_row
-from teardown.row import Call, Row
+from teardown.row import Call, Row, provenance_details
 
 
 def empty_instance_profile(ctx: Context, r: Resource) -> None:
@@ -82,8 +82,11 @@ register_row(Row(
 
 
 def list_spot_slr(ctx: Context) -> list[Resource]:
-    """The spot SLR is account-wide: listed as ours only when our record says we created it, and the
-    record (an SSM parameter) is itself tagged as ours."""
+    """The spot SLR is account-wide and AWS names it: listed as ours only when our record (an SSM parameter
+    tagged as ours) says we created it. That record is writable by anyone with ssm:PutParameter, so it only
+    nominates the role: `teardown.provenance.prove` then needs the role created after our run began (its
+    CreateDate against our run record) or an earlier plan of ours for the same role (its RoleId), like any
+    other resource. A role someone else made before our run stays, whatever the record says (red team 3)."""
     record = spot_slr_record_name(ctx.config.cluster_name)
     ssm = ctx.client("ssm")
     value = unless_gone(lambda: ssm.get_parameter(Name=record)["Parameter"])
@@ -92,14 +95,17 @@ def list_spot_slr(ctx: Context) -> list[Resource]:
     tags = unless_gone(
         lambda: ssm.list_tags_for_resource(ResourceType="Parameter", ResourceId=record).get("TagList")
     )
-    role = unless_gone(lambda: ctx.client("iam").get_role(RoleName=SPOT_SLR))
+    role = unless_gone(lambda: ctx.client("iam").get_role(RoleName=SPOT_SLR)["Role"])
     state = "present" if role else "record-only"
-    r = owned(ctx, "spot_slr", SPOT_SLR, tags or [], state, name=SPOT_SLR, record=record)
-    if r is not None and r.ours:  # our record is its provenance: AWS names the role, not us
-        r = replace(r, provenance=f"our record {record} says make up created it")
+    # The role's creation decides; with the role gone, the record's own (only the record is then deleted).
+    created = role["CreateDate"] if role else value.get("LastModifiedDate")
+    details: dict[str, Any] = {"record": record, **provenance_details(created, {}, None)}
+    if role:
+        details["unique_id"] = role.get("RoleId")
+    r = owned(ctx, "spot_slr", SPOT_SLR, tags or [], state, name=SPOT_SLR, **details)
     if r is None:  # the record is ours by name: say so rather than hide it
         why = f"record {record} says we created it, but the record has none of our tags"
-        r = Resource("spot_slr", SPOT_SLR, state, SPOT_SLR, "", {"record": record}, lookalike=why)
+        r = Resource("spot_slr", SPOT_SLR, state, SPOT_SLR, "", details, lookalike=why)
     return [r]
 
 
@@ -121,7 +127,8 @@ register(
         delete_spot_slr,
         depends_on=("ec2_instance",),
         why_left="we created it, and AWS refuses while spot instances remain",
-        irregular="account-wide and AWS-named: ours only by our SSM record of creating it, whose tags "
-        "decide; deleting it deletes the record too",
+        irregular="account-wide and AWS-named: nominated by our SSM record of creating it (tagged ours), "
+        "proven only by its CreateDate after our run began or an earlier plan of ours with its RoleId; "
+        "deleting it deletes the record too",
     )
 )

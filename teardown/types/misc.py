@@ -6,9 +6,16 @@ from teardown.model import Context, Resource
 from teardown.registry import register_row
 from teardown.row import Call, Row
 
+# The largest page each list call allows (botocore's service models): a page size is always explicit.
+SQS_PAGE, EVENTS_PAGE, FIS_PAGE = 1000, 100, 100
+
+# ListQueues returns at most 1,000 URLs and no NextToken unless MaxResults is given (AWS API reference):
+# without it, in an account with 1,000 other queues ours is never listed (red team 3). Our stacks name
+# their one queue `<cluster>-interruption`, so only queues named from the cluster are listed (tags decide).
 register_row(Row(
     "sqs_queue", "sqs", "list_queues", "QueueUrls", None,  # the listed item is the queue's URL, its id
     "delete_queue", "QueueUrl",
+    list_kwargs=lambda ctx: {"QueueNamePrefix": ctx.config.cluster_name, "MaxResults": SQS_PAGE},
     tags=Call("list_queue_tags", "QueueUrl", None, "Tags"), name_field=lambda url: url.rsplit("/", 1)[-1],
     depends_on=("eventbridge_rule",),
 ))  # fmt: skip
@@ -25,6 +32,7 @@ def remove_targets(ctx: Context, r: Resource) -> None:
 register_row(Row(
     "eventbridge_rule", "events", "list_rules", "Rules", "Name",
     "delete_rule", "Name", delete_kwargs={"Force": True}, prepare=remove_targets,
+    list_kwargs={"Limit": EVENTS_PAGE},  # an explicit page size, so paging never rests on a default
     tags=Call("list_tags_for_resource", "ResourceARN", "Arn", "Tags"), name_field="Name",
     state="State", default_state="ENABLED", details={"bus": lambda rule: rule.get("EventBusName", "default")},
 ))  # fmt: skip
@@ -33,6 +41,7 @@ register_row(Row(
     "fis_template", "fis", "list_experiment_templates", "experimentTemplates", "id",  # no paginator: token
     "delete_experiment_template", "id",
     token="nextToken", tags="tags", name_field="description", created="creationTime",
+    list_kwargs={"maxResults": FIS_PAGE},  # an explicit page size, so paging never rests on a default
 ))  # fmt: skip
 
 # Ours by tag, among the groups named under `/aws/eks/<cluster>/` (the only place our stacks put one;

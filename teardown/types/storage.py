@@ -7,11 +7,12 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from teardown.listing import owned, unless_gone
+from teardown.listing import owned, pages, unless_gone
 from teardown.model import Context, Resource, gone_ok
 from teardown.registry import ResourceType, register, register_row
 from teardown.row import Call, Row, provenance_details
 
+S3_PAGE = 10_000  # the most ListBuckets returns in one page
 KMS_MIN_WINDOW_DAYS = 7  # the shortest deletion window KMS allows (7-30)
 KMS_PENDING = "PendingDeletion"
 
@@ -64,7 +65,10 @@ def list_buckets(ctx: Context) -> list[Resource]:
     account owns answers 403 instead of being read, emptied or deleted."""
     out = []
     s3, owner = ctx.client("s3"), ctx.account()
-    for b in s3.list_buckets().get("Buckets", []):
+    # Paged (MaxBuckets): AWS answers an unpaged ListBuckets only under the default bucket quota; only
+    # names from our cluster's (`owns_name` then decides which look like ours).
+    listed = pages(ctx, "s3", "list_buckets", "Buckets", Prefix=ctx.config.cluster_name, MaxBuckets=S3_PAGE)
+    for b in listed:
         name = b["Name"]
         if not ctx.config.owns_name(name):
             continue

@@ -107,7 +107,7 @@ def test_a_role_made_again_under_our_roles_name_is_not_ours(boto_session, capsys
     ]
     begin_run_now()
     in_state("iam_role", "gpu-finops-node", unique_id="AROAOLDONE")
-    Path("j.jsonl").write_text(json.dumps({"event": "plan", "resources": [
+    Path("j.jsonl").write_text(json.dumps({"event": "plan", "account": "123456789012", "region": "us-east-1", "resources": [
         {"type": "iam_role", "id": "gpu-finops-node", "provenance": "in our Terraform state (.state)",
          "details": {"unique_id": "AROAOLDONE"}}]}) + "\n")  # fmt: skip
     assert main(cli("destroy")) == 0

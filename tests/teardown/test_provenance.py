@@ -125,12 +125,14 @@ def test_each_provenance_where_it_holds_and_where_it_is_missing(boto_session, ca
     assert proven[f"subnet/{foreign['subnet']}"] == f"inside {vpc}, which is ours"
     assert proven[f"security_group/{foreign['security_group']}"] == f"inside {vpc}, which is ours"
     assert role not in proven
-    # our journal: an earlier plan of ours held it, with its provenance then
-    Path("j.jsonl").write_text(json.dumps({"event": "plan", "resources": [
-        {"type": "iam_role", "id": "their-app", "provenance": "created 2026-12-01T00:00:00Z, after ..."}]}) + "\n")  # fmt: skip
-    assert (
-        plan_keys(capsys)[role]
-        == "planned by an earlier teardown of ours (created 2026-12-01T00:00:00Z, after ...)"
+    # our journal: an earlier plan of ours, for this account and region, held this very role (its RoleId)
+    role_id = boto_session.client("iam").get_role(RoleName="their-app")["Role"]["RoleId"]
+    Path("j.jsonl").write_text(json.dumps({"event": "plan", "account": ACCOUNT, "region": "us-east-1",
+        "resources": [{"type": "iam_role", "id": "their-app", "details": {"unique_id": role_id},
+                       "provenance": "created 2026-12-01T00:00:00Z, after ..."}]}) + "\n")  # fmt: skip
+    assert plan_keys(capsys)[role] == (
+        "planned by an earlier teardown of ours for this account and region "
+        "(created 2026-12-01T00:00:00Z, after ...)"
     )
     # an entry without provenance (an older journal) proves nothing
     Path("j.jsonl").write_text(json.dumps({"event": "plan", "resources": [{"type": "iam_role", "id": "their-app"}]}) + "\n")  # fmt: skip

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # The types that keep code, each with the reason it gives. A new one must be added here on purpose.
 IRREGULAR = {
     "eks_nodegroup": "listed per cluster",
-    "spot_slr": "ours only by our SSM record",
+    "spot_slr": "nominated by our SSM record",
     "s3_bucket": "each one's region is read",
 }
 
