@@ -1,12 +1,11 @@
-"""The nightly run's cost guard: what one run can cost at most, printed before `make up`, and a deadline
-after which `up` and the acts are stopped so that teardown (which the workflow runs on every path) gets
-its reserved time.
+"""The nightly run's cost guard: what one run can cost at most, printed before `make up`, and a deadline after which
+`up` and the acts are stopped so that teardown (which the workflow runs on every path) gets its reserved time.
 
-The estimate is a ceiling, not a forecast: every GPU node the spot vCPU quota allows, at the on-demand
-price (EC2 never charges more than on-demand for spot), for the whole wall time, plus the system nodes,
-the EKS control plane, the NAT gateway and its address, and the FIS actions of act 5. Prices for
-instances come from the rates module (Pricing API); the fixed service prices below are the published
-us-east-1 list prices and are named with their source so they can be checked.
+The estimate is a ceiling, not a forecast: every GPU node the spot vCPU quota allows, at the on-demand price (EC2
+never charges more than on-demand for spot), for the whole wall time, plus the system nodes, the EKS control plane,
+the NAT gateway and its address, and the FIS actions of act 5. Prices for instances come from the rates module
+(Pricing API); the fixed service prices below are the published us-east-1 list prices and are named with their
+source so they can be checked.
 """
 
 from __future__ import annotations
@@ -193,10 +192,6 @@ _DEADLINE_FIELDS = {  # field -> (what it must be, the lower bound, whether the 
 }
 
 
-def _int(text: str) -> int | float:
-    return int(text) if len(text) <= 18 else float(text)  # math.isfinite raises on a 400-digit int
-
-
 def _excerpt(value: object, limit: int = 40) -> str:
     text = repr(value)
     return text if len(text) <= limit else f"{text[: limit - 3]}..."
@@ -264,7 +259,8 @@ class Deadline:
         if not text.strip():
             raise GuardError(f"deadline file {path} is empty; {again}")
         try:
-            data = json.loads(text, parse_int=_int)  # a 400-digit integer reads as inf: refused as not finite
+            # an integer of 19+ digits reads as a float: 400 digits are inf, refused as not finite
+            data = json.loads(text, parse_int=lambda t: int(t) if len(t) <= 18 else float(t))
         except ValueError as exc:
             raise GuardError(f"deadline file {path} is not JSON ({exc}): {_excerpt(text)}; {again}") from None
         if not isinstance(data, dict) or set(data) != set(_DEADLINE_FIELDS):
