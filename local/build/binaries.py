@@ -44,7 +44,7 @@ class BuildError(RuntimeError):
 def go_env() -> dict[str, str]:
     env = dict(os.environ)
     # One pinned toolchain for every build, fetched from the Go module proxy when the installed Go is older
-    # (Karpenter v1.14.3 and its AWS provider declare go 1.26.10).
+    # (Karpenter v1.15.0 and its AWS provider declare go 1.26.9).
     env.update(CGO_ENABLED="0", GOFLAGS="-mod=mod", GOTOOLCHAIN=versions.GO_TOOLCHAIN)
     return env
 
