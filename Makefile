@@ -59,7 +59,7 @@ LOCK_TEST    := requirements/test.txt
 LOCK_RUNTIME := requirements/runtime.txt
 LOCK_FLAGS   := --generate-hashes --universal --python-version 3.11 --quiet
 
-.PHONY: help setup test mutation lint lock synth up destroy bench clean local-up local-down acts demo report outdated validate-charts twin-test
+.PHONY: help setup test mutation lint lock synth up destroy bench clean local-up local-down acts demo prebuild report outdated validate-charts twin-test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -177,8 +177,9 @@ destroy: setup ## NodePools first, then addons -> cluster -> network, then verif
 	$(VENV)/bin/gpu-finops infra destroy
 	$(VENV)/bin/gpu-finops teardown destroy $(TEARDOWN_ARGS)
 
-bench: setup ## benchmarks (figures and ratios, never pass/fail): synth, collector, teardown verify, ledger
+bench: setup ## benchmarks (figures and ratios, never pass/fail): synth, collector, teardown verify, ledger; the Go builds: `python -m benchmarks build [--time --cold]`
 	$(VENV)/bin/python -m benchmarks
+	$(VENV)/bin/python -m benchmarks build
 
 twin-test: setup ## the fleet twin's live tests at full size: M/M/16 at 300 jobs and the 64-node whole path (13 min; `make test` runs the borrowing case)
 	GPU_FINOPS_TWIN_LIVE=1 $(VENV)/bin/pytest tests/local/test_twin_on_local.py --target=local
@@ -195,7 +196,14 @@ acts: setup ## run the acts (seven) against TARGET (aws|local); reports in repor
 
 # The acts run under local/ledger_window.py, which records the ledger of their window (reports/ledger-*.json)
 # for the report; plain `make`, not $(MAKE), so that `make -n demo` does not start it.
-demo: setup ## the main job on the local target: up, all acts (a skipped act fails the demo) and their ledger, down, the report
+# The local target's Go builds need only python3 and go, so `demo` starts them in the background before setup
+# installs Python (issue 28); `local up` waits for them on the build lock (local/build/binaries.py: build_all).
+prebuild:
+	@mkdir -p "$${GPU_FINOPS_CACHE:-$$HOME/.cache/gpu-finops}/local"
+	@echo "building the local target's Go binaries in the background (log: $${GPU_FINOPS_CACHE:-$$HOME/.cache/gpu-finops}/local/prebuild.log)"
+	@nohup nice -n 5 $(PYTHON) -m local.build.binaries > "$${GPU_FINOPS_CACHE:-$$HOME/.cache/gpu-finops}/local/prebuild.log" 2>&1 &
+
+demo: prebuild setup ## the main job on the local target: up, all acts (a skipped act fails the demo) and their ledger, down, the report
 	$(VENV)/bin/gpu-finops local up
 	$(VENV)/bin/python -m local.ledger_window --out reports -- make acts TARGET=local GPU_FINOPS_REQUIRE_ALL_ACTS=1 \
 	  || { $(VENV)/bin/gpu-finops local down; $(VENV)/bin/gpu-finops report --out reports/index.html; exit 1; }

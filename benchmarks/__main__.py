@@ -1,4 +1,4 @@
-"""Benchmarks: synthesis time, one collector cycle at fleet scale against real Prometheus, teardown verify
+"""Benchmarks: the local target's Go builds (`python -m benchmarks build --help`), synthesis time, one collector cycle at fleet scale against real Prometheus, teardown verify
 over a large account, and the ledger (`python -m benchmarks ledger --help`: `ledger month` over a
 backfilled month, rule evaluation per step). Prints figures; asserts nothing (a noisy machine's absolute time is not a test)."""
 
@@ -190,6 +190,13 @@ def main() -> None:
         from benchmarks.twin import main as twin_main
 
         twin_main(sys.argv[2:])
+        return
+    if sys.argv[1:2] == [
+        "build"
+    ]:  # `python -m benchmarks build [--time] [--cold]`: the local target's Go builds
+        from benchmarks.build import main as build_main
+
+        build_main(sys.argv[2:])
         return
     if sys.argv[1:2] == ["ledger"]:  # `python -m benchmarks ledger --gpus N --days D [--quick]`
         from benchmarks.ledger import main as ledger_main

@@ -74,7 +74,7 @@ class Versions:
     # renovate: datasource=endoflife-date depName=amazon-eks versioning=loose
     kubernetes: KubeMinor = "1.36"  # in standard support; the local target runs the same minor (v1.36.3)
     # renovate: datasource=docker depName=public.ecr.aws/karpenter/karpenter
-    karpenter_chart: Version = "1.14.3"  # karpenter and karpenter-crd, one version
+    karpenter_chart: Version = "1.15.0"  # karpenter and karpenter-crd, one version
     # renovate: datasource=docker depName=registry.k8s.io/kueue/charts/kueue
     kueue_chart: Version = "0.19.2"
     # renovate: datasource=helm depName=nvidia-device-plugin registryUrl=https://nvidia.github.io/k8s-device-plugin

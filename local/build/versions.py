@@ -6,7 +6,7 @@ file reads them (tests/ci/test_renovate.py fails on a pin without one)."""
 from __future__ import annotations
 
 # renovate: datasource=go depName=k8s.io/kubernetes
-KUBERNETES = "v1.36.3"  # Kueue v0.19 uses client-go v0.36; Karpenter v1.14 v0.35 (one minor of skew is fine)
+KUBERNETES = "v1.36.3"  # Kueue v0.19 uses client-go v0.36; Karpenter v1.15 v0.37 (one minor of skew is fine)
 # renovate: datasource=go depName=go.etcd.io/etcd/server/v3
 ETCD = "v3.6.16"
 # renovate: datasource=go depName=sigs.k8s.io/kwok
@@ -19,15 +19,15 @@ KUEUE = "v0.19.2"
 # renovate: datasource=go depName=k8s.io/kube-state-metrics/v2
 KUBE_STATE_METRICS = "v2.18.0"
 # renovate: datasource=go depName=sigs.k8s.io/karpenter
-KARPENTER = "v1.14.3"  # the version the addons stack installs on AWS; declares go 1.26.10
+KARPENTER = "v1.15.0"  # the version the addons stack installs on AWS; declares go 1.26.9 (docs/infra.md: why not 1.15.1)
 # The Go toolchain every local build uses, fetched through the Go module proxy (golang.org/toolchain) when
-# the installed Go is older: Karpenter v1.14.3 and karpenter-provider-aws v1.14.3 need go >= 1.26.10.
+# the installed Go is older: Karpenter v1.15.0 and karpenter-provider-aws v1.15.0 need go >= 1.26.9 (v1.15.2 1.26.11).
 # renovate: datasource=golang-version depName=go
 GO_TOOLCHAIN = "go1.26.11"
 # The AWS provider whose interruption controller the local Karpenter runs (local/build/karpenter/main.go): the
 # same version as core, since the provider pins core exactly.
 # renovate: datasource=go depName=github.com/aws/karpenter-provider-aws
-KARPENTER_AWS = "v1.14.3"
+KARPENTER_AWS = "v1.15.0"
 # prometheus-operator, whose monitoring.coreos.com CRDs (PrometheusRule, ServiceMonitor) the gpu-finops chart's
 # objects are dry-run against (local/charts/chart_render.py): the module's example/prometheus-operator-crd/.
 # renovate: datasource=go depName=github.com/prometheus-operator/prometheus-operator

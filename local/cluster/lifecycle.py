@@ -47,7 +47,7 @@ class LocalCluster(ControlPlane, Controllers):
         self.run_dir.mkdir(parents=True, exist_ok=True)
         check_ports_free(self.sup)  # a stale component of an earlier run: refused, naming port and pid
         echo("building (cached after the first run)...")
-        bins = build.build_all()
+        bins = build.build_all(echo)
         self.pki.ensure()
         self.write_kubeconfig()
         echo("control plane...")

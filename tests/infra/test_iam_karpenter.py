@@ -1,8 +1,10 @@
-"""Every AWS call Karpenter v1.14.3 makes on the first run, with the action, ARN and tags its source sends,
+"""Every AWS call Karpenter v1.15.0 makes on the first run, with the action, ARN and tags its source sends,
 decided with infra/iam_eval.py against the controller policy the cluster stack attaches AND the permissions
 boundary its role carries: all allowed for our cluster; each resource-scoped one denied for a sibling cluster
 (`<cluster>-b`: its tags, its profile path, its queue). Sources: `pkg/...` in
-github.com/aws/karpenter-provider-aws@v1.14.3 (the Go module the build fetches); `file:line` is where the
+github.com/aws/karpenter-provider-aws@v1.14.3 (`file:line` at that tag), re-read at v1.15.0: the set of SDK calls
+in pkg/ differs only by ec2:RebootInstances, which needs alpha gates we leave off, and the instance-profile
+naming code is unchanged (docs/infra.md, Karpenter 1.15); `file:line` is where the
 call or the tags it sends are built. Reads that take no resource (Describe*, pricing) have no foreign case.
 """
 

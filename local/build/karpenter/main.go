@@ -50,6 +50,7 @@ import (
 	"sigs.k8s.io/karpenter/pkg/cloudprovider"
 	"sigs.k8s.io/karpenter/pkg/cloudprovider/overlay"
 	"sigs.k8s.io/karpenter/pkg/controllers"
+	"sigs.k8s.io/karpenter/pkg/controllers/node/health"
 	"sigs.k8s.io/karpenter/pkg/controllers/state"
 	"sigs.k8s.io/karpenter/pkg/operator"
 )
@@ -143,9 +144,10 @@ func main() {
 	}
 	undecorated := kwok.NewCloudProvider(ctx, op.GetClient(), instanceTypes)
 	cloudProvider := overlay.Decorate(undecorated, op.GetClient(), op.InstanceTypeStore)
-	clusterState := state.NewCluster(op.Clock, op.GetClient(), cloudProvider)
+	repairPolicyMatcher := lo.Must(health.NewRepairPolicyMatcher(ctx, cloudProvider))
+	clusterState := state.NewCluster(op.Clock, op.GetClient(), cloudProvider, state.WithRepairPolicyMatcher(repairPolicyMatcher))
 	ctrls := controllers.NewControllers(ctx, op.Manager, op.Clock, op.GetClient(), op.EventRecorder,
-		cloudProvider, undecorated, clusterState, op.InstanceTypeStore)
+		cloudProvider, undecorated, clusterState, op.InstanceTypeStore, op.PredictionStore)
 	if queue := os.Getenv("INTERRUPTION_QUEUE"); queue != "" {
 		ctrls = append(ctrls, interruptionController(ctx, op, cloudProvider, queue))
 	}
@@ -158,6 +160,7 @@ func interruptionController(ctx context.Context, op *operator.Operator, cp cloud
 	out := lo.Must(api.GetQueueUrl(ctx, &sqsapi.GetQueueUrlInput{QueueName: &queue}))
 	provider := lo.Must(awssqs.NewDefaultProvider(api, *out.QueueUrl))
 	log.FromContext(ctx).Info("interruption controller watching queue", "queue", queue, "url", *out.QueueUrl)
-	// No offerings cache and no capacity-reservation provider: the handler checks both for nil.
-	return interruption.NewController(op.GetClient(), op.Clock, cp, op.EventRecorder, provider, api, nil, nil)
+	// No offerings cache: the handler checks it for nil (v1.15 dropped the capacity-reservation provider argument;
+	// a reservation interruption now marks the offerings cache, which we do not have, so it is skipped too).
+	return interruption.NewController(op.GetClient(), op.Clock, cp, op.EventRecorder, provider, api, nil)
 }
