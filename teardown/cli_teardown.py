@@ -27,7 +27,7 @@ from teardown.engine import (
     survey,
     why_left,
 )
-from teardown.journal import Journal
+from teardown.journal import Journal, JournalError
 from teardown.model import Context, Resource, TeardownConfig
 from teardown.provenance import EvidenceError, Sources, run_record_path, run_started, write_run_record
 from teardown.reviewed import PlanFileError, check_reviewed, read_plan, write_plan
@@ -262,7 +262,7 @@ def run(args: argparse.Namespace) -> int:
         return _refuse(str(exc))
     try:
         return _act(ctx, console, args, account)
-    except EvidenceError as exc:
+    except (EvidenceError, JournalError) as exc:
         return _refuse(str(exc))
 
 

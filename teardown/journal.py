@@ -20,6 +20,11 @@ from typing import Any
 from facts.private_files import open_private, open_regular
 from teardown.model import Resource
 
+
+class JournalError(ValueError):
+    """A journal entry of the right event whose content teardown never writes (exit 2, naming it)."""
+
+
 log = logging.getLogger(__name__)
 
 
@@ -78,10 +83,22 @@ class Journal:
                 yield entry
 
     def last_plan(self) -> list[Resource]:
+        """The resources of the last plan entry; a plan entry without a list of resources each with a type
+        and an id (a hand edit, another tool's line) is a JournalError naming it (red team, round 3)."""
         plan: list[Resource] = []
-        for e in self.events():
+        for n, e in enumerate(self.events(), start=1):
             if e["event"] == "plan":
-                plan = [Resource.from_dict(r) for r in e["resources"]]
+                rows = e.get("resources")
+                if not isinstance(rows, list) or not all(
+                    isinstance(r, dict) and isinstance(r.get("type"), str) and isinstance(r.get("id"), str)
+                    for r in rows
+                ):
+                    raise JournalError(
+                        f"journal {self.path}: plan entry (entry {n}) has no list of resources each with a type and "
+                        "an id; it was not written by teardown: move the journal away (or remove that line) and "
+                        "run `teardown plan` again"
+                    )
+                plan = [Resource.from_dict(r) for r in rows]
         return plan
 
     def proven(self, account: str, region: str) -> dict[str, Planned]:

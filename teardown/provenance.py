@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from facts.errors import excerpt
 from facts.private_files import read_regular
 from facts.timestamps import iso, parse
 from teardown.journal import Journal, Planned
@@ -154,6 +155,15 @@ def _run_doc(path: Path) -> dict[str, Any]:
     if not isinstance(doc, dict) or doc.get("format") != RUN_FORMAT or missing:
         raise EvidenceError(f"run record {path}: expected format {RUN_FORMAT!r} with {missing or 'its keys'}; "
                             "was it written by `teardown begin`?")  # fmt: skip
+    wrong = [k for k in ("account", "region", "cluster", "started_at") if not isinstance(doc[k], str)]
+    try:
+        started = None if wrong else parse(doc["started_at"])
+    except ValueError:
+        started = None
+    if wrong or started is None or started.tzinfo is None:
+        raise EvidenceError(f"run record {path}: {', '.join(wrong) or 'started_at'} is not what `teardown begin` "
+                            f"writes (found started_at {excerpt(doc['started_at'], 40)!r}; expected an ISO 8601 UTC "
+                            "time and text for account, region, cluster); move it away and run `teardown begin`")  # fmt: skip
     return doc
 
 
