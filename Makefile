@@ -125,12 +125,14 @@ $(SETUP_STAMP): pyproject.toml Makefile $(LOCK_TEST)
 	@$(VENV)/bin/pip install -q --require-hashes --no-deps -r $(LOCK_TEST)  # the lock is complete; --no-deps keeps pip from re-resolving extras (urllib3[socks]) that hash mode refuses
 	@$(VENV)/bin/pip check >/dev/null || { $(VENV)/bin/pip check; exit 1; }
 	@$(VENV)/bin/pip install -q --no-deps -e .
-	@# command:package; chromium and chromium-driver drive the report's browser tests (tests/report)
+	@# command:package; chromium and chromium-driver drive the report's browser tests (tests/report); apt waits up to
+	@# 10 min for another apt's lock (two checkouts set up at once) instead of failing at once
 	@missing=""; for pair in prometheus:prometheus shellcheck:shellcheck chromium:chromium chromedriver:chromium-driver; do \
 	  command -v $${pair%%:*} >/dev/null || missing="$$missing $${pair#*:}"; done; \
 	if [ -n "$$missing" ]; then echo "installing from Debian:$$missing"; \
 	  sudo=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-	  $$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
+	  $$sudo apt-get -o DPkg::Lock::Timeout=600 update -qq \
+	    && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq $$missing >/dev/null; fi
 	@touch $@
 
 setup: $(SETUP_STAMP) $(NODE_BIN) $(CHECKOV) $(FOCUS_VALIDATOR_STAMP) ## create .venv, install the project, Node.js 22, checkov, focus-validator, prometheus, shellcheck, chromium
