@@ -33,10 +33,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from diagnose.model import KueueSignals, QueuePosition, WorkloadFacts
-from facts.kube_keys import KUEUE_GROUP, KUEUE_VERSION
+from facts.kube_keys import KUEUE_GROUP, KUEUE_VERSION, KUEUE_VISIBILITY_GROUP, KUEUE_VISIBILITY_VERSIONS
 
-GROUP = "visibility.kueue.x-k8s.io"
-VERSIONS = ("v1beta2", "v1beta1")  # what Kueue v0.19.2 serves, preferred first
+GROUP = KUEUE_VISIBILITY_GROUP
+VERSIONS = KUEUE_VISIBILITY_VERSIONS  # what Kueue v0.19.2 serves, preferred first
 
 # KEP-10852's reasons, as Kueue v0.19.2 spells them (apis/kueue/v1beta2/workload_types.go).
 QUOTA_RESERVED_REASONS = frozenset(
