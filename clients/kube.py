@@ -43,6 +43,29 @@ class Kube:
 
         return client.EventsV1Api(self.api_client)
 
+    def get_raw(self, path: str, query: dict[str, str] | None = None) -> tuple[int, str]:
+        """GET a path of the API server (an aggregated API's subresource, say) as (HTTP status, body text).
+
+        Never raises for an HTTP status: a 403, 404 or 503 is an answer the caller reads. Connection failures
+        still raise (urllib3's errors), as every other read here does."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            resp = self.api_client.call_api(
+                path,
+                "GET",
+                query_params=list((query or {}).items()),
+                header_params={"Accept": "application/json"},
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _return_http_data_only=True,
+            )
+        except ApiException as exc:
+            return int(exc.status or 0), exc.body.decode() if isinstance(exc.body, bytes) else str(
+                exc.body or ""
+            )
+        return int(resp.status), resp.data.decode()
+
     def dynamic(self) -> Any:
         from kubernetes.dynamic import DynamicClient
 

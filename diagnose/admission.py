@@ -2,8 +2,21 @@
 
 from __future__ import annotations
 
+from diagnose.kueue_visibility import position_text, reason_text
 from diagnose.model import ADMISSION, Finding, WorkloadFacts
 from diagnose.view import View
+
+# The next action for KEP-10852's reasons where it differs from the quota one we derive ourselves.
+ACTION_BY_REASON = {
+    "ExceedsMaxQuota": "the workload asks more than its ClusterQueue can ever give, borrowing included: shrink it, "
+    "or raise nominalQuota or borrowingLimit; waiting will not admit it",
+    "NoMatchingFlavor": "no ResourceFlavor of its ClusterQueue matches the workload's nodeSelector, affinity or "
+    "tolerations: fix those or the flavors; waiting will not admit it",
+    "WaitingForPreemptedWorkloads": "Kueue has preempted workloads for it and waits for them to release their "
+    "quota: it should be admitted shortly",
+    "Misconfigured": "its LocalQueue or ClusterQueue is missing or invalid: fix the queue",
+    "Suspended": "its LocalQueue or ClusterQueue is stopped (stopPolicy): resume the queue",
+}
 
 
 def check_admission(v: View, workload: WorkloadFacts | None) -> Finding:
@@ -71,11 +84,24 @@ def check_admission(v: View, workload: WorkloadFacts | None) -> Finding:
         why += "; its Job is suspended, so no pod exists for the scheduler"
     elif workload.admitted:
         why = f"Kueue admitted it, but its Job is still suspended ({why})"
+    # Kueue's own word first (its queue position, its reason), each said as a fallback when missing, then
+    # what we derive ourselves from the conditions.
+    position, position_keys = position_text(workload.kueue)
+    reason, reason_keys = reason_text(workload)
+    evidence["kueue"] = {
+        "position": None
+        if workload.kueue is None or workload.kueue.position is None
+        else vars(workload.kueue.position),
+        "position_said": position,
+        "reason_said": reason,
+    }
+    quoted = next((k.split(":", 1)[1] for k in reason_keys if k.startswith("kueue-reason:")), None)
+    action = ACTION_BY_REASON.get(quoted or "", action)
     return Finding(
         ADMISSION,
         True,
-        f"Kueue has not admitted workload {workload.key}: {why}",
+        f"{position}; {reason}; Kueue has not admitted workload {workload.key}: {why}",
         action,
         evidence,
-        tuple(key),
+        (*key, *position_keys, *reason_keys),
     )

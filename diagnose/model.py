@@ -169,6 +169,28 @@ class GpuStats:
 
 # --- Kueue ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
+class QueuePosition:
+    """Where Kueue's visibility API puts a pending workload. Positions are Kueue's own, counted from 0 (0: the
+    next one Kueue tries in that queue)."""
+
+    local_queue: str
+    cluster_queue: str | None  # the LocalQueue's spec.clusterQueue; None: not read (`cluster_queue_unknown`)
+    in_cluster_queue: int  # positionInClusterQueue
+    in_local_queue: int  # positionInLocalQueue
+    priority: int
+    api: str  # the group/version that answered, e.g. visibility.kueue.x-k8s.io/v1beta2
+    cluster_queue_unknown: str | None = None  # why the ClusterQueue's name is not known
+
+
+@dataclass(frozen=True)
+class KueueSignals:
+    """What Kueue's visibility API said of one pending workload: its position, or why there is none."""
+
+    position: QueuePosition | None = None
+    fallback: str | None = None  # why no position: API not served, forbidden, gate off, not in the list...
+
+
+@dataclass(frozen=True)
 class WorkloadFacts:
     namespace: str
     name: str
@@ -176,6 +198,7 @@ class WorkloadFacts:
     conditions: dict[str, Condition] = field(default_factory=dict)
     job_suspended: bool | None = None  # the owning Job's spec.suspend
     pod_template: PodFacts | None = None  # podSets[0].template, so later checks run without a pod
+    kueue: KueueSignals | None = None  # Kueue's visibility API on it; None: not read (said as a fallback)
 
     @property
     def key(self) -> str:

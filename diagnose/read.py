@@ -24,12 +24,20 @@ def read_cluster(
     spelling: Spelling = PINNED,
 ) -> tuple[list[PodFacts], Cluster]:
     """Pods, nodes, holders and workloads from Kubernetes (through `observer`, a KubeObserver; `kube_call`
-    wraps the read, as the CLI's turns an unreachable API server into exit 3), and DCGM activity over the
+    wraps the read, as the CLI's turns an unreachable API server into exit 3), Kueue's queue positions of the
+    workloads it holds back (`diagnose.kueue_visibility`), and DCGM activity over the
     last `window_s` seconds from Prometheus; when Prometheus cannot answer, the Cluster says why instead
     of holding statistics."""
+    from dataclasses import replace
+
+    from diagnose.kueue_visibility import kube_get, read_signals
     from diagnose.prom_observer import read_or_reason
 
     pods, nodes, holders, workloads = kube_call(observer.observe, namespace)
+    # Kueue's own word on the workloads it holds back: positions from its visibility API (a 403, 404 or 503
+    # is a stated fallback, not an error; an unreachable API server is, as for every other read)
+    signals = kube_call(read_signals, kube_get(observer.kube), workloads)
+    workloads = [replace(w, kueue=signals[w.key]) if w.key in signals else w for w in workloads]
     stats, why = read_or_reason(prometheus_url, window_s, retry_for=retry_for, spelling=spelling)
     cluster = Cluster(
         nodes=tuple(nodes),

@@ -31,6 +31,10 @@ TAINT_DISRUPTED = "karpenter.sh/disrupted:NoSchedule"  # what Karpenter puts on 
 KUEUE_GROUP = "kueue.x-k8s.io"
 KUEUE_VERSION = "v1beta2"  # the API version of the objects we ship and read
 KUEUE_API = f"{KUEUE_GROUP}/{KUEUE_VERSION}"
+# Kueue's visibility API (pending workloads with their queue positions), an aggregated API Kueue serves:
+# the versions Kueue v0.19.2 serves, preferred first (v1beta2 shares its name with the objects' version)
+KUEUE_VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
+KUEUE_VISIBILITY_VERSIONS = (KUEUE_VERSION, "v1beta1")
 LABEL_QUEUE_NAME = "kueue.x-k8s.io/queue-name"
 LABEL_PRIORITY_CLASS = "kueue.x-k8s.io/priority-class"
 

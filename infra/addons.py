@@ -25,7 +25,7 @@ from infra.metrics_csv import render as render_metrics_csv
 from infra.network import local_state
 from infra.objects.device_plugin import device_plugin_values
 from infra.objects.karpenter import ec2nodeclass, karpenter_objects, karpenter_values
-from infra.objects.kueue import kueue_objects
+from infra.objects.kueue import kueue_objects, kueue_values
 from infra.objects.monitoring import (
     CHART_RELEASE,
     dcgm_exporter_values,
@@ -143,7 +143,9 @@ class AddonsStack(TerraformStack):
                 ]
             ),
         )
-        self.kueue = release("kueue", "kueue", v.kueue_chart, "kueue-system", {}, create_namespace=True)
+        self.kueue = release(
+            "kueue", "kueue", v.kueue_chart, "kueue-system", kueue_values(), create_namespace=True
+        )
         self.device_plugin = release(
             "nvidia-device-plugin",
             "nvidia-device-plugin",

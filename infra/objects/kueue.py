@@ -15,6 +15,22 @@ COHORT = "gpu"
 FLAVOR = "gpu-spot"  # whole cards
 SHARED_FLAVOR = "gpu-shared"  # time-sliced replicas
 PRIORITIES = {"low": 100, "high": 1000}  # WorkloadPriorityClass name -> value
+# Kueue's feature gates, the same on AWS (the chart's values below) and on the local target
+# (local/cluster/controllers.py): the visibility API, whose pending workloads carry their queue positions
+# (Beta, on by default since Kueue v0.9; said here so neither target can drift), and KEP-10852's ranked
+# reasons on the QuotaReserved and Admitted conditions with the kueue_unadmitted_workloads metric (Beta, off by
+# default in v0.19). `gpu-finops diagnose` quotes both (diagnose/kueue_visibility.py).
+KUEUE_FEATURE_GATES = {"VisibilityOnDemand": True, "UnadmittedWorkloadsObservability": True}
+
+
+def kueue_values() -> dict[str, Any]:
+    """The Kueue chart's values: its manager's feature gates (the chart turns the list into --feature-gates,
+    and installs the visibility APIServices, Service and auth-reader RoleBinding itself)."""
+    return {
+        "controllerManager": {
+            "featureGates": [{"name": k, "enabled": v} for k, v in sorted(KUEUE_FEATURE_GATES.items())]
+        }
+    }
 
 
 def resource_flavor(c: Config, *, shared: bool = False) -> dict[str, Any]:

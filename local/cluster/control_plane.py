@@ -9,6 +9,7 @@ import yaml
 
 from harness.waits import eventually
 from local.build import versions
+from local.cluster.certs import FRONT_PROXY_CLIENT
 from local.cluster.processes import PORTS, STARTUP, Processes, module_dir
 
 
@@ -33,6 +34,7 @@ class ControlPlane(Processes):
         )
         self._wait("etcd", f"http://127.0.0.1:{p['etcd']}/health", ok='{"health":"true"', tls=False)
         crt, key = pki.pair("apiserver")
+        proxy_crt, proxy_key = pki.pair(FRONT_PROXY_CLIENT)
         self.sup.start(
             "kube-apiserver",
             [
@@ -53,6 +55,19 @@ class ControlPlane(Processes):
                 "--allow-privileged=true",
                 "--endpoint-reconciler-type=none",
                 "--enable-priority-and-fairness=false",
+                # the aggregation layer, for Kueue's visibility API (an APIService served by Kueue's process):
+                # the aggregator proxies with the front proxy's client cert and names the user in headers,
+                # which Kueue trusts through kube-system/extension-apiserver-authentication (written from
+                # these flags); with no kube-proxy here it dials the Service's endpoint, not its cluster IP
+                f"--requestheader-client-ca-file={pki.front_proxy_ca}",
+                f"--requestheader-allowed-names={FRONT_PROXY_CLIENT}",
+                "--requestheader-username-headers=X-Remote-User",
+                "--requestheader-uid-headers=X-Remote-Uid",
+                "--requestheader-group-headers=X-Remote-Group",
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                f"--proxy-client-cert-file={proxy_crt}",
+                f"--proxy-client-key-file={proxy_key}",
+                "--enable-aggregator-routing=true",
             ],
         )
         self._wait("kube-apiserver", f"https://127.0.0.1:{p['apiserver']}/readyz")

@@ -1,6 +1,6 @@
 """The local target's controllers: kwok (node and pod stages), Kueue (webhooks on 127.0.0.1 with our
-certificates), the simulated device plugin, and Karpenter's kwok provider reading the local AWS endpoint
-(moved from cluster.py)."""
+certificates; its visibility API through kube-apiserver's aggregation layer), the simulated device plugin, and
+Karpenter's kwok provider reading the local AWS endpoint (moved from cluster.py)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,76 @@ from typing import Any
 
 import yaml
 
-from facts.kube_keys import KUEUE_GROUP
+from facts.kube_keys import KUEUE_GROUP, KUEUE_VISIBILITY_GROUP, KUEUE_VISIBILITY_VERSIONS
+from infra.objects.kueue import KUEUE_FEATURE_GATES  # the addons stack's gates: both targets match
 from local.build import binaries as build
 from local.build import versions
 from local.cluster.aws_endpoint import AwsEndpoint
-from local.cluster.processes import KUEUE_METRICS_CERTS, PORTS, module_dir
+from local.cluster.processes import (
+    KUEUE_METRICS_CERTS,
+    KUEUE_VISIBILITY_CERTS,
+    PORTS,
+    STARTUP,
+    LocalError,
+    host_address,
+    module_dir,
+)
 from local.sim import catalog
+
+VISIBILITY_SERVICE = "visibility-server"  # as Kueue's config/components/visibility names it
+VISIBILITY_VERSIONS = KUEUE_VISIBILITY_VERSIONS  # what Kueue v0.19.2 serves (pkg/visibility/server.go)
+
+
+def feature_gates_flag(gates: dict[str, bool]) -> str:
+    return "--feature-gates=" + ",".join(f"{k}={str(v).lower()}" for k, v in sorted(gates.items()))
+
+
+def visibility_objects(address: str, ca_bundle: str) -> list[dict[str, Any]]:
+    """Kueue's visibility API made reachable: one APIService per version served, pointing at a selector-less
+    Service whose manual EndpointSlice names this host (`address`, never loopback: the API server refuses
+    it) on the visibility port; the aggregator checks the server's cert against `ca_bundle` (base64)."""
+    port = PORTS["kueue-visibility"]
+    out: list[dict[str, Any]] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": VISIBILITY_SERVICE, "namespace": "kueue-system"},
+            "spec": {"ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]},
+        },
+        {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "name": f"{VISIBILITY_SERVICE}-host",
+                "namespace": "kueue-system",
+                # a manual slice: no controller owns it, and the Service has no selector to replace it
+                "labels": {
+                    "kubernetes.io/service-name": VISIBILITY_SERVICE,
+                    "endpointslice.kubernetes.io/managed-by": "gpu-finops.local",
+                },
+            },
+            "addressType": "IPv4",
+            "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+            "endpoints": [{"addresses": [address], "conditions": {"ready": True}}],
+        },
+    ]
+    for version in VISIBILITY_VERSIONS:
+        out.append(
+            {
+                "apiVersion": "apiregistration.k8s.io/v1",
+                "kind": "APIService",
+                "metadata": {"name": f"{version}.{KUEUE_VISIBILITY_GROUP}"},
+                "spec": {
+                    "group": KUEUE_VISIBILITY_GROUP,
+                    "version": version,
+                    "groupPriorityMinimum": 100,
+                    "versionPriority": 100,
+                    "caBundle": ca_bundle,
+                    "service": {"name": VISIBILITY_SERVICE, "namespace": "kueue-system", "port": 443},
+                },
+            }
+        )
+    return out
 
 
 class Controllers(AwsEndpoint):
@@ -79,7 +143,12 @@ class Controllers(AwsEndpoint):
             out.append(doc)
         return out
 
-    def start_kueue(self, bins: Path) -> None:
+    def start_kueue(self, bins: Path, gates: dict[str, bool] | None = None) -> None:
+        """Kueue with `gates` (default KUEUE_FEATURE_GATES); with VisibilityOnDemand on, its visibility API
+        registered with the aggregator and waited for until Available."""
+        gates = KUEUE_FEATURE_GATES if gates is None else gates
+        visibility = gates.get("VisibilityOnDemand", True)  # on by default since Kueue v0.9
+        address = host_address() if visibility else None
         certs = self.run_dir / "kueue-certs"
         certs.mkdir(exist_ok=True)
         crt, key = self.pki.pair("webhook")
@@ -88,6 +157,10 @@ class Controllers(AwsEndpoint):
         KUEUE_METRICS_CERTS.mkdir(parents=True, exist_ok=True)
         shutil.copy(crt, KUEUE_METRICS_CERTS / "tls.crt")
         shutil.copy(key, KUEUE_METRICS_CERTS / "tls.key")
+        vis_crt, vis_key = self.pki.visibility_serving(VISIBILITY_SERVICE, "kueue-system")
+        KUEUE_VISIBILITY_CERTS.mkdir(parents=True, exist_ok=True)
+        shutil.copy(vis_crt, KUEUE_VISIBILITY_CERTS / "tls.crt")
+        shutil.copy(vis_key, KUEUE_VISIBILITY_CERTS / "tls.key")
         cfg = self.run_dir / "kueue-config.yaml"
         cfg.write_text(
             yaml.safe_dump(
@@ -101,6 +174,11 @@ class Controllers(AwsEndpoint):
                     "leaderElection": {"leaderElect": False},
                     "internalCertManagement": {"enable": False},
                     "integrations": {"frameworks": ["batch/job"]},
+                    **(
+                        {"visibilityServer": {"bindAddress": address, "bindPort": PORTS["kueue-visibility"]}}
+                        if address
+                        else {}
+                    ),
                 }
             )
         )
@@ -111,13 +189,62 @@ class Controllers(AwsEndpoint):
             [
                 str(bins / "kueue"),
                 f"--config={cfg}",
-                "--feature-gates=VisibilityOnDemand=false",
+                feature_gates_flag(gates),
+                # the visibility server's delegated authentication and authorization read this flag (not
+                # $KUBECONFIG) to reach kube-apiserver (pkg/visibility/server.go)
+                f"--kubeconfig={self.kubeconfig}",
                 "--zap-log-level=info",
             ],
             env={"KUBECONFIG": str(self.kubeconfig)},
         )
         self._wait("kueue", f"http://127.0.0.1:{PORTS['kueue-health']}/readyz", tls=False)
         k.apply(self.kueue_webhooks())
+        if address:
+            ca = base64.b64encode(self.pki.ca_crt.read_bytes()).decode()
+            k.apply(visibility_objects(address, ca))
+            self.wait_visibility_available()
+
+    def wait_visibility_available(self) -> None:
+        """Until every visibility APIService is Available (the aggregator reached Kueue's server); LocalError
+        with the condition's message and Kueue's log tail when it is not within STARTUP."""
+        from harness.waits import eventually
+
+        reg = self.kube().dynamic().resources.get(api_version="apiregistration.k8s.io/v1", kind="APIService")
+
+        def observe() -> dict[str, str]:
+            crashed = self.sup.exited("kueue")
+            if crashed is not None:
+                raise LocalError(f"kueue exited; end of its log:\n{crashed}")
+            out = {}
+            for version in VISIBILITY_VERSIONS:
+                conds = (
+                    reg.get(name=f"{version}.{KUEUE_VISIBILITY_GROUP}").to_dict().get("status") or {}
+                ).get("conditions") or []
+                available = next((c for c in conds if c.get("type") == "Available"), {})
+                out[version] = (
+                    "True"
+                    if available.get("status") == "True"
+                    else f"{available.get('reason')}: {available.get('message')}"
+                )
+            return out
+
+        try:
+            eventually(
+                observe,
+                lambda got: all(v == "True" for v in got.values()),
+                timeout=STARTUP,
+                interval=1.0,
+                what="Kueue's visibility APIServices Available",
+            )
+        except AssertionError as exc:
+            log = (self.run_dir / "logs" / "kueue.log").read_text()[-2000:]
+            raise LocalError(f"{exc}\nkueue log tail:\n{log}") from None
+
+    def restart_kueue(self, gates: dict[str, bool]) -> None:
+        """Restart Kueue with these feature gates (the recorder's gates-off answers, and back); its
+        visibility APIServices stay registered, so with VisibilityOnDemand off they answer 503."""
+        self.sup.stop("kueue")
+        self.start_kueue(build.bin_dir(), gates)
 
     def start_device_plugin(self) -> None:
         """The simulated device plugin, GFD and kubelet device allocation for kwok GPU nodes."""

@@ -25,7 +25,15 @@ from local.cluster import kube_state_metrics, product
 from local.cluster.certs import Pki
 from local.cluster.control_plane import ControlPlane
 from local.cluster.controllers import Controllers
-from local.cluster.processes import KUEUE_METRICS_CERTS, PORTS, RUN_DIR, STARTUP, LocalError, check_ports_free
+from local.cluster.processes import (
+    KUEUE_METRICS_CERTS,
+    KUEUE_VISIBILITY_CERTS,
+    PORTS,
+    RUN_DIR,
+    STARTUP,
+    LocalError,
+    check_ports_free,
+)
 from local.cluster.supervisor import Supervisor
 
 __all__ = ["PORTS", "LocalCluster", "LocalError"]
@@ -117,6 +125,7 @@ class LocalCluster(ControlPlane, Controllers):
         stopped = self.sup.stop_all()
         for f in ("tls.crt", "tls.key"):
             (KUEUE_METRICS_CERTS / f).unlink(missing_ok=True)
+            (KUEUE_VISIBILITY_CERTS / f).unlink(missing_ok=True)
         shutil.rmtree(self.run_dir / "etcd", ignore_errors=True)
         return stopped
 

@@ -23,6 +23,7 @@ from local.cluster.supervisor import Supervisor
 ROOT = Path(__file__).resolve().parents[2]
 RUN_DIR = ROOT / ".local"
 KUEUE_METRICS_CERTS = Path("/etc/kueue/metrics/certs")  # fixed in Kueue's main when it manages no certs
+KUEUE_VISIBILITY_CERTS = Path("/visibility")  # fixed in Kueue's pkg/visibility/server.go (certDir), likewise
 
 PORTS = {
     "etcd": 23790,
@@ -44,6 +45,9 @@ PORTS = {
     "prometheus": 26092,  # the product's Prometheus (local/cluster/product.py)
     "collector": 26093,  # the collector's /metrics and /healthz
     "diagnosis": 26094,  # the diagnosis exporter's /metrics and /healthz (diagnose --all --port)
+    # Kueue's visibility API server (visibility.kueue.x-k8s.io, through kube-apiserver's aggregation layer),
+    # bound on the host's non-loopback address: the API server refuses a loopback endpoint (host_address)
+    "kueue-visibility": 26095,
 }
 AWS_CREDENTIALS = {  # moto accepts any; real ones must never reach the local target
     "AWS_ACCESS_KEY_ID": "local",
@@ -55,6 +59,35 @@ STARTUP = 120.0  # seconds a component may take to answer
 
 class LocalError(RuntimeError):
     pass
+
+
+def host_address() -> str:
+    """This machine's first non-loopback, non-link-local IPv4 address: what an EndpointSlice may point at
+    (kube-apiserver rejects loopback and link-local endpoint addresses), so the aggregator can reach a server
+    on this host. LocalError when there is none."""
+    import fcntl
+    import ipaddress
+    import socket
+    import struct
+
+    found = []
+    for _, name in socket.if_nameindex():
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            try:
+                packed = fcntl.ioctl(
+                    s.fileno(), 0x8915, struct.pack("256s", name.encode()[:15])
+                )  # SIOCGIFADDR
+            except OSError:
+                continue  # no IPv4 address on this interface
+        ip = ipaddress.ip_address(packed[20:24])
+        if not (ip.is_loopback or ip.is_link_local or ip.is_unspecified):
+            found.append((name, str(ip)))
+    if not found:
+        raise LocalError(
+            "no non-loopback IPv4 address on this machine: kube-apiserver's aggregation layer needs one to reach "
+            "Kueue's visibility server (it refuses loopback endpoints); bring up a network interface"
+        )
+    return found[0][1]
 
 
 def _listening_inodes(port: int, proc: Path = Path("/proc")) -> set[str]:

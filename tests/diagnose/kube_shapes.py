@@ -238,9 +238,21 @@ class _Batch:
 class FakeKube:
     """Stands in for clients.kube.Kube: the same .core/.events/.custom/.batch surfaces."""
 
-    def __init__(self, *, nodes=(), pods=(), events=(), workloads=(), jobs=(), down=False, raw_events=()):
+    def __init__(
+        self, *, nodes=(), pods=(), events=(), workloads=(), jobs=(), down=False, raw_events=(), paths=None
+    ):
+        # GET path -> (status, body) for get_raw (Kueue's visibility API, LocalQueues); any other path is a
+        # 404 as kube-apiserver answers for an API it does not serve
+        self.paths = dict(paths or {})
         self.nodes, self.pods, self.event_items = list(nodes), list(pods), list(events)
         self.raw_events = list(raw_events)  # JSON events the client's model would reject (no eventTime)
         self.workloads, self.jobs, self.down = list(workloads), list(jobs), down
         self.core, self.events = _Core(self), _Events(self)
         self.custom, self.batch = _Custom(self), _Batch(self)
+
+    def get_raw(self, path: str, query=None) -> tuple[int, str]:
+        if self.down:
+            import urllib3
+
+            raise urllib3.exceptions.MaxRetryError(None, path, "connection refused")
+        return self.paths.get(path, (404, "404 page not found\n"))

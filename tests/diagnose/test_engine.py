@@ -99,7 +99,15 @@ def test_admission_first_for_an_unadmitted_workload_with_later_checks_on_its_tem
     w, cluster = fx.admission_situation()
     d = diagnose_workload(w, cluster)
     assert d.first_cause == ADMISSION and d.kind == "workload"
-    assert set(d.first.key_evidence) == {"workload:team-a/wl-1", "QuotaReserved=False", "suspended"}
+    # built by hand: no visibility API was read and the reason is the legacy one, so both are said as fallbacks
+    assert set(d.first.key_evidence) == {
+        "workload:team-a/wl-1",
+        "QuotaReserved=False",
+        "suspended",
+        "kueue-fallback:position",
+        "kueue-fallback:reason",
+    }
+    assert d.first.summary.startswith("fallback: Kueue's visibility API was not read for it; fallback: ")
     assert "insufficient unused quota for nvidia.com/gpu" in d.first.summary
     assert "no pod exists for the scheduler" in d.first.summary
     assert d.also_explains == (ALLOCATION,)  # the template would also find every card held

@@ -74,6 +74,21 @@ def test_both_charts_render_at_their_pins_with_the_stacks_values(rendered, confi
     assert {"Deployment", "ValidatingWebhookConfiguration"} <= {d["kind"] for d in kueue.docs}
 
 
+def test_the_kueue_chart_runs_the_gates_diagnose_quotes_and_registers_the_visibility_api(rendered, config):
+    """Rendered at its pin with the stack's values: the manager's --feature-gates carry both gates, and the
+    chart registers visibility.kueue.x-k8s.io v1beta2 and v1beta1 behind its Service."""
+    kueue = rendered[f"kueue chart {config.versions.kueue_chart}"].docs
+    (manager,) = [d for d in kueue if d["kind"] == "Deployment"]
+    (container,) = [c for c in manager["spec"]["template"]["spec"]["containers"] if c["name"] == "manager"]
+    assert (
+        "--feature-gates=UnadmittedWorkloadsObservability=true,VisibilityOnDemand=true" in container["args"]
+    )
+    services = {d["metadata"]["name"]: d["spec"] for d in kueue if d["kind"] == "APIService"}
+    assert set(services) == {"v1beta1.visibility.kueue.x-k8s.io", "v1beta2.visibility.kueue.x-k8s.io"}
+    names = {d["metadata"]["name"] for d in kueue if d["kind"] == "Service"}
+    assert {s["service"]["name"] for s in services.values()} <= names
+
+
 def test_the_karpenter_crd_chart_renders_every_karpenter_crd_our_objects_use(rendered, config):
     crds = rendered[f"karpenter-crd chart {config.versions.karpenter_chart}"].docs
     assert {d["kind"] for d in crds} == {"CustomResourceDefinition"}

@@ -1,8 +1,9 @@
 """The gpu-finops chart (charts/gpu-finops) through the pinned Helm: it lints, renders each way a cluster
 can have it (plain Prometheus, prometheus-operator), holds the ledger's recording rules exactly as the ledger
-renders them, grants the collector `list` on what it reads and nothing else, runs it non-root on a read-only
-root filesystem, and its schema refuses a misspelled or mistyped value with helm's own message. The diagnosis
-exporter's Deployment (templates/diagnosis.yaml) is held to the same."""
+renders them, grants the collector `list` on what it reads and nothing else (the diagnosis also `get` on its
+two Kueue reads by name), runs it non-root on a read-only root filesystem, and its schema refuses a misspelled
+or mistyped value with helm's own message. The diagnosis exporter's Deployment (templates/diagnosis.yaml) is
+held to the same."""
 
 from __future__ import annotations
 
@@ -119,6 +120,9 @@ def test_the_collector_lists_only_what_it_reads(plain, work):
         ("kueue.x-k8s.io", "localqueues", "list"),
         ("events.k8s.io", "events", "list"),  # the diagnosis: each pending pod's FailedScheduling message
         ("kueue.x-k8s.io", "workloads", "list"),  # the diagnosis: admission
+        # the diagnosis: Kueue's queue positions (the visibility API) and the LocalQueue's ClusterQueue
+        ("kueue.x-k8s.io", "localqueues", "get"),
+        ("visibility.kueue.x-k8s.io", "localqueues/pendingworkloads", "get"),
     }, sorted(granted)
     (binding,) = plain["ClusterRoleBinding"]
     (sa,) = plain["ServiceAccount"]

@@ -108,6 +108,27 @@ def test_versions_are_pinned_and_kueue_comes_from_the_release_registry(synthesiz
     assert resources(synthesized.stack("cluster"), "aws_eks_cluster")["eks"]["version"] == v.kubernetes
 
 
+def test_kueue_runs_with_the_visibility_api_and_ranked_reasons_as_the_local_target_does(synthesized):
+    """The Kueue chart's values turn on the gates `diagnose` quotes (VisibilityOnDemand: queue positions;
+    UnadmittedWorkloadsObservability: KEP-10852's reasons), from the one map the local target starts Kueue
+    with too."""
+    import yaml
+
+    from infra.objects.kueue import KUEUE_FEATURE_GATES
+    from local.cluster.controllers import feature_gates_flag
+
+    (values,) = resources(synthesized.stack("addons"), "helm_release")["kueue"]["values"]
+    gates = yaml.safe_load(values)["controllerManager"]["featureGates"]
+    assert gates == [
+        {"name": "UnadmittedWorkloadsObservability", "enabled": True},
+        {"name": "VisibilityOnDemand", "enabled": True},
+    ]
+    assert {g["name"]: g["enabled"] for g in gates} == KUEUE_FEATURE_GATES
+    assert feature_gates_flag(KUEUE_FEATURE_GATES) == (
+        "--feature-gates=UnadmittedWorkloadsObservability=true,VisibilityOnDemand=true"
+    )
+
+
 def test_karpenter_crds_come_from_the_karpenter_crd_chart_before_the_controller(synthesized):
     releases = resources(synthesized.stack("addons"), "helm_release")
     crd, karpenter = releases["karpenter-crd"], releases["karpenter"]
@@ -308,7 +329,8 @@ def test_the_collector_records_holdings_and_may_read_what_they_need_only(synthes
     """The stack installs the product chart: `--holdings kube` as the collector's own parser reads it, and
     a ClusterRole bound to its ServiceAccount (the name EKS Pod Identity binds) that may list nodes, pods,
     namespaces, Jobs and Kueue LocalQueues, and, for the diagnosis exporter beside it, events and Kueue
-    Workloads; nothing more (both only list)."""
+    Workloads; nothing more (both only list), but the diagnosis' two gets by name (a LocalQueue, and its
+    pendingworkloads in Kueue's visibility API)."""
     import argparse
 
     from facts.names import COLLECTOR
@@ -343,7 +365,13 @@ def test_the_collector_records_holdings_and_may_read_what_they_need_only(synthes
         ("events.k8s.io", "events"),
         ("kueue.x-k8s.io", "workloads"),
     ]
-    assert granted == {(g, r, v) for g, r in wanted for v in read}, sorted(granted)
+    # the diagnosis' two reads by name: a waiting workload's LocalQueue (its ClusterQueue) and its queue
+    # positions from Kueue's visibility API (diagnose/kueue_visibility.py)
+    by_name = {
+        ("kueue.x-k8s.io", "localqueues", "get"),
+        ("visibility.kueue.x-k8s.io", "localqueues/pendingworkloads", "get"),
+    }
+    assert granted == {(g, r, v) for g, r in wanted for v in read} | by_name, sorted(granted)
     assert all(set(rule) == {"apiGroups", "resources", "verbs"} for rule in role["rules"]), role["rules"]
     assert binding["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",

@@ -19,9 +19,44 @@ from tests.process_table import running
 def test_every_private_key_is_created_0600_and_no_chmod_follows(tmp_path, private_files_only):
     pki = Pki(tmp_path / "pki").ensure()  # the fixture refuses any chmod: 0600 must come from creation
     keys = sorted(p.name for p in pki.dir.glob("*.key"))
-    assert keys == ["admin.key", "apiserver.key", "ca.key", "sa.key", "webhook.key"]
+    assert keys == [
+        "admin.key",
+        "apiserver.key",
+        "ca.key",
+        "front-proxy-ca.key",
+        "front-proxy-client.key",
+        "sa.key",
+        "webhook.key",
+    ]
     assert {k: (pki.dir / k).stat().st_mode & 0o777 for k in keys} == dict.fromkeys(keys, 0o600)
     assert (pki.ca_crt.stat().st_mode & 0o777) == 0o644  # certificates are public
+
+
+def test_the_aggregation_layers_certs_chain_to_their_own_ca_and_name_what_the_aggregator_checks(tmp_path):
+    """The front proxy's client cert is signed by the front-proxy CA (not the client CA, so it cannot pass as
+    a user), named as --requestheader-allowed-names admits; Kueue's visibility serving cert is signed by the
+    run's CA (the APIService's caBundle) for `<service>.<namespace>.svc`, the name the aggregator checks."""
+    from cryptography import x509
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    from local.cluster.certs import FRONT_PROXY_CA, FRONT_PROXY_CLIENT
+
+    pki = Pki(tmp_path / "pki").ensure()
+    load = lambda p: x509.load_pem_x509_certificate(p.read_bytes())  # noqa: E731
+    ca, front_ca = load(pki.ca_crt), load(pki.front_proxy_ca)
+    client = load(pki.pair(FRONT_PROXY_CLIENT)[0])
+    assert pki.front_proxy_ca == pki.pair(FRONT_PROXY_CA)[0]
+    assert client.issuer == front_ca.subject != ca.subject
+    client.verify_directly_issued_by(front_ca)
+    assert client.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value == FRONT_PROXY_CLIENT
+    assert (
+        ExtendedKeyUsageOID.CLIENT_AUTH
+        in client.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    )
+    serving = load(pki.visibility_serving("visibility-server", "kueue-system")[0])
+    serving.verify_directly_issued_by(ca)
+    names = serving.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "visibility-server.kueue-system.svc" in names.get_values_for_type(x509.DNSName)
 
 
 @pytest.fixture
