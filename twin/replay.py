@@ -165,7 +165,8 @@ def _expect_no_refusal(submitter: Submitter, run_id: str) -> None:
     if submitter.errors:
         raise TwinError(
             f"twin run {run_id}: the API server refused {len(submitter.errors)} Job(s), the first: "
-            f"{submitter.errors[0]}; the run stops (its Jobs so far are deleted with the run)"
+            f"{submitter.errors[0]}; the run stops, and the Jobs it made are left: delete them with "
+            f"`kubectl delete jobs -A -l {RUN_LABEL}={run_id}`"
         )
 
 
