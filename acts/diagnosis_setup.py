@@ -14,7 +14,7 @@ from acts.jobs import gpu_job
 from acts.targets import Target, pod_devices
 from clients.kube import Kube
 from facts import timeouts
-from facts.kube_keys import GPU_RESOURCE, LABEL_HOSTNAME, LABEL_NODEPOOL, TAINT_ACT7_MAINTENANCE
+from facts.kube_keys import GPU_RESOURCE, LABEL_NODEPOOL, TAINT_ACT7_MAINTENANCE
 from harness.observe import job_of, job_pods, workloads
 from harness.waits import WaitTimeout, eventually
 
@@ -83,12 +83,6 @@ def eventually_expect_gpu_nodes_within_the_pools(kube: Kube, config: Any) -> Non
 
 def in_pool(pool: str) -> list[dict[str, Any]]:
     return [{"matchExpressions": [{"key": LABEL_NODEPOOL, "operator": "In", "values": [pool]}]}]
-
-
-def on_node(kube: Kube, node: str) -> list[dict[str, Any]]:
-    """Required affinity for one node, by its hostname label (Karpenter's is the NodeClaim's name)."""
-    hostname = (kube.core.read_node(node).metadata.labels or {}).get(LABEL_HOSTNAME, node)
-    return [{"matchExpressions": [{"key": LABEL_HOSTNAME, "operator": "In", "values": [hostname]}]}]
 
 
 def create_pod(kube: Kube, namespace: str, body: dict[str, Any]) -> None:

@@ -13,9 +13,10 @@ and Kueue quotas have it), in two steps because one card cannot be both full and
      kwok's pod-ready stage fires; the pod carries kwok's own per-pod delay for that stage
      (`pod-ready.stage.kwok.x-k8s.io/delay`, 24h), so it stays bound and Pending, as a pod whose
      containers cannot start does. The engine's rule for a bound-but-Pending pod checks its node's cards.
-   - allocation: a replica pod pinned to the shared node (so Karpenter, which on kwok miscounts the
-     shared pool's limit, does not launch another): every replica is held, three by servers at 5 %
-     SM_ACTIVE;
+   - allocation: a replica pod: every replica is held, three by servers at 5 % SM_ACTIVE, and Karpenter
+     launches no other shared node, the pool being at its cpu limit (its nodes advertise no nvidia.com/gpu,
+     so cpu is the limit that counts; on the local target the nodes report the vCPUs their instance type's
+     kubelet would, facts/kubelet.py);
    - two causes at once: the same ask without the GPU toleration: every replica is held (allocation) and
      the taint rules the only shared node out (placement); the order names allocation;
    - application: a whole-card pod: both cards are held by data-starved trainers (SM 2 %, PCIe 10 MB/s).
@@ -70,7 +71,6 @@ from acts.diagnosis_setup import (
     eventually_unschedulable,
     in_pool,
     job_pod_name,
-    on_node,
     shared_card,
     start_job,
     stop,
@@ -141,11 +141,11 @@ def test_each_waiting_gpu_pod_is_diagnosed_with_the_cause_it_was_built_with(
             create_pod(kube, ns_a, gpu_pod(act_target, "waits-memory", ns_a, run, resource=SHARED_GPU_RESOURCE,
                                           never_starts=True))  # fmt: skip
             eventually_bound_not_started(kube, ns_a, "waits-memory", shared_node)
-            # Pinned to the shared node (Karpenter cannot launch a node with a given hostname, and on kwok it
-            # miscounts the shared pool's limit, whose nodes advertise no nvidia.com/gpu), as the application
-            # pod is to the whole-card pool, as Kueue's flavor would pin it.
-            create_pod(kube, ns_a, gpu_pod(act_target, "waits-allocation", ns_a, run, resource=SHARED_GPU_RESOURCE,
-                                          node_affinity=on_node(kube, shared_node)))  # fmt: skip
+            # Not pinned: the shared pool is at its cpu limit, so Karpenter launches no second shared node. The
+            # application pod is pinned to the whole-card pool, as Kueue's flavor would pin it.
+            create_pod(
+                kube, ns_a, gpu_pod(act_target, "waits-allocation", ns_a, run, resource=SHARED_GPU_RESOURCE)
+            )
             create_pod(kube, ns_a, gpu_pod(act_target, "waits-two-causes", ns_a, run, resource=SHARED_GPU_RESOURCE,
                                           tolerate_gpu_taint=False))  # fmt: skip
             create_pod(kube, ns_a, gpu_pod(act_target, "waits-application", ns_a, run, resource=GPU_RESOURCE,

@@ -191,6 +191,11 @@ def main() -> None:
 
         twin_main(sys.argv[2:])
         return
+    if sys.argv[1:2] == ["twin-submit"]:  # `python -m benchmarks twin-submit --jobs N`: the twin's submission
+        from benchmarks.twin_submit import main as twin_submit_main
+
+        twin_submit_main(sys.argv[2:])
+        return
     if sys.argv[1:2] == [
         "build"
     ]:  # `python -m benchmarks build [--time] [--cold]`: the local target's Go builds

@@ -173,11 +173,12 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "run":
         out = results[policies[0]]
     else:
-        from twin.compare import chart, deltas
+        from twin.compare import chart, delta_lines, deltas
 
         out = {"results": results, "deltas": deltas(results)}
         chart(results, args.chart)
         print(f"chart -> {args.chart}")
+        print("\n".join(delta_lines(out["deltas"])))
     args.out.write_text(json.dumps(out, indent=2, default=str))
     for name, r in results.items():
         for t, f in r["tenants"].items():

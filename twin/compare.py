@@ -19,6 +19,8 @@ def deltas(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """policy -> its figures and their difference from the first policy's (trace time)."""
     names = list(results)
     base = results[names[0]]
+    # a bucket no GPU fell in under one policy is 0 GPU-hours there, and still compared
+    every_bucket = sorted({b for r in results.values() for b in r["ledger"]["bucket_gpu_hours"]})
     out: dict[str, Any] = {"baseline": names[0], "policies": {}}
     for name in names:
         r = results[name]
@@ -29,11 +31,41 @@ def deltas(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
         led = {
             f: {"value": r["ledger"][f], "delta": _delta(base["ledger"][f], r["ledger"][f])} for f in LEDGER
         }
+        hours = {b: r["ledger"]["bucket_gpu_hours"].get(b, 0.0) for b in every_bucket}
         buckets = {
             b: {"value": h, "delta": _delta(base["ledger"]["bucket_gpu_hours"].get(b, 0.0), h)}
-            for b, h in r["ledger"]["bucket_gpu_hours"].items()
+            for b, h in hours.items()
         }
         out["policies"][name] = {"tenants": tenants, "ledger": led, "bucket_gpu_hours": buckets}
+    return out
+
+
+def _hours(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds / 3600:+.2f} h"
+
+
+def delta_lines(d: dict[str, Any]) -> list[str]:
+    """The deltas as a person reads them: each policy against the baseline, per tenant the mean and p95
+    wait (trace hours), then the ledger's idle dollars, stranded peak and GPU-hours per bucket."""
+    out = []
+    for name, pol in d["policies"].items():
+        if name == d["baseline"]:
+            continue
+        out.append(f"{name} against {d['baseline']}:")
+        for tenant, figs in sorted(pol["tenants"].items()):
+            preempted = figs["preempted"]["delta"]
+            out.append(
+                f"  {tenant}: wait mean {_hours(figs['wait_mean_s']['delta'])}, "
+                f"p95 {_hours(figs['wait_p95_s']['delta'])}, "
+                f"preempted {'-' if preempted is None else f'{preempted:+d}'}"
+            )
+        led = pol["ledger"]
+        idle, stranded = led["idle_dollars"]["delta"], led["stranded_gpus_peak"]["delta"]
+        out.append(f"  ledger: idle dollars {idle:+.2f}, stranded GPUs at the peak {stranded:+d}")
+        buckets = ", ".join(
+            f"{b} {v['delta']:+.2f}" for b, v in sorted(pol["bucket_gpu_hours"].items()) if v["delta"]
+        )
+        out.append(f"  GPU-hours by bucket: {buckets or 'no change'}")
     return out
 
 

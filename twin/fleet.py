@@ -27,10 +27,10 @@ from facts.kube_keys import (
     LABEL_UNSCHEDULABLE_REASON,
     LABEL_ZONE,
 )
+from facts.kubelet import node_resources
 from infra.objects.karpenter import GPU_TAINT
 from infra.objects.kueue import QueuePolicy, kueue_objects
 from local.sim.device_plugin import KWOK_ANNOTATION
-from twin.capacity import kubelet_capacity
 
 STATIC_POOL = "twin-static"  # the static nodes' karpenter.sh/nodepool value: no NodePool owns it
 REPAIR_REASON = "repair-queue"  # ledger/conventions.py's reason for unschedulable_repair_queue
@@ -104,8 +104,7 @@ class Fleet:
     def nodes(self) -> list[dict[str, Any]]:
         """The static kwok nodes: the first `repair` in the repair queue, the next `cordoned` cordoned."""
         c = self.config()
-        cpu, memory = GPU_TYPES[self.instance_type][:2]
-        capacity, allocatable = kubelet_capacity(cpu, memory)
+        capacity, allocatable = node_resources(self.instance_type)  # as the type's kubelet on EKS
         out = []
         for i, name in enumerate(self.node_names()):
             labels = {

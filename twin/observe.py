@@ -171,16 +171,25 @@ class Observer:
     ) -> None:
         from kubernetes import watch
 
+        # Each 30 s stream resumes from the last resourceVersion seen (bookmarks keep it fresh): a watch
+        # begun without one first replays every object as ADDED, which at fleet size is thousands of pods
+        # and nodes decoded again every 30 s. After 410 Gone (too old to resume) it begins afresh.
+        version: str | None = None
         while not self._stop.is_set():
             w = watch.Watch()
+            resume = {"resource_version": version} if version else {}
             try:
-                for ev in w.stream(list_call, timeout_seconds=30, **kw):
-                    handle(ev["object"], ev["type"])
+                for ev in w.stream(list_call, timeout_seconds=30, allow_watch_bookmarks=True, **resume, **kw):
+                    if ev and ev.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+                        handle(ev["object"], ev["type"])
                     if self._stop.is_set():
                         break
+                version = w.resource_version
             except Exception as exc:  # the stream broke (API restart, 410 Gone): said, then watched again
+                gone = getattr(exc, "status", None) == 410
+                version = None if gone else w.resource_version
                 self.errors.append(f"{name} watch: {type(exc).__name__}: {str(exc)[:200]}")
-                log.warning("%s watch restarted: %s", name, exc)
+                log.warning("%s watch restarted%s: %s", name, " from a fresh list" if gone else "", exc)
                 time.sleep(0.5)
             finally:
                 w.stop()

@@ -6,6 +6,7 @@ kwok nodes created and waited for until the simulated device plugin advertises t
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from facts.errors import CheckFailed
@@ -13,6 +14,7 @@ from facts.kube_keys import GPU_RESOURCE, KUEUE_GROUP, KUEUE_VERSION
 from harness.waits import WaitTimeout, eventually
 from local.charts import render
 from twin.fleet import NODE_PREFIX, Fleet
+from twin.submit import WORKERS
 
 
 class TwinError(CheckFailed):
@@ -121,12 +123,17 @@ def create_nodes(kube: Any, fleet: Fleet, echo: Callable[[str], None]) -> None:
     wanted = {n["metadata"]["name"]: n for n in fleet.nodes()}
     for name in sorted(existing - set(wanted)):
         _delete_quietly(kube.core.delete_node, name)
-    for name, body in wanted.items():
+
+    def make(name: str, body: dict[str, Any]) -> None:
         if name in existing:
             _delete_quietly(kube.core.delete_node, name)  # a leftover of another fleet: made again, as named
-        kube.core.create_node(body)
+        kube.core.create_node(body, _preload_content=False)
         # the kubelet's figures, also where the API server or kwok's node-initialize left its own defaults
-        kube.core.patch_node_status(name, {"status": body["status"]})
+        kube.core.patch_node_status(name, {"status": body["status"]}, _preload_content=False)
+
+    with ThreadPoolExecutor(WORKERS, thread_name_prefix="twin-nodes") as pool:  # side by side, as the Jobs
+        for done in [pool.submit(make, name, body) for name, body in wanted.items()]:
+            done.result()  # the first refusal raises, naming the node in the API's answer
     echo(f"{len(wanted)} static nodes created; waiting for kwok and the device plugin")
 
     def advertised() -> list[str]:

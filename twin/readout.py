@@ -143,6 +143,8 @@ def readout(r: Replay) -> dict[str, Any]:
                 "gpus": r.fleet.installed_gpus,
             },
             "watch_errors": list(r.observer.errors),
+            # wall seconds from each Job's due time to its create being sent (twin/submit.py)
+            "submit_lag": r.submit_lag,
             # the watch's times against the Workload conditions' own: within their 1 s resolution + slack
             "condition_gap_max_s": max(gaps) if gaps else None,
             "condition_gap_bound_s": CONDITION_RESOLUTION + WATCH_SLACK,

@@ -20,6 +20,7 @@ from twin.jobs import RUN_LABEL, job_name, job_object
 from twin.observe import Observer
 from twin.peak import PeakDiagnosis
 from twin.prepare import TwinError
+from twin.submit import Submitter
 from twin.trace import Trace
 
 TICK = 0.5  # wall seconds between ledger samples
@@ -50,6 +51,9 @@ class Replay:
     peak: PeakDiagnosis
     end: float
     wall_seconds: float
+    submit_lag: dict[str, Any] = field(
+        default_factory=dict
+    )  # Submitter.lag_summary(): the client vs the clock
 
 
 def _sampler(obs: Observer, ledger: Ledger, gpus: dict[str, int], stop: threading.Event) -> None:
@@ -102,21 +106,22 @@ def replay(kube: Any, fleet: Fleet, trace: Trace, policy: str, echo: Callable[[s
     start = time.time()
     sampler.start()
     threading.Thread(target=_diagnoser, args=(peak, ledger, trace, start, stop), daemon=True).start()
-    submitted: dict[str, float] = {}
+    submitter = Submitter(kube, on_created=lambda uid: _created(obs, uid))
+    submitted = submitter.submitted
     last_line = 0.0
     try:
         for job in trace.jobs:
             due = start + trace.wall(job.submit_s)
             while (now := time.time()) < due:
                 time.sleep(min(due - now, 0.2))
-            body = job_object(trace, job, run_id)
-            submitted[body["metadata"]["name"]] = time.time()
-            made = kube.batch.create_namespaced_job(job.tenant, body)
-            with obs.lock:
-                obs.job_uids.add(made.metadata.uid)
+            _expect_no_refusal(submitter, run_id)
+            submitter.submit(job.tenant, job_object(trace, job, run_id), due)
             if time.monotonic() - last_line > 10:
                 last_line = time.monotonic()
-                step(_status(obs, trace, start, len(submitted)))
+                step(_status(obs, trace, start, len(submitted), submitter))
+        submitter.close()
+        _expect_no_refusal(submitter, run_id)
+        step(f"all {len(submitted)} Jobs submitted; lag behind the trace's clock {submitter.lag_summary()}")
         expected_end = (
             start + max(trace.wall(j.submit_s + j.duration_s) for j in trace.jobs) if trace.jobs else start
         )
@@ -140,16 +145,34 @@ def replay(kube: Any, fleet: Fleet, trace: Trace, policy: str, echo: Callable[[s
         end = time.time()
         step(f"all {len(trace.jobs)} jobs finished; {_status(obs, trace, start, len(submitted))}")
     finally:
+        submitter.abort()
         stop.set()
         sampler.join(timeout=5)
         obs.stop()
-    result = Replay(trace, fleet, policy, run_id, start, submitted, obs, ledger, peak, end, end - start)
+    result = Replay(trace, fleet, policy, run_id, start, submitted, obs, ledger, peak, end, end - start,
+                    submitter.lag_summary())  # fmt: skip
     prepare.delete_run(kube, fleet, RUN_LABEL, run_id)
     step(f"run {run_id} cleaned up")
     return result
 
 
-def _status(obs: Observer, trace: Trace, start: float, submitted: int) -> str:
+def _created(obs: Observer, uid: str) -> None:
+    with obs.lock:
+        obs.job_uids.add(uid)
+
+
+def _expect_no_refusal(submitter: Submitter, run_id: str) -> None:
+    if submitter.errors:
+        raise TwinError(
+            f"twin run {run_id}: the API server refused {len(submitter.errors)} Job(s), the first: "
+            f"{submitter.errors[0]}; the run stops, and the Jobs it made are left: delete them with "
+            f"`kubectl delete jobs -A -l {RUN_LABEL}={run_id}`"
+        )
+
+
+def _status(
+    obs: Observer, trace: Trace, start: float, submitted: int, submitter: Submitter | None = None
+) -> str:
     with obs.lock:
         w = [x for x in obs.workloads.values() if x.job_uid in obs.job_uids]
     admitted = sum(1 for x in w if x.reserved is not None)
@@ -158,4 +181,5 @@ def _status(obs: Observer, trace: Trace, start: float, submitted: int) -> str:
     return (
         f"trace {hours:6.2f} h: submitted {submitted}/{len(trace.jobs)}, workloads {len(w)}, "
         f"admitted {admitted}, running {admitted - finished}, finished {finished}"
+        + (f", creates in flight {submitter.pending()}" if submitter is not None else "")
     )

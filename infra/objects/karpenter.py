@@ -20,6 +20,7 @@ from facts.kube_keys import (
 from facts.kube_keys import GPU_RESOURCE as GPU
 from facts.kube_keys import LABEL_DEVICE_PLUGIN_CONFIG as DEVICE_PLUGIN_CONFIG_LABEL
 from facts.kube_keys import SHARED_GPU_RESOURCE as SHARED_GPU
+from facts.kubelet import ROOT_VOLUME_GIB
 
 GPU_TAINT = {"key": GPU, "value": "true", "effect": "NoSchedule"}
 
@@ -118,7 +119,7 @@ def ec2nodeclass(c: Config, node_role: str) -> dict[str, Any]:
                 {
                     "deviceName": "/dev/xvda",
                     "ebs": {
-                        "volumeSize": "100Gi",
+                        "volumeSize": f"{ROOT_VOLUME_GIB}Gi",  # the kubelet's ephemeral storage (facts/kubelet.py)
                         "volumeType": "gp3",
                         "encrypted": True,
                         "deleteOnTermination": True,

@@ -8,8 +8,9 @@ Stages (each adds to the one before):
   NodeClaim's labels: the NodePool template's labels, its single-valued requirements, and the AWS
   provider's well-known labels of the instance type): `karpenter.sh/nodepool`, `karpenter.sh/capacity-type`,
   `karpenter.k8s.aws/ec2nodeclass`, `karpenter.k8s.aws/instance-*`, `topology.k8s.aws/zone-id`,
-  `karpenter.sh/registered`. Taints: the NodePool's (`nvidia.com/gpu=true:NoSchedule`). Capacity: cpu,
-  memory and pods of the instance type (facts/catalog.py), no `nvidia.com/gpu` yet.
+  `karpenter.sh/registered`. Taints: the NodePool's (`nvidia.com/gpu=true:NoSchedule`). Capacity and
+  allocatable: cpu, memory, pods and ephemeral storage as the type's kubelet reports them on EKS
+  (facts/kubelet.py, Karpenter's AWS provider's figures), no `nvidia.com/gpu` yet.
 - `nfd`: NFD's worker has run there and its master has labelled the node: with the device plugin chart's
   NFD config (`sources.pci.deviceLabelFields: [vendor]`) an NVIDIA card is
   `feature.node.kubernetes.io/pci-10de.present=true`; this is the label the device plugin's and GFD's
@@ -17,10 +18,9 @@ Stages (each adds to the one before):
 - `gfd`: GFD has labelled the card (`nvidia.com/gpu.count`, `gpu.product`, `mps.capable=false`, ...), and
   the device plugin has registered: capacity and allocatable `nvidia.com/gpu` = the card count.
 
-What is a stand-in, not an AWS fact: the zone id (`use1-az1`-like, derived from the zone letter), `pods`
-(110, the kubelet default; on EKS the VPC CNI's max-pods for the type), allocatable = capacity (AWS
-subtracts kube-reserved and the eviction threshold; nothing here asks for more than a few millicores), and
-the GFD label values other than the count."""
+What is a stand-in, not an AWS fact: the zone id (`use1-az1`-like, derived from the zone letter), memory
+capacity (Karpenter's estimate, nominal less 7.5 %, not the instance's MemTotal), and the GFD label values
+other than the count."""
 
 from __future__ import annotations
 
@@ -39,6 +39,7 @@ from facts.kube_keys import (
     LABEL_NODEPOOL,
     LABEL_ZONE,
 )
+from facts.kubelet import node_resources
 from infra.objects.karpenter import nodepool
 
 STAGES = ("launched", "nfd", "gfd")
@@ -89,7 +90,7 @@ def gpu_node(c: Config, stage: str, *, shared: bool = False, name: str = "gpu-no
     single = {r["key"]: r["values"][0] for r in spec["requirements"] if len(r["values"]) == 1}
     itype = c.gpu_instance_types[0]
     zone = c.availability_zones[0]
-    vcpu, memory, gpus, _, _ = GPU_TYPES[itype]
+    gpus = GPU_TYPES[itype][2]
     labels = {
         **pool["spec"]["template"]["metadata"]["labels"],
         **single,
@@ -108,7 +109,7 @@ def gpu_node(c: Config, stage: str, *, shared: bool = False, name: str = "gpu-no
         "karpenter.k8s.aws/ec2nodeclass": spec["nodeClassRef"]["name"],
         "karpenter.sh/registered": "true",
     }
-    capacity = {"cpu": str(vcpu), "memory": memory, "pods": "110", "ephemeral-storage": "100Gi"}
+    capacity, allocatable = node_resources(itype)
     if stage in ("nfd", "gfd"):
         labels[NFD_NVIDIA_PCI] = "true"
     if stage == "gfd":
@@ -117,11 +118,11 @@ def gpu_node(c: Config, stage: str, *, shared: bool = False, name: str = "gpu-no
             "nvidia.com/gpu.product": GPU_NAMES[itype.split(".")[0]][1],
             "nvidia.com/mps.capable": "false",
         }
-        capacity[GPU_RESOURCE] = str(gpus)
+        capacity[GPU_RESOURCE] = allocatable[GPU_RESOURCE] = str(gpus)
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "labels": labels, "annotations": dict(KWOK_ANNOTATION)},
         "spec": {"taints": [dict(t) for t in spec.get("taints", [])], "providerID": f"kwok://{name}"},
-        "status": {"capacity": capacity, "allocatable": dict(capacity)},
+        "status": {"capacity": capacity, "allocatable": allocatable},
     }

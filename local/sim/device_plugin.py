@@ -14,6 +14,10 @@ same inputs:
   with `renameByDefault` (then `nvidia.com/gpu` is withdrawn), in capacity and allocatable, plus GFD's
   labels `nvidia.com/gpu.count`, `nvidia.com/gpu.replicas`, `nvidia.com/gpu.sharing-strategy`,
   `nvidia.com/gpu.product`;
+- the kubelet's own report of the node's cpu, memory, pods and ephemeral storage, capacity and allocatable,
+  as the instance type's kubelet on EKS would make it (facts/kubelet.py, Karpenter's AWS provider's
+  figures): Karpenter's kwok provider sets a node's capacity to what its NodeClaim requested only, so without
+  this a NodePool's cpu limit would count a few millicores for an instance of 4 vCPUs;
 - the allocation: each container asking for a GPU resource gets free device ids the way the kubelet hands
   them out (`GPU-<uuid>` for whole cards, `GPU-<uuid>::<replica>` for time-sliced ones), served as the
   kubelet's v1 `List` response would report them at `GET /v1/nodes/<node>/pod-resources`.
@@ -24,6 +28,7 @@ Run as a supervised process of the local target (`python -m local.sim.device_plu
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import logging
@@ -45,6 +50,7 @@ from facts.kube_keys import (
     LABEL_GPU_SHARING,
     LABEL_INSTANCE_TYPE,
 )
+from facts.kubelet import node_resources
 
 log = logging.getLogger("device-plugin")
 
@@ -133,6 +139,24 @@ def advertise(node_name: str, instance_type: str | None, sharing: Sharing, produ
     return Advertisement(resources, labels, devices, sharing.resource)
 
 
+def same_quantities(have: dict[str, Any], want: dict[str, str | None]) -> bool:
+    """Whether `have` carries every quantity of `want` (equal as quantities: "1Gi" is "1024Mi") and none of
+    those `want` withdraws (None)."""
+    from kubernetes.utils import parse_quantity
+
+    for k, v in want.items():
+        if v is None:
+            if k in have:
+                return False
+        elif have.get(k) != v and (k not in have or parse_quantity(str(have[k])) != parse_quantity(v)):
+            return False  # (the API server keeps these spellings, so the parse is rarely needed)
+    return True
+
+
+# per instance type, read-only: the loop compares every node's figures every pass (1,250 nodes in the twin)
+_kubelet_figures = functools.lru_cache(maxsize=None)(node_resources)
+
+
 @dataclass
 class Allocations:
     """Device ids per (namespace, pod, container), kept across restarts in a JSON file."""
@@ -207,12 +231,12 @@ class DevicePlugin:
         labels = node.metadata.labels or {}
         if any(labels.get(k) != v for k, v in ad.labels.items()):
             self.kube.core.patch_node(node.metadata.name, {"metadata": {"labels": ad.labels}})
-        cap = dict(node.status.capacity or {})
-        alloc = dict(node.status.allocatable or {})
-        if any(cap.get(k) != v or alloc.get(k) != v for k, v in ad.resources.items()):
-            body = {"status": {"capacity": ad.resources, "allocatable": ad.resources}}
-            self.kube.core.patch_node_status(node.metadata.name, body)
-            log.info("node %s advertises %s", node.metadata.name, ad.resources)
+        capacity, allocatable = _kubelet_figures(labels[LABEL_INSTANCE_TYPE])  # the kubelet's, as on EKS
+        want = {"capacity": {**capacity, **ad.resources}, "allocatable": {**allocatable, **ad.resources}}
+        have = {"capacity": node.status.capacity or {}, "allocatable": node.status.allocatable or {}}
+        if any(not same_quantities(have[k], want[k]) for k in want):
+            self.kube.core.patch_node_status(node.metadata.name, {"status": want})
+            log.info("node %s advertises %s", node.metadata.name, want)
 
     def allocate(self, ads: dict[str, Advertisement]) -> None:
         pods = self.kube.core.list_pod_for_all_namespaces(field_selector="spec.nodeName!=").items

@@ -8,6 +8,7 @@ import pytest
 
 from facts.catalog import GPU_TYPES
 from facts.config import load_config
+from facts.kubelet import node_resources
 from infra.objects.karpenter import nodepool
 from local.charts.gpu_node import NFD_NVIDIA_PCI, STAGES, gpu_node, instance_labels
 
@@ -17,7 +18,7 @@ C = load_config()
 def test_the_launched_node_carries_what_karpenter_and_the_kubelet_set_and_nothing_nfd_adds():
     node = gpu_node(C, "launched")
     labels, itype = node["metadata"]["labels"], C.gpu_instance_types[0]
-    vcpu, memory, gpus, _, _ = GPU_TYPES[itype]
+    vcpu, _, gpus, _, _ = GPU_TYPES[itype]
     assert labels["karpenter.sh/nodepool"] == C.nodepool_name
     assert labels["karpenter.sh/capacity-type"] == "spot"
     assert labels["node.kubernetes.io/instance-type"] == itype
@@ -26,8 +27,8 @@ def test_the_launched_node_carries_what_karpenter_and_the_kubelet_set_and_nothin
     assert labels["topology.kubernetes.io/zone"] in C.availability_zones
     assert labels["kubernetes.io/os"] == "linux" and labels["kubernetes.io/arch"] == "amd64"
     assert node["spec"]["taints"] == nodepool(C)["spec"]["template"]["spec"]["taints"]
-    assert node["status"]["capacity"] == {"cpu": str(vcpu), "memory": memory, "pods": "110",
-                                          "ephemeral-storage": "100Gi"}  # fmt: skip
+    assert node["status"] == dict(zip(("capacity", "allocatable"), node_resources(itype), strict=True))
+    assert node["status"]["capacity"]["cpu"] == str(vcpu)  # the type's vCPUs; allocatable less kube-reserved
     assert NFD_NVIDIA_PCI not in labels and not any(k.startswith("nvidia.com/gpu.") for k in labels)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from twin.compare import chart, deltas
+from twin.compare import chart, delta_lines, deltas
 
 
 def _result(p95: float, idle: float, free: float) -> dict:
@@ -34,3 +34,22 @@ def test_the_chart_is_written(tmp_path: Path) -> None:
     path = chart({"strict": _result(3600, 50.0, 5.3), "borrow": _result(60, 20.0, 0.1)}, tmp_path / "c.svg")
     text = path.read_text()
     assert text.startswith("<?xml") and "Queue wait per tenant" in text and "ledger bucket" in text
+
+
+def test_the_deltas_are_printed_against_the_baseline() -> None:
+    strict, borrow = _result(3600, 50.0, 5.3), _result(60, 20.0, 0.1)
+    borrow["ledger"]["stranded_gpus_peak"] = 2
+    lines = delta_lines(deltas({"strict": strict, "borrow": borrow}))
+    assert lines == [
+        "borrow against strict:",
+        "  team-a: wait mean -0.49 h, p95 -0.98 h, preempted +0",
+        "  ledger: idle dollars -30.00, stranded GPUs at the peak +2",
+        "  GPU-hours by bucket: free_placeable -5.20",
+    ]
+
+
+def test_a_bucket_only_one_policy_used_is_compared_as_zero_in_the_other() -> None:
+    strict, borrow = _result(3600, 50.0, 5.3), _result(60, 20.0, 0.1)
+    strict["ledger"]["bucket_gpu_hours"]["free_stranded"] = 1.5
+    d = deltas({"strict": strict, "borrow": borrow})
+    assert d["policies"]["borrow"]["bucket_gpu_hours"]["free_stranded"] == {"value": 0.0, "delta": -1.5}

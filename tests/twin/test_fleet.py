@@ -8,9 +8,9 @@ import pytest
 
 from facts.errors import ConfigError
 from facts.kube_keys import LABEL_NODEPOOL, LABEL_UNSCHEDULABLE_REASON
+from facts.kubelet import node_resources
 from infra.objects.kueue import cluster_queues
 from twin import fleet as fleet_mod
-from twin.capacity import kube_reserved_millicores, kubelet_capacity
 
 EXAMPLES = Path(fleet_mod.__file__).with_name("examples")
 
@@ -37,13 +37,12 @@ def test_policies_render_through_the_addons_stacks_queues() -> None:
     assert flavor["spec"]["nodeLabels"] == {LABEL_NODEPOOL: fleet_mod.STATIC_POOL}
 
 
-def test_nodes_report_what_the_kubelet_would() -> None:
-    capacity, allocatable = kubelet_capacity(192, "1536Gi")
-    assert capacity["cpu"] == "192" and capacity["memory"] == f"{int(1536 * 1024 * 0.925)}Mi"
-    # 60 + 10 + 2 x 5 + 188 x 2.5 = 550 millicores reserved
-    assert kube_reserved_millicores(192) == 550 and allocatable["cpu"] == "191450m"
-    assert allocatable["memory"] == f"{int(1536 * 1024 * 0.925) - (11 * 110 + 255 + 100)}Mi"
-    assert kube_reserved_millicores(1) == 60 and kube_reserved_millicores(4) == 80
+def test_static_nodes_report_what_the_kubelet_would() -> None:
+    f = fleet_mod.parse(BASE, "fleet.yaml")
+    capacity, allocatable = node_resources("g6e.48xlarge")  # tests/facts/test_kubelet.py: the figures
+    for node in f.nodes():
+        assert node["status"] == {"capacity": capacity, "allocatable": allocatable}
+    assert allocatable["cpu"] == "191450m" and capacity["cpu"] == "192"
 
 
 BASE = {"instance_type": "g6e.48xlarge", "static_nodes": 2, "tenants": [{"name": "a", "quota": 8}]}

@@ -9,6 +9,7 @@ from types import SimpleNamespace as NS
 import pytest
 
 from facts.config import load_config
+from facts.kubelet import node_resources
 from infra.objects.device_plugin import device_plugin_configs
 from local.sim.device_plugin import (
     Allocations,
@@ -17,6 +18,7 @@ from local.sim.device_plugin import (
     advertise,
     gpu_uuid,
     parse_config,
+    same_quantities,
 )
 
 
@@ -97,13 +99,20 @@ class FakeCore:
         self.patches.append(("status", name, body))
 
 
-def node(name, config=None):
+KUBELET_CAPACITY, KUBELET_ALLOCATABLE = node_resources("g6e.xlarge")  # tests/facts/test_kubelet.py's figures
+
+
+def node(name, config=None, capacity=None, allocatable=None):
+    """A kwok GPU node of one card, by default reporting what the sim's kubelet reports for it."""
     labels = {"node.kubernetes.io/instance-type": "g6e.xlarge"}
     if config:
         labels["nvidia.com/device-plugin.config"] = config
     return NS(
         metadata=NS(name=name, labels=labels, annotations={"kwok.x-k8s.io/node": "fake"}),
-        status=NS(capacity={"nvidia.com/gpu": "1"}, allocatable={"nvidia.com/gpu": "1"}),
+        status=NS(
+            capacity=capacity or {**KUBELET_CAPACITY, "nvidia.com/gpu": "1"},
+            allocatable=allocatable or {**KUBELET_ALLOCATABLE, "nvidia.com/gpu": "1"},
+        ),
     )
 
 
@@ -131,7 +140,7 @@ def test_reconcile_advertises_per_node_config_and_hands_out_distinct_replicas(tm
     plugin = DevicePlugin(NS(core=core), Allocations(tmp_path / "alloc.json"))
     plugin.reconcile()
     status = {n: b["status"]["capacity"] for kind, n, b in core.patches if kind == "status"}
-    assert status["shared-1"] == {"nvidia.com/gpu.shared": "4", "nvidia.com/gpu": None}
+    assert status["shared-1"] == {**KUBELET_CAPACITY, "nvidia.com/gpu.shared": "4", "nvidia.com/gpu": None}
     assert "whole-1" not in status  # already advertises exactly its one card
     got = plugin.pod_resources("shared-1")["podResources"]
     ids = [d for e in got for c_ in e["containers"] for dev in c_["devices"] for d in dev["deviceIds"]]
@@ -147,3 +156,26 @@ def test_reconcile_advertises_per_node_config_and_hands_out_distinct_replicas(tm
     names = {e["name"] for e in plugin.pod_resources("shared-1")["podResources"]}
     assert names == {"p1", "p2", "p3", "p4"}
     assert Allocations(tmp_path / "alloc.json").path.exists()
+
+
+def test_a_node_karpenters_kwok_provider_made_reports_the_eks_kubelets_cpu_and_memory(tmp_path):
+    """kwok's toNode: capacity = the NodeClaim's requests, allocatable = the catalog less 100m and 10Mi."""
+    c = load_config()
+    requests = {"cpu": "250m", "memory": "256Mi", "pods": "3", "nvidia.com/gpu": "1"}
+    kwok_allocatable = {"cpu": "3900m", "memory": "30300Mi", "pods": "58", "ephemeral-storage": "100Gi",
+                        "nvidia.com/gpu": "1"}  # fmt: skip
+    core = FakeCore(
+        [node("karp-1", capacity=requests, allocatable=kwok_allocatable)], [], device_plugin_configs(c)
+    )
+    DevicePlugin(NS(core=core), Allocations(tmp_path / "alloc.json")).reconcile()
+    (body,) = [b for kind, n, b in core.patches if kind == "status"]
+    assert body["status"]["capacity"] == {**KUBELET_CAPACITY, "nvidia.com/gpu": "1"}
+    assert body["status"]["allocatable"] == {**KUBELET_ALLOCATABLE, "nvidia.com/gpu": "1"}
+    assert (body["status"]["capacity"]["cpu"], body["status"]["allocatable"]["cpu"]) == ("4", "3920m")
+
+
+def test_quantities_are_compared_as_quantities_not_spellings():
+    assert same_quantities({"memory": "1Gi", "cpu": "4000m"}, {"memory": "1024Mi", "cpu": "4"})
+    assert not same_quantities({"memory": "1Gi"}, {"memory": "1023Mi"})
+    assert not same_quantities({"nvidia.com/gpu": "1"}, {"nvidia.com/gpu": None})  # to withdraw
+    assert not same_quantities({}, {"cpu": "4"})
