@@ -1,5 +1,5 @@
 """The instance profile Karpenter would create for our EC2NodeClass, computed by Karpenter's own code at the
-pinned version (our Go main's `instance-profile` subcommand, local/build/karpenter/main.go, calls
+pinned version (our Go main's `instance-profile` subcommand, local/build/unified/karpenter-kwok/main.go, calls
 EC2NodeClass.InstanceProfileName/InstanceProfileTags/LegacyInstanceProfileName and
 instanceprofile.FormatPath of github.com/aws/karpenter-provider-aws), and every IAM call it makes on that
 profile decided against the controller policy and the boundary (infra/iam_eval.py). The 45-call table in
