@@ -199,18 +199,23 @@ def follow(cmd: list[str], env: dict[str, str], log: Path, out: Path, clock: pro
             lines.put(None)
 
         threading.Thread(target=read, daemon=True).start()
-        while True:
-            try:
-                line = lines.get(timeout=2)
-            except queue.Empty:
-                line = ""
-            if line is None:
-                break
-            if line:
-                f.write(line)
-                clock.output(line.rstrip("\n"))
-            clock.linked(n for n in clock.names if (out / n).is_file())
-            clock.tick()
+        try:
+            while True:
+                try:
+                    line = lines.get(timeout=2)
+                except queue.Empty:
+                    line = ""
+                if line is None:
+                    break
+                if line:
+                    f.write(line)
+                    clock.output(line.rstrip("\n"))
+                clock.linked(n for n in clock.names if (out / n).is_file())
+                clock.tick()
+        except BaseException:  # interrupted (Ctrl-C): no go build left running behind us
+            proc.kill()
+            proc.wait()
+            raise
         rc = proc.wait()
         clock.linked(n for n in clock.names if (out / n).is_file())
         return rc
