@@ -31,7 +31,7 @@ FIS_DONE = ("completed", "stopped", "failed", "cancelled")
 
 
 def kwok_instance_id(node_name: str) -> str:
-    """The EC2-shaped instance id the local Karpenter gives a kwok node (local/build/karpenter/main.go):
+    """The EC2-shaped instance id the local Karpenter gives a kwok node (local/build/unified/karpenter-kwok/main.go):
     "i-" + the first 17 hex digits of sha256 of the node name."""
     return "i-" + hashlib.sha256(node_name.encode()).hexdigest()[:17]
 

@@ -1,24 +1,20 @@
-"""Build the local target's binaries from Go modules, pinned, cached outside the clone, reused when present.
+"""Build the local target's binaries from one Go module, pinned, cached outside the clone, reused when present.
 
-Each binary is a `Recipe` (`recipes()`): a module folder of ours, its main package and link flags, built by one
-`go build` (`go install` for kwok and Kueue) with `-trimpath -ldflags '-s -w'`:
-- kube-apiserver, kube-controller-manager, kube-scheduler: `go install k8s.io/kubernetes/cmd/...@v` fails
-  (its go.mod requires every staging module at v0.0.0 through replace directives), so a small wrapper
-  module of ours requires k8s.io/kubernetes and replaces each staging module with its published v0.X.Y,
-  read from the published go.mod. Version ldflags make /version report a real semver (Kueue refuses
-  `v0.0.0-master`).
-- etcd: a three-line main of ours calling etcdmain.Main (go install of etcd fails on replace directives).
-- kwok, Kueue: plain `go install module@version` (a wrapper module requiring the same version gives
-  `go list` the same graph, for the build benchmark).
-- kube-state-metrics: `go install` fails (it asks the proxy for the module's version list to check for a
-  deprecation, and the proxy lists none for k8s.io/kube-state-metrics/v2), so a module of ours requires the
-  exact version and `go build`s its main package (the module root).
-- karpenter-kwok: our main (local/build/karpenter/main.go) running Karpenter core's controllers with the kwok
-  cloud provider plus the AWS provider's spot-interruption controller, in a module of ours that requires
-  both at the same version.
-One binary at a time (linking takes GBs of memory; this machine has 2 cores), a progress line per binary
-(progress.py). Each binary is cached under its own key (its pin, and for our main its source digest), so
-changing one pin rebuilds one binary. `python -m benchmarks build` measures these builds (issue 28).
+All eight binaries are mains of one Go module of ours, local/build/unified/ (go.mod and go.sum committed, written
+from the pins in versions.py by `python -m local.build.gomod`), built by ONE `go build -o DIR/ pkg...`, so every
+package they share compiles once (issue 28; docs/local.md, The build):
+- kube-apiserver, kube-controller-manager, kube-scheduler: k8s.io/kubernetes/cmd/..., with every Kubernetes
+  staging module replaced by its published v0.X.Y (the list read from the published go.mod). Version ldflags
+  make /version report a real semver (Kueue refuses `v0.0.0-master`).
+- etcd: a three-line main of ours calling etcdmain.Main (unified/etcd/main.go).
+- kwok, Kueue: their cmd packages (sigs.k8s.io/kwok/cmd/kwok, sigs.k8s.io/kueue/cmd/kueue).
+- kube-state-metrics: its root package (k8s.io/kube-state-metrics/v2), its version set by ldflags.
+- karpenter-kwok: our main (unified/karpenter-kwok/main.go) running Karpenter core's controllers with the kwok
+  cloud provider plus the AWS provider's spot-interruption controller.
+The module's `tool` lines name the mains from dependencies. The binaries are cached under one key, the digest of
+the module's files (go.mod, go.sum, our mains), the build flags and the Go toolchain: any change relinks all
+eight, and Go's build cache (GOCACHE) recompiles only the packages whose inputs changed. Progress lines
+follow the build (progress.py); `python -m benchmarks build` measures it.
 """
 
 from __future__ import annotations
@@ -27,11 +23,12 @@ import fcntl
 import hashlib
 import json
 import os
+import queue
 import re
-import shlex
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +39,20 @@ from local.build import progress, versions
 
 CACHE = Path(os.environ.get("GPU_FINOPS_CACHE", Path.home() / ".cache" / PROJECT)) / "local"
 KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+UNIFIED = Path(__file__).with_name("unified")
+# binary -> its main package in the unified module, in the order `local up` starts them. `go build -o DIR/`
+# names each binary after its package's last element (before a /vN major-version suffix).
+MAINS = {
+    "etcd": "./etcd",
+    **{c: f"k8s.io/kubernetes/cmd/{c}" for c in KUBE_COMMANDS},
+    "kwok": "sigs.k8s.io/kwok/cmd/kwok",
+    "kueue": "sigs.k8s.io/kueue/cmd/kueue",
+    "karpenter-kwok": "./karpenter-kwok",
+    "kube-state-metrics": "k8s.io/kube-state-metrics/v2",
+}
+# No DWARF in the compiler's output: `-ldflags=-w` drops it at link time anyway, and the compiler still
+# spends time writing it (docs/local.md, The build: measured).
+GCFLAGS = "all=-dwarf=false"
 
 
 class BuildError(RuntimeError):
@@ -56,6 +67,12 @@ def go_env() -> dict[str, str]:
     return env
 
 
+def unified_env() -> dict[str, str]:
+    """The unified build's environment: the committed go.mod and go.sum as they are (`-mod=readonly`: a
+    missing sum fails the build instead of resolving anew), no VCS stamp (our mains sit in this clone)."""
+    return {**go_env(), "GOFLAGS": "-mod=readonly -buildvcs=false"}
+
+
 def run(cmd: list[str], cwd: Path, log: Path) -> None:
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("a") as f:
@@ -67,41 +84,66 @@ def run(cmd: list[str], cwd: Path, log: Path) -> None:
         raise BuildError(f"{' '.join(cmd)} failed (exit {result.returncode}); log {log}:\n{tail}")
 
 
-def binary_keys() -> dict[str, str]:
-    """Each binary's cache key: a binary is rebuilt only when its own pin (or our source for it) changes."""
-    return {
-        "etcd": f"etcd-{versions.ETCD}",
-        **{c: f"k8s-{versions.KUBERNETES}" for c in KUBE_COMMANDS},
-        "kwok": f"kwok-{versions.KWOK}",
-        "kueue": f"kueue-{versions.KUEUE}",
-        "kube-state-metrics": f"kube-state-metrics-{versions.KUBE_STATE_METRICS}",
-        "karpenter-kwok": f"karpenter-{versions.KARPENTER}-aws-{versions.KARPENTER_AWS}-main-{_source_digest()}",
-    }
+def ldflags() -> str:
+    """One set of link flags for all eight: -s -w, the Kubernetes version (component-base and client-go's
+    version packages: /version, and the client-go user agent of every binary linking them) and
+    kube-state-metrics' version (prometheus/common/version, linked by kube-state-metrics alone). etcd and kwok
+    report versions compiled into their own packages; Kueue's own version package is left as upstream's
+    `go install` leaves it."""
+    version = versions.KUBERNETES
+    major, minor = version.removeprefix("v").split(".")[:2]
+    date = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(0))
+    flags = ["-s -w"]
+    for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        flags += [
+            f"-X {pkg}.gitVersion={version}",
+            f"-X {pkg}.gitMajor={major}",
+            f"-X {pkg}.gitMinor={minor}",
+            f"-X {pkg}.gitTreeState=clean",
+            f"-X {pkg}.buildDate={date}",
+            f"-X {pkg}.gitCommit=0000000000000000000000000000000000000000",
+        ]
+    ksm = versions.KUBE_STATE_METRICS.removeprefix("v")
+    flags.append(f"-X github.com/prometheus/common/version.Version={ksm}")
+    return " ".join(flags)
 
 
-# Our Go main is a module of its own (go.mod and go.sum committed beside it, so Go tools read its imports);
-# its go.mod requires core and provider at the pins in versions.py (tests/local/build checks they agree).
-KARPENTER_MODULE = Path(__file__).with_name("karpenter")
-KARPENTER_MAIN = KARPENTER_MODULE / "main.go"
+def build_flags() -> list[str]:
+    """-trimpath (no local paths in the binaries: the same bytes from any clone), the compiler and link flags."""
+    return ["-trimpath", *([f"-gcflags={GCFLAGS}"] if GCFLAGS else []), "-ldflags", ldflags()]
 
 
-def _source_digest() -> str:
-    """Our Karpenter module (main.go, go.mod, go.sum) is part of the binary's identity: a change to any of
-    them rebuilds the binary."""
+def module_files() -> list[Path]:
+    """The unified module's files that decide the binaries: go.mod, go.sum and our mains' sources."""
+    files = [UNIFIED / "go.mod", UNIFIED / "go.sum", *sorted(UNIFIED.glob("*/*.go"))]
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing:
+        raise BuildError(f"the unified module lacks {', '.join(missing)}: restore it from git")
+    return files
+
+
+def cache_key() -> str:
+    """The binaries' cache key: `unified-` and the digest of every input of the one build that is ours to
+    change: the module's go.mod and go.sum (every module version of every binary), our mains, the build
+    flags (the version ldflags carry the Kubernetes and kube-state-metrics pins) and the Go toolchain. Any
+    change gives a new key, so all eight are relinked; GOCACHE recompiles only what changed."""
     digest = hashlib.sha256()
-    for name in ("main.go", "go.mod", "go.sum"):
-        digest.update((KARPENTER_MODULE / name).read_bytes())
-    return digest.hexdigest()[:12]
-
-
-def binary_path(name: str) -> Path:
-    return CACHE / "bin" / binary_keys()[name] / name
+    for f in module_files():
+        digest.update(f"{f.relative_to(UNIFIED)}\0".encode() + f.read_bytes() + b"\0")
+    digest.update(" ".join([*build_flags(), versions.GO_TOOLCHAIN]).encode())
+    return "unified-" + digest.hexdigest()[:16]
 
 
 def bin_dir() -> Path:
-    """A folder of links to this pin set's binaries (what the cluster starts from)."""
-    keys = binary_keys()
-    return CACHE / "bin" / "set" / "_".join(sorted(set(keys.values())))
+    """The folder holding this module's eight binaries (what the cluster starts from; `bin/set/` as before the
+    one-module build, so `ps aux | grep bin/set/` still finds every process a local target started)."""
+    return CACHE / "bin" / "set" / cache_key()
+
+
+def binary_path(name: str) -> Path:
+    if name not in MAINS:
+        raise BuildError(f"no binary {name!r} in the unified build; it builds {', '.join(MAINS)}")
+    return bin_dir() / name
 
 
 def module_info(module_at_version: str, cwd: Path) -> dict:
@@ -130,165 +172,104 @@ def staging_replaces(kubernetes_gomod: str, version: str) -> dict[str, str]:
     return {m: published for m in sorted(set(mods))}
 
 
-def ldflags(version: str) -> str:
-    major, minor = version.removeprefix("v").split(".")[:2]
-    date = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(0))
-    flags = []
-    for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
-        flags += [
-            f"-X {pkg}.gitVersion={version}",
-            f"-X {pkg}.gitMajor={major}",
-            f"-X {pkg}.gitMinor={minor}",
-            f"-X {pkg}.gitTreeState=clean",
-            f"-X {pkg}.buildDate={date}",
-            f"-X {pkg}.gitCommit=0000000000000000000000000000000000000000",
-        ]
-    return " ".join(["-s -w", *flags])
+def build_command(names: tuple[str, ...], out: Path, extra: tuple[str, ...] = ()) -> list[str]:
+    """The one `go build` of `names`' mains into the folder `out` (run in the unified module)."""
+    unknown = [n for n in names if n not in MAINS]
+    if unknown:
+        raise BuildError(f"no main for {', '.join(unknown)} in the unified build ({', '.join(MAINS)})")
+    return ["go", "build", *extra, *build_flags(), "-o", f"{out}/", *(MAINS[n] for n in names)]
 
 
-@dataclass(frozen=True)
-class Recipe:
-    """One binary: a prepared Go module folder, the main package built there, and its link flags."""
+def follow(cmd: list[str], env: dict[str, str], log: Path, out: Path, clock: progress.Progress) -> int:
+    """Run the build, its output (`go build -v`: one import path per package compiled) into the log and the
+    progress lines: a count of compiled packages, and each binary as it appears in `out`."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    lines: queue.Queue[str | None] = queue.Queue()
+    with log.open("a") as f:
+        f.write(f"\n$ {' '.join(cmd)}  (in {UNIFIED})\n")
+        f.flush()
+        proc = subprocess.Popen(
+            cmd, cwd=UNIFIED, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        assert proc.stdout is not None
 
-    name: str
-    module: Path  # where `go list` reads its graph (for `go install` binaries: a wrapper requiring the same)
-    package: str
-    ldflags: str
-    install: str | None = (
-        None  # `go install package@install`: the module's own graph, its version in buildinfo
-    )
+        def read() -> None:
+            for line in proc.stdout:  # type: ignore[union-attr]
+                lines.put(line)
+            lines.put(None)
 
-
-def _write(folder: Path, files: dict[str, str]) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (folder / name).write_text(text)
-    return folder
-
-
-def _wrapper(work: Path, name: str, module: str, version: str, go: str = "1.26") -> Path:
-    """A module of ours requiring `module` at exactly `version` (the same graph `go install module@version`
-    resolves: the module's own requirements, no replace directives)."""
-    return _write(
-        work / name, {"go.mod": f"module gpu-finops.local/{name}\n\ngo {go}\n\nrequire {module} {version}\n"}
-    )
-
-
-def kube_module(work: Path) -> Path:
-    mod = work / "kube"
-    mod.mkdir(parents=True, exist_ok=True)
-    info = module_info(f"k8s.io/kubernetes@{versions.KUBERNETES}", mod)
-    replaces = staging_replaces(Path(info["GoMod"]).read_text(), versions.KUBERNETES)
-    lines = [
-        "module gpu-finops.local/kube",
-        "",
-        "go 1.25",
-        "",
-        f"require k8s.io/kubernetes {versions.KUBERNETES}",
-        "",
-    ]
-    lines += [f"replace {m} => {m} {v}" for m, v in replaces.items()]
-    return _write(mod, {"go.mod": "\n".join(lines) + "\n"})
-
-
-def recipes(work: Path, names: tuple[str, ...] | None = None) -> list[Recipe]:
-    """Every binary's recipe, in build order, its module folder prepared under `work`."""
-    wanted = names or tuple(binary_keys())
-    out: list[Recipe] = []
-    if "etcd" in wanted:
-        etcd = _wrapper(work, "etcd", "go.etcd.io/etcd/server/v3", versions.ETCD)
-        _write(etcd, {"main.go": ETCD_MAIN})
-        out.append(Recipe("etcd", etcd, ".", "-s -w"))
-    if any(c in wanted for c in KUBE_COMMANDS):
-        kube = kube_module(work)
-        out += [
-            Recipe(c, kube, f"k8s.io/kubernetes/cmd/{c}", ldflags(versions.KUBERNETES))
-            for c in KUBE_COMMANDS
-            if c in wanted
-        ]
-    for name, module, version in (
-        ("kwok", "sigs.k8s.io/kwok", versions.KWOK),
-        ("kueue", "sigs.k8s.io/kueue", versions.KUEUE),
-    ):
-        if name in wanted:
-            wrapper = _wrapper(work, name, module, version)
-            out.append(Recipe(name, wrapper, f"{module}/cmd/{name}", "-s -w", install=version))
-    if "karpenter-kwok" in wanted:
-        karp = work / "karpenter"
-        karp.mkdir(parents=True, exist_ok=True)
-        for name in ("go.mod", "go.sum", "main.go"):  # our module, as committed: no tidy, no re-resolution
-            shutil.copy(KARPENTER_MODULE / name, karp / name)
-        out.append(Recipe("karpenter-kwok", karp, ".", "-s -w"))
-    if "kube-state-metrics" in wanted:
-        v = versions.KUBE_STATE_METRICS
-        ksm = _wrapper(work, "kube-state-metrics", "k8s.io/kube-state-metrics/v2", v)
-        flags = f"-s -w -X github.com/prometheus/common/version.Version={v.removeprefix('v')}"
-        out.append(Recipe("kube-state-metrics", ksm, "k8s.io/kube-state-metrics/v2", flags))
-    return out
-
-
-ETCD_MAIN = (
-    'package main\n\nimport (\n\t"os"\n\n\t"go.etcd.io/etcd/server/v3/etcdmain"\n)\n\n'
-    "func main() { etcdmain.Main(os.Args) }\n"
-)
-
-
-def build_command(recipe: Recipe, target: Path, extra: tuple[str, ...] = ()) -> list[str]:
-    """The one `go build` (or `go install`) of a recipe, writing `target` (-trimpath and -s -w everywhere: no
-    debug info is needed here). `go install` writes into GOBIN, so the command moves the binary after."""
-    flags = [*extra, "-trimpath", "-ldflags", recipe.ldflags]
-    if recipe.install is None:
-        return ["go", "build", *flags, "-o", str(target), recipe.package]
-    gobin = target.parent / f".gobin-{recipe.name}"
-    install = ["env", f"GOBIN={gobin}", "go", "install", *flags, f"{recipe.package}@{recipe.install}"]
-    moved = f"mkdir -p {gobin} && {shlex.join(install)} && mv {gobin}/{recipe.name} {target} && rmdir {gobin}"
-    return ["sh", "-c", moved]
+        threading.Thread(target=read, daemon=True).start()
+        try:
+            while True:
+                try:
+                    line = lines.get(timeout=2)
+                except queue.Empty:
+                    line = ""
+                if line is None:
+                    break
+                if line:
+                    f.write(line)
+                    clock.output(line.rstrip("\n"))
+                clock.linked(n for n in clock.names if (out / n).is_file())
+                clock.tick()
+        except BaseException:  # interrupted (Ctrl-C): no go build left running behind us
+            proc.kill()
+            proc.wait()
+            raise
+        rc = proc.wait()
+        clock.linked(n for n in clock.names if (out / n).is_file())
+        return rc
 
 
 @dataclass
 class Builder:
     out: Path
-    work: Path
     log: Path
     echo: Callable[[str], None] = print
 
     def have(self, name: str) -> bool:
-        path = binary_path(name)
+        path = self.out / name
         return path.is_file() and os.access(path, os.X_OK)
 
-    def target(self, name: str) -> Path:
-        path = binary_path(name)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return path
-
     def all(self) -> Path:
-        self.out.mkdir(parents=True, exist_ok=True)
-        need = tuple(n for n in binary_keys() if not self.have(n))
+        need = tuple(n for n in MAINS if not self.have(n))
         if need:
             self.build(need)
-        for name in binary_keys():
-            link = self.out / name
-            if link.is_symlink() or link.exists():
-                link.unlink()
-            link.symlink_to(binary_path(name))
         return self.out
 
     def build(self, names: tuple[str, ...]) -> None:
-        """Build `names` one at a time, a progress line per binary (elapsed, and the estimate from the last
-        build's figures, progress.py), then the total."""
-        todo = recipes(self.work, names)
-        clock = progress.Progress([r.name for r in todo], self.echo)
-        for recipe in todo:
-            clock.start(recipe.name)
-            run(build_command(recipe, self.target(recipe.name)), recipe.module, self.log)
-            clock.done(recipe.name)
+        """One `go build -v` of `names` into a folder beside `out`, progress lines as it goes (progress.py),
+        then each binary moved into `out`: a failed or interrupted build leaves no binary in the cache."""
+        staging = self.out.parent / f".{self.out.name}.building-{os.getpid()}"
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        clock = progress.Progress(names, self.echo)
+        clock.begin(self.log)
+        try:
+            rc = follow(build_command(names, staging, ("-v",)), unified_env(), self.log, staging, clock)
+            if rc != 0:
+                tail = self.log.read_text()[-3000:]
+                raise BuildError(
+                    f"go build of {', '.join(names)} failed (exit {rc}); log {self.log}:\n{tail}"
+                )
+            absent = [n for n in names if not (staging / n).is_file()]
+            if absent:
+                raise BuildError(
+                    f"go build exited 0 but wrote no {', '.join(absent)} in {staging}; log {self.log}"
+                )
+            self.out.mkdir(parents=True, exist_ok=True)
+            for name in names:
+                os.replace(staging / name, self.out / name)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
         clock.finish()
 
 
-def build_all(echo: Callable[[str], None] = print) -> Path:
-    """Every binary of this pin set, built where missing. One build at a time per cache (CACHE/build.lock):
-    `make demo` starts one in the background while `make setup` runs (the Makefile's `prebuild`), and
-    `local up` then waits for it here instead of building the same binaries again beside it."""
+def build_all(echo: Callable[[str], None] = print, names: tuple[str, ...] | None = None) -> Path:
+    """This module's binaries (all, or `names`), built where missing; the folder holding them. One build at a
+    time per cache (CACHE/build.lock): `make demo` starts one in the background while `make setup` runs (the
+    Makefile's `prebuild`), and `local up` then waits for it here instead of building the same binaries again
+    beside it."""
     CACHE.mkdir(parents=True, exist_ok=True)
     with (CACHE / "build.lock").open("w") as lock:
         try:
@@ -298,7 +279,13 @@ def build_all(echo: Callable[[str], None] = print) -> Path:
                 f"  waiting for the build already running (lock {CACHE / 'build.lock'}, log {CACHE / 'build.log'}) ..."
             )
             fcntl.flock(lock, fcntl.LOCK_EX)
-        return Builder(bin_dir(), CACHE / "work", CACHE / "build.log", echo).all()
+        builder = Builder(bin_dir(), CACHE / "build.log", echo)
+        if names is None:
+            return builder.all()
+        need = tuple(n for n in names if not builder.have(n))
+        if need:
+            builder.build(need)
+        return builder.out
 
 
 if __name__ == "__main__":

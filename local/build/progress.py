@@ -1,31 +1,32 @@
-"""Progress a person can follow during the local target's Go builds: a line when each binary starts (with the
-estimate from the last build's figures), a line when it is done (elapsed, total so far, about how long is
-left), and the total at the end. Each finished binary's time is recorded in `CACHE/build-times.json`, the
-next build's estimate; with no record, the figures of issue 28's cold build on the 2-core machine stand in
-(FIRST_BUILD_SECONDS), and the line says which it used."""
+"""Progress a person can follow during the local target's one `go build` (issue 28): a line when it starts (the
+binaries, and the last build's figures: packages compiled and seconds), then every EVERY seconds the count of
+packages compiled so far (`go build -v` prints each one's import path as it compiles it), the elapsed time and
+about how long is left, a line as each binary is written, and the total at the end.
+
+The estimate: the last build's seconds scaled by the share of its package count not compiled yet. Each build's
+figures (seconds, packages compiled, binaries) are recorded in `CACHE/build-times.json`; with no record, the
+unified cold build measured for issue 28 on the 2-core machine stands in (FIRST_BUILD), and the line says
+which. A warm build (few packages to compile) ends long before the estimate: it is an upper bound then."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from facts.names import PROJECT
 
-# Issue 28's cold `make demo` on the 2-core build machine (busy with other work), seconds per binary: the
-# estimate before this machine has built anything. The three Kubernetes commands shared 383 s.
-FIRST_BUILD_SECONDS = {
-    "etcd": 91.0,
-    "kube-apiserver": 200.0,
-    "kube-controller-manager": 120.0,
-    "kube-scheduler": 63.0,
-    "kwok": 115.0,
-    "kueue": 296.0,
-    "karpenter-kwok": 197.0,
-    "kube-state-metrics": 145.0,
-}
+# The unified cold build of all eight binaries on the 2-core machine, 2026-12-02 (docs/local.md, The build:
+# 29.1 min beside another cold Go build; 3,274 compile actions): the estimate before this machine has recorded
+# a build.
+FIRST_BUILD = {"seconds": 1746.0, "packages": 3274}
+EVERY = 30.0  # seconds between count lines
+# `go build -v` prints one import path per package it compiles; anything else (errors, `go: downloading`) is not
+# counted.
+PACKAGE = re.compile(r"^[\w.~+-]+(/[\w.~+-]+)*$")
 
 
 def record_path() -> Path:
@@ -33,16 +34,31 @@ def record_path() -> Path:
     return root / "local" / "build-times.json"
 
 
-def load_record(path: Path) -> dict[str, float]:
-    """The last build's seconds per binary; an unreadable record is reported and not used."""
+def load_record(path: Path) -> dict[str, float] | None:
+    """The last build's seconds and packages compiled; a record that is unreadable or of another shape (the
+    per-binary build's, before issue 28's one module) is reported and not used."""
     if not path.is_file():
-        return {}
+        return None
     try:
         data = json.loads(path.read_text())
     except ValueError as exc:
-        print(f"  (ignoring {path}: not JSON ({exc}); estimates fall back to issue 28's figures)")
-        return {}
-    return {k: float(v) for k, v in data.items() if isinstance(v, int | float)}
+        print(f"  (ignoring {path}: not JSON ({exc}); the estimate falls back to issue 28's figures)")
+        return None
+    last = data.get("unified") if isinstance(data, dict) else None
+    if not (
+        isinstance(last, dict)
+        and all(isinstance(last.get(k), int | float) and last[k] > 0 for k in ("seconds", "packages"))
+    ):
+        print(
+            f"  (ignoring {path}: no unified build recorded; the estimate falls back to issue 28's figures)"
+        )
+        return None
+    return {"seconds": float(last["seconds"]), "packages": float(last["packages"])}
+
+
+def minutes(seconds: float) -> str:
+    s = round(seconds)
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
 class Progress:
@@ -52,46 +68,70 @@ class Progress:
         echo: Callable[[str], None] = print,
         record: Path | None = None,
         clock: Callable[[], float] = time.monotonic,
+        every: float = EVERY,
     ) -> None:
         self.names = list(names)
-        self.echo, self.clock = echo, clock
+        self.echo, self.clock, self.every = echo, clock, every
         self.record = record or record_path()
-        self.last = load_record(self.record)
-        self.began = clock()
-        self.started: dict[str, float] = {}
-        self.took: dict[str, float] = {}
+        last = load_record(self.record)
+        self.source = "the last build" if last else "issue 28's unified cold build"
+        self.last = last or FIRST_BUILD
+        self.began = self.said = clock()
+        self.compiled = 0
+        self.written: list[str] = []
 
-    def estimate(self, name: str) -> tuple[float, str]:
-        if name in self.last:
-            return self.last[name], "last build"
-        return FIRST_BUILD_SECONDS.get(name, 120.0), "issue 28's cold build"
+    def begin(self, log: Path | None = None) -> None:
+        self.began = self.said = self.clock()
+        where = f"; log {log}" if log else ""
+        self.echo(
+            f"  building {len(self.names)} binaries with one go build ({', '.join(self.names)}); "
+            f"{self.source}: {self.last['packages']:,.0f} packages compiled in {minutes(self.last['seconds'])}{where}"
+        )
 
     def left(self) -> float:
-        return sum(self.estimate(n)[0] for n in self.names if n not in self.took)
+        done = min(self.compiled / self.last["packages"], 1.0)
+        return max(self.last["seconds"] * (1 - done), 0.0)
 
-    def start(self, name: str) -> None:
-        self.started[name] = self.clock()
-        est, source = self.estimate(name)
-        i = self.names.index(name) + 1
-        self.echo(f"  [{i}/{len(self.names)}] {name}: building (about {est:.0f}s, {source}) ...")
+    def output(self, line: str) -> None:
+        if PACKAGE.match(line):
+            self.compiled += 1
 
-    def done(self, name: str) -> None:
-        took = self.clock() - self.started[name]
-        self.took[name] = took
-        total = self.clock() - self.began
-        self.echo(
-            f"  [{len(self.took)}/{len(self.names)}] {name}: built in {took:.0f}s; "
-            f"{total:.0f}s so far, about {self.left():.0f}s left"
-        )
-        self.save()
+    def tick(self) -> None:
+        now = self.clock()
+        if now - self.said < self.every:
+            return
+        self.said = now
+        expected = self.last["packages"]
+        if self.compiled < expected:
+            state = f"about {minutes(self.left())} left if it compiles as many as {self.source}"
+        else:
+            state = f"more than {self.source} compiled ({expected:,.0f}); linking"
+        self.echo(f"  {self.compiled:,} packages compiled, {minutes(now - self.began)} elapsed; {state}")
 
-    def save(self) -> None:
-        self.record.parent.mkdir(parents=True, exist_ok=True)
-        merged = {**self.last, **{k: round(v, 1) for k, v in self.took.items()}}
-        tmp = self.record.with_suffix(".tmp")
-        tmp.write_text(json.dumps(merged, indent=1, sort_keys=True) + "\n")
-        tmp.replace(self.record)
+    def linked(self, names: Iterable[str]) -> None:
+        for name in names:
+            if name not in self.written:
+                self.written.append(name)
+                self.echo(
+                    f"  [{len(self.written)}/{len(self.names)}] {name} written at "
+                    f"{minutes(self.clock() - self.began)}"
+                )
 
     def finish(self) -> None:
-        total = self.clock() - self.began
-        self.echo(f"  built {len(self.took)} of {len(self.names)} binaries in {total:.0f}s")
+        took = self.clock() - self.began
+        self.echo(
+            f"  built {len(self.written)} of {len(self.names)} binaries in {minutes(took)} "
+            f"({self.compiled:,} packages compiled)"
+        )
+        self.save(took)
+
+    def save(self, took: float) -> None:
+        """Record this build's figures for the next estimate; a build that compiled nothing (all in GOCACHE,
+        only linked) says nothing about a build that compiles, so the record stays as it was."""
+        if self.compiled == 0:
+            return
+        self.record.parent.mkdir(parents=True, exist_ok=True)
+        figures = {"seconds": round(took, 1), "packages": self.compiled, "binaries": self.names}
+        tmp = self.record.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"unified": figures}, indent=1, sort_keys=True) + "\n")
+        tmp.replace(self.record)

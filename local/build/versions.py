@@ -15,16 +15,17 @@ KWOK = "v0.8.0"
 KUEUE = "v0.19.2"
 # kube-state-metrics, the ledger's node and pod input (ledger/rules.yaml): the proxy lists no versions
 # for k8s.io/kube-state-metrics/v2, but exact versions are served; the AWS Prometheus chart's subchart runs
-# the same release line.
+# the same release line. v2.20.0 is built on client-go v0.36, the version the one module links (2.18.0 does not
+# compile against it: cache.Store gained Bookmark); the ledger's inputs are unchanged from 2.18.0 (docs/ledger.md).
 # renovate: datasource=go depName=k8s.io/kube-state-metrics/v2
-KUBE_STATE_METRICS = "v2.18.0"
+KUBE_STATE_METRICS = "v2.20.0"
 # renovate: datasource=go depName=sigs.k8s.io/karpenter
 KARPENTER = "v1.15.0"  # the version the addons stack installs on AWS; declares go 1.26.9 (docs/infra.md: why not 1.15.1)
 # The Go toolchain every local build uses, fetched through the Go module proxy (golang.org/toolchain) when
 # the installed Go is older: Karpenter v1.15.0 and karpenter-provider-aws v1.15.0 need go >= 1.26.9 (v1.15.2 1.26.11).
 # renovate: datasource=golang-version depName=go
 GO_TOOLCHAIN = "go1.26.11"
-# The AWS provider whose interruption controller the local Karpenter runs (local/build/karpenter/main.go): the
+# The AWS provider whose interruption controller the local Karpenter runs (local/build/unified/karpenter-kwok/main.go): the
 # same version as core, since the provider pins core exactly.
 # renovate: datasource=go depName=github.com/aws/karpenter-provider-aws
 KARPENTER_AWS = "v1.15.0"

@@ -29,12 +29,8 @@ class ValidationServerError(RuntimeError):
 
 def ensure_binaries() -> tuple[Path, Path]:
     """etcd and kube-apiserver at the local target's pins; built (once, minutes) when the cache lacks them."""
-    builder = build.Builder(build.bin_dir(), build.CACHE / "work", build.CACHE / "build.log")
-    if not builder.have("etcd"):
-        builder.etcd()
-    if not builder.have("kube-apiserver"):
-        builder.kube()
-    return build.binary_path("etcd"), build.binary_path("kube-apiserver")
+    bins = build.build_all(names=("etcd", "kube-apiserver"))
+    return bins / "etcd", bins / "kube-apiserver"
 
 
 def _free_ports(n: int) -> list[int]:

@@ -38,4 +38,6 @@ def test_trace_times_split_compile_from_link_and_skip_cache_hits(tmp_path):
     )
     trace = tmp_path / "t.json"
     trace.write_text(json.dumps(events))
-    assert trace_times(trace) == {"compile_s": 3.0, "link_s": 4.0, "compile_actions": 1}
+    assert trace_times(trace) == {
+        "compile_s": 2.0, "link_s": 4.0, "after_s": 5.0, "compile_actions": 1, "links": 1,
+    }  # fmt: skip

@@ -1,5 +1,5 @@
 """The instance profile Karpenter would create for our EC2NodeClass, computed by Karpenter's own code at the
-pinned version (our Go main's `instance-profile` subcommand, local/build/karpenter/main.go, calls
+pinned version (our Go main's `instance-profile` subcommand, local/build/unified/karpenter-kwok/main.go, calls
 EC2NodeClass.InstanceProfileName/InstanceProfileTags/LegacyInstanceProfileName and
 instanceprofile.FormatPath of github.com/aws/karpenter-provider-aws), and every IAM call it makes on that
 profile decided against the controller policy and the boundary (infra/iam_eval.py). The 45-call table in
@@ -9,11 +9,8 @@ hand-written values to what the code prints, so a new Karpenter pin that moves t
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -36,20 +33,10 @@ pytestmark = pytest.mark.slow
 
 
 def karpenter_main() -> Path:
-    """Our Go main at its cache key (pin + source digest), built in a private folder when absent."""
+    """Our Go main as the local target builds it (the one module, local/build/unified), built when absent."""
     from local.build import binaries as build
 
-    path = build.binary_path("karpenter-kwok")
-    if path.is_file():
-        return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=path.parent) as work:
-        for name in ("go.mod", "go.sum", "main.go"):
-            shutil.copy(build.KARPENTER_MODULE / name, Path(work) / name)
-        build.run(["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", "karpenter-kwok", "."],
-                  Path(work), Path(work) / "build.log")  # fmt: skip
-        os.replace(Path(work) / "karpenter-kwok", path)
-    return path
+    return build.build_all(names=("karpenter-kwok",)) / "karpenter-kwok"
 
 
 def printed(cluster: str = C.cluster_name, uid: str = UID) -> dict[str, Any]:
