@@ -260,7 +260,12 @@ def render(rows: list[Row], held: dict[str, str], console: Console, show_current
     console.print(table)
     counts = {s: sum(r.status == s for r in rows) for s in ORDER}
     console.print(", ".join(f"{n} {s}" for s, n in counts.items() if n))
-    unexplained = [r.pin.dep for r in rows if r.status == "behind" and not r.note and r.pin.dep not in held]
+    # a range whose upper bound shuts out the newest release is as far behind as an exact pin
+    unexplained = [
+        r.pin.dep
+        for r in rows
+        if r.status in ("behind", "range excludes newest") and not r.note and r.pin.dep not in held
+    ]
     if unexplained:
         console.print(f"behind with no reason held in infra/pins_held.yaml: {', '.join(unexplained)}")
 

@@ -126,6 +126,11 @@ def lock_parents(block: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+def _canonical(name: str) -> str:
+    """PEP 503's normalized name: case and runs of `-`, `_`, `.` do not tell two distributions apart."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 def pyproject_pins(root: Path) -> list[Pin]:
     """pep621: an exact `==` pin is a pin; a range is listed so its upper bound can be held to the newest."""
     text = (root / "pyproject.toml").read_text()
@@ -134,11 +139,14 @@ def pyproject_pins(root: Path) -> list[Pin]:
     requirements += data.get("project", {}).get("dependencies", [])
     for extra in data.get("project", {}).get("optional-dependencies", {}).values():
         requirements += extra
+    own = data.get("project", {}).get("name", "")
     pins: list[Pin] = []
     for requirement in requirements:
         match = REQUIREMENT.match(requirement)
         if not match:
             continue
+        if _canonical(match["name"]) == _canonical(own):
+            continue  # an extra naming the project's other extras (`gpu-finops[infra]`) is no pin
         spec = match["spec"].strip()
         line = _line_of(text, text.find(json.dumps(requirement)))
         exact = spec.startswith("==")

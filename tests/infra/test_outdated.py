@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from infra import outdated
+from infra import outdated, outdated_pins
 from infra.outdated_pins import Pin, all_pins, js_to_python_regex, lock_parents
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -183,3 +183,28 @@ def test_the_report_is_never_a_failure_and_names_unexplained_pins(tmp_path):
     console = Console(record=True, width=200)
     outdated.main(["--root", str(tmp_path)], fetch=fetch, console=console)
     assert "waits for a reason" in console.export_text() and "no reason held" not in console.export_text()
+
+
+def test_an_extra_naming_the_project_itself_is_no_pin(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=69,<85"]\n[project]\nname = "gpu-finops"\n'
+        '[project.optional-dependencies]\nacts = ["gpu_finops[infra]", "pytest>=8,<10"]\n'
+    )
+    assert [p.dep for p in outdated_pins.pyproject_pins(tmp_path)] == ["setuptools", "pytest"]
+
+
+def test_a_range_that_shuts_out_the_newest_with_no_reason_is_named_unexplained():
+    rows = [
+        outdated.Row(
+            Pin("pypi", "pkg", ">=1,<2", "pyproject.toml:3", "pep621", is_range=True),
+            "2.0",
+            "range excludes newest",
+            "",
+        )
+    ]
+    console = Console(record=True, width=200)
+    outdated.render(rows, {}, console, show_current=False)
+    assert "behind with no reason held in infra/pins_held.yaml: pkg" in console.export_text()
+    console = Console(record=True, width=200)
+    outdated.render(rows, {"pkg": "the 2.x build backend is untried"}, console, show_current=False)
+    assert "no reason held" not in console.export_text()
