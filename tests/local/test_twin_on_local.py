@@ -72,6 +72,23 @@ def twin_target(local_cluster):
     set_queues(local_cluster.kube(), kueue_objects(local_cluster.config))
 
 
+HANDOVER_WALL_MAX = (
+    10.0  # wall seconds from a job's end to the admission of the job that waited for its quota
+)
+
+
+def _handover_gpu_hours(result: dict, tenant: str, wave: int) -> float:
+    """GPU-hours between the first wave's ends and the second wave's admissions, the k-th end paired with the
+    k-th admission (one GPU a job; Kueue admits in the order quota returns). Every job must have both times."""
+    rows = [x for x in result["jobs"] if x["tenant"] == tenant]
+    assert all(x["start_s"] is not None and x["end_s"] is not None for x in rows), rows
+    rows.sort(key=lambda x: x["start_s"])
+    ends = sorted(x["end_s"] for x in rows[:wave])
+    starts = sorted(x["start_s"] for x in rows[wave:])
+    assert len(starts) == wave and min(starts) >= min(ends), (ends, starts)
+    return sum(max(s - e, 0.0) for e, s in zip(ends, starts, strict=True)) / 3600
+
+
 def _burst(tenants: tuple[str, ...], jobs: int, duration: float) -> Trace:
     return Trace(30.0, 60.0, None, tenants, tuple(
         TraceJob(f"burst-{i:03d}", tenants[0], 0.0, 1, duration) for i in range(jobs)
@@ -95,12 +112,19 @@ def test_strict_quota_leaves_the_other_tenants_gpus_idle_borrowing_uses_them(twi
     assert a_borrow["peak_admitted_gpus"] == 32 and a_borrow["wait_p99_s"] < 0.5 * duration
     free = lambda r: sum(v for b, v in r["ledger"]["bucket_gpu_hours"].items() if b.startswith("free_"))  # noqa: E731
     # strict idles team-b's 16 GPUs for both waves (16 x 2 x 600 s = 5.33 GPU-hours) more than borrowing does;
-    # both runs also hold free GPUs while pods start and the last ones finish, which the difference cancels
+    # both runs also hold free GPUs while pods start and the last ones finish, which the difference cancels.
+    # Strict has one thing more: its second wave is admitted only as the first wave's quota comes back, and
+    # the GPUs a finished job left stay free until Kueue admits the next (the handover, measured from the
+    # Workloads' own times). It is the control plane's latency, not the policy's idling, so it is counted
+    # apart and bounded: at most HANDOVER_WALL_MAX wall seconds a job.
+    handover = _handover_gpu_hours(strict, "team-a", 16)
     extra = free(strict) - free(borrow)
     print(
         f"free GPU-hours: strict {free(strict):.2f}, borrow {free(borrow):.2f}, difference {extra:.2f} of 5.33"
+        f" + strict's handover {handover:.2f}"
     )
-    assert extra == pytest.approx(16 * 2 * duration / 3600, rel=0.10)
+    assert handover <= 16 * HANDOVER_WALL_MAX * trace.compression / 3600, handover
+    assert extra == pytest.approx(16 * 2 * duration / 3600 + handover, rel=0.10)
     # installed is the fleet's 32 GPUs for each run's length, to a tick: no other node's GPUs in it
     for r in (strict, borrow):
         led = r["ledger"]
