@@ -16,7 +16,7 @@ from botocore.stub import ANY, Stubber
 
 from harness.interruption import FisInterrupter, SqsInterrupter, kwok_instance_id, spot_warning_event
 
-MAIN_GO = Path(__file__).resolve().parents[2] / "local" / "build" / "karpenter" / "main.go"
+MAIN_GO = Path(__file__).resolve().parents[2] / "local" / "build" / "unified" / "karpenter-kwok" / "main.go"
 
 
 def test_kwok_instance_ids_are_ec2_shaped_and_computed_as_the_karpenter_main_does():
