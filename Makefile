@@ -140,8 +140,12 @@ setup: $(SETUP_STAMP) $(NODE_BIN) $(CHECKOV) $(FOCUS_VALIDATOR_STAMP) ## create 
 print-actionlint: # where the actionlint binary lives (tests/ci runs it)
 	@echo $(ACTIONLINT)
 
-test: setup $(ACTIONLINT) $(RENOVATE_VALIDATOR) $(AXE_CORE) ## run the offline test suite (the CI command)
-	$(VENV)/bin/pytest --target=$(TARGET)
+# Two workers (pytest-xdist): the tests that touch the local target run in order on one, as one group (its
+# ports are fixed); every other module goes to whichever worker is free (conftest.py). TEST_WORKERS=0 runs
+# everything in one process. The Go builds start first, in the background, as for `demo`.
+TEST_WORKERS ?= 2
+test: prebuild setup $(ACTIONLINT) $(RENOVATE_VALIDATOR) $(AXE_CORE) ## run the offline test suite (the CI command)
+	$(VENV)/bin/pytest --target=$(TARGET) -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 # Each mutant runs only the tests that reached its function in mutmut's stats run. MUTANTS='assertions.preemption*'
 # runs one module; MUTMUT_CHILDREN: parallel mutants (2 suits a shared machine). It resumes from mutants/.

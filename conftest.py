@@ -33,8 +33,34 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--target/TARGET must be one of {TARGETS}, got {target!r}")
 
 
+LOCAL_DIR = Path(__file__).resolve().parent / "tests" / "local"
+LOCAL_GROUP = "local-target"  # the xdist group of everything that may touch the local target (fixed ports)
+NON_LOCAL_NICE = 10  # `make test`'s other worker yields the CPU to the local target's timing-sensitive tests
+
+
+def _in_local_group(item: pytest.Item) -> bool:
+    return LOCAL_DIR in Path(str(item.path)).resolve().parents or item.get_closest_marker("local") is not None
+
+
+def _distributed(config: pytest.Config) -> bool:
+    """In an xdist worker (whose options no longer carry -n), or in a controller that starts workers."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is not None:
+        return True
+    return getattr(config.option, "dist", "no") != "no" and bool(getattr(config.option, "numprocesses", None))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the xdist_group marks this adds
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     target = config.getoption("--target")
+    if _distributed(config):
+        # `make test` runs two workers (`-n 2 --dist loadgroup --no-loadscope-reorder`). Every test that may
+        # touch the local target is one group, so one worker runs them in order, as a single run would (one
+        # target: its ports are fixed); each other module is a group of its own, so a module's fixtures are
+        # set up once. The local group goes first, so it starts at once and the other worker takes the rest.
+        for item in items:
+            group = LOCAL_GROUP if _in_local_group(item) else item.nodeid.split("::", 1)[0]
+            item.add_marker(pytest.mark.xdist_group(group))
+        items.sort(key=lambda item: not _in_local_group(item))  # stable: collection order within each part
     for item in items:
         # Markers, not keywords: a keyword also matches a folder name, so every test under tests/local/
         # would count as needing the local target.
@@ -72,3 +98,50 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         f"--require-all-acts: {item.nodeid} was skipped, and a run that skips an act proves nothing about "
         f"its claim. Skip reason: {reason}"
     )
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
+    """Before a test's own timeout starts (pytest-timeout's clock covers its fixtures): the local target's Go
+    binaries, for a test marked `binaries` or under tests/local. On a cold cache that is a 13-minute build
+    (or the wait for the one `make test`'s prebuild started), which no test's timeout is sized for; once
+    built it is a cache lookup. And on a worker that runs no local-group test, a lower CPU priority."""
+    local = (
+        LOCAL_DIR in Path(str(item.path)).resolve().parents and item.config.getoption("--target") == "local"
+    )
+    if local or item.get_closest_marker("binaries") is not None:
+        _binaries_built()
+    global _ran_local
+    if _in_local_group(item):
+        _ran_local = True
+    elif _distributed_worker(item.config) and not _niced and not _ran_local:
+        _nice_once()  # a worker that started the local target keeps its priority
+    yield
+
+
+_built = False
+_niced = False
+_ran_local = False
+
+
+def _binaries_built() -> None:
+    global _built
+    if _built:
+        return
+    from local.build.binaries import build_all
+
+    _built = True  # once per worker, built or not
+    try:
+        build_all(echo=lambda line: None)  # its progress is in the build log
+    except Exception:  # the test's own fixture builds again and fails with the build's message
+        return
+
+
+def _distributed_worker(config: pytest.Config) -> bool:
+    return os.environ.get("PYTEST_XDIST_WORKER") is not None
+
+
+def _nice_once() -> None:
+    global _niced
+    _niced = True
+    os.nice(NON_LOCAL_NICE)

@@ -16,7 +16,7 @@ from facts.names import COLLECTOR
 from infra.objects import karpenter, kueue
 from local.charts import chart_inputs, chart_render, dry_run
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.binaries]
 
 
 @pytest.fixture(scope="module")

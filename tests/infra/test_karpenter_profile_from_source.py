@@ -29,7 +29,7 @@ from tests.infra.test_iam_karpenter import (
     resource_tags,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.binaries]
 
 
 def karpenter_main() -> Path:

@@ -23,7 +23,7 @@ from clients.kube import Kube
 from facts.kube_keys import GPU_RESOURCE
 from harness.waits import eventually
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.binaries, pytest.mark.timeout(600)]
 
 NODE, ITYPE = "chart-gpu-0", "g6e.xlarge"
 INTERVAL = 5  # seconds per record, so `collect --once` has a complete interval after the node appeared

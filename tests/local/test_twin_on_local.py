@@ -89,6 +89,13 @@ def _handover_gpu_hours(result: dict, tenant: str, wave: int) -> float:
     return sum(max(s - e, 0.0) for e, s in zip(ends, starts, strict=True)) / 3600
 
 
+def _span_s(result: dict) -> float:
+    """Trace seconds from the run's first job start to its last job end."""
+    rows = result["jobs"]
+    assert all(x["start_s"] is not None and x["end_s"] is not None for x in rows), rows
+    return max(x["end_s"] for x in rows) - min(x["start_s"] for x in rows)
+
+
 def _burst(tenants: tuple[str, ...], jobs: int, duration: float) -> Trace:
     return Trace(30.0, 60.0, None, tenants, tuple(
         TraceJob(f"burst-{i:03d}", tenants[0], 0.0, 1, duration) for i in range(jobs)
@@ -111,20 +118,28 @@ def test_strict_quota_leaves_the_other_tenants_gpus_idle_borrowing_uses_them(twi
     # borrowing: the same burst takes all 32 at once and nothing waits a job's length
     assert a_borrow["peak_admitted_gpus"] == 32 and a_borrow["wait_p99_s"] < 0.5 * duration
     free = lambda r: sum(v for b, v in r["ledger"]["bucket_gpu_hours"].items() if b.startswith("free_"))  # noqa: E731
-    # strict idles team-b's 16 GPUs for both waves (16 x 2 x 600 s = 5.33 GPU-hours) more than borrowing does;
-    # both runs also hold free GPUs while pods start and the last ones finish, which the difference cancels.
-    # Strict has one thing more: its second wave is admitted only as the first wave's quota comes back, and
-    # the GPUs a finished job left stay free until Kueue admits the next (the handover, measured from the
-    # Workloads' own times). It is the control plane's latency, not the policy's idling, so it is counted
-    # apart and bounded: at most HANDOVER_WALL_MAX wall seconds a job.
+    # strict idles team-b's 16 GPUs for both waves: at least 16 x 2 x 600 s = 5.33 GPU-hours more free than
+    # borrowing (less 10 %: borrowing's 32 pods may start a little later than strict's 16). At most, team-b's
+    # 16 GPUs idle for strict's whole span (its first job's start to its last job's end, from the Workloads'
+    # own times), plus strict's handover: its second wave is admitted only as the first wave's quota comes
+    # back, and the GPUs a finished job left stay free until Kueue admits the next. Both stretch with the
+    # control plane's latency (a loaded machine made the span 1,560 trace s of 1,200 once), which the
+    # difference of the two runs does not cancel, so they are measured, not assumed; the handover is bounded
+    # at HANDOVER_WALL_MAX wall seconds a job.
     handover = _handover_gpu_hours(strict, "team-a", 16)
+    span = _span_s(strict)
     extra = free(strict) - free(borrow)
     print(
-        f"free GPU-hours: strict {free(strict):.2f}, borrow {free(borrow):.2f}, difference {extra:.2f} of 5.33"
-        f" + strict's handover {handover:.2f}"
+        f"free GPU-hours: strict {free(strict):.2f}, borrow {free(borrow):.2f}, difference {extra:.2f}:"
+        f" at least 5.33, at most 16 x span {span:.0f} s + handover {handover:.2f}"
     )
+    assert span >= 2 * duration, span  # the second wave ran after the first, not beside it
     assert handover <= 16 * HANDOVER_WALL_MAX * trace.compression / 3600, handover
-    assert extra == pytest.approx(16 * 2 * duration / 3600 + handover, rel=0.10)
+    assert 0.9 * 16 * 2 * duration / 3600 <= extra <= 1.1 * (16 * span / 3600 + handover), (
+        extra,
+        span,
+        handover,
+    )
     # installed is the fleet's 32 GPUs for each run's length, to a tick: no other node's GPUs in it
     for r in (strict, borrow):
         led = r["ledger"]
