@@ -16,6 +16,10 @@ ACTION_BY_REASON = {
     "quota: it should be admitted shortly",
     "Misconfigured": "its LocalQueue or ClusterQueue is missing or invalid: fix the queue",
     "Suspended": "its LocalQueue or ClusterQueue is stopped (stopPolicy): resume the queue",
+    # Kueue writes it on QuotaReserved and Evicted when spec.active is false (set by a user, or by Kueue
+    # after the requeuing limit): Kueue does not queue it at all
+    "Deactivated": "the workload is deactivated (spec.active false): Kueue does not queue it and waiting will "
+    "not admit it; set spec.active to true once its cause is fixed",
 }
 
 

@@ -176,6 +176,21 @@ def owner(obj: dict[str, Any], kind: str) -> str | None:
     return next((r["name"] for r in refs if r.get("kind") == kind), None)
 
 
+def owner_uid(obj: dict[str, Any], kind: str) -> str | None:
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
+    return next((r.get("uid") for r in refs if r.get("kind") == kind), None) or None
+
+
+def same_owner(pod: dict[str, Any], wl: dict[str, Any], kind: str = "Job") -> bool:
+    """The pod and the Workload belong to the same Job: by UID where both name one (a Job deleted and created
+    again under its name leaves the old Job's Workload beside the new one's), else by name."""
+    name = owner(pod, kind)
+    if not name or owner(wl, kind) != name:
+        return False
+    a, b = owner_uid(pod, kind), owner_uid(wl, kind)
+    return a is None or b is None or a == b
+
+
 def workload_facts(wl: dict[str, Any], job_suspended: bool | None) -> WorkloadFacts:
     meta, spec, status = wl.get("metadata") or {}, wl.get("spec") or {}, wl.get("status") or {}
     pod_sets = spec.get("podSets") or ()
@@ -202,6 +217,7 @@ def workload_facts(wl: dict[str, Any], job_suspended: bool | None) -> WorkloadFa
         },
         job_suspended=job_suspended,
         pod_template=template,
+        created=meta.get("creationTimestamp") or None,
     )
 
 
@@ -228,6 +244,25 @@ def latest_failed_scheduling(events: list[Any]) -> dict[str, str]:
         if key not in newest or at >= newest[key][0]:
             newest[key] = (at, message)
     return {k: m for k, (_, m) in newest.items()}
+
+
+def _by_job(workloads: list[dict[str, Any]]) -> dict[tuple[str | None, str | None], list[dict[str, Any]]]:
+    """(namespace, owning Job's name) -> the Workloads so owned (more than one after a Job was re-created)."""
+    out: dict[tuple[str | None, str | None], list[dict[str, Any]]] = {}
+    for w in workloads:
+        out.setdefault(((w.get("metadata") or {}).get("namespace"), owner(w, "Job")), []).append(w)
+    return out
+
+
+def _workload_of(
+    pod: dict[str, Any], by_job: dict[tuple[str | None, str | None], list[dict[str, Any]]]
+) -> str | None:
+    """The name of the pod's Workload: the one in its namespace owned by the pod's Job (`same_owner`)."""
+    job = owner(pod, "Job")
+    if not job:
+        return None
+    candidates = by_job.get(((pod.get("metadata") or {}).get("namespace"), job), ())
+    return next(((w.get("metadata") or {}).get("name") for w in candidates if same_owner(pod, w)), None)
 
 
 class PodGone(LookupError):
@@ -309,13 +344,7 @@ class KubeObserver:
         """Pending pods of `namespace` (all when None), every node, every GPU holder, the workloads."""
         all_pods = self._pods(None)
         wls = self.workloads(namespace)
-        raw = self._workloads(namespace)
-        workload_of_job = {
-            ((w.get("metadata") or {}).get("namespace"), owner(w, "Job")): (w.get("metadata") or {}).get(
-                "name"
-            )
-            for w in raw
-        }
+        by_job = _by_job(self._workloads(namespace))
         messages = latest_failed_scheduling(self._events(namespace))
         pods = []
         for p in all_pods:
@@ -323,14 +352,7 @@ class KubeObserver:
             if namespace and meta.get("namespace") != namespace:
                 continue
             key = f"{meta.get('namespace')}/{meta.get('name')}"
-            job = owner(p, "Job")
-            pods.append(
-                pod_facts(
-                    p,
-                    workload=workload_of_job.get((meta.get("namespace"), job)) if job else None,
-                    scheduler_message=messages.get(key),
-                )
-            )
+            pods.append(pod_facts(p, workload=_workload_of(p, by_job), scheduler_message=messages.get(key)))
         return pods, self.nodes(), holders(all_pods), wls
 
     def pod(self, namespace: str, name: str) -> PodFacts:
@@ -343,16 +365,6 @@ class KubeObserver:
             if exc.status == 404:
                 raise PodGone(f"pod {namespace}/{name} not found: it does not exist or is gone") from exc
             raise
-        job = owner(p, "Job")
-        workload = None
-        if job:
-            workload = next(
-                (
-                    (w.get("metadata") or {}).get("name")
-                    for w in self._workloads(namespace)
-                    if owner(w, "Job") == job
-                ),
-                None,
-            )
+        workload = _workload_of(p, _by_job(self._workloads(namespace)))
         message = latest_failed_scheduling(self._events(namespace)).get(f"{namespace}/{name}")
         return pod_facts(p, workload=workload, scheduler_message=message)

@@ -101,7 +101,8 @@ def read_pending(
                 return api, None, f"{path} answered 200 without an items list: {body.strip()[:200]!r}"
             return api, items, None
         doc = _json(body) or {}
-        details = doc.get("details") or {}
+        details = doc.get("details")
+        details = details if isinstance(details, dict) else {}
         if status == 404 and details.get("kind") == "localqueue":
             return (
                 api,
@@ -149,11 +150,37 @@ def read_cluster_queue(get: Get, namespace: str, local_queue: str) -> tuple[str 
     """The LocalQueue's spec.clusterQueue: (name, None), or (None, why)."""
     status, body = get(local_queue_path(namespace, local_queue))
     if status == 200:
-        cq = ((_json(body) or {}).get("spec") or {}).get("clusterQueue")
-        if cq:
-            return str(cq), None
+        doc = _json(body)
+        spec = None if doc is None else doc.get("spec", {})
+        if not isinstance(spec, dict):
+            return None, (
+                f"LocalQueue {namespace}/{local_queue} answered 200 with what is not a LocalQueue: "
+                f"{body.strip()[:200]!r}"
+            )
+        cq = spec.get("clusterQueue")
+        if isinstance(cq, str) and cq:
+            return cq, None
         return None, f"LocalQueue {namespace}/{local_queue} names no spec.clusterQueue"
     return None, f"LocalQueue {namespace}/{local_queue} not read ({status}: {_message(body)})"
+
+
+# Kueue's visibility API answers at most `limit` items, 1000 when the caller sets none
+# (constants.DefaultPendingWorkloadsLimit); a workload further down is absent from that answer, not gone.
+DEFAULT_LIMIT = 1000
+
+
+def _bad_fields(entry: dict[str, Any]) -> list[str]:
+    """What is wrong with an entry's positions and priority: 'without A, B' for the missing ones, 'with A x'
+    for a position that is not a count from 0 (a negative, a bool, a float, a string) or a priority that is
+    not an integer; empty when all three are sound."""
+    missing, wrong = [], []
+    for f in ("positionInClusterQueue", "positionInLocalQueue", "priority"):
+        value = entry.get(f)
+        if value is None:
+            missing.append(f)
+        elif type(value) is not int or (f != "priority" and value < 0):
+            wrong.append(f"with {f} {value!r} (not {'an integer' if f == 'priority' else 'a count from 0'})")
+    return ([f"without {', '.join(missing)}"] if missing else []) + wrong
 
 
 def position_of(
@@ -166,36 +193,66 @@ def position_of(
     """Find the workload in its LocalQueue's answer; a KueueSignals with its position or the fallback."""
     if items is None:
         return KueueSignals(fallback=why or "the visibility API was not read")
-    entry = next(
-        (
-            i
-            for i in items
-            if (i.get("metadata") or {}).get("name") == workload.name
-            and (i.get("metadata") or {}).get("namespace", workload.namespace) == workload.namespace
-        ),
-        None,
-    )
     lq = f"{workload.namespace}/{workload.queue}"
-    if entry is None:
-        listed = (
-            "lists no pending workload"
-            if not items
-            else f"lists {len(items)} pending workload(s) ({', '.join(str((i.get('metadata') or {}).get('name')) for i in items[:5])}) and not this one"
-        )
-        return KueueSignals(
-            fallback=(
-                f"{api} {listed} in LocalQueue {lq}: Kueue does not queue it now (it left the queue "
-                "between the reads, is inactive, or its queue is stopped)"
+    for n, i in enumerate(items):
+        if not isinstance(i, dict) or not isinstance(i.get("metadata", {}), dict):
+            return KueueSignals(
+                fallback=f"{api} answered a malformed pending workload list for LocalQueue {lq}: item {n} is "
+                f"{json.dumps(i)[:120]}, not a workload"
             )
-        )
-    missing = [
-        f
-        for f in ("positionInClusterQueue", "positionInLocalQueue", "priority")
-        if not isinstance(entry.get(f), int)
+    matches = [
+        i
+        for i in items
+        if (i.get("metadata") or {}).get("name") == workload.name
+        and (i.get("metadata") or {}).get("namespace", workload.namespace) == workload.namespace
     ]
-    if missing:
+    if not matches:
+        if workload.is_true("QuotaReserved"):
+            listed = "does not list it among the pending workloads"
+            cause = (
+                "it holds a quota reservation (QuotaReserved True), so it is past the queue; what holds it "
+                "is the Admitted condition"
+            )
+        elif len(items) >= DEFAULT_LIMIT:
+            listed = f"lists {len(items)} pending workloads and not this one"
+            cause = (
+                f"the answer stops at Kueue's default limit of {DEFAULT_LIMIT}, so it may be further down the "
+                "queue; its position was not read"
+            )
+        else:
+            listed = (
+                "lists no pending workload"
+                if not items
+                else f"lists {len(items)} pending workload(s) "
+                f"({', '.join(str((i.get('metadata') or {}).get('name')) for i in items[:5])}) and not this one"
+            )
+            cause = (
+                "Kueue does not queue it now (it left the queue between the reads, is inactive, or its queue is "
+                "stopped)"
+            )
+        return KueueSignals(fallback=f"{api} {listed} in LocalQueue {lq}: {cause}")
+    if len(matches) > 1:
+        at = ", ".join(str(m.get("positionInClusterQueue")) for m in matches)
         return KueueSignals(
-            fallback=f"{api} lists {workload.key} in LocalQueue {lq} without {', '.join(missing)}"
+            fallback=f"{api} lists {workload.key} {len(matches)} times in LocalQueue {lq} (positions in its "
+            f"ClusterQueue {at}): its position is ambiguous"
+        )
+    entry = matches[0]
+    created = (entry.get("metadata") or {}).get("creationTimestamp")
+    if workload.created and created and created != workload.created:
+        return KueueSignals(
+            fallback=f"{api} lists a workload named {workload.key} created at {created}, but this one was "
+            f"created at {workload.created}: another incarnation of the name (deleted and created again "
+            "between the reads), so its position is not this workload's"
+        )
+    wrong = _bad_fields(entry)
+    if wrong:
+        return KueueSignals(fallback=f"{api} lists {workload.key} in LocalQueue {lq} {', '.join(wrong)}")
+    if entry["positionInLocalQueue"] > entry["positionInClusterQueue"]:
+        return KueueSignals(
+            fallback=f"{api} answered inconsistent positions for {workload.key}: positionInLocalQueue "
+            f"{entry['positionInLocalQueue']} past positionInClusterQueue {entry['positionInClusterQueue']} "
+            "(a LocalQueue's pending workloads are a subsequence of its ClusterQueue's, in the same order)"
         )
     name, unknown = cluster_queue
     return KueueSignals(
@@ -279,6 +336,11 @@ def reason_text(w: WorkloadFacts) -> tuple[str, tuple[str, ...]]:
                 "kueue-fallback:reason",
             )
         cond = admitted
+    if not cond.reason:
+        return (
+            f"fallback: no reason from Kueue: its {cond.type} condition is {cond.status} without a reason",
+            ("kueue-fallback:reason",),
+        )
     if cond.reason in LEGACY_REASONS:
         return (
             f"fallback: no ranked reason from Kueue: {cond.type} reason is the legacy {cond.reason!r} "

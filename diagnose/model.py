@@ -199,6 +199,7 @@ class WorkloadFacts:
     job_suspended: bool | None = None  # the owning Job's spec.suspend
     pod_template: PodFacts | None = None  # podSets[0].template, so later checks run without a pod
     kueue: KueueSignals | None = None  # Kueue's visibility API on it; None: not read (said as a fallback)
+    created: str | None = None  # metadata.creationTimestamp: tells this incarnation from one of the same name
 
     @property
     def key(self) -> str:
