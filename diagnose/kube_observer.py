@@ -191,6 +191,10 @@ def same_owner(pod: dict[str, Any], wl: dict[str, Any], kind: str = "Job") -> bo
     return a is None or b is None or a == b
 
 
+def _int_or_none(value: Any) -> int | None:
+    return value if type(value) is int else None
+
+
 def workload_facts(wl: dict[str, Any], job_suspended: bool | None) -> WorkloadFacts:
     meta, spec, status = wl.get("metadata") or {}, wl.get("spec") or {}, wl.get("status") or {}
     pod_sets = spec.get("podSets") or ()
@@ -212,12 +216,19 @@ def workload_facts(wl: dict[str, Any], job_suspended: bool | None) -> WorkloadFa
         name=meta.get("name") or "",
         queue=spec.get("queueName"),
         conditions={
-            c["type"]: Condition(c["type"], c["status"], c.get("reason") or "", c.get("message") or "")
+            c["type"]: Condition(
+                c["type"],
+                c["status"],
+                c.get("reason") or "",
+                c.get("message") or "",
+                observed_generation=_int_or_none(c.get("observedGeneration")),
+            )
             for c in status.get("conditions") or ()
         },
         job_suspended=job_suspended,
         pod_template=template,
         created=meta.get("creationTimestamp") or None,
+        generation=_int_or_none(meta.get("generation")),
     )
 
 

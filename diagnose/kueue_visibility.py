@@ -207,7 +207,12 @@ def position_of(
         and (i.get("metadata") or {}).get("namespace", workload.namespace) == workload.namespace
     ]
     if not matches:
-        if workload.is_true("QuotaReserved"):
+        if workload.admitted:
+            listed = "does not list it among the pending workloads"
+            cause = "Kueue admitted it (Admitted True), so it is past the queue" + (
+                "; its Job is still suspended" if workload.job_suspended else ""
+            )
+        elif workload.is_true("QuotaReserved"):
             listed = "does not list it among the pending workloads"
             cause = (
                 "it holds a quota reservation (QuotaReserved True), so it is past the queue; what holds it "
@@ -350,4 +355,11 @@ def reason_text(w: WorkloadFacts) -> tuple[str, tuple[str, ...]]:
     known = QUOTA_RESERVED_REASONS if cond is qr else ADMITTED_REASONS
     note = "" if cond.reason in known else " (not one of KEP-10852's reasons)"
     text = f"Kueue: reason {cond.reason}{note}" + (f": {cond.message}" if cond.message else "")
+    og, gen = cond.observed_generation, w.generation
+    if og is not None and gen is not None and og < gen:
+        # Kueue's word still, but on an older spec (a new priority, queue or spec.active since): said as such
+        text += (
+            f" (written for generation {og}; the Workload is at generation {gen} and Kueue has not "
+            "re-evaluated it since, so the reason may be stale)"
+        )
     return text, (f"kueue-reason:{cond.reason}",)

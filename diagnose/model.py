@@ -200,6 +200,7 @@ class WorkloadFacts:
     pod_template: PodFacts | None = None  # podSets[0].template, so later checks run without a pod
     kueue: KueueSignals | None = None  # Kueue's visibility API on it; None: not read (said as a fallback)
     created: str | None = None  # metadata.creationTimestamp: tells this incarnation from one of the same name
+    generation: int | None = None  # metadata.generation: a condition written for an older one may be stale
 
     @property
     def key(self) -> str:

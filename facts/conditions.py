@@ -15,3 +15,4 @@ class Condition:
     reason: str = ""
     message: str = ""
     last_transition: datetime | None = None  # None where the reader did not need it (the diagnosis)
+    observed_generation: int | None = None  # the object's generation it was written for; None: not read

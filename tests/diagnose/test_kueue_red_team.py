@@ -246,3 +246,38 @@ def test_quota_reserved_but_not_listed_is_not_said_to_have_left_the_queue_betwee
     text, _ = position_text(s)
     assert "left the queue between the reads" not in text
     assert "quota reserved" in text.lower() or "QuotaReserved" in text
+
+
+# --- time order: a reason written for an older spec, a workload already past the queue --------------------
+def test_a_reason_written_for_an_older_generation_is_said_to_be_stale():
+    # the Workload's spec changed (generation 3: a new priority, queue or spec.active) after Kueue wrote the
+    # QuotaReserved reason (observedGeneration 1): the reason describes the old spec, not necessarily this one
+    raw = _raw_workload("2026-12-02T13:50:10Z")
+    raw["metadata"]["generation"] = 3
+    raw["status"]["conditions"][0]["observedGeneration"] = 1
+    w = workload_facts(raw, job_suspended=True)
+    text, keys = reason_text(w)
+    assert "kueue-reason:WaitingForQuota" in keys
+    assert "generation 1" in text and "generation 3" in text, text
+
+
+def test_a_current_reason_carries_no_staleness_note():
+    raw = _raw_workload("2026-12-02T13:50:10Z")
+    raw["metadata"]["generation"] = 2
+    raw["status"]["conditions"][0]["observedGeneration"] = 2
+    text, _ = reason_text(workload_facts(raw, job_suspended=True))
+    assert "generation" not in text, text
+
+
+def test_an_admitted_workload_with_its_job_still_suspended_is_not_said_to_be_held_by_admitted():
+    # Admitted True while the Job is still suspended (the moment before Kueue unsuspends it): it is not in the
+    # pending list because it is admitted, and the Admitted condition holds nothing back
+    w = waiting(
+        conditions={
+            "QuotaReserved": Condition("QuotaReserved", "True", "QuotaReserved", "Quota reserved"),
+            "Admitted": Condition("Admitted", "True", "Admitted", "The workload is admitted"),
+        }
+    )
+    text, _ = position_text(signal([], w))
+    assert "what holds it is the Admitted condition" not in text
+    assert "admitted" in text.lower() and "suspended" in text, text
