@@ -61,10 +61,11 @@ class Kube:
                 _return_http_data_only=True,
             )
         except ApiException as exc:
-            return int(exc.status or 0), exc.body.decode() if isinstance(exc.body, bytes) else str(
-                exc.body or ""
-            )
-        return int(resp.status), resp.data.decode()
+            body = exc.body
+            # errors="replace": a proxy's page in another charset is still an answer, not a traceback
+            text = body.decode(errors="replace") if isinstance(body, bytes) else str(body or "")
+            return int(exc.status or 0), text
+        return int(resp.status), resp.data.decode(errors="replace")
 
     def dynamic(self) -> Any:
         from kubernetes.dynamic import DynamicClient

@@ -321,7 +321,8 @@ class KubeObserver:
             raise
         return body.get("items", [])
 
-    def _suspended(self, namespace: str | None) -> dict[tuple[str, str], bool]:
+    def _suspended(self, namespace: str | None) -> dict[tuple[str, str], tuple[str | None, bool]]:
+        """(namespace, Job name) -> (the Job's UID, its spec.suspend)."""
         batch = self.kube.batch
         items = (
             batch.list_namespaced_job(namespace).items
@@ -332,8 +333,9 @@ class KubeObserver:
         for job in items:
             j = as_json(job)
             meta = j.get("metadata") or {}
-            out[(meta.get("namespace") or "", meta.get("name") or "")] = bool(
-                (j.get("spec") or {}).get("suspend")
+            out[(meta.get("namespace") or "", meta.get("name") or "")] = (
+                meta.get("uid") or None,
+                bool((j.get("spec") or {}).get("suspend")),
             )
         return out
 
@@ -343,7 +345,10 @@ class KubeObserver:
         for wl in self._workloads(namespace):
             ns = (wl.get("metadata") or {}).get("namespace") or ""
             job = owner(wl, "Job")
-            out.append(workload_facts(wl, suspended.get((ns, job)) if job else None))
+            uid, suspend = suspended.get((ns, job), (None, None)) if job else (None, None)
+            # a Job of that name with another UID is a new one: the Workload's own Job is gone
+            wl_uid = owner_uid(wl, "Job")
+            out.append(workload_facts(wl, None if uid and wl_uid and uid != wl_uid else suspend))
         return out
 
     def nodes(self) -> list[NodeFacts]:

@@ -90,6 +90,7 @@ def read_pending(
 ) -> tuple[str | None, list[dict[str, Any]] | None, str | None]:
     """A LocalQueue's pending workloads from the visibility API: (api, items, None), or (api, None, why)."""
     not_served = []
+    unavailable: tuple[str, str] | None = None  # the first 503: (api, why), said if no other version answers
     for version in VERSIONS:
         path = pending_path(version, namespace, local_queue)
         api = f"{GROUP}/{version}"
@@ -125,16 +126,19 @@ def read_pending(
                 ),
             )
         if status == 503:
-            return (
+            # each version is its own APIService, available or not on its own: try the next one first
+            unavailable = unavailable or (
                 api,
-                None,
                 (
                     f"{api} is registered but its server does not answer (503: {_message(body)}): Kueue runs with "
                     f"the {GATE_POSITIONS} feature gate off, or its visibility server is down or unreachable from "
                     "kube-apiserver"
                 ),
             )
+            continue
         return api, None, f"{path} answered {status}: {_message(body)}"
+    if unavailable is not None:
+        return unavailable[0], None, unavailable[1]
     return (
         None,
         None,

@@ -8,6 +8,7 @@ precise reason, never a traceback, a zero, a silently chosen entry, or Kueue quo
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -281,3 +282,64 @@ def test_an_admitted_workload_with_its_job_still_suspended_is_not_said_to_be_hel
     text, _ = position_text(signal([], w))
     assert "what holds it is the Admitted condition" not in text
     assert "admitted" in text.lower() and "suspended" in text, text
+
+
+# --- transport: what Kube.get_raw hands over, and a version that is down while the other answers -----------
+class _Resp:
+    def __init__(self, status: int, data: bytes):
+        self.status, self.data = status, data
+
+
+class _ApiClient:
+    def __init__(self, status: int, data: bytes):
+        self.status, self.data = status, data
+
+    def call_api(self, path, method, **kw):
+        from kubernetes.client.exceptions import ApiException
+
+        if self.status >= 400:
+            raise ApiException(
+                http_resp=SimpleNamespace(status=self.status, reason="x", data=self.data, getheaders=dict)
+            )
+        return _Resp(self.status, self.data)
+
+
+@pytest.mark.parametrize("status", [200, 503])
+def test_a_body_that_is_not_utf8_is_an_answer_not_a_traceback(status):
+    # a proxy's or a broken aggregated server's error page in latin-1: get_raw promises (status, text) for
+    # every HTTP status, so a decoding error (UnicodeDecodeError, exit 4) breaks that promise
+    from clients.kube import Kube
+
+    got_status, text = Kube(_ApiClient(status, "Dienst nicht verfügbar".encode("latin-1"))).get_raw("/x")
+    assert got_status == status and "Dienst nicht verf" in text
+
+
+def test_a_version_that_is_down_does_not_hide_the_other_that_answers():
+    # v1beta2 and v1beta1 are two APIService objects, each with its own service and availability: one can be
+    # unavailable (503) while the other serves the same list
+    w = waiting()
+    answers = {
+        pending_path("v1beta2", NS, LQ): (503, "error trying to reach service: dial tcp: connect: refused\n"),
+        pending_path("v1beta1", NS, LQ): (200, summary([entry(w.name, 2, 1)])),
+        local_queue_path(NS, LQ): (200, LQ_BODY),
+    }
+    s = read_signals(lambda path: answers.get(path, (404, "404 page not found\n")), [w])[w.key]
+    assert s.position is not None and s.position.in_cluster_queue == 2
+    assert s.position.api == "visibility.kueue.x-k8s.io/v1beta1"
+
+
+def test_both_versions_down_still_say_503():
+    answers = {pending_path(v, NS, LQ): (503, "service unavailable\n") for v in ("v1beta2", "v1beta1")}
+    _api, items, why = read_pending(lambda path: answers.get(path, (404, "")), NS, LQ)
+    assert items is None and "503" in (why or "") and "VisibilityOnDemand" in (why or "")
+
+
+def test_an_orphaned_workload_does_not_read_the_suspend_state_of_a_new_job_of_the_same_name():
+    # the old Workload's Job (UID old-uid) is gone; a new Job `train` (UID new-uid, not suspended) runs. The
+    # old Workload's job_suspended is unknown (None), not the new Job's False
+    old = ks.workload("job-train-0ld00", "train", admitted=False)
+    old["metadata"]["ownerReferences"][0]["uid"] = "old-uid"
+    new_job = ks.job("train", suspend=False)
+    new_job.metadata.uid = "new-uid"
+    [w] = KubeObserver(ks.FakeKube(workloads=[old], jobs=[new_job])).workloads(NS)
+    assert w.job_suspended is None
