@@ -75,6 +75,13 @@ def check_admission(v: View, workload: WorkloadFacts | None) -> Finding:
             "workloads, borrow within the cohort, raise nominalQuota, or give it a higher "
             "WorkloadPriorityClass to preempt; no node or GPU change will start it"
         )
+    elif qr is not None and qr.status == "True" and workload.admitted:
+        key.append("QuotaReserved=True")
+        why = "quota is reserved and the workload is Admitted"
+        action = (
+            "Kueue's job controller unsuspends an admitted Job: if it stays suspended, read the Job's events and "
+            "Kueue's controller log (a webhook or a conflicting controller may refuse the update)"
+        )
     elif qr is not None and qr.status == "True":
         key.append("QuotaReserved=True")
         why = "quota is reserved but the workload is not Admitted yet (admission checks pending)"
@@ -83,11 +90,12 @@ def check_admission(v: View, workload: WorkloadFacts | None) -> Finding:
         key.append("QuotaReserved=unset")
         why = "Kueue has not tried it yet (no QuotaReserved condition): it is queued behind other workloads"
         action = f"it waits its turn in LocalQueue {workload.queue}; check the queue's pending workloads"
-    if workload.job_suspended:
+    if workload.admitted:  # here its Job is still suspended: an admitted, running one returned above
+        key.append("suspended")
+        why = f"its Job is still suspended, so no pod exists for the scheduler ({why})"
+    elif workload.job_suspended:
         key.append("suspended")
         why += "; its Job is suspended, so no pod exists for the scheduler"
-    elif workload.admitted:
-        why = f"Kueue admitted it, but its Job is still suspended ({why})"
     # Kueue's own word first (its queue position, its reason), each said as a fallback when missing, then
     # what we derive ourselves from the conditions.
     position, position_keys = position_text(workload.kueue)
@@ -101,10 +109,26 @@ def check_admission(v: View, workload: WorkloadFacts | None) -> Finding:
     }
     quoted = next((k.split(":", 1)[1] for k in reason_keys if k.startswith("kueue-reason:")), None)
     action = ACTION_BY_REASON.get(quoted or "", action)
+    # Admitted True without QuotaReserved True: Kueue never writes that, so one condition is stale
+    contradict = workload.admitted and (qr is None or qr.status != "True")
+    if contradict:
+        action = (
+            "read the Workload again: Admitted True without QuotaReserved True is no state Kueue writes; if it "
+            "stays, Kueue's status writes are failing (its controller log)"
+        )
+    if contradict:
+        said = (
+            f"the conditions of workload {workload.key} contradict each other (Admitted True, QuotaReserved "
+            f"{'unset' if qr is None else qr.status})"
+        )
+    elif workload.admitted:
+        said = f"Kueue admitted workload {workload.key}, but it does not run"
+    else:
+        said = f"Kueue has not admitted workload {workload.key}"
     return Finding(
         ADMISSION,
         True,
-        f"{position}; {reason}; Kueue has not admitted workload {workload.key}: {why}",
+        f"{position}; {reason}; {said}: {why}",
         action,
         evidence,
         (*key, *position_keys, *reason_keys),

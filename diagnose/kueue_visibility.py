@@ -254,9 +254,26 @@ def position_of(
             f"created at {workload.created}: another incarnation of the name (deleted and created again "
             "between the reads), so its position is not this workload's"
         )
+    listed_in = entry.get("localQueueName")
+    if listed_in is not None and listed_in != workload.queue:
+        return KueueSignals(
+            fallback=f"{api} answered for LocalQueue {lq} an entry of {workload.key} in LocalQueue {listed_in!r}: "
+            "not this queue's position"
+        )
     wrong = _bad_fields(entry)
     if wrong:
         return KueueSignals(fallback=f"{api} lists {workload.key} in LocalQueue {lq} {', '.join(wrong)}")
+    shared = [
+        str((i.get("metadata") or {}).get("name"))
+        for i in items
+        if i is not entry and i.get("positionInClusterQueue") == entry["positionInClusterQueue"]
+    ]
+    if shared:
+        return KueueSignals(
+            fallback=f"{api} answered inconsistent positions: positionInClusterQueue "
+            f"{entry['positionInClusterQueue']} for {workload.key} and for {', '.join(shared[:5])} (a position "
+            "in a ClusterQueue belongs to one workload)"
+        )
     if entry["positionInLocalQueue"] > entry["positionInClusterQueue"]:
         return KueueSignals(
             fallback=f"{api} answered inconsistent positions for {workload.key}: positionInLocalQueue "
@@ -339,6 +356,13 @@ def reason_text(w: WorkloadFacts) -> tuple[str, tuple[str, ...]]:
             ("kueue-fallback:reason",),
         )
     cond = qr
+    if admitted is not None and admitted.status == "True" and qr.status != "True":
+        return (
+            f"fallback: no reason from Kueue: its conditions contradict each other (Admitted True, QuotaReserved "
+            f"{qr.status} {qr.reason!r}): Kueue admits only with quota reserved, so one of them is stale; read "
+            "the Workload again",
+            ("kueue-fallback:reason",),
+        )
     if qr.status == "True":
         if admitted is None or admitted.status == "True":
             return "fallback: no reason from Kueue: quota reserved and no Admitted=False condition", (

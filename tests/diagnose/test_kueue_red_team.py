@@ -343,3 +343,56 @@ def test_an_orphaned_workload_does_not_read_the_suspend_state_of_a_new_job_of_th
     new_job.metadata.uid = "new-uid"
     [w] = KubeObserver(ks.FakeKube(workloads=[old], jobs=[new_job])).workloads(NS)
     assert w.job_suspended is None
+
+
+# --- the finding's own claim: "Kueue has not admitted" only when Kueue has not ------------------------------
+def _finding(w: WorkloadFacts):
+    pod = PodFacts(NS, "p", workload=w.name, gpu_requests={"nvidia.com/gpu": 1})
+    return check_admission(build_view(pod, Cluster(workloads=(w,))), w)
+
+
+def test_an_admitted_workload_whose_job_is_still_suspended_is_not_said_to_be_unadmitted():
+    # Admitted True, its Job still suspended (Kueue's job controller has not unsuspended it yet, or cannot):
+    # the finding said "Kueue has not admitted ... not Admitted yet (admission checks pending)"
+    w = waiting(
+        conditions={
+            "QuotaReserved": Condition("QuotaReserved", "True", "QuotaReserved", "Quota reserved"),
+            "Admitted": Condition("Admitted", "True", "Admitted", "The workload is admitted"),
+        }
+    )
+    f = _finding(w)
+    assert "has not admitted" not in f.summary and "not Admitted yet" not in f.summary, f.summary
+    assert "admitted" in f.summary and "suspended" in f.summary
+    assert "admissionChecks" not in f.next_action, f.next_action
+
+
+def test_contradicting_conditions_are_said_to_contradict_not_quoted_as_the_reason():
+    # Admitted True with QuotaReserved False: Kueue admits only with quota reserved, so one of them is stale
+    # (a status written mid-way, or by hand); neither the quota reason nor "not admitted" is Kueue's word now
+    w = waiting(
+        conditions={
+            "QuotaReserved": Condition("QuotaReserved", "False", "WaitingForQuota", "old"),
+            "Admitted": Condition("Admitted", "True", "Admitted", "The workload is admitted"),
+        }
+    )
+    text, keys = reason_text(w)
+    assert text.startswith("fallback:") and "contradict" in text, text
+    assert not any(k.startswith("kueue-reason:") for k in keys)
+    f = _finding(w)
+    assert "has not admitted" not in f.summary and "contradict" in f.summary, f.summary
+    assert "quota for it" not in f.next_action, f.next_action
+
+
+def test_a_position_shared_with_another_workload_is_not_quoted():
+    # positions in a ClusterQueue are unique: two workloads at 1 is an inconsistent answer
+    s = signal([entry("other-a", 1, 0), entry("job-train-abcde", 1, 1)])
+    assert s.position is None
+    assert "other-a" in (s.fallback or "") and "positionInClusterQueue 1" in (s.fallback or "")
+
+
+def test_an_entry_for_another_local_queue_is_not_this_queues_position():
+    e = entry("job-train-abcde", 3, 0)
+    e["localQueueName"] = "other"
+    s = signal([e])
+    assert s.position is None
+    assert "other" in (s.fallback or "") and LQ in (s.fallback or "")
