@@ -75,6 +75,17 @@ def check_admission(v: View, workload: WorkloadFacts | None) -> Finding:
             "workloads, borrow within the cohort, raise nominalQuota, or give it a higher "
             "WorkloadPriorityClass to preempt; no node or GPU change will start it"
         )
+        # With UnadmittedWorkloadsObservability off the reason does not say which: `Inadmissible` is every cause
+        # but quota, and `Pending` over the maximum capacity is what ExceedsMaxQuota says with the gate on
+        # (Kueue's flavor assigner writes "... > maximum capacity (n)" for a request no borrowing can meet)
+        if qr.reason == "Inadmissible":
+            action = (
+                f"Kueue finds it inadmissible for a cause other than quota ({qr.message or 'no message'}): fix "
+                "what that names (a missing LocalQueue or ClusterQueue, a stopped or inactive queue, a namespace "
+                "its ClusterQueue does not select); waiting will not admit it"
+            )
+        elif qr.reason == "Pending" and "> maximum capacity" in qr.message:
+            action = ACTION_BY_REASON["ExceedsMaxQuota"]
     elif qr is not None and qr.status == "True" and workload.admitted:
         key.append("QuotaReserved=True")
         why = "quota is reserved and the workload is Admitted"

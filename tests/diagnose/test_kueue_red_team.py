@@ -396,3 +396,33 @@ def test_an_entry_for_another_local_queue_is_not_this_queues_position():
     s = signal([e])
     assert s.position is None
     assert "other" in (s.fallback or "") and LQ in (s.fallback or "")
+
+
+# --- the derivation with the reasons gate off (recorded: gates_off.json, Kueue v0.19.2's own conditions) -----
+def _recorded_workload(world: str, name: str) -> WorkloadFacts:
+    from pathlib import Path
+
+    doc = json.loads((Path(__file__).parent / "recorded" / f"{world}.json").read_text())
+    [raw] = [w for w in doc["workloads"] if w["metadata"]["name"] == name]
+    return workload_facts(raw, job_suspended=True)
+
+
+def test_legacy_inadmissible_for_a_missing_local_queue_is_not_told_to_wait_for_quota():
+    # QuotaReserved False, reason Inadmissible, "LocalQueue nope doesn't exist": the legacy reason for every
+    # cause that is not quota; the derived action said "no free quota ... wait for its running workloads"
+    f = _finding(_recorded_workload("gates_off", "job-lost-a47bf"))
+    assert "no free quota" not in f.next_action and "wait for its running" not in f.next_action, f.next_action
+    assert "LocalQueue nope doesn't exist" in f.next_action or "message" in f.next_action
+
+
+def test_legacy_pending_over_the_maximum_capacity_is_not_told_to_wait():
+    # QuotaReserved False, reason Pending, "... > maximum capacity (1)": what ExceedsMaxQuota says with the gate
+    # on; the derived action said "wait for its running workloads", and waiting never admits it
+    f = _finding(_recorded_workload("gates_off", "job-too-big-64751"))
+    assert "wait for its running" not in f.next_action, f.next_action
+    assert "waiting will not admit it" in f.next_action
+
+
+def test_legacy_pending_for_unused_quota_still_says_wait():
+    f = _finding(_recorded_workload("gates_off", "job-second-e6be7"))
+    assert "wait for its running workloads" in f.next_action
