@@ -257,22 +257,41 @@ def latest_failed_scheduling(events: list[Any]) -> dict[str, str]:
     return {k: m for k, (_, m) in newest.items()}
 
 
-def _by_job(workloads: list[dict[str, Any]]) -> dict[tuple[str | None, str | None], list[dict[str, Any]]]:
-    """(namespace, owning Job's name) -> the Workloads so owned (more than one after a Job was re-created)."""
-    out: dict[tuple[str | None, str | None], list[dict[str, Any]]] = {}
+Owners = dict[tuple[str | None, str, str], list[dict[str, Any]]]
+
+
+def _by_owner(workloads: list[dict[str, Any]]) -> Owners:
+    """(namespace, owner kind, owner name) -> the Workloads so owned: by a Job (more than one after a Job was
+    re-created), or by Pods (Kueue's plain-Pod integration: a single pod, or each pod of a pod group)."""
+    out: Owners = {}
     for w in workloads:
-        out.setdefault(((w.get("metadata") or {}).get("namespace"), owner(w, "Job")), []).append(w)
+        meta = w.get("metadata") or {}
+        for ref in meta.get("ownerReferences") or ():
+            if ref.get("kind") in ("Job", "Pod") and ref.get("name"):
+                out.setdefault((meta.get("namespace"), ref["kind"], ref["name"]), []).append(w)
     return out
 
 
-def _workload_of(
-    pod: dict[str, Any], by_job: dict[tuple[str | None, str | None], list[dict[str, Any]]]
-) -> str | None:
-    """The name of the pod's Workload: the one in its namespace owned by the pod's Job (`same_owner`)."""
+def _workload_of(pod: dict[str, Any], by_owner: Owners) -> str | None:
+    """The name of the pod's Workload: one owned by the pod itself (same name and UID), else one owned by the
+    pod's Job (`same_owner`)."""
+    meta = pod.get("metadata") or {}
+    ns, uid = meta.get("namespace"), meta.get("uid") or None
+    for w in by_owner.get((ns, "Pod", meta.get("name") or ""), ()):
+        ref_uid = next(
+            (
+                r.get("uid")
+                for r in (w.get("metadata") or {}).get("ownerReferences") or ()
+                if r.get("kind") == "Pod" and r.get("name") == meta.get("name")
+            ),
+            None,
+        )
+        if uid is None or ref_uid is None or ref_uid == uid:
+            return (w.get("metadata") or {}).get("name")
     job = owner(pod, "Job")
     if not job:
         return None
-    candidates = by_job.get(((pod.get("metadata") or {}).get("namespace"), job), ())
+    candidates = by_owner.get((ns, "Job", job), ())
     return next(((w.get("metadata") or {}).get("name") for w in candidates if same_owner(pod, w)), None)
 
 
@@ -360,7 +379,7 @@ class KubeObserver:
         """Pending pods of `namespace` (all when None), every node, every GPU holder, the workloads."""
         all_pods = self._pods(None)
         wls = self.workloads(namespace)
-        by_job = _by_job(self._workloads(namespace))
+        by_owner = _by_owner(self._workloads(namespace))
         messages = latest_failed_scheduling(self._events(namespace))
         pods = []
         for p in all_pods:
@@ -368,7 +387,7 @@ class KubeObserver:
             if namespace and meta.get("namespace") != namespace:
                 continue
             key = f"{meta.get('namespace')}/{meta.get('name')}"
-            pods.append(pod_facts(p, workload=_workload_of(p, by_job), scheduler_message=messages.get(key)))
+            pods.append(pod_facts(p, workload=_workload_of(p, by_owner), scheduler_message=messages.get(key)))
         return pods, self.nodes(), holders(all_pods), wls
 
     def pod(self, namespace: str, name: str) -> PodFacts:
@@ -381,6 +400,6 @@ class KubeObserver:
             if exc.status == 404:
                 raise PodGone(f"pod {namespace}/{name} not found: it does not exist or is gone") from exc
             raise
-        workload = _workload_of(p, _by_job(self._workloads(namespace)))
+        workload = _workload_of(p, _by_owner(self._workloads(namespace)))
         message = latest_failed_scheduling(self._events(namespace)).get(f"{namespace}/{name}")
         return pod_facts(p, workload=workload, scheduler_message=message)

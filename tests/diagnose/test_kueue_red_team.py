@@ -426,3 +426,55 @@ def test_legacy_pending_over_the_maximum_capacity_is_not_told_to_wait():
 def test_legacy_pending_for_unused_quota_still_says_wait():
     f = _finding(_recorded_workload("gates_off", "job-second-e6be7"))
     assert "wait for its running workloads" in f.next_action
+
+
+# --- ownership beyond batch/v1 Jobs: Kueue's plain-Pod integration, and a JobSet's Jobs ---------------------
+def test_a_plain_pod_kueue_manages_is_linked_to_its_workload_not_said_unmanaged():
+    # Kueue's pod integration: the Workload is owned by the Pod itself (kind Pod, its name and UID), and the
+    # pod waits behind the kueue.x-k8s.io/admission scheduling gate. The finding said "not managed by Kueue
+    # (no Workload owns it): the pod is the scheduler's to place"
+    wl = ks.workload("pod-solo-1a2b3", "unused", admitted=False)
+    wl["metadata"]["ownerReferences"] = [
+        {"apiVersion": "v1", "kind": "Pod", "name": "solo", "uid": "pod-uid"}
+    ]
+    p = ks.pod("solo")
+    p.metadata.uid = "pod-uid"
+    obs = KubeObserver(ks.FakeKube(pods=[p], workloads=[wl]))
+    assert obs.pod(NS, "solo").workload == "pod-solo-1a2b3"
+    pods, *_ = obs.observe(None)
+    assert [x.workload for x in pods] == ["pod-solo-1a2b3"]
+
+
+def test_a_pod_of_another_pod_of_the_same_name_is_not_linked():
+    wl = ks.workload("pod-solo-1a2b3", "unused", admitted=False)
+    wl["metadata"]["ownerReferences"] = [
+        {"apiVersion": "v1", "kind": "Pod", "name": "solo", "uid": "old-uid"}
+    ]
+    p = ks.pod("solo")
+    p.metadata.uid = "new-uid"
+    assert KubeObserver(ks.FakeKube(pods=[p], workloads=[wl])).pod(NS, "solo").workload is None
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a JobSet's (or Kubeflow job's) Workload is owned by the JobSet, its pods by a child Job: linking "
+    "them needs the Job's own ownerReferences, which the observer does not read; the pod is said unmanaged",
+)
+def test_a_pod_of_a_jobset_child_job_is_linked_to_the_jobsets_workload():
+    wl = ks.workload("jobset-train-1a2b3", "unused", admitted=False)
+    wl["metadata"]["ownerReferences"] = [
+        {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "train", "uid": "js-uid"}
+    ]
+    child = ks.job("train-workers-0", suspend=False)
+    child.metadata.owner_references = [
+        ks.k.V1OwnerReference(
+            api_version="jobset.x-k8s.io/v1alpha2", kind="JobSet", name="train", uid="js-uid"
+        )
+    ]
+    p = ks.pod("train-workers-0-0-abcde", job="train-workers-0")
+    assert (
+        KubeObserver(ks.FakeKube(pods=[p], workloads=[wl], jobs=[child]))
+        .pod(NS, "train-workers-0-0-abcde")
+        .workload
+        == "jobset-train-1a2b3"
+    )
