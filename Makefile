@@ -99,7 +99,7 @@ $(UV):
 	@$(PYTHON) -m venv $(CACHE_DIR)/tools/uv-$(UV_VERSION)
 	@$(CACHE_DIR)/tools/uv-$(UV_VERSION)/bin/pip install -q "uv==$(UV_VERSION)"
 
-$(RENOVATE_VALIDATOR): $(NODE_BIN)
+$(RENOVATE_VALIDATOR): | $(NODE_BIN)  # order-only: a fresh clone's new .node/ must not make the cached tools stale
 	@echo "installing renovate $(RENOVATE_VERSION) (for renovate-config-validator) into $(CACHE_DIR)/tools/renovate-$(RENOVATE_VERSION)"
 	@mkdir -p $(CACHE_DIR)/tools/renovate-$(RENOVATE_VERSION)
 	@PATH=$(CURDIR)/$(NODE_DIR)/node_modules/.bin:$$PATH npm install --prefix $(CACHE_DIR)/tools/renovate-$(RENOVATE_VERSION) --no-audit --no-fund --loglevel=error "renovate@$(RENOVATE_VERSION)" >/dev/null
@@ -107,7 +107,7 @@ $(RENOVATE_VALIDATOR): $(NODE_BIN)
 print-renovate-validator: # where renovate-config-validator lives (tests/ci runs it)
 	@echo $(RENOVATE_VALIDATOR)
 
-$(AXE_CORE): $(NODE_BIN)
+$(AXE_CORE): | $(NODE_BIN)
 	@echo "installing axe-core $(AXE_CORE_VERSION) (the report's accessibility check) into $(AXE_CORE_DIR)"
 	@mkdir -p $(AXE_CORE_DIR)
 	@PATH=$(CURDIR)/$(NODE_DIR)/node_modules/.bin:$$PATH npm install --prefix $(AXE_CORE_DIR) --no-audit --no-fund --loglevel=error "axe-core@$(AXE_CORE_VERSION)" >/dev/null

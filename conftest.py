@@ -44,7 +44,7 @@ def _in_local_group(item: pytest.Item) -> bool:
 
 def _distributed(config: pytest.Config) -> bool:
     """In an xdist worker (whose options no longer carry -n), or in a controller that starts workers."""
-    if os.environ.get("PYTEST_XDIST_WORKER") is not None:
+    if _distributed_worker(config):
         return True
     return getattr(config.option, "dist", "no") != "no" and bool(getattr(config.option, "numprocesses", None))
 
@@ -138,7 +138,9 @@ def _binaries_built() -> None:
 
 
 def _distributed_worker(config: pytest.Config) -> bool:
-    return os.environ.get("PYTEST_XDIST_WORKER") is not None
+    """xdist gives its workers' config a `workerinput`; the environment (PYTEST_XDIST_WORKER) is inherited by
+    every pytest a worker's test starts, so it does not tell."""
+    return hasattr(config, "workerinput")
 
 
 def _nice_once() -> None:
