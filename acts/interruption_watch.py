@@ -46,9 +46,16 @@ class InterruptionWatch:
 
     @property
     def workload_running_again(self) -> bool:
+        """A pod of the workload Running on the replacement and not being disrupted. Not merely one that ran
+        there: on the local target a pod bound to the new node before Karpenter's NoExecute taint reached it
+        was deleted by the taint manager a second later (DisruptionTarget DeletionByTaintManager, exit 143,
+        2026-12-02 CI); stopping the wait at that pod left the check (assertions/interruption.ran_again,
+        which refuses a failed pod) no pod to find, while the Job (its podFailurePolicy ignores disruptions)
+        was about to start the next one."""
         r = self.replacement
         return r is not None and any(
-            p.node == r.name and p.running is not None for p in self.pods.seen.values()
+            p.node == r.name and p.running is not None and p.phase == "Running" and p.disruption is None
+            for p in self.pods.seen.values()
         )
 
     def all_pods(self) -> tuple[PodObs, ...]:

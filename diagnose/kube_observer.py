@@ -21,6 +21,7 @@ from diagnose.model import (
     Toleration,
     WorkloadFacts,
 )
+from diagnose.owners import by_owner, owner, owner_uid, workload_of
 from facts.conditions import Condition
 from facts.kube_keys import KUEUE_GROUP, KUEUE_VERSION
 
@@ -171,26 +172,6 @@ def holders(pods: list[Any]) -> list[Holder]:
     return out
 
 
-def owner(obj: dict[str, Any], kind: str) -> str | None:
-    refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
-    return next((r["name"] for r in refs if r.get("kind") == kind), None)
-
-
-def owner_uid(obj: dict[str, Any], kind: str) -> str | None:
-    refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
-    return next((r.get("uid") for r in refs if r.get("kind") == kind), None) or None
-
-
-def same_owner(pod: dict[str, Any], wl: dict[str, Any], kind: str = "Job") -> bool:
-    """The pod and the Workload belong to the same Job: by UID where both name one (a Job deleted and created
-    again under its name leaves the old Job's Workload beside the new one's), else by name."""
-    name = owner(pod, kind)
-    if not name or owner(wl, kind) != name:
-        return False
-    a, b = owner_uid(pod, kind), owner_uid(wl, kind)
-    return a is None or b is None or a == b
-
-
 def _int_or_none(value: Any) -> int | None:
     return value if type(value) is int else None
 
@@ -255,44 +236,6 @@ def latest_failed_scheduling(events: list[Any]) -> dict[str, str]:
         if key not in newest or at >= newest[key][0]:
             newest[key] = (at, message)
     return {k: m for k, (_, m) in newest.items()}
-
-
-Owners = dict[tuple[str | None, str, str], list[dict[str, Any]]]
-
-
-def _by_owner(workloads: list[dict[str, Any]]) -> Owners:
-    """(namespace, owner kind, owner name) -> the Workloads so owned: by a Job (more than one after a Job was
-    re-created), or by Pods (Kueue's plain-Pod integration: a single pod, or each pod of a pod group)."""
-    out: Owners = {}
-    for w in workloads:
-        meta = w.get("metadata") or {}
-        for ref in meta.get("ownerReferences") or ():
-            if ref.get("kind") in ("Job", "Pod") and ref.get("name"):
-                out.setdefault((meta.get("namespace"), ref["kind"], ref["name"]), []).append(w)
-    return out
-
-
-def _workload_of(pod: dict[str, Any], by_owner: Owners) -> str | None:
-    """The name of the pod's Workload: one owned by the pod itself (same name and UID), else one owned by the
-    pod's Job (`same_owner`)."""
-    meta = pod.get("metadata") or {}
-    ns, uid = meta.get("namespace"), meta.get("uid") or None
-    for w in by_owner.get((ns, "Pod", meta.get("name") or ""), ()):
-        ref_uid = next(
-            (
-                r.get("uid")
-                for r in (w.get("metadata") or {}).get("ownerReferences") or ()
-                if r.get("kind") == "Pod" and r.get("name") == meta.get("name")
-            ),
-            None,
-        )
-        if uid is None or ref_uid is None or ref_uid == uid:
-            return (w.get("metadata") or {}).get("name")
-    job = owner(pod, "Job")
-    if not job:
-        return None
-    candidates = by_owner.get((ns, "Job", job), ())
-    return next(((w.get("metadata") or {}).get("name") for w in candidates if same_owner(pod, w)), None)
 
 
 class PodGone(LookupError):
@@ -379,7 +322,7 @@ class KubeObserver:
         """Pending pods of `namespace` (all when None), every node, every GPU holder, the workloads."""
         all_pods = self._pods(None)
         wls = self.workloads(namespace)
-        by_owner = _by_owner(self._workloads(namespace))
+        owners = by_owner(self._workloads(namespace))
         messages = latest_failed_scheduling(self._events(namespace))
         pods = []
         for p in all_pods:
@@ -387,7 +330,7 @@ class KubeObserver:
             if namespace and meta.get("namespace") != namespace:
                 continue
             key = f"{meta.get('namespace')}/{meta.get('name')}"
-            pods.append(pod_facts(p, workload=_workload_of(p, by_owner), scheduler_message=messages.get(key)))
+            pods.append(pod_facts(p, workload=workload_of(p, owners), scheduler_message=messages.get(key)))
         return pods, self.nodes(), holders(all_pods), wls
 
     def pod(self, namespace: str, name: str) -> PodFacts:
@@ -400,6 +343,6 @@ class KubeObserver:
             if exc.status == 404:
                 raise PodGone(f"pod {namespace}/{name} not found: it does not exist or is gone") from exc
             raise
-        workload = _workload_of(p, _by_owner(self._workloads(namespace)))
+        workload = workload_of(p, by_owner(self._workloads(namespace)))
         message = latest_failed_scheduling(self._events(namespace)).get(f"{namespace}/{name}")
         return pod_facts(p, workload=workload, scheduler_message=message)

@@ -13,8 +13,9 @@ import pytest
 from diagnose import kueue_visibility as kv
 from diagnose.admission import check_admission
 from diagnose.engine import diagnose_workload
-from diagnose.kube_observer import owner, workload_facts
+from diagnose.kube_observer import workload_facts
 from diagnose.model import ADMISSION, Cluster, KueueSignals, WorkloadFacts
+from diagnose.owners import owner
 from diagnose.view import build_view
 
 RECORDED = Path(__file__).with_name("recorded")
