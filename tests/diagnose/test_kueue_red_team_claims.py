@@ -178,30 +178,30 @@ def test_legacy_pending_for_unused_quota_still_says_wait():
 
 
 # --- ownership beyond batch/v1 Jobs: Kueue's plain-Pod integration, and a JobSet's Jobs ---------------------
+def _pod_owned_world(workload_owner_uid: str, pod_uid: str) -> KubeObserver:
+    """Pod `solo` (UID `pod_uid`) and Workload pod-solo-1a2b3 owned by a Pod named solo of `workload_owner_uid`."""
+    wl = ks.workload("pod-solo-1a2b3", "unused", admitted=False)
+    wl["metadata"]["ownerReferences"] = [
+        {"apiVersion": "v1", "kind": "Pod", "name": "solo", "uid": workload_owner_uid}
+    ]
+    p = ks.pod("solo")
+    p.metadata.uid = pod_uid
+    return KubeObserver(ks.FakeKube(pods=[p], workloads=[wl]))
+
+
 def test_a_plain_pod_kueue_manages_is_linked_to_its_workload_not_said_unmanaged():
     # Kueue's pod integration: the Workload is owned by the Pod itself (kind Pod, its name and UID), and the
     # pod waits behind the kueue.x-k8s.io/admission scheduling gate. The finding said "not managed by Kueue
     # (no Workload owns it): the pod is the scheduler's to place"
-    wl = ks.workload("pod-solo-1a2b3", "unused", admitted=False)
-    wl["metadata"]["ownerReferences"] = [
-        {"apiVersion": "v1", "kind": "Pod", "name": "solo", "uid": "pod-uid"}
-    ]
-    p = ks.pod("solo")
-    p.metadata.uid = "pod-uid"
-    obs = KubeObserver(ks.FakeKube(pods=[p], workloads=[wl]))
+    obs = _pod_owned_world(workload_owner_uid="pod-uid", pod_uid="pod-uid")
     assert obs.pod(NS, "solo").workload == "pod-solo-1a2b3"
     pods, *_ = obs.observe(None)
     assert [x.workload for x in pods] == ["pod-solo-1a2b3"]
 
 
 def test_a_pod_of_another_pod_of_the_same_name_is_not_linked():
-    wl = ks.workload("pod-solo-1a2b3", "unused", admitted=False)
-    wl["metadata"]["ownerReferences"] = [
-        {"apiVersion": "v1", "kind": "Pod", "name": "solo", "uid": "old-uid"}
-    ]
-    p = ks.pod("solo")
-    p.metadata.uid = "new-uid"
-    assert KubeObserver(ks.FakeKube(pods=[p], workloads=[wl])).pod(NS, "solo").workload is None
+    obs = _pod_owned_world(workload_owner_uid="old-uid", pod_uid="new-uid")
+    assert obs.pod(NS, "solo").workload is None
 
 
 @pytest.mark.xfail(
