@@ -8,6 +8,10 @@ from typing import Any
 
 from facts.names import PROJECT
 
+# (connect, read) seconds for get_raw: an aggregated API server that accepts and never answers would
+# otherwise hang `diagnose` for as long as the socket lives. Kueue's visibility answers in well under one.
+RAW_TIMEOUT = (10.0, 30.0)
+
 
 @dataclass
 class Kube:
@@ -47,7 +51,8 @@ class Kube:
         """GET a path of the API server (an aggregated API's subresource, say) as (HTTP status, body text).
 
         Never raises for an HTTP status: a 403, 404 or 503 is an answer the caller reads. Connection failures
-        still raise (urllib3's errors), as every other read here does."""
+        still raise (urllib3's errors), as every other read here does, and so does an answer slower than
+        RAW_TIMEOUT (urllib3's ReadTimeoutError)."""
         from kubernetes.client.exceptions import ApiException
 
         try:
@@ -59,6 +64,7 @@ class Kube:
                 auth_settings=["BearerToken"],
                 _preload_content=False,
                 _return_http_data_only=True,
+                _request_timeout=RAW_TIMEOUT,
             )
         except ApiException as exc:
             body = exc.body

@@ -227,3 +227,34 @@ def test_a_pod_of_a_jobset_child_job_is_linked_to_the_jobsets_workload():
         .workload
         == "jobset-train-1a2b3"
     )
+
+
+def test_an_api_server_that_never_answers_times_out_as_unreachable(monkeypatch):
+    # a real socket that accepts and never answers, behind the real Kubernetes client: get_raw gives up
+    # after RAW_TIMEOUT with urllib3's error, which diagnose's kube_call turns into Unreachable (exit 3)
+    import socket
+    import time
+
+    import urllib3
+    from kubernetes import client
+
+    import clients.kube as kube_mod
+    from diagnose.cli_diagnose import Unreachable, kube_call
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    try:
+        cfg = client.Configuration()
+        cfg.host = f"http://127.0.0.1:{server.getsockname()[1]}"
+        cfg.retries = False
+        monkeypatch.setattr(kube_mod, "RAW_TIMEOUT", (2.0, 0.5))
+        kube = kube_mod.Kube(client.ApiClient(cfg))
+        t = time.monotonic()
+        with pytest.raises(urllib3.exceptions.ReadTimeoutError):
+            kube.get_raw("/apis/visibility.kueue.x-k8s.io/v1beta2/x")
+        assert time.monotonic() - t < 5
+        with pytest.raises(Unreachable, match="Kubernetes API unreachable"):
+            kube_call(kube.get_raw, "/x")
+    finally:
+        server.close()
