@@ -187,7 +187,7 @@ bench: setup ## benchmarks (figures and ratios, never pass/fail): synth, collect
 	$(VENV)/bin/python -m benchmarks
 	$(VENV)/bin/python -m benchmarks build
 
-twin-test: setup ## the fleet twin's live tests at full size: M/M/16 at 300 jobs and the 64-node whole path (13 min; `make test` runs the borrowing case)
+twin-test: setup ## the fleet twin's live tests at full size: the 64-node whole path beside M/M/16 and borrowing (13 min; `make test` runs those two)
 	GPU_FINOPS_TWIN_LIVE=1 $(VENV)/bin/pytest tests/local/test_twin_on_local.py --target=local
 
 local-up: setup ## build (cached) and start the local rehearsal cluster
