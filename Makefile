@@ -51,6 +51,7 @@ FOCUS_VALIDATOR_STAMP := $(TOOLS_DIR)/focus-validator/.installed-$(FOCUS_VALIDAT
 # actionlint comes from the Go module proxy, built once into the cache outside the clone.
 ACTIONLINT  := $(CACHE_DIR)/tools/actionlint-v$(ACTIONLINT_VERSION)/actionlint
 UV          := $(CACHE_DIR)/tools/uv-$(UV_VERSION)/bin/uv
+UV_PIP      := UV_CACHE_DIR=$(CACHE_DIR)/uv $(UV) pip
 RENOVATE_VALIDATOR := $(CACHE_DIR)/tools/renovate-$(RENOVATE_VERSION)/node_modules/.bin/renovate-config-validator
 AXE_CORE_DIR := $(CACHE_DIR)/tools/axe-core-$(AXE_CORE_VERSION)
 AXE_CORE     := $(AXE_CORE_DIR)/node_modules/axe-core/axe.min.js
@@ -70,22 +71,25 @@ $(NODE_BIN):
 	@npm install --prefix $(NODE_DIR) --no-audit --no-fund --loglevel=error node@$(NODE_MAJOR) >/dev/null
 	@test "$$($(NODE_BIN) --version | cut -d. -f1)" = "v$(NODE_MAJOR)" || { echo "expected Node $(NODE_MAJOR).x in $(NODE_DIR), got $$($(NODE_BIN) --version)"; exit 1; }
 
-$(CHECKOV):
+$(CHECKOV): | $(UV)
 	@echo "installing checkov $(CHECKOV_VERSION) into its own tool venv ($(TOOLS_DIR)/checkov)"
 	@$(PYTHON) -m venv $(TOOLS_DIR)/checkov
-	@$(TOOLS_DIR)/checkov/bin/pip install -q "checkov==$(CHECKOV_VERSION)"
+	@$(UV_PIP) install --python $(TOOLS_DIR)/checkov/bin/python --quiet "checkov==$(CHECKOV_VERSION)" \
+	  || $(TOOLS_DIR)/checkov/bin/pip install -q "checkov==$(CHECKOV_VERSION)"
 
 # The stamp names the version, so a checkout holding an older validator reinstalls on the next `make setup`.
-$(FOCUS_VALIDATOR_STAMP):
+$(FOCUS_VALIDATOR_STAMP): | $(UV)
 	@rm -rf $(TOOLS_DIR)/focus-validator
 	@if [ -n "$(FOCUS_VALIDATOR_PYTHON)" ]; then \
 	  echo "installing focus-validator $(FOCUS_VALIDATOR_VERSION) with $(FOCUS_VALIDATOR_PYTHON) into its own tool venv ($(TOOLS_DIR)/focus-validator)"; \
 	  $(FOCUS_VALIDATOR_PYTHON) -m venv $(TOOLS_DIR)/focus-validator; \
-	  $(TOOLS_DIR)/focus-validator/bin/pip install -q "focus-validator==$(FOCUS_VALIDATOR_VERSION)" "pyarrow>=17,<22"; \
+	  $(UV_PIP) install --python $(TOOLS_DIR)/focus-validator/bin/python --quiet "focus-validator==$(FOCUS_VALIDATOR_VERSION)" "pyarrow>=17,<22" \
+	    || $(TOOLS_DIR)/focus-validator/bin/pip install -q "focus-validator==$(FOCUS_VALIDATOR_VERSION)" "pyarrow>=17,<22"; \
 	else \
 	  echo "NOTE: no Python 3.12 runs here (PATH, ~/.pyenv/versions): installing focus-validator $(FOCUS_VALIDATOR_FALLBACK_VERSION) (FOCUS 1.0 rules) instead of $(FOCUS_VALIDATOR_VERSION) (FOCUS 1.2); install Python 3.12, then rm -rf $(TOOLS_DIR)/focus-validator and rerun make setup"; \
 	  $(PYTHON) -m venv $(TOOLS_DIR)/focus-validator; \
-	  $(TOOLS_DIR)/focus-validator/bin/pip install -q "focus-validator==$(FOCUS_VALIDATOR_FALLBACK_VERSION)" "pyarrow>=17,<22" "multimethod<1.11"; \
+	  $(UV_PIP) install --python $(TOOLS_DIR)/focus-validator/bin/python --quiet "focus-validator==$(FOCUS_VALIDATOR_FALLBACK_VERSION)" "pyarrow>=17,<22" "multimethod<1.11" \
+	    || $(TOOLS_DIR)/focus-validator/bin/pip install -q "focus-validator==$(FOCUS_VALIDATOR_FALLBACK_VERSION)" "pyarrow>=17,<22" "multimethod<1.11"; \
 	fi
 	@touch $@
 
@@ -95,7 +99,7 @@ $(ACTIONLINT):
 	@GOBIN=$(abspath $(dir $@)) GOFLAGS=-mod=mod go install github.com/rhysd/actionlint/cmd/actionlint@v$(ACTIONLINT_VERSION)
 
 $(UV):
-	@echo "installing uv $(UV_VERSION) into $(dir $@) (it compiles the lock files)"
+	@echo "installing uv $(UV_VERSION) into $(dir $@) (it compiles the lock files and installs them)"
 	@$(PYTHON) -m venv $(CACHE_DIR)/tools/uv-$(UV_VERSION)
 	@$(CACHE_DIR)/tools/uv-$(UV_VERSION)/bin/pip install -q "uv==$(UV_VERSION)"
 
@@ -119,12 +123,17 @@ lock: $(UV) ## re-resolve the Python dependencies into the hash-pinned lock file
 	$(UV) pip compile pyproject.toml --extra test $(LOCK_FLAGS) -o $(LOCK_TEST)
 	$(UV) pip compile pyproject.toml $(LOCK_FLAGS) -o $(LOCK_RUNTIME)
 
-$(SETUP_STAMP): pyproject.toml Makefile $(LOCK_TEST)
+# uv installs the lock (about 5 s cold, 1-2 s from its cache, against pip's 2.5 min here: docs/local.md); its
+# cache lives outside the clone. Where uv cannot run or reach the index, pip installs the same lock.
+$(SETUP_STAMP): pyproject.toml Makefile $(LOCK_TEST) | $(UV)
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	@echo "installing the locked dependencies ($(LOCK_TEST), hashes required), then gpu-finops, into $(VENV)/"
-	@$(VENV)/bin/pip install -q --require-hashes --no-deps -r $(LOCK_TEST)  # the lock is complete; --no-deps keeps pip from re-resolving extras (urllib3[socks]) that hash mode refuses
+	@# the lock is complete; --no-deps keeps the installer from re-resolving extras (urllib3[socks]) that hash mode refuses
+	@$(UV_PIP) install --python $(VENV)/bin/python --quiet --require-hashes --no-deps -r $(LOCK_TEST) \
+	  || { echo "uv could not install $(LOCK_TEST) (above); installing it with pip instead"; \
+	       $(VENV)/bin/pip install -q --require-hashes --no-deps -r $(LOCK_TEST); }
 	@$(VENV)/bin/pip check >/dev/null || { $(VENV)/bin/pip check; exit 1; }
-	@$(VENV)/bin/pip install -q --no-deps -e .
+	@$(UV_PIP) install --python $(VENV)/bin/python --quiet --no-deps -e . || $(VENV)/bin/pip install -q --no-deps -e .
 	@# command:package; chromium and chromium-driver drive the report's browser tests (tests/report); apt waits up to
 	@# 10 min for another apt's lock (two checkouts set up at once) instead of failing at once
 	@missing=""; for pair in prometheus:prometheus shellcheck:shellcheck chromium:chromium chromedriver:chromium-driver; do \
