@@ -1,5 +1,5 @@
 """Benchmarks: the local target's Go builds (`python -m benchmarks build --help`), synthesis time, one collector cycle at fleet scale against real Prometheus, teardown verify
-over a large account, and the ledger (`python -m benchmarks ledger --help`: `ledger month` over a
+over a large account, `diagnose --all`'s engine over a synthetic 10,000-GPU fleet, and the ledger (`python -m benchmarks ledger --help`: `ledger month` over a
 backfilled month, rule evaluation per step). Prints figures; asserts nothing (a noisy machine's absolute time is not a test)."""
 
 from __future__ import annotations
@@ -203,6 +203,11 @@ def main() -> None:
 
         build_main(sys.argv[2:])
         return
+    if sys.argv[1:2] == ["diagnose"]:  # `python -m benchmarks diagnose --nodes N`: the engine at fleet size
+        from benchmarks.diagnose import main as diagnose_main
+
+        diagnose_main(sys.argv[2:])
+        return
     if sys.argv[1:2] == ["ledger"]:  # `python -m benchmarks ledger --gpus N --days D [--quick]`
         from benchmarks.ledger import main as ledger_main
 
@@ -219,6 +224,9 @@ def main() -> None:
     bench_synth(args.synth_runs)
     bench_collector(args.gpus)
     bench_verify(args.verify_resources)
+    from benchmarks.diagnose import main as diagnose_main
+
+    diagnose_main([])
     from benchmarks.ledger import main as ledger_main
 
     ledger_main(["--quick"] if args.ledger_quick else [])

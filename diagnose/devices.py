@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from diagnose import activity as act
 from diagnose.model import ALLOCATION, APPLICATION, MEMORY, Finding
-from diagnose.scheduling import constraint_rule_outs
 from diagnose.view import View, fmt_pct, fmt_sm, not_checked
 
 
@@ -168,15 +167,12 @@ def check_application(v: View) -> Finding:
     if not v.stats_known:
         return not_checked(APPLICATION, v.cluster)
     pod = v.pod
-    nodes = (
-        [pod.node_name]
-        if pod.node_name
-        else [n.name for n in v.gpu_nodes() if not constraint_rule_outs(pod, n)]
-    )
+    nodes = [pod.node_name] if pod.node_name else [n.name for n in v.gpu_nodes() if not v.rule_outs(n)]
+    allowed = set(nodes)
     if not pod.node_name and any(
         v.fits(n) and v.memory_room(n.name) is not False
         for n in v.gpu_nodes()
-        if n.name in nodes and v.usable(n)
+        if n.name in allowed and v.usable(n)
     ):
         return Finding(
             APPLICATION,

@@ -238,6 +238,13 @@ def latest_failed_scheduling(events: list[Any]) -> dict[str, str]:
     return {k: m for k, (_, m) in newest.items()}
 
 
+def _items(resp: Any) -> list[dict[str, Any]]:
+    """A list's items as the API served them (`_preload_content=False`): the client's models cost a few ms
+    an object to build and as much again to turn back into JSON, which at fleet size (5,000 pods, 1,250
+    nodes) was tens of seconds of `diagnose --all`."""
+    return json.loads(resp.data).get("items") or []
+
+
 class PodGone(LookupError):
     """The pod named does not exist (any more)."""
 
@@ -250,12 +257,12 @@ class KubeObserver:
 
     def _pods(self, namespace: str | None) -> list[dict[str, Any]]:
         core = self.kube.core
-        items = (
-            core.list_namespaced_pod(namespace).items
+        resp = (
+            core.list_namespaced_pod(namespace, _preload_content=False)
             if namespace
-            else core.list_pod_for_all_namespaces().items
+            else core.list_pod_for_all_namespaces(_preload_content=False)
         )
-        return [as_json(p) for p in items]
+        return _items(resp)
 
     def _events(self, namespace: str | None) -> list[Any]:
         """Raw JSON: the client's events.k8s.io model rejects an event without eventTime, which every
@@ -286,14 +293,13 @@ class KubeObserver:
     def _suspended(self, namespace: str | None) -> dict[tuple[str, str], tuple[str | None, bool]]:
         """(namespace, Job name) -> (the Job's UID, its spec.suspend)."""
         batch = self.kube.batch
-        items = (
-            batch.list_namespaced_job(namespace).items
+        resp = (
+            batch.list_namespaced_job(namespace, _preload_content=False)
             if namespace
-            else batch.list_job_for_all_namespaces().items
+            else batch.list_job_for_all_namespaces(_preload_content=False)
         )
         out = {}
-        for job in items:
-            j = as_json(job)
+        for j in _items(resp):
             meta = j.get("metadata") or {}
             out[(meta.get("namespace") or "", meta.get("name") or "")] = (
                 meta.get("uid") or None,
@@ -314,7 +320,7 @@ class KubeObserver:
         return out
 
     def nodes(self) -> list[NodeFacts]:
-        return [node_facts(n) for n in self.kube.core.list_node().items]
+        return [node_facts(n) for n in _items(self.kube.core.list_node(_preload_content=False))]
 
     def observe(
         self, namespace: str | None

@@ -8,6 +8,7 @@ into a `Diagnosis` per pending pod or unadmitted Kueue workload.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from facts.conditions import Condition
@@ -89,11 +90,11 @@ class PodFacts:
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
-    @property
+    @cached_property  # asked per node in every check: worked out once (the instance is frozen)
     def gpu_resource(self) -> str | None:
         return next((r for r in GPU_RESOURCES if self.gpu_requests.get(r, 0) > 0), None)
 
-    @property
+    @cached_property
     def gpu_count(self) -> int:
         r = self.gpu_resource
         return self.gpu_requests.get(r, 0) if r else 0

@@ -11,7 +11,6 @@ from diagnose.scheduling import (
     RULE_UNSCHEDULABLE,
     RuleOut,
     capacity_rule_out,
-    constraint_rule_outs,
 )
 from diagnose.view import View
 
@@ -36,14 +35,14 @@ def check_placement(v: View) -> Finding:
     per_node: dict[str, list[RuleOut]] = {}
     capacity: dict[str, RuleOut | None] = {}
     for n in v.gpu_nodes():
-        per_node[n.name] = constraint_rule_outs(pod, n)
+        per_node[n.name] = v.rule_outs(n)
         capacity[n.name] = capacity_rule_out(pod, n, v.held.get(n.name, 0))
     other_nodes = [n.name for n in v.cluster.nodes if n.allocatable.get(v.resource, 0) == 0]
     evidence: dict[str, object] = {
         "nodes": {
             name: {
                 "ruled_out_by": [str(r) for r in rules],
-                "free": v.free(next(n for n in v.cluster.nodes if n.name == name)),
+                "free": v.free(v.node(name)),
                 "capacity": str(capacity[name]) if capacity[name] else "fits",
                 "vram_room": v.memory_room(name),
             }

@@ -160,6 +160,15 @@ def workload(
     }
 
 
+def _list(model, items, preload: bool):
+    """A list as the client gives it: its model, or with _preload_content=False the JSON body as the API
+    serves it (camelCase, no nulls)."""
+    if preload:
+        return model(items=list(items))
+    body = [k.ApiClient().sanitize_for_serialization(i) for i in items]
+    return SimpleNamespace(data=json.dumps({"items": body}).encode())
+
+
 class _Core:
     def __init__(self, state: FakeKube):
         self.s = state
@@ -170,17 +179,19 @@ class _Core:
 
             raise urllib3.exceptions.MaxRetryError(None, "/api/v1/pods", "connection refused")
 
-    def list_node(self):
+    def list_node(self, _preload_content=True):
         self._check()
-        return k.V1NodeList(items=self.s.nodes)
+        return _list(k.V1NodeList, self.s.nodes, _preload_content)
 
-    def list_pod_for_all_namespaces(self):
+    def list_pod_for_all_namespaces(self, _preload_content=True):
         self._check()
-        return k.V1PodList(items=self.s.pods)
+        return _list(k.V1PodList, self.s.pods, _preload_content)
 
-    def list_namespaced_pod(self, namespace):
+    def list_namespaced_pod(self, namespace, _preload_content=True):
         self._check()
-        return k.V1PodList(items=[p for p in self.s.pods if p.metadata.namespace == namespace])
+        return _list(
+            k.V1PodList, [p for p in self.s.pods if p.metadata.namespace == namespace], _preload_content
+        )
 
     def read_namespaced_pod(self, name, namespace):
         self._check()
@@ -228,11 +239,13 @@ class _Batch:
     def __init__(self, state: FakeKube):
         self.s = state
 
-    def list_namespaced_job(self, namespace):
-        return k.V1JobList(items=[j for j in self.s.jobs if j.metadata.namespace == namespace])
+    def list_namespaced_job(self, namespace, _preload_content=True):
+        return _list(
+            k.V1JobList, [j for j in self.s.jobs if j.metadata.namespace == namespace], _preload_content
+        )
 
-    def list_job_for_all_namespaces(self):
-        return k.V1JobList(items=self.s.jobs)
+    def list_job_for_all_namespaces(self, _preload_content=True):
+        return _list(k.V1JobList, self.s.jobs, _preload_content)
 
 
 class FakeKube:
