@@ -12,21 +12,25 @@ included, and the twin must agree with it on the mean and job by job.
 
 | clause | identity | ownership | time order | count | tenancy |
 |---|---|---|---|---|---|
-| every_job_admitted_and_finished | per job name, each once | - | submitted <= admitted <= finished | every job | - (one tenant by construction) |
+| the_case_is_one_tenants_one_gpu_jobs | - | - | - | every job 1 GPU, never evicted | one tenant, named on every job |
+| every_job_admitted_and_finished | per job name, each once | - | submitted <= admitted <= finished, all finite | every job | - |
 | quota_filled_never_exceeded | - | - | concurrent holds from the Workloads' own times | peak = c exactly | - |
 | the_path_queues | - | - | - | >= MIN_WAITED jobs wait on the exact queue with the run's holds | - |
 | latency_measured_and_bounded | - | - | each slot's hand-over: freed before its next admission | >= MIN_SAMPLES of each kind, each mean <= LATENCY_WALL_MAX | - |
 | mean_wait_is_the_exact_queues | - | - | - | mean gap <= MEAN_TOLERANCE_WALL + MEAN_TOLERANCE_SHARE of the predicted mean | - |
 | waits_agree_job_by_job | per job, in submission order | - | - | JOB_AGREEMENT_SHARE of jobs within JOB_TOLERANCE_WALL | - |
+| served_first_come_first_served | per pair of Workloads waiting together | - | the one queued first admitted first (ORDER_SLACK_WALL) | no job overtaken | - |
 
-The last clause is what a mean cannot see: a queue that serves the last arrival first has the same mean
-wait as a first-come-first-served one (the work is the same), but not the same waits job by job. The
-ownership column is empty because the run's jobs are the replay's own (one run label); tenancy because the
-case has one tenant by construction.
+The last two clauses are what a mean cannot see: a queue that serves the last arrival first, or the
+shortest job, has about the same mean wait as a first-come-first-served one, but not the same order. The
+job-by-job clause alone let them through (a red team's finding: at 60x its 5 wall s are 300 trace s, five
+times the case's mean wait), and so did one job starved while the rest were served; the order clause
+refuses both. The ownership column is empty because the run's jobs are the replay's own (one run label).
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import deque
 from collections.abc import Sequence
@@ -50,6 +54,9 @@ MEAN_TOLERANCE_WALL = 0.5  # wall s of mean gap left to the latencies' spread ar
 MEAN_TOLERANCE_SHARE = 0.1  # of the predicted mean wait
 JOB_TOLERANCE_WALL = 5.0  # wall s one job's wait may differ from its prediction
 JOB_AGREEMENT_SHARE = 0.9  # of the jobs
+# wall s: Kueue orders a queue by the Workload's creationTimestamp, which has one-second resolution, and the
+# job controller creates each Workload a moment after its Job; closer than this, two jobs' order is a tie
+ORDER_SLACK_WALL = 1.0
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,14 @@ class MmcJob:
     submitted_s: float | None
     admitted_s: float | None  # QuotaReserved
     finished_s: float | None  # the Workload's Finished
+    queued_s: float | None = None  # its Workload first seen: from then Kueue can queue it
+    tenant: str | None = None  # None: not observed (the case's clause names it)
+    gpus: int | None = None
+    evictions: int | None = None  # preemptions and requeues the run saw
+
+
+class MmcInputError(ValueError):
+    """The run cannot be checked at all: a parameter or a readout row is not what the case is made of."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +82,13 @@ class MmcRun:
     servers: int
     compression: float  # trace seconds per wall second: the tolerances are wall seconds
     jobs: tuple[MmcJob, ...]
+
+    def __post_init__(self) -> None:
+        if type(self.servers) is not int or self.servers < 1:
+            raise MmcInputError(f"servers: expected a whole number of GPUs >= 1, got {self.servers!r}")
+        c = self.compression
+        if isinstance(c, bool) or not isinstance(c, int | float) or not math.isfinite(c) or c <= 0:
+            raise MmcInputError(f"compression: expected a finite number > 0 (trace s per wall s), got {c!r}")
 
 
 @dataclass(frozen=True)
@@ -77,8 +99,18 @@ class Latency:
     handover: tuple[float, ...]  # a slot freed -> the admission of the job that had waited for it
 
 
+def _times(j: MmcJob) -> tuple[float | None, float | None, float | None]:
+    return j.submitted_s, j.admitted_s, j.finished_s
+
+
+def _finite(x: object) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
 def _complete(run: MmcRun) -> list[MmcJob]:
-    return [j for j in run.jobs if None not in (j.submitted_s, j.admitted_s, j.finished_s)]
+    """Jobs with all three times, each a finite number: an infinite or NaN time would pass every `<=` and
+    every `>` bound as NaN (a red team's row of infinities silenced three clauses), so it is never used."""
+    return [j for j in run.jobs if all(_finite(x) for x in _times(j))]
 
 
 def measured_latency(run: MmcRun) -> Latency:
@@ -129,17 +161,52 @@ def every_job_admitted_and_finished(run: MmcRun) -> list[Miss]:
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         misses.append(Miss("each job once", f"{len(twice)} seen more than once: {', '.join(twice[:5])}"))
-    unseen = [j.name for j in run.jobs if None in (j.submitted_s, j.admitted_s, j.finished_s)]
+    unseen = [j.name for j in run.jobs if None in _times(j)]
     if unseen:
         misses.append(Miss(
             f"all {len(run.jobs)} jobs submitted, admitted and finished",
             f"{len(unseen)} not: {', '.join(unseen[:5])}",
         ))  # fmt: skip
+    odd = [
+        f"{j.name} {_times(j)}"
+        for j in run.jobs
+        if None not in _times(j) and not all(map(_finite, _times(j)))
+    ]
+    if odd:
+        misses.append(Miss("every time a finite number of seconds", f"{len(odd)} not: {'; '.join(odd[:3])}"))
+    if not run.jobs:
+        misses.append(Miss("jobs in the run", "none"))
     disordered = [j.name for j in _complete(run) if not j.submitted_s <= j.admitted_s <= j.finished_s]
     if disordered:
         misses.append(Miss(
             "submitted <= admitted <= finished", f"{len(disordered)} out of order: {', '.join(disordered[:5])}"
         ))  # fmt: skip
+    return misses
+
+
+def the_case_is_one_tenants_one_gpu_jobs(run: MmcRun) -> list[Miss]:
+    """The queue the claim is about: one tenant's jobs of one GPU each, none evicted (a preempted job's
+    requeue wait would read as part of its hold)."""
+    misses = []
+    tenants = sorted({str(j.tenant) for j in run.jobs})
+    unnamed = [j.name for j in run.jobs if j.tenant is None]
+    if unnamed:
+        misses.append(
+            Miss("every job's tenant observed", f"{len(unnamed)} without: {', '.join(unnamed[:5])}")
+        )
+    elif len(tenants) > 1:
+        misses.append(Miss("one tenant", f"{len(tenants)}: {', '.join(tenants[:5])}"))
+    wide = [f"{j.name} ({j.gpus!r})" for j in run.jobs if j.gpus != 1]
+    if wide:
+        misses.append(Miss("every job 1 GPU", f"{len(wide)} not: {', '.join(wide[:5])}"))
+    evicted = [f"{j.name} ({j.evictions!r})" for j in run.jobs if j.evictions != 0]
+    if evicted:
+        misses.append(
+            Miss(
+                "no job evicted (preempted or requeued), each observed",
+                f"{len(evicted)}: {', '.join(evicted[:5])}",
+            )
+        )
     return misses
 
 
@@ -212,13 +279,45 @@ def waits_agree_job_by_job(run: MmcRun) -> list[Miss]:
     return []
 
 
+def served_first_come_first_served(run: MmcRun) -> list[Miss]:
+    """No job admitted before an older one that was waiting: Kueue queues a Workload once it exists, so
+    for each pair whose Workloads appeared more than ORDER_SLACK_WALL apart, the younger's more than that
+    before the older's admission, the older must not be admitted more than that after the younger. Jobs
+    whose Workload was not seen appearing are named: without it their order cannot be judged."""
+    slack = ORDER_SLACK_WALL * run.compression
+    unseen = [j.name for j in _complete(run) if not _finite(j.queued_s)]
+    if unseen:
+        return [Miss("every job's Workload seen appearing", f"{len(unseen)} not: {', '.join(unseen[:5])}")]
+    jobs = sorted(_complete(run), key=lambda j: (j.queued_s, j.name))
+    overtaken: list[tuple[MmcJob, MmcJob]] = []
+    for i, old in enumerate(jobs):
+        for young in jobs[i + 1 :]:
+            if young.queued_s + slack >= old.admitted_s:
+                break  # every later Workload appeared once the older was (nearly) admitted: no contest
+            if young.queued_s - old.queued_s > slack and old.admitted_s - young.admitted_s > slack:
+                overtaken.append((old, young))
+    if overtaken:
+        shown = ", ".join(
+            f"{o.name} (queued {o.queued_s:.0f} s, admitted {o.admitted_s:.0f} s) by {y.name} "
+            f"(queued {y.queued_s:.0f} s, admitted {y.admitted_s:.0f} s)"
+            for o, y in overtaken[:3]
+        )
+        return [Miss(
+            f"no waiting job overtaken by a younger one (ties within {slack:.0f} trace s)",
+            f"{len(overtaken)} overtakings ({len({o.name for o, _ in overtaken})} jobs overtaken): {shown}",
+        )]  # fmt: skip
+    return []
+
+
 CLAUSES = (
+    the_case_is_one_tenants_one_gpu_jobs,
     every_job_admitted_and_finished,
     quota_filled_never_exceeded,
     the_path_queues,
     latency_measured_and_bounded,
     mean_wait_is_the_exact_queues,
     waits_agree_job_by_job,
+    served_first_come_first_served,
 )
 
 
@@ -252,7 +351,32 @@ def check_mmc(run: MmcRun) -> Verdict:
 
 
 def from_readout(result: dict, servers: int, compression: float) -> MmcRun:
-    """The run's jobs from `twin.readout.readout`'s rows (trace seconds from the run's start)."""
-    return MmcRun(servers, compression, tuple(
-        MmcJob(x["id"], x["submitted_s"], x["start_s"], x["end_s"]) for x in result["jobs"]
-    ))  # fmt: skip
+    """The run's jobs from `twin.readout.readout`'s rows (trace seconds from the run's start). The readout's
+    own compression, where it states one, must be the one given: the tolerances are wall seconds, so
+    another factor would loosen or tighten every one of them. MmcInputError names a missing or odd field."""
+    stated = (result.get("run") or {}).get("compression") if isinstance(result, dict) else None
+    if stated is not None and stated != compression:
+        raise MmcInputError(
+            f"compression: the readout's run states {stated!r}, the check was given {compression!r}"
+        )
+    rows = result.get("jobs") if isinstance(result, dict) else None
+    if not isinstance(rows, list):
+        raise MmcInputError(f"readout: expected a list of job rows under 'jobs', got {type(rows).__name__}")
+    jobs = []
+    for i, x in enumerate(rows):
+        missing = [
+            k for k in ("id", "submitted_s", "start_s", "end_s") if not isinstance(x, dict) or k not in x
+        ]
+        if missing:
+            raise MmcInputError(f"readout job row {i}: missing {', '.join(missing)}")
+        for k in ("submitted_s", "start_s", "end_s"):
+            if (x[k] is not None and not isinstance(x[k], int | float)) or isinstance(x[k], bool):
+                raise MmcInputError(f"readout job row {i} ({x['id']!r}): {k} is {x[k]!r}, not seconds")
+        evictions = None
+        if isinstance(x.get("preempted"), int) and isinstance(x.get("requeued"), int):
+            evictions = x["preempted"] + x["requeued"]
+        jobs.append(MmcJob(
+            str(x["id"]), x["submitted_s"], x["start_s"], x["end_s"], queued_s=x.get("queued_s"),
+            tenant=x.get("tenant"), gpus=x.get("gpus"), evictions=evictions,
+        ))  # fmt: skip
+    return MmcRun(servers, compression, tuple(jobs))

@@ -40,6 +40,8 @@ def job_rows(r: Replay) -> list[dict[str, Any]]:
             "submit_s": j.submit_s,
             "submitted_s": None if sub is None else r.trace.trace_time(sub - r.start),
         }
+        # when the Workload first appeared (the watch's wall time): from then Kueue can queue it
+        row["queued_s"] = None if w is None else r.trace.trace_time(w.first_seen - r.start)
         if w is None or sub is None or w.reserved is None:
             row.update(
                 wait_s=None,

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
+import json
+import math
 import random
 import statistics
 
 import pytest
 
 from twin.mmc_claim import (
-    JOB_TOLERANCE_WALL,
     MIN_SAMPLES,
+    ORDER_SLACK_WALL,
+    MmcInputError,
     MmcJob,
     MmcRun,
     check_mmc,
@@ -27,6 +30,19 @@ from twin.mmc_claim import (
 )
 
 C, RHO, MEAN_HOLD, COMPRESSION = 16, 0.8, 600.0, 60.0
+
+
+def job(
+    name: str,
+    submitted: float | None,
+    admitted: float | None,
+    finished: float | None,
+    queued: float | None = None,
+) -> MmcJob:
+    """One job of the case as the readout gives it: the tenant's, one GPU, never evicted; its Workload
+    queued when it could first be admitted (default: at submission)."""
+    queued = submitted if queued is None else queued
+    return MmcJob(name, submitted, admitted, finished, queued, tenant="erlang", gpus=1, evictions=0)
 
 
 def simulate(
@@ -58,17 +74,24 @@ def simulate(
         waiting = [i for i in pending if ready[i] <= s]
         if not waiting:
             i = min(pending, key=lambda k: ready[k])
-        elif order == "fifo":
-            i = min(waiting)
+        elif order == "fifo":  # as Kueue orders a queue: by the Workload's creation
+            i = min(waiting, key=lambda k: ready[k])
         elif order == "lifo":
-            i = max(waiting)
+            i = max(waiting, key=lambda k: ready[k])
+        elif order == "shortest":
+            i = min(waiting, key=lambda k: holds[k])
+        elif order == "random":
+            i = rng.choice(waiting)
+        elif order.startswith("starve:"):  # that job only once no other waits
+            victim = int(order.split(":")[1])
+            i = min([k for k in waiting if k != victim] or waiting, key=lambda k: ready[k])
         else:
             raise ValueError(order)
         pending.remove(i)
         start[i] = max(s, ready[i])
         heapq.heappush(slots, start[i] + holds[i] + lat())
     return MmcRun(servers, compression, tuple(
-        MmcJob(f"j{i:03d}", arrivals[i], start[i], start[i] + holds[i]) for i in range(jobs)
+        job(f"j{i:03d}", arrivals[i], start[i], start[i] + holds[i], ready[i]) for i in range(jobs)
     ))  # fmt: skip
 
 
@@ -171,7 +194,7 @@ def _held_back(usable: int, rho: float) -> MmcRun:
     run = simulate(usable=usable, rho=rho)
     at = next(j.admitted_s for j in sorted(run.jobs, key=lambda j: j.admitted_s)
               if sum(1 for k in run.jobs if k.admitted_s <= j.admitted_s < k.finished_s) == usable)  # fmt: skip
-    extras = tuple(MmcJob(f"x{i}", at, at, at + 1.0) for i in range(C - usable))
+    extras = tuple(job(f"x{i}", at, at, at + 1.0) for i in range(C - usable))
     return dataclasses.replace(run, jobs=run.jobs + extras)
 
 
@@ -190,17 +213,170 @@ def test_one_gpu_held_back_is_read_as_latency_the_stated_limit() -> None:
     assert v.evidence["handover_latency_mean_wall_s"] > true_handover + 0.4
 
 
-def test_last_come_first_served_has_the_mean_but_not_the_waits() -> None:
+def test_last_come_first_served_has_the_mean_but_not_the_order() -> None:
     v = check_mmc(simulate(order="lifo", rho=0.85))
-    assert "waits_agree_job_by_job" in v.failed_clauses, v.render()
-    assert f"within {JOB_TOLERANCE_WALL * COMPRESSION:.0f} trace s" in v.render()
+    assert "served_first_come_first_served" in v.failed_clauses, v.render()
+    assert (
+        f"no waiting job overtaken by a younger one (ties within {ORDER_SLACK_WALL * COMPRESSION:.0f}"
+        in v.render()
+    )
+
+
+@pytest.mark.parametrize("order", ["lifo", "shortest", "random"])
+@pytest.mark.parametrize("seed", [29, 5, 0])
+def test_any_other_service_order_is_refused_by_the_order_not_only_the_mean(order: str, seed: int) -> None:
+    """A red team's finding: last-come-first-served and shortest-job-first passed the job-by-job clause on
+    the live case's own shape (its 5 wall s are 300 trace s, five times the mean wait)."""
+    v = check_mmc(simulate(order=order, seed=seed))
+    assert "served_first_come_first_served" in v.failed_clauses, v.render()
+    assert "overtakings" in v.render()
+
+
+def test_one_starved_job_is_named_as_overtaken() -> None:
+    """j253 is served only once no other job waits (35.6 wall s later than first come, first served would
+    have): the rest of the queue runs in order, and every other clause holds."""
+    v = check_mmc(simulate(order="starve:253", seed=4))
+    assert v.failed_clauses == ("served_first_come_first_served",), v.render()
+    assert "(1 jobs overtaken): j253 (queued" in v.render()
+
+
+def test_workloads_within_the_slack_of_each_other_may_be_served_in_either_order() -> None:
+    """Kueue orders by creationTimestamp (one-second resolution): two Workloads 0.5 wall s apart tie."""
+    run = simulate()
+    waited = [j for j in sorted(run.jobs, key=lambda j: j.queued_s) if j.admitted_s - j.queued_s > 200]
+    a, b = waited[0], next(j for j in waited[1:] if j.queued_s > waited[0].queued_s)
+    swapped = dataclasses.replace(b, queued_s=a.queued_s + 0.5 * COMPRESSION)
+    tie = _edit(
+        run, run.jobs.index(b), queued_s=swapped.queued_s, admitted_s=a.admitted_s - 0.9 * COMPRESSION
+    )
+    assert "served_first_come_first_served" not in failed(tie), check_mmc(tie).render()
+
+
+def test_a_job_whose_workload_was_not_seen_cannot_be_ordered() -> None:
+    v = check_mmc(_edit(simulate(), 7, queued_s=None))
+    assert "served_first_come_first_served" in v.failed_clauses
+    assert "expected every job's Workload seen appearing; observed 1 not: j007" in v.render()
+
+
+@pytest.mark.parametrize("bad", [math.inf, -math.inf, math.nan])
+def test_a_time_that_is_not_finite_is_named_and_silences_nothing(bad: float) -> None:
+    """A red team's finding: one row of infinities made inf - inf = NaN a latency sample and a wait, and
+    every bound compared against NaN passed, so a last-come-first-served run and an 8 wall s admission
+    latency were both accepted."""
+    ghost = job("ghost", bad, bad, bad, bad)
+    lifo = simulate(order="lifo", seed=5)
+    v = check_mmc(dataclasses.replace(lifo, jobs=(*lifo.jobs, ghost)))
+    assert "expected every time a finite number of seconds; observed 1 not: ghost" in v.render()
+    assert "served_first_come_first_served" in v.failed_clauses
+    slow = simulate(latency_wall=(8.0, 8.0))
+    v = check_mmc(dataclasses.replace(slow, jobs=(*slow.jobs, ghost)))
+    assert "latency_measured_and_bounded" in v.failed_clauses, v.render()
+    assert "nan" not in str(v.evidence)
+
+
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        ({"tenant": "intruder"}, "expected one tenant; observed 2: erlang, intruder"),
+        ({"tenant": None}, "expected every job's tenant observed; observed 1 without: j011"),
+        ({"gpus": 2}, "expected every job 1 GPU; observed 1 not: j011 (2)"),
+        ({"gpus": None}, "expected every job 1 GPU; observed 1 not: j011 (None)"),
+        (
+            {"evictions": 1},
+            "expected no job evicted (preempted or requeued), each observed; observed 1: j011 (1)",
+        ),
+        (
+            {"evictions": None},
+            "expected no job evicted (preempted or requeued), each observed; observed 1: j011 (None)",
+        ),
+    ],
+)
+def test_a_job_outside_the_case_is_refused(change: dict, reason: str) -> None:
+    """A red team's finding: another tenant's 2-GPU jobs, or a preempted job whose requeue wait reads as its
+    hold, passed through from_readout unseen."""
+    v = check_mmc(_edit(simulate(), 11, **change))
+    assert "the_case_is_one_tenants_one_gpu_jobs" in v.failed_clauses
+    assert reason in v.render()
+
+
+def test_an_empty_run_is_named() -> None:
+    v = check_mmc(MmcRun(C, COMPRESSION, ()))
+    assert "expected jobs in the run; observed none" in v.render()
+    assert not v.holds
+
+
+@pytest.mark.parametrize(
+    "servers, compression, field",
+    [
+        (0, 60.0, "servers"),
+        (-1, 60.0, "servers"),
+        (16.0, 60.0, "servers"),
+        (True, 60.0, "servers"),
+        (16, 0, "compression"),
+        (16, -60.0, "compression"),
+        (16, math.inf, "compression"),
+        (16, math.nan, "compression"),
+        (16, "60", "compression"),
+    ],
+)
+def test_parameters_outside_the_case_are_refused_naming_them(servers, compression, field) -> None:
+    with pytest.raises(MmcInputError, match=f"^{field}: expected"):
+        MmcRun(servers, compression, ())
+
+
+def _readout_row(i: int, **change: object) -> dict:
+    row = {"id": f"t{i}", "tenant": "erlang", "gpus": 1, "submitted_s": 1.0 + i, "queued_s": 1.2 + i,
+           "start_s": 2.0 + i, "end_s": 5.0 + i, "preempted": 0, "requeued": 0}  # fmt: skip
+    row.update(change)
+    return row
 
 
 def test_from_readout_reads_the_rows_of_a_run() -> None:
-    rows = {"jobs": [
-        {"id": "a", "submitted_s": 1.0, "start_s": 2.0, "end_s": 5.0},
-        {"id": "b", "submitted_s": 1.5, "start_s": None, "end_s": None},
-    ]}  # fmt: skip
+    rows = {
+        "run": {"compression": 60.0},
+        "jobs": [_readout_row(0), _readout_row(1, start_s=None, end_s=None)],
+    }
     run = from_readout(rows, 16, 60.0)
-    assert run.jobs == (MmcJob("a", 1.0, 2.0, 5.0), MmcJob("b", 1.5, None, None))
+    assert run.jobs == (
+        MmcJob("t0", 1.0, 2.0, 5.0, 1.2, tenant="erlang", gpus=1, evictions=0),
+        MmcJob("t1", 2.0, None, None, 2.2, tenant="erlang", gpus=1, evictions=0),
+    )
     assert (run.servers, run.compression) == (16, 60.0)
+
+
+def test_from_readout_counts_preemptions_and_requeues_as_evictions() -> None:
+    run = from_readout({"jobs": [_readout_row(0, preempted=1, requeued=1)]}, 16, 60.0)
+    assert run.jobs[0].evictions == 2
+
+
+def test_from_readout_refuses_a_compression_other_than_the_runs() -> None:
+    """A red team's finding: the same failing run passed when checked at 120x instead of its own 60x."""
+    with pytest.raises(
+        MmcInputError, match=r"^compression: the readout's run states 60.0, the check was given 120.0"
+    ):
+        from_readout({"run": {"compression": 60.0}, "jobs": []}, 16, 120.0)
+
+
+@pytest.mark.parametrize(
+    "rows, message",
+    [
+        (
+            {"jobs": [_readout_row(0), {"id": "t1", "submitted_s": 1.0}]},
+            "readout job row 1: missing start_s, end_s",
+        ),
+        ({"jobs": [_readout_row(0, end_s="5")]}, "readout job row 0 ('t0'): end_s is '5', not seconds"),
+        ({"jobs": [_readout_row(0, start_s=True)]}, "readout job row 0 ('t0'): start_s is True, not seconds"),
+        ({"jobs": None}, "readout: expected a list of job rows under 'jobs', got NoneType"),
+        ({}, "readout: expected a list of job rows under 'jobs', got NoneType"),
+    ],
+)
+def test_from_readout_names_a_missing_or_odd_field(rows: dict, message: str) -> None:
+    with pytest.raises(MmcInputError) as e:
+        from_readout(rows, 16, 60.0)
+    assert str(e.value) == message
+
+
+def test_infinity_from_json_is_not_silently_accepted() -> None:
+    rows = json.loads(json.dumps({"jobs": [_readout_row(0), _readout_row(1, start_s=float("inf"))]}))
+    v = check_mmc(from_readout(rows, 16, 60.0))
+    assert "expected every time a finite number of seconds; observed 1 not: t1" in v.render()
