@@ -115,7 +115,7 @@ def diagnose_workload(
 class _Shared:
     """What the diagnoses of one cluster share: one ClusterIndex per GPU resource, built on first use, and
     the workloads by (namespace, name). Without it each diagnosis rebuilt both; `diagnose --all` at 1,250
-    nodes took 1-3 s a diagnosis (benchmarks/diagnose.py has the figures)."""
+    nodes took 1-3 s a diagnosis (docs/benchmarks.md, `python -m benchmarks diagnose`)."""
 
     def __init__(self, cluster: Cluster):
         self.cluster = cluster

@@ -13,7 +13,7 @@ from diagnose.scheduling import RuleOut, constraint_rule_outs
 class ClusterIndex:
     """What every pod's view of one cluster shares, for one GPU resource: GPUs held per node, DCGM per card
     and per holder, holders by node, nodes by name. `diagnose --all` builds it once per resource instead of
-    once per pod: at 1,250 nodes and 3,000 holders a view cost 1-3 s built from scratch (benchmarks.diagnose)."""
+    once per pod: at 1,250 nodes and 3,000 holders a view cost 1-3 s built from scratch (docs/benchmarks.md)."""
 
     cluster: Cluster
     resource: str
@@ -32,13 +32,28 @@ class View:
     """The cluster seen from one pod: per node its GPUs held and free, per card and holder DCGM."""
 
     pod: PodFacts
-    cluster: Cluster
-    resource: str
-    held: dict[str, int]  # node -> GPUs of `resource` requested by bound pods
-    cards: dict[str, dict[str, act.Activity]]  # node -> uuid -> card activity
-    holder_activity: dict[str, act.Activity | None]  # holder key -> its activity
-    index: ClusterIndex
+    index: ClusterIndex  # the cluster's side, for the pod's GPU resource
     _rule_outs: dict[str, list[RuleOut]] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def cluster(self) -> Cluster:
+        return self.index.cluster
+
+    @property
+    def resource(self) -> str:
+        return self.index.resource
+
+    @property
+    def held(self) -> dict[str, int]:
+        return self.index.held
+
+    @property
+    def cards(self) -> dict[str, dict[str, act.Activity]]:
+        return self.index.cards
+
+    @property
+    def holder_activity(self) -> dict[str, act.Activity | None]:
+        return self.index.holder_activity
 
     @property
     def stats_known(self) -> bool:
@@ -162,7 +177,7 @@ def build_view(pod: PodFacts, cluster: Cluster, index: ClusterIndex | None = Non
     resource = pod.gpu_resource or GPU
     if index is None or index.cluster is not cluster or index.resource != resource:
         index = index_cluster(cluster, resource)
-    return View(pod, cluster, resource, index.held, index.cards, index.holder_activity, index)
+    return View(pod, index)
 
 
 def not_checked(check: str, cluster: Cluster) -> Finding:
