@@ -19,7 +19,7 @@ included, and the twin must agree with it on the mean and job by job.
 | latency_measured_and_bounded | - | - | each slot's hand-over: freed before its next admission | >= MIN_SAMPLES of each kind, each mean <= LATENCY_WALL_MAX | - |
 | mean_wait_is_the_exact_queues | - | - | - | mean gap <= MEAN_TOLERANCE_WALL + MEAN_TOLERANCE_SHARE of the predicted mean | - |
 | waits_agree_job_by_job | per job, in submission order | - | - | JOB_AGREEMENT_SHARE of jobs within JOB_TOLERANCE_WALL | - |
-| served_first_come_first_served | per pair of Workloads waiting together | - | the one queued first admitted first (ORDER_SLACK_WALL) | no job overtaken | - |
+| served_first_come_first_served | per pair of Workloads waiting together | - | each Workload appeared between submission (+ QUEUED_LAG_WALL_MAX) and admission; the one queued first admitted first (ORDER_SLACK_WALL, ADMISSION_SLACK_WALL) | no job overtaken | - |
 
 The last two clauses are what a mean cannot see: a queue that serves the last arrival first, or the
 shortest job, has about the same mean wait as a first-come-first-served one, but not the same order. The
@@ -57,6 +57,13 @@ JOB_AGREEMENT_SHARE = 0.9  # of the jobs
 # wall s: Kueue orders a queue by the Workload's creationTimestamp, which has one-second resolution, and the
 # job controller creates each Workload a moment after its Job; closer than this, two jobs' order is a tie
 ORDER_SLACK_WALL = 1.0
+# wall s: two admissions closer than this are one scheduling cycle's, seen by the watch in either order. The
+# queue side needs the second of creationTimestamp; the admission side only the cycle (a red team hid an
+# overtaking of up to 55 trace s in a 1 s slack here)
+ADMISSION_SLACK_WALL = 0.25
+# wall s a Workload may appear after its Job: the order is judged by when each appeared, so a late or
+# invented appearance must not be able to hide one (a red team's "appeared just before admission")
+QUEUED_LAG_WALL_MAX = 5.0
 
 
 @dataclass(frozen=True)
@@ -84,6 +91,8 @@ class MmcRun:
     jobs: tuple[MmcJob, ...]
 
     def __post_init__(self) -> None:
+        if not isinstance(self.jobs, tuple) or not all(isinstance(j, MmcJob) for j in self.jobs):
+            raise MmcInputError(f"jobs: expected a tuple of MmcJob, got {type(self.jobs).__name__}")
         if type(self.servers) is not int or self.servers < 1:
             raise MmcInputError(f"servers: expected a whole number of GPUs >= 1, got {self.servers!r}")
         c = self.compression
@@ -158,6 +167,10 @@ def predicted_waits(run: MmcRun, latency: Latency) -> list[tuple[MmcJob, float, 
 def every_job_admitted_and_finished(run: MmcRun) -> list[Miss]:
     misses = []
     names = [j.name for j in run.jobs]
+    unnamed = [repr(n) for n in names if not isinstance(n, str) or not n]
+    if unnamed:
+        misses.append(Miss("every job named", f"{len(unnamed)} not: {', '.join(unnamed[:5])}"))
+        names = [str(n) for n in names]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         misses.append(Miss("each job once", f"{len(twice)} seen more than once: {', '.join(twice[:5])}"))
@@ -188,18 +201,22 @@ def the_case_is_one_tenants_one_gpu_jobs(run: MmcRun) -> list[Miss]:
     """The queue the claim is about: one tenant's jobs of one GPU each, none evicted (a preempted job's
     requeue wait would read as part of its hold)."""
     misses = []
-    tenants = sorted({str(j.tenant) for j in run.jobs})
-    unnamed = [j.name for j in run.jobs if j.tenant is None]
+    tenants = sorted({repr(j.tenant) for j in run.jobs})
+    unnamed = [f"{j.name} ({j.tenant!r})" for j in run.jobs if not isinstance(j.tenant, str) or not j.tenant]
     if unnamed:
         misses.append(
             Miss("every job's tenant observed", f"{len(unnamed)} without: {', '.join(unnamed[:5])}")
         )
     elif len(tenants) > 1:
-        misses.append(Miss("one tenant", f"{len(tenants)}: {', '.join(tenants[:5])}"))
-    wide = [f"{j.name} ({j.gpus!r})" for j in run.jobs if j.gpus != 1]
+        misses.append(
+            Miss("one tenant", f"{len(tenants)}: {', '.join(t.strip(chr(39)) for t in tenants[:5])}")
+        )
+    wide = [f"{j.name} ({j.gpus!r})" for j in run.jobs if type(j.gpus) is not int or j.gpus != 1]
     if wide:
         misses.append(Miss("every job 1 GPU", f"{len(wide)} not: {', '.join(wide[:5])}"))
-    evicted = [f"{j.name} ({j.evictions!r})" for j in run.jobs if j.evictions != 0]
+    evicted = [
+        f"{j.name} ({j.evictions!r})" for j in run.jobs if type(j.evictions) is not int or j.evictions != 0
+    ]
     if evicted:
         misses.append(
             Miss(
@@ -284,17 +301,28 @@ def served_first_come_first_served(run: MmcRun) -> list[Miss]:
     for each pair whose Workloads appeared more than ORDER_SLACK_WALL apart, the younger's more than that
     before the older's admission, the older must not be admitted more than that after the younger. Jobs
     whose Workload was not seen appearing are named: without it their order cannot be judged."""
-    slack = ORDER_SLACK_WALL * run.compression
-    unseen = [j.name for j in _complete(run) if not _finite(j.queued_s)]
+    slack, tie = ORDER_SLACK_WALL * run.compression, ADMISSION_SLACK_WALL * run.compression
+    unseen = [f"{j.name} ({j.queued_s!r})" for j in _complete(run) if not _finite(j.queued_s)]
     if unseen:
         return [Miss("every job's Workload seen appearing", f"{len(unseen)} not: {', '.join(unseen[:5])}")]
+    lag = QUEUED_LAG_WALL_MAX * run.compression
+    odd = [
+        f"{j.name} (submitted {j.submitted_s:.0f} s, appeared {j.queued_s:.0f} s, admitted {j.admitted_s:.0f} s)"
+        for j in _complete(run)
+        if not j.submitted_s <= j.queued_s <= min(j.admitted_s, j.submitted_s + lag)
+    ]
+    if odd:
+        return [Miss(
+            f"every Workload appeared after its Job's submission, by its admission and within {lag:.0f} trace s",
+            f"{len(odd)} not: {', '.join(odd[:3])}",
+        )]  # fmt: skip
     jobs = sorted(_complete(run), key=lambda j: (j.queued_s, j.name))
     overtaken: list[tuple[MmcJob, MmcJob]] = []
     for i, old in enumerate(jobs):
         for young in jobs[i + 1 :]:
             if young.queued_s + slack >= old.admitted_s:
                 break  # every later Workload appeared once the older was (nearly) admitted: no contest
-            if young.queued_s - old.queued_s > slack and old.admitted_s - young.admitted_s > slack:
+            if young.queued_s - old.queued_s > slack and old.admitted_s - young.admitted_s > tie:
                 overtaken.append((old, young))
     if overtaken:
         shown = ", ".join(
@@ -303,7 +331,8 @@ def served_first_come_first_served(run: MmcRun) -> list[Miss]:
             for o, y in overtaken[:3]
         )
         return [Miss(
-            f"no waiting job overtaken by a younger one (ties within {slack:.0f} trace s)",
+            f"no waiting job overtaken by a younger one (ties: appeared within {slack:.0f} trace s, "
+            f"admitted within {tie:.0f})",
             f"{len(overtaken)} overtakings ({len({o.name for o, _ in overtaken})} jobs overtaken): {shown}",
         )]  # fmt: skip
     return []
@@ -354,8 +383,11 @@ def from_readout(result: dict, servers: int, compression: float) -> MmcRun:
     """The run's jobs from `twin.readout.readout`'s rows (trace seconds from the run's start). The readout's
     own compression, where it states one, must be the one given: the tolerances are wall seconds, so
     another factor would loosen or tighten every one of them. MmcInputError names a missing or odd field."""
-    stated = (result.get("run") or {}).get("compression") if isinstance(result, dict) else None
-    if stated is not None and stated != compression:
+    run = result.get("run") if isinstance(result, dict) else None
+    stated = run.get("compression") if isinstance(run, dict) else None
+    if stated is None:
+        raise MmcInputError("readout: expected the run's compression under 'run', found none")
+    if stated != compression:
         raise MmcInputError(
             f"compression: the readout's run states {stated!r}, the check was given {compression!r}"
         )
@@ -372,9 +404,12 @@ def from_readout(result: dict, servers: int, compression: float) -> MmcRun:
         for k in ("submitted_s", "start_s", "end_s"):
             if (x[k] is not None and not isinstance(x[k], int | float)) or isinstance(x[k], bool):
                 raise MmcInputError(f"readout job row {i} ({x['id']!r}): {k} is {x[k]!r}, not seconds")
-        evictions = None
-        if isinstance(x.get("preempted"), int) and isinstance(x.get("requeued"), int):
-            evictions = x["preempted"] + x["requeued"]
+        evictions = (
+            None  # not observed unless both counts are whole numbers >= 0 (the case's clause names it)
+        )
+        counts = (x.get("preempted"), x.get("requeued"))
+        if all(type(n) is int and n >= 0 for n in counts):
+            evictions = sum(counts)
         jobs.append(MmcJob(
             str(x["id"]), x["submitted_s"], x["start_s"], x["end_s"], queued_s=x.get("queued_s"),
             tenant=x.get("tenant"), gpus=x.get("gpus"), evictions=evictions,

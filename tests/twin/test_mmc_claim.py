@@ -27,6 +27,7 @@ from twin.mmc_claim import (
     from_readout,
     measured_latency,
     predicted_waits,
+    served_first_come_first_served,
 )
 
 C, RHO, MEAN_HOLD, COMPRESSION = 16, 0.8, 600.0, 60.0
@@ -217,7 +218,7 @@ def test_last_come_first_served_has_the_mean_but_not_the_order() -> None:
     v = check_mmc(simulate(order="lifo", rho=0.85))
     assert "served_first_come_first_served" in v.failed_clauses, v.render()
     assert (
-        f"no waiting job overtaken by a younger one (ties within {ORDER_SLACK_WALL * COMPRESSION:.0f}"
+        f"no waiting job overtaken by a younger one (ties: appeared within {ORDER_SLACK_WALL * COMPRESSION:.0f}"
         in v.render()
     )
 
@@ -245,9 +246,13 @@ def test_workloads_within_the_slack_of_each_other_may_be_served_in_either_order(
     run = simulate()
     waited = [j for j in sorted(run.jobs, key=lambda j: j.queued_s) if j.admitted_s - j.queued_s > 200]
     a, b = waited[0], next(j for j in waited[1:] if j.queued_s > waited[0].queued_s)
-    swapped = dataclasses.replace(b, queued_s=a.queued_s + 0.5 * COMPRESSION)
+    queued = a.queued_s + 0.5 * COMPRESSION
     tie = _edit(
-        run, run.jobs.index(b), queued_s=swapped.queued_s, admitted_s=a.admitted_s - 0.9 * COMPRESSION
+        run,
+        run.jobs.index(b),
+        submitted_s=queued - (b.queued_s - b.submitted_s),  # b's own lag, kept
+        queued_s=queued,
+        admitted_s=a.admitted_s - 0.9 * COMPRESSION,
     )
     assert "served_first_come_first_served" not in failed(tie), check_mmc(tie).render()
 
@@ -324,6 +329,9 @@ def test_parameters_outside_the_case_are_refused_naming_them(servers, compressio
         MmcRun(servers, compression, ())
 
 
+RUN = {"compression": 60.0}  # a readout's run, as it states its compression
+
+
 def _readout_row(i: int, **change: object) -> dict:
     row = {"id": f"t{i}", "tenant": "erlang", "gpus": 1, "submitted_s": 1.0 + i, "queued_s": 1.2 + i,
            "start_s": 2.0 + i, "end_s": 5.0 + i, "preempted": 0, "requeued": 0}  # fmt: skip
@@ -345,7 +353,7 @@ def test_from_readout_reads_the_rows_of_a_run() -> None:
 
 
 def test_from_readout_counts_preemptions_and_requeues_as_evictions() -> None:
-    run = from_readout({"jobs": [_readout_row(0, preempted=1, requeued=1)]}, 16, 60.0)
+    run = from_readout({"run": RUN, "jobs": [_readout_row(0, preempted=1, requeued=1)]}, 16, 60.0)
     assert run.jobs[0].evictions == 2
 
 
@@ -361,13 +369,21 @@ def test_from_readout_refuses_a_compression_other_than_the_runs() -> None:
     "rows, message",
     [
         (
-            {"jobs": [_readout_row(0), {"id": "t1", "submitted_s": 1.0}]},
+            {"run": RUN, "jobs": [_readout_row(0), {"id": "t1", "submitted_s": 1.0}]},
             "readout job row 1: missing start_s, end_s",
         ),
-        ({"jobs": [_readout_row(0, end_s="5")]}, "readout job row 0 ('t0'): end_s is '5', not seconds"),
-        ({"jobs": [_readout_row(0, start_s=True)]}, "readout job row 0 ('t0'): start_s is True, not seconds"),
-        ({"jobs": None}, "readout: expected a list of job rows under 'jobs', got NoneType"),
-        ({}, "readout: expected a list of job rows under 'jobs', got NoneType"),
+        (
+            {"run": RUN, "jobs": [_readout_row(0, end_s="5")]},
+            "readout job row 0 ('t0'): end_s is '5', not seconds",
+        ),
+        (
+            {"run": RUN, "jobs": [_readout_row(0, start_s=True)]},
+            "readout job row 0 ('t0'): start_s is True, not seconds",
+        ),
+        ({"run": RUN, "jobs": None}, "readout: expected a list of job rows under 'jobs', got NoneType"),
+        ({"run": RUN}, "readout: expected a list of job rows under 'jobs', got NoneType"),
+        ({"jobs": []}, "readout: expected the run's compression under 'run', found none"),
+        ({"run": "x", "jobs": []}, "readout: expected the run's compression under 'run', found none"),
     ],
 )
 def test_from_readout_names_a_missing_or_odd_field(rows: dict, message: str) -> None:
@@ -377,6 +393,84 @@ def test_from_readout_names_a_missing_or_odd_field(rows: dict, message: str) -> 
 
 
 def test_infinity_from_json_is_not_silently_accepted() -> None:
-    rows = json.loads(json.dumps({"jobs": [_readout_row(0), _readout_row(1, start_s=float("inf"))]}))
+    rows = json.loads(
+        json.dumps({"run": RUN, "jobs": [_readout_row(0), _readout_row(1, start_s=float("inf"))]})
+    )
     v = check_mmc(from_readout(rows, 16, 60.0))
     assert "expected every time a finite number of seconds; observed 1 not: t1" in v.render()
+
+
+def _pair(a_queued: float, a_admitted: float, b_queued: float, b_admitted: float) -> MmcRun:
+    """Two jobs, each submitted 6 trace s before its Workload appeared, held 600 s."""
+    return MmcRun(1, COMPRESSION, (
+        job("a", a_queued - 6, a_admitted, a_admitted + 600, a_queued),
+        job("b", b_queued - 6, b_admitted, b_admitted + 600, b_queued),
+    ))  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "b_queued, b_admitted, overtaken",
+    [
+        (130.0, 500.0, False),  # appeared 0.5 wall s after a: a tie, either order
+        (200.0, 990.0, False),  # admitted 0.17 wall s before a: one scheduling cycle
+        (200.0, 970.0, True),  # admitted 0.5 wall s before a, appeared 1.7 s after: overtaken
+        (200.0, 1100.0, False),  # first come, first served
+    ],
+)
+def test_the_order_clause_on_one_pair(b_queued: float, b_admitted: float, overtaken: bool) -> None:
+    """A red team's finding: a 1 wall s slack on admissions hid overtakings of up to 55 trace s; the
+    admission side now allows one scheduling cycle."""
+    misses = served_first_come_first_served(_pair(100.0, 1000.0, b_queued, b_admitted))
+    assert bool(misses) is overtaken, misses
+    if overtaken:
+        assert (
+            "1 overtakings (1 jobs overtaken): a (queued 100 s, admitted 1000 s) by b" in misses[0].observed
+        )
+
+
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        ({"queued_s": 1200.0}, "a (submitted 94 s, appeared 1200 s, admitted 1000 s)"),  # after its admission
+        ({"queued_s": 50.0}, "a (submitted 94 s, appeared 50 s, admitted 1000 s)"),  # before its Job
+        ({"queued_s": 500.0}, "a (submitted 94 s, appeared 500 s, admitted 1000 s)"),  # 6.8 wall s late
+    ],
+)
+def test_a_workload_appearing_outside_its_jobs_life_is_refused(change: dict, reason: str) -> None:
+    """A red team's finding: a Workload 'appearing' just before its admission emptied the order clause, so a
+    last-come-first-served run held. It must appear after its Job, by its admission and within
+    QUEUED_LAG_WALL_MAX of the Job."""
+    run = _pair(100.0, 1000.0, 200.0, 970.0)
+    run = dataclasses.replace(run, jobs=(dataclasses.replace(run.jobs[0], **change), run.jobs[1]))
+    misses = served_first_come_first_served(run)
+    assert [m.expected for m in misses] == [
+        "every Workload appeared after its Job's submission, by its admission and within 300 trace s"
+    ]
+    assert misses[0].observed == f"1 not: {reason}"
+
+
+@pytest.mark.parametrize(
+    "change, reason",
+    [
+        ({"gpus": True}, "expected every job 1 GPU; observed 1 not: j011 (True)"),
+        ({"evictions": False}, "observed 1: j011 (False)"),
+        ({"tenant": ""}, "expected every job's tenant observed; observed 1 without: j011 ('')"),
+        ({"tenant": 1}, "expected every job's tenant observed; observed 1 without: j011 (1)"),
+        ({"name": None}, "expected every job named; observed 1 not: None"),
+    ],
+)
+def test_a_look_alike_value_is_not_taken_for_the_real_one(change: dict, reason: str) -> None:
+    """A red team's finding: gpus=True, evictions=False, an empty or numeric tenant and a job without a
+    name all passed."""
+    assert reason in check_mmc(_edit(simulate(), 11, **change)).render()
+
+
+def test_negative_counts_from_a_readout_are_not_evictions_summing_to_zero() -> None:
+    run = from_readout({"run": RUN, "jobs": [_readout_row(0, preempted=-1, requeued=1)]}, 16, 60.0)
+    assert run.jobs[0].evictions is None
+
+
+@pytest.mark.parametrize("jobs", [None, [job("a", 1.0, 2.0, 3.0)], (job("a", 1.0, 2.0, 3.0), {"id": "b"})])
+def test_jobs_that_are_not_a_tuple_of_jobs_are_refused_naming_them(jobs) -> None:
+    with pytest.raises(MmcInputError, match="^jobs: expected a tuple of MmcJob, got "):
+        MmcRun(C, COMPRESSION, jobs)
