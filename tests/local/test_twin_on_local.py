@@ -29,7 +29,8 @@ import pytest
 from assertions.verdict import require
 from twin import fleet as fleet_mod
 from twin.generate import TenantLoad, erlang_trace, generate
-from twin.mmc_claim import check_mmc, from_readout
+from twin.mmc_claim import check_mmc
+from twin.mmc_run import from_readout
 from twin.readout import readout
 from twin.replay import TICK, replay
 from twin.theory import mmc_wait
