@@ -29,6 +29,7 @@ from facts.kube_keys import ANNOTATION_GPU_PROFILE, ANNOTATION_SM_ACTIVE, GPU_RE
 from harness.observe import is_gpu_node
 from local.sim.dcgm_sim import DcgmSimulator, SimGpu
 from local.sim.device_plugin import gpu_uuid
+from local.sim.pacing import CACHED, next_wait
 from local.sim.profiles import UNHELD, profile_values
 from local.sim.workload_sim import WorkloadSimulator
 
@@ -188,8 +189,8 @@ class ClusterGpuSimulator:
         return out
 
     def refresh(self) -> None:
-        nodes = [n for n in self.kube.core.list_node().items if is_gpu_node(n)]
-        pods = self.kube.core.list_pod_for_all_namespaces().items
+        nodes = [n for n in self.kube.core.list_node(resource_version=CACHED).items if is_gpu_node(n)]
+        pods = self.kube.core.list_pod_for_all_namespaces(resource_version=CACHED).items
         extra = self.workloads.update(pods, time.time())
         self.sim.set_gpus(gpus_from_cluster(nodes, pods, self.devices(nodes)), extra=extra)
 
@@ -200,11 +201,14 @@ class ClusterGpuSimulator:
         return self.server.server_port
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.period):
+        wait = self.period
+        while not self._stop.wait(wait):
+            began = time.monotonic()
             try:
                 self.refresh()
             except Exception:  # the API hiccuped; the next refresh tries again
                 time.sleep(self.period)
+            wait = next_wait(self.period, time.monotonic() - began)
 
     def stop(self) -> None:
         self._stop.set()

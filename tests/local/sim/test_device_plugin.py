@@ -86,10 +86,10 @@ class FakeCore:
     def read_namespaced_config_map(self, name, ns):
         return NS(data=self.data, metadata=NS(annotations={"gpu-finops.io/default-config": "default"}))
 
-    def list_node(self):
+    def list_node(self, resource_version=None):
         return NS(items=self.nodes)
 
-    def list_pod_for_all_namespaces(self, field_selector=None):
+    def list_pod_for_all_namespaces(self, field_selector=None, resource_version=None):
         return NS(items=self.pods)
 
     def patch_node(self, name, body):
