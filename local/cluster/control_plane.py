@@ -12,6 +12,16 @@ from local.build import versions
 from local.cluster.certs import FRONT_PROXY_CLIENT
 from local.cluster.processes import PORTS, STARTUP, Processes, module_dir
 
+# above kwok's node lease (controllers.KWOK_NODE_LEASE_S, renewed every 30 s): a node is NotReady only after
+# missing about four renewals, as a kubelet's 40 s lease sits under the default 50 s grace
+NODE_MONITOR_GRACE = "150s"
+# the controller-manager's client, each controller's own: 20 requests a second (burst 30) by default. At 1,000
+# Jobs ending together the Job controller's queue held 882 Jobs and its requests had waited 2,470 s in the
+# client's rate limiter (rest_client_rate_limiter_duration_seconds); a
+# fleet's control plane is run with more: Kubernetes' 5,000-node scalability jobs (test-infra, cluster-env
+# CONTROLLER_MANAGER_TEST_ARGS) use 100 and 100
+CONTROLLER_MANAGER_API_QPS = (100, 100)  # --kube-api-qps, --kube-api-burst
+
 
 class ControlPlane(Processes):
     def start_control_plane(self, bins: Path) -> None:
@@ -85,7 +95,9 @@ class ControlPlane(Processes):
                 "--bind-address=127.0.0.1",
                 f"--secure-port={p['controller-manager']}",
                 "--use-service-account-credentials=false",
-                "--node-monitor-grace-period=60s",
+                f"--node-monitor-grace-period={NODE_MONITOR_GRACE}",
+                f"--kube-api-qps={CONTROLLER_MANAGER_API_QPS[0]}",
+                f"--kube-api-burst={CONTROLLER_MANAGER_API_QPS[1]}",
             ],
         )
         self.sup.start(

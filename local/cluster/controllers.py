@@ -30,6 +30,46 @@ from local.sim import catalog
 
 VISIBILITY_SERVICE = "visibility-server"  # as Kueue's config/components/visibility names it
 VISIBILITY_VERSIONS = KUEUE_VISIBILITY_VERSIONS  # what Kueue v0.19.2 serves (pkg/visibility/server.go)
+# kwok renews each node's lease every quarter of its duration (pkg/kwok/controllers/controller.go, as the
+# kubelet). At 40 s, 1,250 nodes renewed 113 leases a second on a 2-core target while the twin's pods waited
+# on kwok's 4 pod-stage workers; at 120 s a fleet renews a third as often. The controller-manager's
+# --node-monitor-grace-period (control_plane.NODE_MONITOR_GRACE) is kept above it, as the kubelet's 40 s
+# lease sits under the default 50 s grace.
+KWOK_NODE_LEASE_S = 120
+# kwok's own defaults are 4 workers for pod stages and 1 for pods-on-node syncs: at 10,000 GPUs the pods'
+# status patches were the queue (docs/benchmarks.md), and each worker mostly waits on the API server, so more
+# of them overlap its answers instead of using more CPU. A KwokConfiguration read from a file gets none of
+# kwok's defaults (pkg/config/vars.go defaults only when no file names one: an options block without
+# nodeLeaseParallelism stopped kwok at start), so every option its defaults set (v1alpha1's
+# SetObjectDefaults_KwokConfiguration) is written here, at the default unless a comment says otherwise.
+KWOK_OPTIONS = """apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  cidr: 10.0.0.0/24
+  manageAllNodes: false
+  enableDebuggingHandlers: true
+  enableContentionProfiling: false
+  enableProfilingHandler: true
+  podPlayStageParallelism: 16  # default 4
+  nodePlayStageParallelism: 4
+  nodeLeaseParallelism: 4
+  podsOnNodeSyncParallelism: 4  # default 1
+  enablePodsOnNodeSyncListPager: true
+  enablePodsOnNodeSyncStreamWatch: false
+"""
+
+
+def kueue_chart_controller_config() -> dict[str, Any]:
+    """The `controller` and `clientConnection` sections of the Configuration Kueue's own chart installs (its
+    values.yaml's managerConfig, at the pinned version), which the addons stack leaves at the chart's default.
+    Without them the local Kueue ran every reconciler at controller-runtime's default of one at a time, where
+    the chart runs 5 Job reconcilers and 10 Workload ones: at 1,000 admissions Jobs were unsuspended about 5 a
+    second, 60 s behind their Workloads (docs/benchmarks.md)."""
+    values = yaml.safe_load(
+        (module_dir(f"sigs.k8s.io/kueue@{versions.KUEUE}") / "charts/kueue/values.yaml").read_text()
+    )
+    shipped = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
+    return {k: shipped[k] for k in ("controller", "clientConnection")}
 
 
 def feature_gates_flag(gates: dict[str, bool]) -> str:
@@ -100,7 +140,7 @@ class Controllers(AwsEndpoint):
             / "pod-terminate.yaml",  # the kubelet's graceful stop
         ]
         out = self.run_dir / "kwok-stages.yaml"
-        out.write_text("\n---\n".join(f.read_text() for f in files))
+        out.write_text("\n---\n".join([KWOK_OPTIONS, *(f.read_text() for f in files)]))
         return out
 
     def start_kwok(self, bins: Path) -> None:
@@ -113,7 +153,7 @@ class Controllers(AwsEndpoint):
                 "--manage-all-nodes=false",
                 "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
                 f"--server-address=127.0.0.1:{PORTS['kwok']}",
-                "--node-lease-duration-seconds=40",
+                f"--node-lease-duration-seconds={KWOK_NODE_LEASE_S}",
             ],
         )
         self._wait("kwok", f"http://127.0.0.1:{PORTS['kwok']}/healthz", tls=False)
@@ -174,6 +214,7 @@ class Controllers(AwsEndpoint):
                     "leaderElection": {"leaderElect": False},
                     "internalCertManagement": {"enable": False},
                     "integrations": {"frameworks": ["batch/job"]},
+                    **kueue_chart_controller_config(),
                     **(
                         {"visibilityServer": {"bindAddress": address, "bindPort": PORTS["kueue-visibility"]}}
                         if address
