@@ -24,7 +24,20 @@ from twin.submit import Submitter
 from twin.trace import Trace
 
 TICK = 0.5  # wall seconds between ledger samples
-DRAIN_MARGIN = 120.0  # wall seconds past the last job's expected end before the replay gives up
+# wall seconds past the last job's expected end, and then without a job finishing, before the replay gives up:
+# a control plane still ending jobs is waited for (at 10,000 GPUs on 2 cores it ends about 5 a second, so
+# 1,000 jobs ending together take minutes), one that stopped ending them is not
+DRAIN_MARGIN = 120.0
+DRAIN_CAP_RATE = 1.0  # jobs a wall second: past the expected end by len(jobs) / this, a run gives up anyway
+
+
+def gives_up(now: float, due: float, last_finished: float, jobs: int) -> bool:
+    """Whether the replay stops waiting at `now` for jobs expected done by `due` (wall clock), the last having
+    finished at `last_finished`: past due + DRAIN_MARGIN with none finished in the last DRAIN_MARGIN, or past
+    due + DRAIN_MARGIN + jobs / DRAIN_CAP_RATE whatever is finishing."""
+    if now > due + DRAIN_MARGIN + jobs / DRAIN_CAP_RATE:
+        return True
+    return now > due + DRAIN_MARGIN and now - last_finished > DRAIN_MARGIN
 
 
 @dataclass
@@ -125,7 +138,8 @@ def replay(kube: Any, fleet: Fleet, trace: Trace, policy: str, echo: Callable[[s
         expected_end = (
             start + max(trace.wall(j.submit_s + j.duration_s) for j in trace.jobs) if trace.jobs else start
         )
-        deadline = expected_end + DRAIN_MARGIN + trace.wall(trace.horizon_s)
+        due = expected_end + trace.wall(trace.horizon_s)
+        done_before, last_finished = -1, time.time()
         while True:
             with obs.lock:
                 done = sum(
@@ -133,10 +147,13 @@ def replay(kube: Any, fleet: Fleet, trace: Trace, policy: str, echo: Callable[[s
                 )
             if done >= len(trace.jobs):
                 break
-            if time.time() > deadline:
+            if done > done_before:
+                done_before, last_finished = done, time.time()
+            if gives_up(time.time(), due, last_finished, len(trace.jobs)):
                 raise TwinError(
                     f"twin run {run_id}: {len(trace.jobs) - done} of {len(trace.jobs)} jobs unfinished "
-                    f"past the expected end; {_status(obs, trace, start, len(submitted))}"
+                    f"past the expected end (the last to finish did {time.time() - last_finished:.0f} wall s ago); "
+                    f"{_status(obs, trace, start, len(submitted))}"
                 )
             if time.monotonic() - last_line > 10:
                 last_line = time.monotonic()
