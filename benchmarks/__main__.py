@@ -30,6 +30,17 @@ def bench_synth(runs: int) -> None:
     )
 
 
+def _vm_hwm_mib(pid: int) -> int | None:
+    """A process's peak resident memory (VmHWM) in MiB, None where /proc does not say."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) // 1024
+    except OSError:
+        return None
+    return None
+
+
 def bench_collector(gpu_counts: list[int]) -> None:
     from clients.nodes import GpuNode
     from clients.promql import PrometheusClient
@@ -71,6 +82,9 @@ def bench_collector(gpu_counts: list[int]) -> None:
             ]
         )
         server = sim.serve()
+        # a scrape must end within its interval: 2 s holds up to 10,000 GPUs here; beyond, dcgm-exporter's
+        # own ServiceMonitor interval (15 s) is what a fleet that size scrapes at
+        scrape = "2s" if gpus <= 10_000 else "15s"
         now = datetime.now(UTC)
         nodes = [
             GpuNode(
@@ -87,16 +101,18 @@ def bench_collector(gpu_counts: list[int]) -> None:
         ]
         with (
             tempfile.TemporaryDirectory() as d,
-            PrometheusServer(Path(d), [f"127.0.0.1:{server.server_port}"], scrape_interval="2s") as prom,
+            PrometheusServer(Path(d), [f"127.0.0.1:{server.server_port}"], scrape_interval=scrape) as prom,
         ):
             client = PrometheusClient(prom.url)
+            t_scraped = time.perf_counter()
             eventually(
                 lambda c=client: c.query(f"count({dcgm.SM_ACTIVE})"),
                 lambda s, n=gpus: bool(s) and s[0].value >= n,
-                timeout=180,
+                timeout=180 * max(1, gpus // 10_000),
                 interval=2,
                 what=f"{gpus} GPUs scraped",
             )
+            first_scraped = time.perf_counter() - t_scraped
             c = Collector(
                 Nodes(nodes),
                 client,
@@ -123,11 +139,14 @@ def bench_collector(gpu_counts: list[int]) -> None:
             c.cycle(end - timedelta(seconds=60), end)
             peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
+            prom_mib = _vm_hwm_mib(prom.process.pid) if prom.process else None
+            up = {s.labels.get("job"): s.value for s in client.query("scrape_duration_seconds")}
         server.shutdown()
         print(
             f"collector cycle, {gpus:>6} GPUs ({n_nodes} nodes of 8): median {wall:.2f}s wall of 5, {result.queries} queries, "
             f"peak {peak / 2**20:.1f} MiB, {len(result.records)} records; Prometheus alone median {prom_time:.2f}s; "
-            f"ratio {wall / prom_time:.2f}"
+            f"ratio {wall / prom_time:.2f}; scraped at {scrape} (last scrape {up.get('dcgm', float('nan')):.2f}s, "
+            f"all {gpus} GPUs after {first_scraped:.0f}s); Prometheus peak RSS {prom_mib} MiB"
         )
 
 
