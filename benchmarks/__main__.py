@@ -30,18 +30,8 @@ def bench_synth(runs: int) -> None:
     )
 
 
-def _vm_hwm_mib(pid: int) -> int | None:
-    """A process's peak resident memory (VmHWM) in MiB, None where /proc does not say."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) // 1024
-    except OSError:
-        return None
-    return None
-
-
 def bench_collector(gpu_counts: list[int]) -> None:
+    from benchmarks.processes import peak_rss
     from clients.nodes import GpuNode
     from clients.promql import PrometheusClient
     from facts import dcgm
@@ -139,7 +129,7 @@ def bench_collector(gpu_counts: list[int]) -> None:
             c.cycle(end - timedelta(seconds=60), end)
             peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
-            prom_mib = _vm_hwm_mib(prom.process.pid) if prom.process else None
+            prom_mib = round(peak_rss(prom.process.pid) / 2**20) if prom.process else None
             up = {s.labels.get("job"): s.value for s in client.query("scrape_duration_seconds")}
         server.shutdown()
         print(

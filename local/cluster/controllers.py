@@ -66,10 +66,18 @@ def kueue_chart_controller_config() -> dict[str, Any]:
     log's "Starting workers"), where the chart runs 5 Job reconcilers and 10 Workload ones: a twin would have
     measured a Kueue no one installs. With them, 1,000 Workloads admitted within 82 s had their Jobs
     unsuspended within 167 s on 2 cores (docs/benchmarks.md)."""
-    values = yaml.safe_load(
-        (module_dir(f"sigs.k8s.io/kueue@{versions.KUEUE}") / "charts/kueue/values.yaml").read_text()
-    )
-    shipped = yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"])
+    path = module_dir(f"sigs.k8s.io/kueue@{versions.KUEUE}") / "charts/kueue/values.yaml"
+    values = yaml.safe_load(path.read_text()) or {}
+    text = (values.get("managerConfig") or {}).get("controllerManagerConfigYaml")
+    shipped = yaml.safe_load(text) if isinstance(text, str) else None
+    missing = [
+        k for k in ("controller", "clientConnection") if not isinstance(shipped, dict) or k not in shipped
+    ]
+    if missing:
+        raise LocalError(
+            f"{path}: expected managerConfig.controllerManagerConfigYaml with {', '.join(missing)}, found "
+            f"{'none' if shipped is None else sorted(shipped)}; read the chart's values at Kueue {versions.KUEUE}"
+        )
     return {k: shipped[k] for k in ("controller", "clientConnection")}
 
 
