@@ -12,9 +12,9 @@ from local.build import versions
 from local.cluster.certs import FRONT_PROXY_CLIENT
 from local.cluster.processes import PORTS, STARTUP, Processes, module_dir
 
-# above kwok's node lease (controllers.KWOK_NODE_LEASE_S, renewed every 30 s): a node is NotReady only after
-# missing about four renewals, as a kubelet's 40 s lease sits under the default 50 s grace
-NODE_MONITOR_GRACE = "150s"
+# above kwok's node lease (controllers.KWOK_NODE_LEASE_S, renewed every 75 s): a node is NotReady only after
+# missing about five renewals, as a kubelet's 40 s lease (renewed every 10 s) sits under the default 50 s grace
+NODE_MONITOR_GRACE = "360s"
 # the controller-manager's client, each controller's own: 20 requests a second (burst 30) by default. At 1,000
 # Jobs ending together the Job controller's queue held 882 Jobs and its requests had waited 2,470 s in the
 # client's rate limiter (rest_client_rate_limiter_duration_seconds); a

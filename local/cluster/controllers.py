@@ -31,14 +31,18 @@ from local.sim import catalog
 VISIBILITY_SERVICE = "visibility-server"  # as Kueue's config/components/visibility names it
 VISIBILITY_VERSIONS = KUEUE_VISIBILITY_VERSIONS  # what Kueue v0.19.2 serves (pkg/visibility/server.go)
 # kwok renews each node's lease every quarter of its duration (pkg/kwok/controllers/controller.go, as the
-# kubelet). At 40 s, 1,250 nodes renewed 113 leases a second on a 2-core target while the twin's pods waited
-# on kwok's 4 pod-stage workers; at 120 s a fleet renews a third as often. The controller-manager's
-# --node-monitor-grace-period (control_plane.NODE_MONITOR_GRACE) is kept above it, as the kubelet's 40 s
-# lease sits under the default 50 s grace.
-KWOK_NODE_LEASE_S = 120
-# kwok's own defaults are 4 workers for pod stages and 1 for pods-on-node syncs: at 10,000 GPUs the pods'
-# status patches were the queue (docs/benchmarks.md), and each worker mostly waits on the API server, so more
-# of them overlap its answers instead of using more CPU. A KwokConfiguration read from a file gets none of
+# kubelet), from one process for every node where each kubelet renews its own. At 40 s, 1,250 nodes renewed
+# 113 leases a second on a 2-core target. At 120 s with 4 lease workers, while Karpenter brought up 1,000
+# nodes from zero, renewals fell about 200 s behind (each API call about 0.7 s on the loaded target) and the
+# controller-manager marked 598 of 1,035 nodes Unknown: kwok's own capacity, not anything a fleet's kubelets
+# share (docs/benchmarks.md). At 300 s a fleet of 1,250 needs 17 renewals a second, which 16 workers keep up
+# with. The controller-manager's --node-monitor-grace-period (control_plane.NODE_MONITOR_GRACE) is kept above
+# it, as the kubelet's 40 s lease sits under the default 50 s grace.
+KWOK_NODE_LEASE_S = 300
+# kwok's own defaults are 4 workers for pod stages, node stages and leases and 1 for pods-on-node syncs: at
+# 10,000 GPUs the pods' status patches were the queue, and with Karpenter's nodes from zero the new nodes'
+# initialisation and the leases (docs/benchmarks.md). Each worker mostly waits on the API server, so more of
+# them overlap its answers instead of using more CPU. A KwokConfiguration read from a file gets none of
 # kwok's defaults (pkg/config/vars.go defaults only when no file names one: an options block without
 # nodeLeaseParallelism stopped kwok at start), so every option its defaults set (v1alpha1's
 # SetObjectDefaults_KwokConfiguration) is written here, at the default unless a comment says otherwise.
@@ -51,8 +55,8 @@ options:
   enableContentionProfiling: false
   enableProfilingHandler: true
   podPlayStageParallelism: 16  # default 4
-  nodePlayStageParallelism: 4
-  nodeLeaseParallelism: 4
+  nodePlayStageParallelism: 16  # default 4
+  nodeLeaseParallelism: 16  # default 4
   podsOnNodeSyncParallelism: 4  # default 1
   enablePodsOnNodeSyncListPager: true
   enablePodsOnNodeSyncStreamWatch: false

@@ -14,7 +14,12 @@ from local.cluster.control_plane import NODE_MONITOR_GRACE
 from local.cluster.controllers import KWOK_NODE_LEASE_S, KWOK_OPTIONS
 from local.cluster.processes import module_dir
 
-CHANGED = {"podPlayStageParallelism": 16, "podsOnNodeSyncParallelism": 4}  # the rest at kwok's defaults
+CHANGED = {
+    "podPlayStageParallelism": 16,
+    "nodePlayStageParallelism": 16,
+    "nodeLeaseParallelism": 16,
+    "podsOnNodeSyncParallelism": 4,
+}  # the rest at kwok's defaults
 
 
 def _kwok_defaults() -> dict[str, object]:
