@@ -200,6 +200,11 @@ def main() -> None:
 
         twin_main(sys.argv[2:])
         return
+    if sys.argv[1:2] == ["scaleout"]:  # `python -m benchmarks scaleout --pods N`: Karpenter's own scale-out
+        from benchmarks.scaleout import main as scaleout_main
+
+        scaleout_main(sys.argv[2:])
+        return
     if sys.argv[1:2] == ["twin-submit"]:  # `python -m benchmarks twin-submit --jobs N`: the twin's submission
         from benchmarks.twin_submit import main as twin_submit_main
 
