@@ -194,6 +194,8 @@ def _stopped(signum: int, frame: Any) -> None:
 def _run(args: argparse.Namespace, cluster: Any) -> None:
     from facts.config import Tenant
     from infra.objects.kueue import SHIPPED
+    from local.cluster.product import prometheus_url, store_path
+    from twin.cli_twin import product_line
     from twin.fleet import Fleet
     from twin.prepare import TwinError
     from twin.readout import readout
@@ -225,7 +227,8 @@ def _run(args: argparse.Namespace, cluster: Any) -> None:
         t = time.monotonic()
         cpu0 = cpu_seconds(cluster.run_dir)
         try:
-            r = readout(replay(kube, fleet, trace, "strict", echo=say))
+            r = readout(replay(kube, fleet, trace, "strict", echo=say, prometheus_url=prometheus_url(),
+                               store=f"sqlite:{store_path(cluster)}"))  # fmt: skip
         except TwinError as exc:  # the figure is how far it got: said, and the memory still read
             say(f"compressed day did not complete after {time.monotonic() - t:.0f} s wall: {exc}")
             args.burst = 0  # its Jobs and nodes are still there: a burst on top would measure them too
@@ -243,6 +246,7 @@ def _run(args: argparse.Namespace, cluster: Any) -> None:
             say(f"  {name}: admitted {f['admitted']}/{f['jobs']}, wait p50/p95/p99 "
                 f"{_h(f['wait_p50_s'])}/{_h(f['wait_p95_s'])}/{_h(f['wait_p99_s'])} trace h, peak {f['peak_admitted_gpus']} GPUs")  # fmt: skip
         say(f"  diagnose --all at the peak (in the twin's thread): {json.dumps(r['diagnose_at_peak'])}")
+        say(f"  {product_line(r['product'])}")
         cycles = collector_cycles(cluster.run_dir, args.nodes)
         if cycles:
             secs = [c[2] for c in cycles]

@@ -21,6 +21,7 @@ TIMESLICED_RUN = 180.0  # four replica pods, once the first is bound, to run tog
 INTERRUPTION_CORDON = 300.0
 REPLACEMENT_NODE = 900.0
 COST_RECORDS = 300.0
+PRODUCT_SETTLE = 180.0  # after a twin run: the rules' evaluation and the collector's record at its end
 UNSCHEDULABLE = 60.0  # a new pod tried by the scheduler and found no node (PodScheduled False)
 DCGM_SERIES = 90.0  # every holder's DCGM series, with its profile's values, readable in Prometheus
 EMPTY_NODE_GONE = 300.0  # an empty node consolidated by Karpenter (the NodePools' consolidateAfter is 120s)

@@ -75,6 +75,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             p.add_argument("--chart", type=Path, required=True, help="PNG or SVG")
 
 
+def product_line(p: dict[str, Any]) -> str:
+    """The product's own instruments on the run (twin/product.py), one line; an instrument that could not be
+    read says so by name."""
+    if not p:
+        return "product: not read"
+    led, col = p["ledger"], p["collector"]
+    parts = [f"product over {p['window']['wall_seconds']:.0f} wall s:"]
+    if "error" in led:
+        parts.append(f"ledger rules not read ({led['error']});")
+    else:
+        parts.append(f"ledger rules {led['installed_gpu_hours']:.1f} GPU-h installed, buckets sum "
+                     f"{led['buckets_sum_percent']:.1f} % ({led['samples']} evaluations);")  # fmt: skip
+    if "error" in col:
+        parts.append(f"collector not read ({col['error']})")
+    else:
+        money = lambda v: "unpriced" if v is None else f"${v:.2f}"  # noqa: E731
+        parts.append(f"collector {col['records']} records of {col['nodes']} nodes, cost {money(col['cost_dollars'])}, "
+                     f"idle {money(col['idle_dollars'])}")  # fmt: skip
+    return " ".join(parts)
+
+
 def _generate(args: argparse.Namespace) -> int:
     from twin import fleet as fleet_mod
     from twin.generate import TenantLoad, generate
@@ -120,6 +141,7 @@ def _generate(args: argparse.Namespace) -> int:
 
 def _run_policies(args: argparse.Namespace, policies: list[str]) -> dict[str, dict[str, Any]]:
     from local.cluster.lifecycle import LocalCluster, LocalError
+    from local.cluster.product import prometheus_url, store_path
     from twin import fleet as fleet_mod
     from twin import trace as trace_mod
     from twin.readout import readout
@@ -139,7 +161,8 @@ def _run_policies(args: argparse.Namespace, policies: list[str]) -> dict[str, di
     results = {}
     try:
         for p in policies:
-            results[p] = readout(replay(cluster.kube(), fleet, trace, p, echo=lambda s: print(s, flush=True)))
+            results[p] = readout(replay(cluster.kube(), fleet, trace, p, echo=lambda s: print(s, flush=True),
+                                        prometheus_url=prometheus_url(), store=f"sqlite:{store_path(cluster)}"))  # fmt: skip
     finally:
         if not args.reuse:
             cluster.down()
@@ -192,5 +215,6 @@ def run(args: argparse.Namespace) -> int:
             f"{name:>12} ledger: {led['installed_gpu_hours']:.1f} GPU-h installed, buckets sum "
             f"{led['buckets_sum_percent']:.1f} %, idle ${led['idle_dollars']:.2f}, stranded peak {led['stranded_gpus_peak']}"
         )
+        print(f"{name:>12} {product_line(r['product'])}")
     print(f"-> {args.out}")
     return 0

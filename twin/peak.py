@@ -1,8 +1,9 @@
 """`diagnose --all` at the peak: the product's own diagnosis (diagnose/engine.py over diagnose/read.py, as the
 CLI and act 7 read the cluster) run when the number of waiting workloads reaches a new high, at most once per
 `every` wall seconds; the last run is the one at the peak. Its summary: how many waiting pods and workloads
-each first cause explains. No Prometheus runs in the twin, so DCGM statistics are read as unavailable and
-the diagnosis says so (`dcgm`), as the CLI would."""
+each first cause explains. DCGM statistics come from the Prometheus at `prometheus_url` (the local target's,
+which scrapes the GPU simulator's exporter, as `gpu-finops twin run` passes it); without one the diagnosis
+says they were not read (`dcgm`), as the CLI would."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ NO_PROMETHEUS = (
 @dataclass
 class PeakDiagnosis:
     kube: Any
+    prometheus_url: str = NO_PROMETHEUS
     every: float = 15.0
     best: int = 0
     last: float = 0.0
@@ -33,7 +35,7 @@ class PeakDiagnosis:
 
         self.best, self.last = pending, time.monotonic()
         started = time.monotonic()
-        pods, cluster = read_cluster(KubeObserver(self.kube), NO_PROMETHEUS, 300, retry_for=0)
+        pods, cluster = read_cluster(KubeObserver(self.kube), self.prometheus_url, 300, retry_for=0)
         diagnoses = diagnose_all(pods, cluster)
         self.result = {
             "pending": pending,

@@ -154,5 +154,7 @@ def readout(r: Replay) -> dict[str, Any]:
         "tenants": tenant_figures(rows, r.trace.tenants),
         "ledger": ledger_figures(r),
         "diagnose_at_peak": r.peak.result,
+        # the same run through the ledger's rules and the collector's records ({} where not read)
+        "product": r.product,
         "jobs": rows,
     }

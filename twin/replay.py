@@ -18,8 +18,9 @@ from twin.accounting import Ledger
 from twin.fleet import Fleet
 from twin.jobs import RUN_LABEL, job_name, job_object
 from twin.observe import Observer
-from twin.peak import PeakDiagnosis
+from twin.peak import NO_PROMETHEUS, PeakDiagnosis
 from twin.prepare import TwinError
+from twin.product import product_figures
 from twin.submit import Submitter
 from twin.trace import Trace
 
@@ -67,6 +68,7 @@ class Replay:
     submit_lag: dict[str, Any] = field(
         default_factory=dict
     )  # Submitter.lag_summary(): the client vs the clock
+    product: dict[str, Any] = field(default_factory=dict)  # twin/product.py: the product's instruments
 
 
 def _sampler(obs: Observer, ledger: Ledger, gpus: dict[str, int], stop: threading.Event) -> None:
@@ -87,9 +89,20 @@ def _diagnoser(
         stop.wait(1.0)
 
 
-def replay(kube: Any, fleet: Fleet, trace: Trace, policy: str, echo: Callable[[str], None] = print) -> Replay:
-    """Run the trace on the target `kube` points at (already up). Raises TwinError when jobs are left
-    unfinished past the expected end, naming how many and in which state."""
+def replay(
+    kube: Any,
+    fleet: Fleet,
+    trace: Trace,
+    policy: str,
+    echo: Callable[[str], None] = print,
+    prometheus_url: str | None = None,
+    store: str | None = None,
+) -> Replay:
+    """Run the trace on the target `kube` points at (already up); the diagnosis at the peak reads DCGM from
+    `prometheus_url` (None: not read, and its readout says so). With `prometheus_url` and the collector's
+    `store` both given, the run is also read back through the ledger's rules and the collector's records
+    (twin/product.py; up to two minutes after the last job). Raises TwinError when jobs are left unfinished
+    past the expected end, naming how many and in which state."""
     if set(trace.tenants) - {t.name for t in fleet.tenants}:
         raise TwinError(
             f"the trace's tenants {sorted(trace.tenants)} are not all in the fleet's {[t.name for t in fleet.tenants]}"
@@ -115,7 +128,7 @@ def replay(kube: Any, fleet: Fleet, trace: Trace, policy: str, echo: Callable[[s
     gpus = {n: fleet.gpus_per_node for n in fleet.node_names()}
     stop = threading.Event()
     sampler = threading.Thread(target=_sampler, args=(obs, ledger, gpus, stop), daemon=True)
-    peak = PeakDiagnosis(kube)
+    peak = PeakDiagnosis(kube, prometheus_url or NO_PROMETHEUS)
     start = time.time()
     sampler.start()
     threading.Thread(target=_diagnoser, args=(peak, ledger, trace, start, stop), daemon=True).start()
@@ -168,6 +181,10 @@ def replay(kube: Any, fleet: Fleet, trace: Trace, policy: str, echo: Callable[[s
         obs.stop()
     result = Replay(trace, fleet, policy, run_id, start, submitted, obs, ledger, peak, end, end - start,
                     submitter.lag_summary())  # fmt: skip
+    if prometheus_url and store:  # before the nodes go: the last interval's records still name them
+        step("reading the run back through the ledger's rules and the collector's records")
+        result.product = product_figures(prometheus_url, store, start, end, trace.compression,
+                                         set(fleet.node_names()), fleet.karpenter_pools)  # fmt: skip
     prepare.delete_run(kube, fleet, RUN_LABEL, run_id)
     step(f"run {run_id} cleaned up")
     return result

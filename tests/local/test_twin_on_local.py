@@ -27,7 +27,9 @@ from pathlib import Path
 import pytest
 
 from assertions.verdict import require
+from local.cluster.product import prometheus_url, store_path
 from twin import fleet as fleet_mod
+from twin.cli_twin import product_line
 from twin.generate import TenantLoad, erlang_trace, generate
 from twin.mmc_claim import check_mmc
 from twin.mmc_run import from_readout
@@ -95,7 +97,8 @@ def test_strict_quota_leaves_the_other_tenants_gpus_idle_borrowing_uses_them(twi
     fleet = fleet_mod.load(EXAMPLES / "fleet-borrowing.yaml")
     duration = 600.0  # trace seconds: 20 s on the wall
     trace = _burst(("team-a", "team-b"), 32, duration)
-    strict = readout(replay(local_cluster.kube(), fleet, trace, "strict"))
+    strict = readout(replay(local_cluster.kube(), fleet, trace, "strict", prometheus_url=prometheus_url(),
+                            store=f"sqlite:{store_path(local_cluster)}"))  # fmt: skip
     borrow = readout(replay(local_cluster.kube(), fleet, trace, "borrow"))
     a_strict, a_borrow = strict["tenants"]["team-a"], borrow["tenants"]["team-a"]
     # strict: team-a holds exactly its 16 and team-b's 16 stay idle while 16 of team-a's jobs wait
@@ -103,6 +106,8 @@ def test_strict_quota_leaves_the_other_tenants_gpus_idle_borrowing_uses_them(twi
     assert a_strict["wait_p95_s"] >= 0.9 * duration
     # the product's own diagnosis at the peak names admission (quota) as what the waiting jobs wait for
     assert strict["diagnose_at_peak"]["first_causes"].get("admission", 0) >= 1, strict["diagnose_at_peak"]
+    # ... reading DCGM from the target's Prometheus (the GPU simulator's exporter)
+    assert strict["diagnose_at_peak"]["dcgm"] == "read", strict["diagnose_at_peak"]
     # borrowing: the same burst takes all 32 at once and nothing waits a job's length
     assert a_borrow["peak_admitted_gpus"] == 32 and a_borrow["wait_p99_s"] < 0.5 * duration
     free = lambda r: sum(v for b, v in r["ledger"]["bucket_gpu_hours"].items() if b.startswith("free_"))  # noqa: E731
@@ -128,6 +133,8 @@ def test_strict_quota_leaves_the_other_tenants_gpus_idle_borrowing_uses_them(twi
         span,
         handover,
     )
+    _the_product_read_the_same_run(strict, 32, len(fleet.node_names()))
+    assert borrow["product"] == {}  # not asked for
     # installed is the fleet's 32 GPUs for each run's length, to a tick: no other node's GPUs in it
     for r in (strict, borrow):
         led = r["ledger"]
@@ -176,3 +183,25 @@ def test_the_small_twin_runs_the_whole_path(twin_target) -> None:
         assert t["wait_p50_s"] <= t["wait_p95_s"] <= t["wait_p99_s"]
     assert r["run"]["condition_gap_max_s"] <= r["run"]["condition_gap_bound_s"]
     assert led["idle_dollars"] > 0
+
+
+def _the_product_read_the_same_run(r: dict, gpus: int, nodes: int) -> None:
+    """The ledger's rules in the target's Prometheus and the in-cluster collector read the run (twin/product.py)
+    over the whole minutes covering it: every minute evaluated, the rules' buckets closing at 100 % of their
+    installed, that installed the fleet's GPUs over the window except at the two edge minutes (before the
+    fleet's nodes were scraped, or a previous fleet's still were), and priced records of the fleet's nodes,
+    one a node for every minute but an edge one."""
+    p, c = r["product"], r["run"]["compression"]
+    print(
+        product_line(p), "| the twin's own:", round(r["ledger"]["installed_gpu_hours"], 2), "GPU-h installed"
+    )
+    minutes = round(p["window"]["wall_seconds"] / 60)
+    led, col = p["ledger"], p["collector"]
+    assert "error" not in led and "error" not in col, p
+    assert led["samples"] >= minutes - 1, (led["samples"], p["window"])
+    assert led["buckets_sum_percent"] == pytest.approx(100.0, abs=0.01), led
+    per_minute = gpus * c / 60  # the fleet's trace GPU-hours in one wall minute
+    assert abs(led["installed_gpu_hours"] - minutes * per_minute) <= 2 * per_minute, (led, p["window"])
+    # (>=: a previous fleet's node of the same name may still be in an edge minute)
+    assert col["nodes"] >= nodes and col["records"] >= nodes * (minutes - 1), col
+    assert col["cost_dollars"] is not None and col["cost_dollars"] > 0, col
