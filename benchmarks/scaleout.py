@@ -95,6 +95,7 @@ def observe(kube: Any, run: str, pool: str) -> dict[str, Any]:
     nodes = kube.core.list_node(label_selector=f"{LABEL_NODEPOOL}={pool}", resource_version="0").items
     return {
         "pods": len(pods),
+        "names": {p.metadata.name for p in pods},
         "scheduled": sum(1 for p in pods if p.spec.node_name),
         "pod_ready": sorted(t for t in (_ready_at(p) for p in pods) if t is not None),
         "pod_nodes": {p.spec.node_name for p in pods if p.spec.node_name},
@@ -159,6 +160,8 @@ def _line(t0: float, o: dict[str, Any]) -> str:
 
 
 def _at(times: list[float], k: int, t0: float) -> str:
+    if k < 1:
+        return "none"
     return f"{times[k - 1] - t0:.0f} s" if len(times) >= k else f"not reached ({len(times)})"
 
 
@@ -215,14 +218,17 @@ def main(argv: list[str]) -> None:
     created = time.time() - t0
     say(f"  all {n} pods created in {created:.1f} s ({n / created:.1f} pods/s, {WORKERS} threads)")
     o = observe(kube, run, pool)
-    # a pod deleted (the taint manager's eviction: below) is never Ready and nothing makes it again
-    while len(o["pod_ready"]) + n - o["pods"] < n and time.time() - t0 < args.timeout:
+    # a pod deleted (the taint manager's eviction: below) is never Ready and nothing makes it again: one seen
+    # and then no longer listed is gone (one the watch cache has not shown yet is not)
+    seen = set(o["names"])
+    while len(o["pod_ready"]) + len(seen - o["names"]) < n and time.time() - t0 < args.timeout:
         time.sleep(PROGRESS_EVERY)
         try:
             o = observe(kube, run, pool)
         except Exception as exc:  # the API server busy: said, and the last observation stands
             say(f"  {time.time() - t0:6.0f} s: not observed ({type(exc).__name__}: {str(exc)[:120]})")
             continue
+        seen |= o["names"]
         say(_line(t0, o))
     wall = time.time() - t0
     used = cpu_seconds(cluster.run_dir)

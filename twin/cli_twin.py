@@ -76,23 +76,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def product_line(p: dict[str, Any]) -> str:
-    """The product's own instruments on the run (twin/product.py), one line; an instrument that could not be
-    read says so by name."""
+    """The product's own instruments on the run (twin/product.py), one line: an instrument that could not be
+    read says so by name, and what it read short is said after its figures."""
     if not p:
         return "product: not read"
     led, col = p["ledger"], p["collector"]
     parts = [f"product over {p['window']['wall_seconds']:.0f} wall s:"]
     if "error" in led:
-        parts.append(f"ledger rules not read ({led['error']});")
+        parts.append(f"ledger rules NOT READ ({led['error']});")
     else:
         parts.append(f"ledger rules {led['installed_gpu_hours']:.1f} GPU-h installed, buckets sum "
-                     f"{led['buckets_sum_percent']:.1f} % ({led['samples']} evaluations);")  # fmt: skip
+                     f"{led['buckets_sum_percent']:.1f} % ({led['samples']} evaluations"
+                     + (f", {len(led['missing_inputs'])} inputs missing at some" if led["missing_inputs"] else "")
+                     + ")" + "".join(f", INCOMPLETE: {x}" for x in led["incomplete"]) + ";")  # fmt: skip
     if "error" in col:
-        parts.append(f"collector not read ({col['error']})")
+        parts.append(f"collector NOT READ ({col['error']})")
     else:
-        money = lambda v: "unpriced" if v is None else f"${v:.2f}"  # noqa: E731
-        parts.append(f"collector {col['records']} records of {col['nodes']} nodes, cost {money(col['cost_dollars'])}, "
-                     f"idle {money(col['idle_dollars'])}")  # fmt: skip
+        cost = "unknown (unpriced records)" if col["cost_dollars"] is None else f"${col['cost_dollars']:.2f}"
+        idle = ("unknown (records without an idle cost: SM_ACTIVE or a price missing)"
+                if col["idle_dollars"] is None else f"${col['idle_dollars']:.2f}")  # fmt: skip
+        parts.append(f"collector {col['records']} records of {col['nodes']} nodes, cost {cost}, idle {idle}"
+                     + "".join(f", INCOMPLETE: {x}" for x in col["incomplete"]))  # fmt: skip
     return " ".join(parts)
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from facts.kube_keys import ANNOTATION_GPU_PROFILE, LABEL_WORKLOAD_CLASS
+from local.cluster.product import COLLECTOR_INTERVAL
 from local.sim.workload_sim import gpu_devices
 from twin import prepare
 from twin.accounting import Ledger
@@ -101,7 +102,7 @@ def replay(
     """Run the trace on the target `kube` points at (already up); the diagnosis at the peak reads DCGM from
     `prometheus_url` (None: not read, and its readout says so). With `prometheus_url` and the collector's
     `store` both given, the run is also read back through the ledger's rules and the collector's records
-    (twin/product.py; up to two minutes after the last job). Raises TwinError when jobs are left unfinished
+    (twin/product.py; a minute or two after the last job, at most PRODUCT_SETTLE each). Raises TwinError when jobs are left unfinished
     past the expected end, naming how many and in which state."""
     if set(trace.tenants) - {t.name for t in fleet.tenants}:
         raise TwinError(
@@ -184,7 +185,7 @@ def replay(
     if prometheus_url and store:  # before the nodes go: the last interval's records still name them
         step("reading the run back through the ledger's rules and the collector's records")
         result.product = product_figures(prometheus_url, store, start, end, trace.compression,
-                                         set(fleet.node_names()), fleet.karpenter_pools)  # fmt: skip
+                                         set(fleet.node_names()), fleet.karpenter_pools, COLLECTOR_INTERVAL)  # fmt: skip
     prepare.delete_run(kube, fleet, RUN_LABEL, run_id)
     step(f"run {run_id} cleaned up")
     return result

@@ -189,8 +189,8 @@ def _the_product_read_the_same_run(r: dict, gpus: int, nodes: int) -> None:
     """The ledger's rules in the target's Prometheus and the in-cluster collector read the run (twin/product.py)
     over the whole minutes covering it: every minute evaluated, the rules' buckets closing at 100 % of their
     installed, that installed the fleet's GPUs over the window except at the two edge minutes (before the
-    fleet's nodes were scraped, or a previous fleet's still were), and priced records of the fleet's nodes,
-    one a node for every minute but an edge one."""
+    fleet's nodes were scraped, or a previous fleet's still were), and a priced record of each of the fleet's
+    nodes for every minute (the collector's window is the same whole minutes)."""
     p, c = r["product"], r["run"]["compression"]
     print(
         product_line(p), "| the twin's own:", round(r["ledger"]["installed_gpu_hours"], 2), "GPU-h installed"
@@ -203,5 +203,5 @@ def _the_product_read_the_same_run(r: dict, gpus: int, nodes: int) -> None:
     per_minute = gpus * c / 60  # the fleet's trace GPU-hours in one wall minute
     assert abs(led["installed_gpu_hours"] - minutes * per_minute) <= 2 * per_minute, (led, p["window"])
     # (>=: a previous fleet's node of the same name may still be in an edge minute)
-    assert col["nodes"] >= nodes and col["records"] >= nodes * (minutes - 1), col
+    assert col["nodes"] >= nodes and col["records"] >= nodes * minutes and col["incomplete"] == [], col
     assert col["cost_dollars"] is not None and col["cost_dollars"] > 0, col
