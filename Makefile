@@ -60,7 +60,7 @@ LOCK_TEST    := requirements/test.txt
 LOCK_RUNTIME := requirements/runtime.txt
 LOCK_FLAGS   := --generate-hashes --universal --python-version 3.11 --quiet
 
-.PHONY: help setup test mutation lint lock synth up destroy bench clean local-up local-down acts demo prebuild report outdated validate-charts twin-test
+.PHONY: help setup test mutation lint lock synth up destroy bench bench-fleet clean local-up local-down acts demo prebuild report outdated validate-charts twin-test
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -192,9 +192,23 @@ destroy: setup ## NodePools first, then addons -> cluster -> network, then verif
 	$(VENV)/bin/gpu-finops infra destroy
 	$(VENV)/bin/gpu-finops teardown destroy $(TEARDOWN_ARGS)
 
-bench: setup ## benchmarks (figures and ratios, never pass/fail): synth, collector, teardown verify, ledger; the Go builds: `python -m benchmarks build [--time --cold]`
+bench: setup ## benchmarks (figures and ratios, never pass/fail): synth, collector, teardown verify, ledger, the Go builds; at fleet size on the local target: `make bench-fleet`
 	$(VENV)/bin/python -m benchmarks
 	$(VENV)/bin/python -m benchmarks build
+
+# The fleet-size figures of docs/benchmarks.md (issue 29) on the local target, brought up fresh for each part
+# (the day and the admission burst; then Karpenter's scale-out from zero). About 90 min at the default 1,250
+# nodes (10,000 GPUs); a quick pass: FLEET_NODES=16 FLEET_DAY=1 FLEET_BURST=100. It uses the target's fixed
+# ports: alone on a machine, or under `flock /tmp/gpu-finops-local.lock make bench-fleet`.
+FLEET_NODES ?= 1250
+FLEET_DAY   ?= 24
+FLEET_BURST ?= 1000
+bench-fleet: setup ## the fleet twin at 10,000 GPUs on the local target: the compressed day, admission, Karpenter's scale-out (figures, ~90 min)
+	@g=$(VENV)/bin/gpu-finops; p=$(VENV)/bin/python; trap '$$g local down >/dev/null' EXIT; set -e; \
+	$$g local down >/dev/null; $$g local up; \
+	$$p -m benchmarks twin --nodes $(FLEET_NODES) --day $(FLEET_DAY) --compression 60 --burst $(FLEET_BURST); \
+	$$g local down >/dev/null; $$g local up; \
+	$$p -m benchmarks scaleout --pods $(FLEET_NODES) --hold 3600
 
 twin-test: setup ## the fleet twin's live tests at full size: the 64-node whole path beside M/M/16 and borrowing (13 min; `make test` runs those two)
 	GPU_FINOPS_TWIN_LIVE=1 $(VENV)/bin/pytest tests/local/test_twin_on_local.py --target=local
