@@ -81,20 +81,24 @@ def product_line(p: dict[str, Any]) -> str:
     if not p:
         return "product: not read"
     led, col = p["ledger"], p["collector"]
-    parts = [f"product over {p['window']['wall_seconds']:.0f} wall s:"]
+    window = p.get("window", {}).get("wall_seconds")
+    parts = [f"product over {'?' if window is None else f'{window:.0f}'} wall s:"]
     if "error" in led:
         parts.append(f"ledger rules NOT READ ({led['error']});")
     else:
+        missing = led["missing_inputs"]
         parts.append(f"ledger rules {led['installed_gpu_hours']:.1f} GPU-h installed, buckets sum "
                      f"{led['buckets_sum_percent']:.1f} % ({led['samples']} evaluations"
-                     + (f", {len(led['missing_inputs'])} inputs missing at some" if led["missing_inputs"] else "")
+                     + (f"; inputs missing in the window or at some evaluations: {len(missing)}, the first: "
+                        f"{missing[0].split(':')[0]}" if missing else "")
                      + ")" + "".join(f", INCOMPLETE: {x}" for x in led["incomplete"]) + ";")  # fmt: skip
     if "error" in col:
         parts.append(f"collector NOT READ ({col['error']})")
     else:
         cost = "unknown (unpriced records)" if col["cost_dollars"] is None else f"${col['cost_dollars']:.2f}"
-        idle = ("unknown (records without an idle cost: SM_ACTIVE or a price missing)"
-                if col["idle_dollars"] is None else f"${col['idle_dollars']:.2f}")  # fmt: skip
+        not_ok = ", ".join(f"{k} {v}" for k, v in col["statuses"].items() if k != "ok")
+        idle = (f"unknown ({col['records_without_idle_cost']} records without an idle cost; statuses other than "
+                f"ok: {not_ok or 'none'})" if col["idle_dollars"] is None else f"${col['idle_dollars']:.2f}")  # fmt: skip
         parts.append(f"collector {col['records']} records of {col['nodes']} nodes, cost {cost}, idle {idle}"
                      + "".join(f", INCOMPLETE: {x}" for x in col["incomplete"]))  # fmt: skip
     return " ".join(parts)

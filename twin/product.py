@@ -26,6 +26,7 @@ from decimal import Decimal
 from typing import Any
 
 from facts import timeouts
+from facts.errors import UsageError
 from facts.timestamps import parse
 from harness.waits import eventually
 
@@ -34,6 +35,25 @@ EXAMPLES = 5  # missing or doubled node-intervals named in `incomplete`
 
 class ProductReadError(RuntimeError):
     """An instrument answered, but not with figures: said with what it read."""
+
+
+def _settle(
+    observe: Callable[[], Any], check: Callable[[Any], bool], permanent: tuple[type, ...], **wait: Any
+) -> None:
+    """`eventually`, except that an error no retry mends (a refused query, a store that is not ours) ends the
+    wait at once, raised as itself, where `eventually` would retry it for the whole wait."""
+    failed: list[BaseException] = []
+
+    def look() -> Any:
+        try:
+            return observe()
+        except permanent as exc:
+            failed.append(exc)
+            return exc
+
+    eventually(look, lambda v: bool(failed) or check(v), **wait)
+    if failed:
+        raise failed[0]
 
 
 def covering_window(start: float, end: float, step: int) -> tuple[float, float]:
@@ -61,6 +81,7 @@ def _finite(series: str, value: Decimal | float) -> float:
 def ledger_figures(url: str, start: float, end: float, compression: float, step: int) -> dict[str, Any]:
     """The ledger rules' buckets over [start, end) (whole steps), in trace GPU-hours: each sample stands for
     `step` wall seconds (the rules' interval), so a bucket's sum x step / 3600 x compression."""
+    from clients.promql import PrometheusQueryError
     from ledger.rules import BUCKET, INSTALLED
     from ledger.source import RangeClient, Window, window_sums
 
@@ -71,9 +92,10 @@ def ledger_figures(url: str, start: float, end: float, compression: float, step:
         return float(rows[0][1]) if rows else None
 
     latest()  # once outside the wait: an unreachable Prometheus is said now, not retried for the whole wait
-    eventually(
+    _settle(
         latest,
         lambda t: t is not None and t >= end - step,
+        (PrometheusQueryError,),
         timeout=timeouts.PRODUCT_SETTLE,
         what=f"the ledger rules' evaluation in the run's last minute ({INSTALLED} at or after epoch "
         f"{end - step:.0f}) in {url}; the last observation is its latest evaluation (None: no series: are "
@@ -98,6 +120,9 @@ def ledger_figures(url: str, start: float, end: float, compression: float, step:
         incomplete.append(
             f"{sums.observed_samples} of {expected} evaluations: installed and buckets cover those"
         )
+    elif sums.observed_samples > expected:
+        incomplete.append(f"{sums.observed_samples} evaluations in {expected} intervals: installed and buckets "
+                          "count the extra ones too (a second Prometheus, or the rules loaded twice?)")  # fmt: skip
     return {
         "samples": sums.observed_samples,
         "expected_samples": expected,
@@ -127,9 +152,10 @@ def collector_figures(
     since, until = (datetime.fromtimestamp(t, UTC) for t in (start, end))
     store = open_store(store_spec, read_only=True)  # a missing or foreign store is said now, not waited on
     try:
-        eventually(
+        _settle(
             lambda: len(store.records(since=until - timedelta(seconds=step), until=until)),
             lambda n: n > 0,
+            (UsageError,),  # StoreError: a record that is not the collector's
             timeout=timeouts.PRODUCT_SETTLE,
             what=f"the collector's records of its interval ending {until:%Y-%m-%dT%H:%M:%SZ} in {store_spec} "
             "(the last observation is how many it had; is the in-cluster collector running?)",
@@ -185,33 +211,27 @@ def product_figures(
     collector_step: int,
 ) -> dict[str, Any]:
     """Both instruments over the whole steps covering the run; each one's failure is its own `error`."""
-    rules = rules_step()
-    lo, hi = covering_window(start, end, rules)
-    clo, chi = covering_window(start, end, collector_step)
-    out: dict[str, Any] = {
-        "window": {"start": lo, "end": hi, "wall_seconds": hi - lo, "run_wall_seconds": end - start},
-        "collector_window": {"start": clo, "end": chi, "wall_seconds": chi - clo},
-    }
+    out: dict[str, Any] = {"run_wall_seconds": end - start}
     began = time.monotonic()
-    for key, read in (
-        ("ledger", lambda: ledger_figures(prometheus_url, lo, hi, compression, rules)),
-        (
-            "collector",
-            lambda: collector_figures(
-                store_spec,
-                clo,
-                chi,
-                compression,
-                lambda n, p: n in fleet_nodes or p in fleet_pools,
-                fleet_nodes,
-                collector_step,
-            ),
-        ),
-    ):
+
+    def ledger() -> dict[str, Any]:
+        rules = rules_step()
+        lo, hi = covering_window(start, end, rules)
+        out["window"] = {"start": lo, "end": hi, "wall_seconds": hi - lo}
+        return ledger_figures(prometheus_url, lo, hi, compression, rules)
+
+    def collector() -> dict[str, Any]:
+        lo, hi = covering_window(start, end, collector_step)
+        out["collector_window"] = {"start": lo, "end": hi, "wall_seconds": hi - lo}
+        in_fleet = lambda n, p: n in fleet_nodes or p in fleet_pools  # noqa: E731
+        return collector_figures(store_spec, lo, hi, compression, in_fleet, fleet_nodes, collector_step)
+
+    for key, read in (("ledger", ledger), ("collector", collector)):
         try:
             out[key] = read()
         except Exception as exc:  # the run's own figures stand; this instrument's failure is said by name
-            out[key] = {"error": f"{type(exc).__name__}: {_short(str(exc))}"}
+            # one line: a wait's message carries its last observation on lines of its own
+            out[key] = {"error": f"{type(exc).__name__}: {_short(' | '.join(str(exc).splitlines()))}"}
     out["read_seconds"] = time.monotonic() - began
     return out
 

@@ -12,7 +12,7 @@ from decimal import Decimal
 import pytest
 
 from facts import timeouts
-from finops.store import SqliteCostStore
+from finops.store import SqliteCostStore, StoreError
 from ledger import source
 from tests.finops.focus_fixtures import T0, record
 from twin import product
@@ -71,7 +71,10 @@ def test_an_unpriced_record_makes_the_cost_unknown_not_smaller(tmp_path) -> None
     assert f["cost_dollars"] is None and f["idle_dollars"] is None
     assert (f["unpriced_records"], f["records_without_idle_cost"]) == (1, 1)
     line = product_line({"window": {"wall_seconds": 120}, "ledger": {"error": "x"}, "collector": f})
-    assert "cost unknown (unpriced records), idle unknown (records without an idle cost" in line, line
+    assert (
+        "cost unknown (unpriced records), idle unknown (1 records without an idle cost; statuses other than "
+        "ok: no-rate 1)" in line
+    ), line
 
 
 def test_a_static_nodes_missing_interval_is_named_and_the_figures_cover_the_rest(tmp_path) -> None:
@@ -162,6 +165,44 @@ def test_a_missed_evaluation_is_named_with_the_figures_it_leaves(monkeypatch) ->
     assert f["incomplete"] == ["3 of 4 evaluations: installed and buckets cover those"]
 
 
+def test_more_evaluations_than_intervals_are_named_too(monkeypatch) -> None:
+    _prometheus(monkeypatch, installed="160", count=5, evaluated=START + 240)
+    f = product.ledger_figures("http://prom", START, START + 240, 1.0, 60)
+    assert f["incomplete"] == ["5 evaluations in 4 intervals: installed and buckets count the extra ones too "
+                               "(a second Prometheus, or the rules loaded twice?)"]  # fmt: skip
+
+
+def test_a_record_that_is_not_the_collectors_in_the_last_interval_ends_the_wait_at_once(
+    tmp_path, monkeypatch
+) -> None:
+    import sqlite3
+
+    monkeypatch.setattr(timeouts, "PRODUCT_SETTLE", 60.0)
+    spec = _store(tmp_path, [*_minutes("n0", 2)])
+    db = sqlite3.connect(tmp_path / "costs.sqlite")
+    db.execute("UPDATE cost_records SET x_GpuCount = 'abc' WHERE ChargePeriodStart = '2026-11-30T10:01:00Z'")
+    db.commit()
+    db.close()
+    t = time.monotonic()
+    with pytest.raises(StoreError, match="x_GpuCount"):
+        _collector(spec, static=("n0",))
+    assert time.monotonic() - t < 10
+
+
+def test_a_failure_before_either_read_is_that_instruments_error_not_the_runs(tmp_path, monkeypatch) -> None:
+    def broken() -> int:
+        raise ValueError("ledger/rules.yaml: no groups")
+
+    monkeypatch.setattr(product, "rules_step", broken)
+    spec = _store(tmp_path, _minutes("n0", 2))
+    out = product.product_figures("http://prom", spec, START, START + 120, 1.0, {"n0"}, set(), 0)
+    assert out["ledger"] == {"error": "ValueError: ledger/rules.yaml: no groups"}
+    assert out["collector"]["error"].startswith("ZeroDivisionError"), out
+    assert product_line(out).startswith(
+        "product over ? wall s: ledger rules NOT READ (ValueError: ledger/rules.yaml"
+    )
+
+
 @pytest.mark.parametrize(
     ("answers", "message"),
     [
@@ -191,7 +232,8 @@ def test_ledger_rules_not_evaluated_past_the_run_are_an_error_naming_the_series(
     out = product.product_figures("http://prom", spec, START, START + 120, 1.0, {"n0"}, set(), 60)
     err = out["ledger"]["error"]
     assert "the ledger rules' evaluation in the run's last minute" in err and "in http://prom" in err, err
-    assert err.endswith(f"last observation: {START + 59}"), err
+    assert err.endswith(f" | last observation: {START + 59}"), err
     assert out["collector"]["records"] == 2  # one instrument failing leaves the other's reading
     line = product_line(out)
     assert "ledger rules NOT READ (WaitTimeout: " in line and "collector 2 records of 1 nodes" in line, line
+    assert "\n" not in line and f" | last observation: {START + 59}" in line, line
