@@ -16,7 +16,6 @@ from local.cluster.processes import module_dir
 
 CHANGED = {
     "podPlayStageParallelism": 16,
-    "nodePlayStageParallelism": 16,
     "nodeLeaseParallelism": 16,
     "podsOnNodeSyncParallelism": 4,
 }  # the rest at kwok's defaults
