@@ -6,7 +6,7 @@ from typing import Any
 
 from acts.gpu_workloads import vram_wait_init, workload_container
 from acts.targets import Target
-from facts.kube_keys import (
+from gpu_finops.facts.kube_keys import (
     ANNOTATION_GPU_PROFILE,
     ANNOTATION_SM_ACTIVE,
     GPU_RESOURCE,

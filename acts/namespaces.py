@@ -7,8 +7,8 @@ import uuid
 from typing import Any
 
 from clients.kube import Kube
-from facts import timeouts
-from facts.kube_keys import KUEUE_API, LABEL_ACT_RUN
+from gpu_finops.facts import timeouts
+from gpu_finops.facts.kube_keys import KUEUE_API, LABEL_ACT_RUN
 
 
 def create_tenant_namespaces(kube: Kube, config: Any) -> dict[str, str]:

@@ -23,7 +23,7 @@ from acts.jobs import gpu_job
 from acts.recorder import PodRecorder
 from assertions.cold_start import ColdStartObs, check_cold_start
 from assertions.verdict import require
-from facts import timeouts
+from gpu_finops.facts import timeouts
 from harness.observe import gpu_node_names, node_obs
 
 pytestmark = pytest.mark.timeout(timeouts.POD_SUCCEEDED + timeouts.NODE_READY)

@@ -25,7 +25,7 @@ from acts.recorder import WorkloadRecorder
 from acts.targets import pod_devices
 from assertions.admission import AdmissionObs, check_admission
 from assertions.verdict import require
-from facts import timeouts
+from gpu_finops.facts import timeouts
 
 pytestmark = pytest.mark.timeout(timeouts.NODE_READY + timeouts.ADMISSION + 300)
 JOBS = 12

@@ -27,7 +27,7 @@ from acts.recorder import WorkloadRecorder
 from assertions.observed import WorkloadObs
 from assertions.preemption import PreemptionObs, check_preemption
 from assertions.verdict import require
-from facts import timeouts
+from gpu_finops.facts import timeouts
 from harness.waits import WaitTimeout, eventually
 
 pytestmark = pytest.mark.timeout(timeouts.NODE_READY + timeouts.PREEMPTION + 300)

@@ -31,7 +31,7 @@ from acts.recorder import WorkloadRecorder
 from acts.targets import pod_devices
 from assertions.timeslicing import TimeSlicingObs, check_timeslicing
 from assertions.verdict import require
-from facts import timeouts
+from gpu_finops.facts import timeouts
 from harness.observe import SHARED_GPU_RESOURCE, node_obs
 from harness.waits import WaitTimeout
 from infra.objects.kueue import SHARED_FLAVOR

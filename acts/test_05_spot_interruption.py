@@ -33,7 +33,7 @@ from acts.recorder import PodRecorder
 from acts.targets import interrupter
 from assertions.interruption import NOTICE_SECONDS, InterruptionObs, check_interruption
 from assertions.verdict import require
-from facts import timeouts
+from gpu_finops.facts import timeouts
 from harness.observe import events_for, gpu_node_names, node_obs
 from harness.waits import WaitTimeout, eventually
 

@@ -41,13 +41,13 @@ from assertions.cost_obs import CostObs, HolderObs
 from assertions.verdict import require
 from clients.nodes import KubeNodeSource
 from clients.promql import PrometheusClient
-from facts import timeouts
-from facts.kube_keys import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
-from facts.timestamps import iso
 from finops.collector import Collector, align
 from finops.pricing import CatalogRates
 from finops.records import RATE_CATALOG, RATE_ON_DEMAND, RATE_SPOT
 from finops.store import SqliteCostStore
+from gpu_finops.facts import timeouts
+from gpu_finops.facts.kube_keys import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
+from gpu_finops.facts.timestamps import iso
 from harness.cost_table import collector_log, expected_unit_prices, node_records
 from harness.observe import job_pods
 from harness.waits import WaitTimeout, eventually
@@ -153,8 +153,8 @@ def recorded(store, kube, ns: str, tenant: str, run: str, node: str, since: str)
 
 def collect_locally(kube, act_target, ns, tenant, run, tmp_path, caplog) -> Collected:
     from acts.targets import local_description
-    from facts.catalog import prices
     from finops.holdings_record import kube_reader
+    from gpu_finops.facts.catalog import prices
     from local.cluster.prometheus_server import PrometheusServer
     from local.sim.gpu_sim import ClusterGpuSimulator
 
@@ -208,9 +208,9 @@ def collect_locally(kube, act_target, ns, tenant, run, tmp_path, caplog) -> Coll
 def collect_on_aws(kube, act_target, config, ns, tenant, run) -> Collected:
     import boto3
 
-    from facts.names import MONITORING_NS
     from finops.rates import PRICING_REGION, OnDemandPrices, SpotPrices
     from finops.store import DynamoCostStore
+    from gpu_finops.facts.names import MONITORING_NS
 
     interval = config.collector_interval_seconds
     table = f"{config.cluster_name}-cost"

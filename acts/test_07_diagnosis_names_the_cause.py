@@ -16,7 +16,7 @@ and Kueue quotas have it), in two steps because one card cannot be both full and
    - allocation: a replica pod: every replica is held, three by servers at 5 % SM_ACTIVE, and Karpenter
      launches no other shared node, the pool being at its cpu limit (its nodes advertise no nvidia.com/gpu,
      so cpu is the limit that counts; on the local target the nodes report the vCPUs their instance type's
-     kubelet would, facts/kubelet.py);
+     kubelet would, gpu_finops/facts/kubelet.py);
    - two causes at once: the same ask without the GPU toleration: every replica is held (allocation) and
      the taint rules the only shared node out (placement); the order names allocation;
    - application: a whole-card pod: both cards are held by data-starved trainers (SM 2 %, PCIe 10 MB/s).
@@ -87,8 +87,8 @@ from diagnose import ORDER, diagnose_all
 from diagnose.kube_observer import KubeObserver
 from diagnose.prom_observer import read_or_reason
 from diagnose.read import read_cluster
-from facts import timeouts
-from facts.kube_keys import GPU_RESOURCE, SHARED_GPU_RESOURCE
+from gpu_finops.facts import timeouts
+from gpu_finops.facts.kube_keys import GPU_RESOURCE, SHARED_GPU_RESOURCE
 from harness.waits import eventually
 from local.sim.profiles import DATA_STARVED, RESIDENT_MODEL
 

@@ -21,7 +21,7 @@ from datetime import datetime
 from assertions.clauses import Miss, before, compose, require_aware, seconds, stamp
 from assertions.observed import EventObs, NodeObs, PodObs
 from assertions.verdict import Verdict
-from facts.kube_keys import TAINT_DISRUPTED
+from gpu_finops.facts.kube_keys import TAINT_DISRUPTED
 
 CLAIM = (
     "the spot interruption warning reached Karpenter through its queue: it cordoned the node within the "

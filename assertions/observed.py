@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from assertions.clauses import require_aware
-from facts.conditions import Condition
-from facts.kube_keys import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL
+from gpu_finops.facts.conditions import Condition
+from gpu_finops.facts.kube_keys import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 
 def bench_synth(runs: int) -> None:
-    from facts.config import load_config
+    from gpu_finops.facts.config import load_config
     from infra.app import synth
 
     times = []
@@ -34,10 +34,10 @@ def bench_collector(gpu_counts: list[int]) -> None:
     from benchmarks.processes import peak_rss
     from clients.nodes import GpuNode
     from clients.promql import PrometheusClient
-    from facts import dcgm
     from finops.collector import Collector
     from finops.pricing import CatalogRates
     from finops.store import SqliteCostStore
+    from gpu_finops.facts import dcgm
     from harness.waits import eventually
     from infra.metrics_csv import PROJECT_METRICS
     from local.cluster.prometheus_server import PrometheusServer
@@ -148,7 +148,7 @@ def bench_verify(resources: int) -> None:
     import boto3
     from moto.server import ThreadedMotoServer
 
-    from facts.names import PROJECT, TAG_PROJECT
+    from gpu_finops.facts.names import PROJECT, TAG_PROJECT
     from local.cluster.prometheus_server import free_port
     from teardown.engine import inventory
     from teardown.model import Context, TeardownConfig

@@ -25,8 +25,8 @@ from diagnose.model import (
     Toleration,
     WorkloadFacts,
 )
-from facts.conditions import Condition
-from facts.kube_keys import GPU_RESOURCE, LABEL_INSTANCE_TYPE
+from gpu_finops.facts.conditions import Condition
+from gpu_finops.facts.kube_keys import GPU_RESOURCE, LABEL_INSTANCE_TYPE
 
 GPUS_PER_NODE = 8
 SIZES = (1, 2, 4, 8)

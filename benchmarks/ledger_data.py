@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
-from facts.dcgm import HOSTNAME_LABELS
+from gpu_finops.facts.dcgm import HOSTNAME_LABELS
 from ledger.conventions import BUCKETS, DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS, RUNGS
 from ledger.rules import BUCKET, INPUTS, LARGEST_PLACEABLE, RUNG
 

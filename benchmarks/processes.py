@@ -17,7 +17,7 @@ from resource import RUSAGE_SELF, getrusage
 import yaml
 
 from clients.promql import PrometheusClient
-from facts import timeouts
+from gpu_finops.facts import timeouts
 from harness.waits import eventually
 from local.cluster.prometheus_server import free_port
 

@@ -38,7 +38,7 @@ WORKERS = 6  # create threads, as twin/submit.py's pool
 
 
 def pod_object(name: str, run: str, hold_s: float, gpus: int) -> dict[str, Any]:
-    from facts.kube_keys import ANNOTATION_GPU_PROFILE, GPU_RESOURCE
+    from gpu_finops.facts.kube_keys import ANNOTATION_GPU_PROFILE, GPU_RESOURCE
     from twin.jobs import TOLERATION, stage_delays
 
     return {
@@ -82,7 +82,7 @@ def _ready_at(obj: Any) -> float | None:
 
 def observe(kube: Any, run: str, pool: str) -> dict[str, Any]:
     """One look: pods (scheduled, Ready at), the pool's NodeClaims (created at) and Nodes (Ready at)."""
-    from facts.kube_keys import LABEL_NODEPOOL
+    from gpu_finops.facts.kube_keys import LABEL_NODEPOOL
 
     # from the API server's watch cache (resource_version "0"): a quorum read of 1,250 objects timed out
     # (504) on the loaded 2-core machine
@@ -166,7 +166,7 @@ def _at(times: list[float], k: int, t0: float) -> str:
 
 
 def main(argv: list[str]) -> None:
-    from facts.config import Tenant
+    from gpu_finops.facts.config import Tenant
     from infra.objects.kueue import SHIPPED
     from local.cluster.lifecycle import LocalCluster
     from twin import prepare

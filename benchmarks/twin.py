@@ -192,7 +192,7 @@ def _stopped(signum: int, frame: Any) -> None:
 
 
 def _run(args: argparse.Namespace, cluster: Any) -> None:
-    from facts.config import Tenant
+    from gpu_finops.facts.config import Tenant
     from infra.objects.kueue import SHIPPED
     from local.cluster.product import prometheus_url, store_path
     from twin.cli_twin import product_line

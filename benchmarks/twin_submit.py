@@ -52,7 +52,7 @@ def pooled(kube: Any, bodies: list[tuple[str, dict[str, Any]]], workers: int) ->
 
 
 def main(argv: list[str]) -> None:
-    from facts.config import Tenant
+    from gpu_finops.facts.config import Tenant
     from infra.objects.kueue import SHIPPED
     from local.cluster.lifecycle import LocalCluster
     from twin import prepare

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from facts.kube_keys import LABEL_NODEPOOL
+from gpu_finops.facts.kube_keys import LABEL_NODEPOOL
 
 GROUP, VERSION, NODECLAIMS = "karpenter.sh", "v1", "nodeclaims"
 

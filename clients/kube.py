@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from facts.names import PROJECT
+from gpu_finops.facts.names import PROJECT
 
 # (connect, read) seconds for get_raw: an aggregated API server that accepts and never answers would
 # otherwise hang `diagnose` for as long as the socket lives. Kueue's visibility answers in well under one.

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from facts import timestamps
-from facts.kube_keys import (
+from gpu_finops.facts import timestamps
+from gpu_finops.facts.kube_keys import (
     ANNOTATION_DO_NOT_DISRUPT,
     GPU_RESOURCE,
     LABEL_CAPACITY_TYPE,

@@ -15,8 +15,8 @@ from typing import Any
 
 from tenacity import Retrying, retry_if_exception_type, stop_after_delay, wait_exponential
 
-from facts import timeouts
-from facts.errors import Unreachable
+from gpu_finops.facts import timeouts
+from gpu_finops.facts.errors import Unreachable
 
 log = logging.getLogger(__name__)
 

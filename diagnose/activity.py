@@ -95,7 +95,7 @@ def activity(rows: list[GpuStats]) -> Activity | None:
 
 
 _READINGS = tuple(f.name for f in fields(GpuStats) if f.name not in ("node", "gpu", "uuid", "holder"))
-# FB_USED, which dcgm-exporter reports per process on a held card (facts/dcgm.PER_PROCESS)
+# FB_USED, which dcgm-exporter reports per process on a held card (gpu_finops/facts/dcgm.PER_PROCESS)
 _PER_PROCESS_READINGS = ("fb_used_mib",)
 
 

@@ -14,11 +14,11 @@ import sys
 from typing import Any
 
 from diagnose.model import ORDER, Cluster, Diagnosis
-from facts import arguments, errors, timeouts
-from facts.dcgm_inputs import PINNED, SPELLING_ENV, SPELLING_HELP, spelling_argument
-from facts.errors import EXIT_FALSE, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, UsageError
+from gpu_finops.facts import arguments, errors, timeouts
+from gpu_finops.facts.dcgm_inputs import PINNED, SPELLING_ENV, SPELLING_HELP, spelling_argument
+from gpu_finops.facts.errors import EXIT_FALSE, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, UsageError
 
-# The contract's codes (facts/errors.py), by what they mean here.
+# The contract's codes (gpu_finops/facts/errors.py), by what they mean here.
 EXIT_DIAGNOSED = EXIT_OK
 EXIT_NOT_A_TARGET = EXIT_FALSE
 DEFAULT_WINDOW_S = 300

@@ -11,7 +11,7 @@ import sys
 from diagnose import activity as act
 from diagnose.cli_diagnose import EXIT_UNREACHABLE, Unreachable, add_common, kube_call, kube_client
 from diagnose.model import Cluster
-from facts.dcgm_inputs import PINNED
+from gpu_finops.facts.dcgm_inputs import PINNED
 
 EPILOG = (
     "exit 0: both views shown; 2: usage or configuration error; 3: Prometheus unreachable (no view: "

@@ -30,7 +30,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 
 from diagnose.engine import diagnose_pod, why_not_diagnosable
 from diagnose.model import ORDER, Cluster, Diagnosis, PodFacts
-from facts import collector_metrics as names
+from gpu_finops.facts import collector_metrics as names
 
 log = logging.getLogger(__name__)
 

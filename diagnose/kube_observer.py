@@ -22,8 +22,8 @@ from diagnose.model import (
     WorkloadFacts,
 )
 from diagnose.owners import by_owner, owner, owner_uid, workload_of
-from facts.conditions import Condition
-from facts.kube_keys import KUEUE_GROUP, KUEUE_VERSION
+from gpu_finops.facts.conditions import Condition
+from gpu_finops.facts.kube_keys import KUEUE_GROUP, KUEUE_VERSION
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 

@@ -33,7 +33,12 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from diagnose.model import KueueSignals, QueuePosition, WorkloadFacts
-from facts.kube_keys import KUEUE_GROUP, KUEUE_VERSION, KUEUE_VISIBILITY_GROUP, KUEUE_VISIBILITY_VERSIONS
+from gpu_finops.facts.kube_keys import (
+    KUEUE_GROUP,
+    KUEUE_VERSION,
+    KUEUE_VISIBILITY_GROUP,
+    KUEUE_VISIBILITY_VERSIONS,
+)
 
 GROUP = KUEUE_VISIBILITY_GROUP
 VERSIONS = KUEUE_VISIBILITY_VERSIONS  # what Kueue v0.19.2 serves, preferred first

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from facts.conditions import Condition
-from facts.kube_keys import GPU_RESOURCE, LABEL_GPU_REPLICAS, SHARED_GPU_RESOURCE
+from gpu_finops.facts.conditions import Condition
+from gpu_finops.facts.kube_keys import GPU_RESOURCE, LABEL_GPU_REPLICAS, SHARED_GPU_RESOURCE
 
 GPU = GPU_RESOURCE  # whole GPUs, or time-slicing replicas when the device plugin does not rename
 GPU_SHARED = SHARED_GPU_RESOURCE  # time-slicing replicas when the device plugin has renameByDefault

@@ -5,7 +5,7 @@ queries is the number of fields, whatever the fleet size. Rows are joined on the
 the exporter's label: `hostname` since dcgm-exporter 4.8.3, `Hostname` before) + gpu + UUID +
 the holder's namespace/pod. Prometheus renames the exporter's `pod`/`namespace` to `exported_pod` /
 `exported_namespace` when the scrape target has its own; both are read. The field names, the node label
-and the units are the fleet's (facts/dcgm_inputs.py's `Spelling`, the pinned exporter's by default), as the
+and the units are the fleet's (gpu_finops/facts/dcgm_inputs.py's `Spelling`, the pinned exporter's by default), as the
 collector and the ledger read them.
 """
 
@@ -16,8 +16,8 @@ from datetime import datetime
 
 from clients.promql import PrometheusClient, PrometheusQueryError, PrometheusUnavailable
 from diagnose.model import GpuStats
-from facts import dcgm
-from facts.dcgm_inputs import PINNED, Spelling
+from gpu_finops.facts import dcgm
+from gpu_finops.facts.dcgm_inputs import PINNED, Spelling
 
 FIELD_ATTR = {
     dcgm.SM_ACTIVE: "sm_active",

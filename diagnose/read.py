@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from diagnose.model import Cluster, PodFacts
-from facts.dcgm_inputs import PINNED, Spelling
+from gpu_finops.facts.dcgm_inputs import PINNED, Spelling
 
 
 def _direct(fn: Callable[..., Any], *args: Any) -> Any:

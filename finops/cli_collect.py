@@ -11,13 +11,13 @@ import signal
 import textwrap
 
 from clients.promql import PrometheusClient
-from facts import arguments, timeouts
-from facts.dcgm_inputs import PINNED, SPELLING_ENV, SPELLING_HELP, spelling_argument
-from facts.errors import CONTRACT, CheckFailed, UsageError
 from finops.cli_common import add_nodes_argument, add_store_argument, node_source
 from finops.collector import DEFAULT_GRACE, DEFAULT_INTERVAL, Collector
 from finops.metrics import CollectorMetrics, serve
 from finops.store import open_store
+from gpu_finops.facts import arguments, timeouts
+from gpu_finops.facts.dcgm_inputs import PINNED, SPELLING_ENV, SPELLING_HELP, spelling_argument
+from gpu_finops.facts.errors import CONTRACT, CheckFailed, UsageError
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from facts.errors import UsageError
+from gpu_finops.facts.errors import UsageError
 
 DEFAULT_STORE = os.environ.get("GPU_FINOPS_STORE", "gpu-finops-cost.sqlite")
 
@@ -21,7 +21,7 @@ def add_store_argument(parser: argparse.ArgumentParser) -> None:
 
 def add_window_arguments(parser: argparse.ArgumentParser) -> None:
     """--since/--until: aware times (a zone is required), compared as times by the store."""
-    from facts.arguments import aware_time
+    from gpu_finops.facts.arguments import aware_time
 
     parser.add_argument(
         "--since",

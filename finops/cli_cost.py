@@ -8,13 +8,13 @@ import json
 from pathlib import Path
 
 from clients.terminal import console as wide_console
-from facts import arguments
-from facts.errors import CheckFailed
-from facts.private_files import write_private
 from finops.cli_common import add_store_argument, add_window_arguments
 from finops.cli_export import add_export_parser, run_export
 from finops.cost_report import chart, summarize, table
 from finops.store import open_store
+from gpu_finops.facts import arguments
+from gpu_finops.facts.errors import CheckFailed
+from gpu_finops.facts.private_files import write_private
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -7,14 +7,14 @@ import argparse
 import os
 
 from clients.terminal import console as wide_console
-from facts.errors import CheckFailed, UsageError
-from facts.names import PROJECT
 from finops.cli_common import add_store_argument, add_window_arguments
 from finops.export import write_dataset
 from finops.focus import FOCUS_VERSION, FOCUS_VERSIONS, FocusContext, focus_dataset
 from finops.holdings_record import STATUS_NO_HOLDINGS
 from finops.s3_access import split_s3
 from finops.store import open_store
+from gpu_finops.facts.errors import CheckFailed, UsageError
+from gpu_finops.facts.names import PROJECT
 
 
 def _holdings_summary(holdings) -> str:

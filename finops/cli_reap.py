@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta
 from rich.table import Table
 
 from clients.terminal import console as wide_console
-from facts import arguments
-from facts.errors import UsageError
 from finops.cli_common import add_nodes_argument, add_store_argument, node_source
 from finops.reaper import ReapPolicy, rank, reap
 from finops.store import open_store
+from gpu_finops.facts import arguments
+from gpu_finops.facts.errors import UsageError
 
 YEAR_MINUTES = 366 * 24 * 60  # the longest --window/--min-age: finite, so every time sum stays a date
 

@@ -21,9 +21,6 @@ from typing import Protocol
 
 from clients.nodes import GpuNode
 from clients.promql import PrometheusClient
-from facts import dcgm, dcgm_inputs
-from facts.dcgm_inputs import PINNED, Spelling
-from facts.timestamps import iso
 from finops.holdings_record import HoldingsReader, HoldingsRecorder, IntervalHoldings, for_intervals
 from finops.metrics import CollectorMetrics
 from finops.pricing import IntervalCost, RateBook
@@ -39,6 +36,9 @@ from finops.records import (
     CycleResult,
 )
 from finops.store import CostStore
+from gpu_finops.facts import dcgm, dcgm_inputs
+from gpu_finops.facts.dcgm_inputs import PINNED, Spelling
+from gpu_finops.facts.timestamps import iso
 
 log = logging.getLogger(__name__)
 
@@ -234,7 +234,9 @@ class Collector:
         spelling: Spelling = PINNED,
     ):
         self.nodes, self.prom, self.rates, self.store = nodes, prom, rates, store
-        self.spelling = spelling  # how the fleet's exporter spells the inputs (facts/dcgm_inputs.py)
+        self.spelling = (
+            spelling  # how the fleet's exporter spells the inputs (gpu_finops/facts/dcgm_inputs.py)
+        )
         self._util_unit: str | None = None  # GPU_UTIL's unit in the cycle being recorded
         self.interval, self.grace_seconds = interval, grace_seconds
         self.metrics = metrics or CollectorMetrics()

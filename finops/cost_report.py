@@ -9,9 +9,9 @@ from statistics import fmean
 
 from rich.table import Table
 
-from facts import timestamps
 from finops.records import STATUS_OK, CostRecord
 from finops.store import group_by_node
+from gpu_finops.facts import timestamps
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from facts.private_files import write_private
 from finops.focus import (
     BOOL,
     FLOAT,
@@ -41,6 +40,7 @@ from finops.focus import (
 from finops.records import COLUMNS as RECORD_COLUMNS
 from finops.records import CostRecord
 from finops.s3_access import S3Prefix
+from gpu_finops.facts.private_files import write_private
 
 PARTITION = "billing_period"
 DATA_FILE = "focus.parquet"

@@ -26,12 +26,12 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
-from facts.kube_keys import LABEL_NODEPOOL, LABEL_TENANT
 from finops.allocation import QUANTITY_QUANTUM, UNALLOCATED, shares, split, to_decimal
 from finops.focus13 import FOCUS13_COLUMNS, SHARE_KEY, allocate
 from finops.gpu_holdings import GpuHolding
 from finops.holdings_record import STATUS_NO_HOLDINGS, IntervalHoldings
 from finops.records import CostRecord
+from gpu_finops.facts.kube_keys import LABEL_NODEPOOL, LABEL_TENANT
 
 FOCUS_VERSION = "1.2"
 FOCUS_VERSIONS = ("1.2", "1.3")  # 1.3 adds the allocation columns (finops/focus13.py)

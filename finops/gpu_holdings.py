@@ -19,7 +19,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from facts.kube_keys import (
+from gpu_finops.facts.kube_keys import (
     GPU_RESOURCE,
     KUEUE_GROUP,
     KUEUE_VERSION,
@@ -28,7 +28,7 @@ from facts.kube_keys import (
     LABEL_TENANT,
     SHARED_GPU_RESOURCE,
 )
-from facts.private_files import write_private
+from gpu_finops.facts.private_files import write_private
 
 TENANT_LABEL, QUEUE_LABEL, REPLICAS_LABEL = LABEL_TENANT, LABEL_QUEUE_NAME, LABEL_GPU_REPLICAS
 KUEUE = (KUEUE_GROUP, KUEUE_VERSION)

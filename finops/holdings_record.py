@@ -119,7 +119,7 @@ def for_intervals(
     recorded_at: str,
 ) -> list[IntervalHoldings]:
     """Per (node, resource id, start, end): the holdings on that node that overlapped [start, end)."""
-    from facts.timestamps import iso
+    from gpu_finops.facts.timestamps import iso
 
     out = []
     for node, resource_id, start, end in keys:

@@ -16,8 +16,8 @@ from typing import Protocol
 
 from clients.karpenter import NodeClaimFacts
 from clients.nodes import GpuNode
-from facts.timestamps import iso
 from finops.records import STATUS_OK, CostRecord
+from gpu_finops.facts.timestamps import iso
 
 log = logging.getLogger(__name__)
 

@@ -59,7 +59,7 @@ class CostRecord:
     x_IdleCost: float | None  # EffectiveCost x (1 - SM_ACTIVE)
     x_Status: str
     x_Message: str | None = None
-    # the unit the exporter reported GPU_UTIL in, read from the data (facts/dcgm_inputs.py: percent, ratio,
+    # the unit the exporter reported GPU_UTIL in, read from the data (gpu_finops/facts/dcgm_inputs.py: percent, ratio,
     # or "percent|ratio (all zero)"); x_GpuUtilPercent is always in percent. None: no GPU_UTIL series
     x_GpuUtilUnit: str | None = None
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from facts.errors import UsageError, excerpt
+from gpu_finops.facts.errors import UsageError, excerpt
 
 
 def split_s3(url: str) -> tuple[str, str]:

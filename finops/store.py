@@ -18,11 +18,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Protocol
 
-from facts import timestamps
-from facts.errors import UsageError, excerpt
-from facts.private_files import create_private, refuse_unless_regular
 from finops.holdings_record import IntervalHoldings
 from finops.records import COLUMNS, KEY, CostRecord, column_problem
+from gpu_finops.facts import timestamps
+from gpu_finops.facts.errors import UsageError, excerpt
+from gpu_finops.facts.private_files import create_private, refuse_unless_regular
 
 SCHEMA_VERSION = 3  # 1: cost_records; 2: + gpu_holdings; 3: + cost_records.x_GpuUtilUnit
 _HOLDINGS_DDL = (

@@ -17,9 +17,9 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from facts.errors import UsageError, excerpt, printable
 from finops.export import DATA_FILE, PARTITION
 from finops.s3_access import S3Prefix
+from gpu_finops.facts.errors import UsageError, excerpt, printable
 
 TENANT_SQL = f"""
 SELECT

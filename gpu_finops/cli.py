@@ -5,7 +5,7 @@ underscores; `finops/cli_common.py` holds options the finops subcommands share),
 through `add_arguments`; the modules are imported lazily, only when their subcommand runs, so `--help` stays fast and a missing
 optional piece (say, jsii for synthesis) never breaks the commands that do not need it.
 
-Every subcommand keeps one error contract (facts/errors.py): exceptions end here, in `main`, as one line
+Every subcommand keeps one error contract (gpu_finops/facts/errors.py): exceptions end here, in `main`, as one line
 on stderr and the exit code of their meaning (gpu_finops/failures.py maps them); `-v` adds the traceback.
 A module may define `interrupted(args) -> str`, the line Ctrl-C prints: where things stand, how to finish.
 """
@@ -20,8 +20,8 @@ import traceback
 from collections.abc import Sequence
 from types import ModuleType
 
-from facts.errors import CONTRACT, EXIT_INTERRUPTED, EXIT_USAGE
-from facts.names import PROJECT
+from gpu_finops.facts.errors import CONTRACT, EXIT_INTERRUPTED, EXIT_USAGE
+from gpu_finops.facts.names import PROJECT
 
 # subcommand -> (module that implements it, one-line help). Order is the order shown in --help.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -166,7 +166,7 @@ def _interrupted(state: _Running) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one subcommand; every way it can end is an exit code of the contract (facts/errors.py)."""
+    """Run one subcommand; every way it can end is an exit code of the contract (gpu_finops/facts/errors.py)."""
     from gpu_finops.failures import classify
 
     argv, verbose = strip_verbose(list(sys.argv[1:] if argv is None else argv))

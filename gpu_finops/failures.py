@@ -1,4 +1,4 @@
-"""Every exception that can end a subcommand, as (exit code, one line): the contract in facts/errors.py.
+"""Every exception that can end a subcommand, as (exit code, one line): the contract in gpu_finops/facts/errors.py.
 
 Our own errors carry their code. The libraries' are recognised here by type, without importing a library
 that has not been loaded already (so `--help` and `collect` stay light): botocore, kubernetes and urllib3,
@@ -12,7 +12,7 @@ import sqlite3
 import sys
 from types import TracebackType
 
-from facts.errors import EXIT_BUG, EXIT_UNREACHABLE, EXIT_USAGE, GpuFinopsError, excerpt
+from gpu_finops.facts.errors import EXIT_BUG, EXIT_UNREACHABLE, EXIT_USAGE, GpuFinopsError, excerpt
 
 AWS_DENIED = {
     "AccessDenied",

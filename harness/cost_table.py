@@ -8,8 +8,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from facts.names import COLLECTOR
-from facts.timestamps import parse
+from gpu_finops.facts.names import COLLECTOR
+from gpu_finops.facts.timestamps import parse
 
 COLLECTOR_SELECTOR = f"app.kubernetes.io/name={COLLECTOR}"
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from facts.kube_keys import LABEL_ZONE
-from facts.names import TAG_PROJECT
+from gpu_finops.facts.kube_keys import LABEL_ZONE
+from gpu_finops.facts.names import TAG_PROJECT
 
 SPOT_WARNING = "EC2 Spot Instance Interruption Warning"
 FIS_ACTION = "aws:ec2:send-spot-instance-interruptions"

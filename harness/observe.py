@@ -9,9 +9,9 @@ from assertions.observed import EventObs, Interval, NodeObs, PodObs, WorkloadSna
 from clients.karpenter import KarpenterClient, NodeClaimFacts
 from clients.kube import Kube
 from clients.nodes import instance_id_from_provider_id
-from facts import timestamps
-from facts.conditions import Condition
-from facts.kube_keys import GPU_RESOURCE, KUEUE_GROUP, KUEUE_VERSION, SHARED_GPU_RESOURCE
+from gpu_finops.facts import timestamps
+from gpu_finops.facts.conditions import Condition
+from gpu_finops.facts.kube_keys import GPU_RESOURCE, KUEUE_GROUP, KUEUE_VERSION, SHARED_GPU_RESOURCE
 
 KUEUE = (KUEUE_GROUP, KUEUE_VERSION)
 

@@ -16,7 +16,7 @@ from cdktn_provider_kubernetes.namespace import Namespace
 from cdktn_provider_kubernetes.provider import KubernetesProvider
 from constructs import Construct
 
-from facts.config import Config
+from gpu_finops.facts.config import Config
 from infra.chart_files import CHART
 from infra.cluster import ClusterStack
 from infra.jsii_structs import camel

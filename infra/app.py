@@ -6,7 +6,7 @@ from pathlib import Path
 
 from cdktn import App
 
-from facts.config import Config
+from gpu_finops.facts.config import Config
 from infra.addons import AddonsStack, copy_product_chart, write_chart
 from infra.cluster import ClusterStack
 from infra.metrics_csv import PROJECT_METRICS, MetricRow

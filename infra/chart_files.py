@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from facts.names import PROJECT
+from gpu_finops.facts.names import PROJECT
 from infra.metrics_csv import PROJECT_METRICS
 from infra.metrics_csv import render as render_metrics_csv
 from ledger import rules

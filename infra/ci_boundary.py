@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from facts.config import Config
-from facts.names import PROJECT
+from gpu_finops.facts.config import Config
+from gpu_finops.facts.names import PROJECT
 from infra.ci_policies import AMAZON_OWNED, amazon_images, ours
 from infra.iam_policies import karpenter_profile_path
 from infra.vpc_cni import CNI_TAG_KEYS

@@ -29,9 +29,9 @@ from typing import Any
 
 import yaml
 
-from facts.config import Config
-from facts.kube_keys import LABEL_DISCOVERY, cluster_tag
-from facts.names import TAG_CLUSTER, TAG_PROJECT
+from gpu_finops.facts.config import Config
+from gpu_finops.facts.kube_keys import LABEL_DISCOVERY, cluster_tag
+from gpu_finops.facts.names import TAG_CLUSTER, TAG_PROJECT
 
 _ACTIONS = yaml.safe_load(Path(__file__).with_name("ci_actions.yaml").read_text())
 TERRAFORM_ACTIONS: dict[str, tuple[str, ...]] = {

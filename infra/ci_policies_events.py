@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from facts.config import Config
+from gpu_finops.facts.config import Config
 from infra.ci_policies import _stmt
 from infra.cluster_karpenter import INTERRUPTION_EVENTS
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from facts.config import Config
-from facts.names import PROJECT, SPOT_SLR
+from gpu_finops.facts.config import Config
+from gpu_finops.facts.names import PROJECT, SPOT_SLR
 from infra.ci_policies import (
     ATTACHABLE_MANAGED_POLICIES,
     AWS_MANAGED,

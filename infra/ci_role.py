@@ -21,8 +21,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from facts.config import Config
-from facts.names import TAG_CI
+from gpu_finops.facts.config import Config
+from gpu_finops.facts.names import TAG_CI
 from infra.ci_boundary import boundary_policy
 from infra.ci_policies import (
     ALL_ACTIONS,

@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from facts import dcgm
+from gpu_finops.facts import dcgm
 from infra.metrics_csv import (
     DCGM_EXPORTER_VERSION,
     MAX_CSV_BYTES,

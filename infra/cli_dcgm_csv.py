@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from facts import dcgm
+from gpu_finops.facts import dcgm
 from infra.metrics_csv import DCGM_EXPORTER_VERSION, parse, render
 
 

@@ -9,10 +9,10 @@ import os
 import textwrap
 from pathlib import Path
 
-from facts import arguments, timeouts
-from facts.config import load_config
-from facts.errors import CONTRACT, CheckFailed, UsageError
-from facts.private_files import write_private
+from gpu_finops.facts import arguments, timeouts
+from gpu_finops.facts.config import load_config
+from gpu_finops.facts.errors import CONTRACT, CheckFailed, UsageError
+from gpu_finops.facts.private_files import write_private
 from infra.guard import (
     DEFAULT_MAX_HOURS,
     DEFAULT_TEARDOWN_RESERVE_MINUTES,
@@ -61,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     est = sub.add_parser("estimate", help="print the cost ceiling of one run; refuse when over budget")
-    est.add_argument("--config", default=None, help="config YAML (default facts/config.yaml)")
+    est.add_argument("--config", default=None, help="config YAML (default gpu_finops/facts/config.yaml)")
     est.add_argument(
         "--max-hours",
         type=HOURS,
@@ -123,7 +123,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _price_source(kind: str, region: str):
     if kind == "catalog":
-        from facts.catalog import ON_DEMAND, prices
+        from gpu_finops.facts.catalog import ON_DEMAND, prices
 
         listed = {t: usd for (t, capacity), usd in prices().items() if capacity == ON_DEMAND}
         listed.update(SYSTEM_ON_DEMAND_USD_H)
@@ -175,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
         raise CheckFailed(
             f"cost guard: refusing to start: the ceiling ${e.usd:.2f} is over the budget "
             f"${e.budget_usd:.2f}; lower --max-hours (at ${e.usd_per_hour:.2f}/h), lower "
-            "the tenants' quotas in facts/config.yaml (each card is a node), or raise the budget"
+            "the tenants' quotas in gpu_finops/facts/config.yaml (each card is a node), or raise the budget"
         )
     if args.deadline_file:
         d = Deadline.start(args.max_hours, args.teardown_reserve_minutes)

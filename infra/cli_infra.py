@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from facts.config import load_config
+from gpu_finops.facts.config import load_config
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=["synth", "preflight", "up", "destroy"])
-    parser.add_argument("--config", default=None, help="config YAML (default facts/config.yaml)")
+    parser.add_argument("--config", default=None, help="config YAML (default gpu_finops/facts/config.yaml)")
     parser.add_argument("--outdir", type=Path, default=Path("cdktf.out"))
     parser.epilog = (
         "exit 0 done; 1 a Terraform step failed; 2 preflight or configuration refused (nothing applied); "
@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
             )
         else:
             print(
-                "ci-role stack not synthesized: set github_repository in facts/config.yaml (docs/runbook.md)"
+                "ci-role stack not synthesized: set github_repository in gpu_finops/facts/config.yaml (docs/runbook.md)"
             )
         return 0
     import boto3

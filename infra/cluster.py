@@ -29,9 +29,9 @@ from cdktn_provider_aws.launch_template import LaunchTemplate
 from cdktn_provider_aws.security_group import SecurityGroup
 from constructs import Construct
 
-from facts.config import Config
-from facts.kube_keys import LABEL_DISCOVERY
-from facts.names import SPOT_SLR
+from gpu_finops.facts.config import Config
+from gpu_finops.facts.kube_keys import LABEL_DISCOVERY
+from gpu_finops.facts.names import SPOT_SLR
 from infra import iam_policies as pol
 from infra import vpc_cni
 from infra.ci_policies import boundary_arn

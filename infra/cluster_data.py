@@ -27,8 +27,8 @@ from cdktn_provider_aws.s3_bucket_server_side_encryption_configuration import (
 from cdktn_provider_aws.s3_bucket_versioning import S3BucketVersioningA
 from constructs import Construct
 
-from facts.config import Config
-from facts.names import COLLECTOR
+from gpu_finops.facts.config import Config
+from gpu_finops.facts.names import COLLECTOR
 from infra import iam_policies as pol
 from infra.jsii_structs import camel
 

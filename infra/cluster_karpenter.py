@@ -26,9 +26,9 @@ from cdktn_provider_aws.iam_role_policy import IamRolePolicy
 from cdktn_provider_aws.sqs_queue import SqsQueue
 from constructs import Construct
 
-from facts.config import Config
-from facts.kube_keys import LABEL_NODEPOOL
-from facts.names import TAG_PROJECT
+from gpu_finops.facts.config import Config
+from gpu_finops.facts.kube_keys import LABEL_NODEPOOL
+from gpu_finops.facts.names import TAG_PROJECT
 from infra import iam_policies as pol
 from infra.cluster_node_role import node_role_with_policies
 from infra.jsii_structs import camel

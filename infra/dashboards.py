@@ -8,8 +8,8 @@ Three dashboards, each answering one question with the figures beside what they 
 - GPU activity: GPU_UTIL beside SM_ACTIVE per GPU, the GPU pods waiting by the cause the diagnosis names
   (the diagnosis exporter's gauge, `gpu-finops diagnose --all --port`), and by what Kubernetes records
 
-Every query reads the fleet's spelling of the DCGM inputs (facts/dcgm_inputs.py) and the names the
-ledger's rules (ledger/rules.py) and the collector (facts/collector_metrics.py) record, so the dashboards
+Every query reads the fleet's spelling of the DCGM inputs (gpu_finops/facts/dcgm_inputs.py) and the names the
+ledger's rules (ledger/rules.py) and the collector (gpu_finops/facts/collector_metrics.py) record, so the dashboards
 query what the chart's rules and collector produce. `python -m infra.dashboards --write` renders them; a test keeps the committed JSON equal to a fresh rendering, and a test on
 the local target runs every panel's query against its Prometheus.
 
@@ -30,9 +30,9 @@ from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import common as cm
 from grafana_foundation_sdk.models import dashboard as dm
 
-from facts import collector_metrics as names
-from facts.dcgm_inputs import PINNED, Spelling
-from facts.names import PROJECT
+from gpu_finops.facts import collector_metrics as names
+from gpu_finops.facts.dcgm_inputs import PINNED, Spelling
+from gpu_finops.facts.names import PROJECT
 from ledger import rules
 from ledger.conventions import BUCKETS, GPU_RESOURCE_SELECTOR, RUNGS
 

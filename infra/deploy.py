@@ -15,8 +15,8 @@ from pathlib import Path
 
 import boto3
 
-from facts.config import Config
-from facts.kube_keys import LABEL_NODEPOOL, cluster_tag
+from gpu_finops.facts.config import Config
+from gpu_finops.facts.kube_keys import LABEL_NODEPOOL, cluster_tag
 from harness.waits import WaitTimeout, eventually
 from infra.addons import CHART_NAME
 from infra.app import STACKS, synth

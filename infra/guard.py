@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from facts import timeouts
-from facts.config import Config
-from facts.errors import EXIT_FALSE, UsageError
-from facts.private_files import read_regular, write_private
+from gpu_finops.facts import timeouts
+from gpu_finops.facts.config import Config
+from gpu_finops.facts.errors import EXIT_FALSE, UsageError
+from gpu_finops.facts.private_files import read_regular, write_private
 from infra import process_group
 from infra.eks_support import UnsupportedVersion, control_plane_price
 
@@ -39,7 +39,7 @@ FIS_ACTION_MINUTES_PER_RUN = (
 )
 NAT_GATEWAYS = 1  # infra/network.py: one NAT gateway with one Elastic IP
 
-# The system node type's on-demand price for `--rates catalog` (GPU types come from facts/catalog.py).
+# The system node type's on-demand price for `--rates catalog` (GPU types come from gpu_finops/facts/catalog.py).
 SYSTEM_ON_DEMAND_USD_H = {"m7i.large": 0.1008}
 
 DEFAULT_MAX_HOURS = 3.0
@@ -47,7 +47,7 @@ DEFAULT_MAX_HOURS = 3.0
 # A GitHub-hosted job stops at 6 h; three days covers a self-hosted runner's longest sensible night.
 MAX_RUN_HOURS = 72.0
 DEFAULT_TEARDOWN_RESERVE_MINUTES = 45  # destroy + resume + verify get at least this much of the wall time
-EXIT_OVER_BUDGET = EXIT_FALSE  # the check "within budget" is false (facts/errors.py)
+EXIT_OVER_BUDGET = EXIT_FALSE  # the check "within budget" is false (gpu_finops/facts/errors.py)
 EXIT_DEADLINE = 124  # what timeout(1) returns, so CI logs read the same
 
 

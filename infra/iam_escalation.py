@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from facts.names import TAG_CLUSTER, TAG_PROJECT
+from gpu_finops.facts.names import TAG_CLUSTER, TAG_PROJECT
 from infra.iam_eval import action_matches, as_list, resource_matches
 
 BOUNDED_WRITES = (

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from facts.kube_keys import LABEL_NODEPOOL
-from facts.names import TAG_PROJECT
+from gpu_finops.facts.kube_keys import LABEL_NODEPOOL
+from gpu_finops.facts.names import TAG_PROJECT
 
 
 def doc(*statements: dict[str, Any]) -> str:

@@ -1,6 +1,6 @@
 """The dcgm-exporter metrics CSV: generated from a typed list and validated exactly as the exporter reads it.
 
-dcgm-exporter (the version pinned in facts/config.py, 4.6.0-4.8.3) reads the file with Go's encoding/csv
+dcgm-exporter (the version pinned in gpu_finops/facts/config.py, 4.6.0-4.8.3) reads the file with Go's encoding/csv
 (`csv.NewReader`, `Comment = '#'`, `ReadAll`, every other option at its default) and then checks each
 record (`ExtractCounters`, internal/pkg/counters/counter_config.go at the tag). Both steps are reproduced:
 
@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from facts import dcgm
+from gpu_finops.facts import dcgm
 from infra.go_csv import CsvRecord, GoCsvError, read_go_csv
 
 _NAMES = json.loads(Path(__file__).with_name("dcgm_field_names.json").read_text())

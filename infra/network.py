@@ -19,8 +19,8 @@ from cdktn_provider_aws.subnet import Subnet
 from cdktn_provider_aws.vpc import Vpc
 from constructs import Construct
 
-from facts.config import Config
-from facts.kube_keys import LABEL_DISCOVERY, cluster_tag
+from gpu_finops.facts.config import Config
+from gpu_finops.facts.kube_keys import LABEL_DISCOVERY, cluster_tag
 
 
 def aws_provider(scope: Construct, c: Config) -> AwsProvider:

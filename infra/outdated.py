@@ -35,7 +35,7 @@ from packaging.version import InvalidVersion, Version
 from rich.console import Console
 from rich.table import Table
 
-from facts.names import PROJECT
+from gpu_finops.facts.names import PROJECT
 from infra.outdated_pins import ROOT, Pin, all_pins
 
 Fetch = Callable[[str], bytes]

@@ -18,8 +18,8 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-from facts.config import Config
-from facts.names import SPOT_SLR
+from gpu_finops.facts.config import Config
+from gpu_finops.facts.names import SPOT_SLR
 from infra.ci_policies import boundary_arn
 
 GVT_SPOT_QUOTA_CODE = "L-3819A6DF"  # EC2: All G and VT Spot Instance Requests (vCPUs)
@@ -77,7 +77,7 @@ class Preflight:
             return Check(
                 "account allowlist",
                 False,
-                "allowed_accounts is empty in facts/config.yaml: add the "
+                "allowed_accounts is empty in gpu_finops/facts/config.yaml: add the "
                 f"sandbox account id ({account} is the one your credentials reach) to apply anything",
             )
         if account not in allowed:
@@ -169,7 +169,8 @@ class Preflight:
             return Check(
                 name,
                 False,
-                "; ".join(missing) + ": choose availability_zones or gpu_instance_types in facts/config.yaml "
+                "; ".join(missing)
+                + ": choose availability_zones or gpu_instance_types in gpu_finops/facts/config.yaml "
                 "where every type is sold as spot (`aws ec2 describe-instance-type-offerings --location-type "
                 "availability-zone`, `aws ec2 describe-spot-price-history`)",
             )

@@ -8,7 +8,7 @@ both repositories at the pinned versions and writes the list, with where it came
     python -m infra.refresh_dcgm_fields GO_DCGM_CHECKOUT DCGM_EXPORTER_CHECKOUT > infra/dcgm_field_names.json
 
 (go-dcgm at the version dcgm-exporter's go.mod requires; dcgm-exporter at the tag in
-`facts/config.py`'s `dcgm_exporter_image`).
+`gpu_finops/facts/config.py`'s `dcgm_exporter_image`).
 
 How the checked-in file was made (4.6.0-4.8.3): go-dcgm v1.4601.1 is the version go.mod requires at
 the tag's commit; its module zip came from the Go module proxy (proxy.golang.org, by exact version).

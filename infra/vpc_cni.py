@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import json
 
-from facts.config import Config
-from facts.names import TAG_VPC_CNI_CLUSTER
+from gpu_finops.facts.config import Config
+from gpu_finops.facts.names import TAG_VPC_CNI_CLUSTER
 
 ADDON = "vpc-cni"
 ADDITIONAL_ENI_TAGS = "ADDITIONAL_ENI_TAGS"

@@ -18,8 +18,8 @@ from typing import Any
 
 import yaml
 
-from facts import collector_metrics as cm
-from facts.names import PROJECT
+from gpu_finops.facts import collector_metrics as cm
+from gpu_finops.facts.names import PROJECT
 from ledger import rules
 from ledger.conventions import GPU_NODE_LABELS, GPU_RESOURCE_SELECTOR, Conventions, ksm_label
 from ledger.generated_file import write_or_print

@@ -17,8 +17,8 @@ from pathlib import Path
 from rich.console import Console
 
 from clients.terminal import console as wide_console
-from facts import arguments, timeouts
-from facts.errors import CheckFailed, UsageError
+from gpu_finops.facts import arguments, timeouts
+from gpu_finops.facts.errors import CheckFailed, UsageError
 from ledger import accounting, render, rules, source
 from ledger.conventions import interval_seconds
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from facts import dcgm_inputs
-from facts.dcgm import HOSTNAME_LABEL, OLD_HOSTNAME_LABEL
-from facts.dcgm_inputs import PINNED, Spelling
-from facts.kube_keys import (
+from gpu_finops.facts import dcgm_inputs
+from gpu_finops.facts.dcgm import HOSTNAME_LABEL, OLD_HOSTNAME_LABEL
+from gpu_finops.facts.dcgm_inputs import PINNED, Spelling
+from gpu_finops.facts.kube_keys import (
     LABEL_GPU_COUNT,
     LABEL_GPU_REPLICAS,
     LABEL_INSTANCE_GPU_COUNT,
@@ -151,7 +151,7 @@ class Conventions:
     shape_window: str = "1d"
     # rule evaluation interval: each recorded sample stands for this long
     interval: str = "1m"
-    # how the fleet's exporter spells the DCGM inputs (facts/dcgm_inputs.py): names, node label, units.
+    # how the fleet's exporter spells the DCGM inputs (gpu_finops/facts/dcgm_inputs.py): names, node label, units.
     # GPU_UTIL's unit must be declared for the rules (PromQL cannot ask the collector what it detected):
     # `auto` renders as percent, and the collector errors on data that is not
     spelling: Spelling = PINNED

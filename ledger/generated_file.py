@@ -8,7 +8,7 @@ import argparse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from facts.dcgm_inputs import SPELLING_HELP, spelling_argument
+from gpu_finops.facts.dcgm_inputs import SPELLING_HELP, spelling_argument
 from ledger.conventions import Conventions
 
 

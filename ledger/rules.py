@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from facts.dcgm import HOSTNAME_LABELS
+from gpu_finops.facts.dcgm import HOSTNAME_LABELS
 from ledger.conventions import (
     BUCKETS,
     CLASS_BUCKETS,

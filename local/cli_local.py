@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def validate_charts(outdir: str, synthesize: bool) -> int:
     from pathlib import Path
 
-    from facts.config import load_config
+    from gpu_finops.facts.config import load_config
     from local.charts.validate_charts import ValidationError, validate
 
     c = load_config()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from facts.errors import CheckFailed
+from gpu_finops.facts.errors import CheckFailed
 from report import section_acts, section_cost, section_ops, sources
 from report.page import document
 

@@ -3,9 +3,9 @@ over time, each record drawn over its own interval."""
 
 from __future__ import annotations
 
-from facts import timestamps
 from finops.records import CostRecord
 from finops.store import group_by_node
+from gpu_finops.facts import timestamps
 from report import charts
 from report.page import Section, esc, figure, missing, table
 from report.sources import Absent, CostData, TenantCost

@@ -16,11 +16,11 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from facts.errors import UsageError, excerpt, shown
 from finops.cost_report import NodeSummary, summarize
 from finops.focus import FocusContext, focus_dataset
 from finops.records import CostRecord
 from finops.store import SqliteCostStore
+from gpu_finops.facts.errors import UsageError, excerpt, shown
 from ledger.render import RUNG_LABELS
 
 __all__ = ["RUNG_LABELS", "Absent", "Act", "ActsRun", "CostData", "Span", "TenantCost", "load_json"]

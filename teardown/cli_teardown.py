@@ -12,11 +12,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from facts import arguments
-from facts.config import CONFIG_ENV, ConfigError, load_config
-from facts.errors import CONTRACT
-from facts.names import TAG_PROJECT
-from facts.private_files import write_private
+from gpu_finops.facts import arguments
+from gpu_finops.facts.config import CONFIG_ENV, ConfigError, load_config
+from gpu_finops.facts.errors import CONTRACT
+from gpu_finops.facts.names import TAG_PROJECT
+from gpu_finops.facts.private_files import write_private
 from teardown.engine import (
     AccountNotAllowed,
     GuardViolation,
@@ -131,7 +131,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _config(args: argparse.Namespace) -> TeardownConfig:
-    """The config `infra` uses ($GPU_FINOPS_CONFIG or facts/config.yaml); flags override it."""
+    """The config `infra` uses ($GPU_FINOPS_CONFIG or gpu_finops/facts/config.yaml); flags override it."""
     allowed = args.allow_account or [
         a for a in os.environ.get("GPU_FINOPS_ALLOWED_ACCOUNTS", "").split(",") if a
     ]
@@ -245,7 +245,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = _config(args)
     except ConfigError as exc:
-        return _refuse(f"{exc} (config file: ${CONFIG_ENV} or facts/config.yaml)")
+        return _refuse(f"{exc} (config file: ${CONFIG_ENV} or gpu_finops/facts/config.yaml)")
     # The offline checks first: a bad --plan file is a usage error (2) before the first AWS call.
     args.reviewed = None
     if getattr(args, "plan", None) is not None:

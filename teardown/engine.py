@@ -21,7 +21,7 @@ from pathlib import Path
 from botocore.exceptions import ClientError
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
-from facts import timeouts
+from gpu_finops.facts import timeouts
 from harness.waits import eventually
 from teardown.journal import Journal
 from teardown.model import Context, Resource

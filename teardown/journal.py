@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from facts.private_files import open_private, open_regular
+from gpu_finops.facts.private_files import open_private, open_regular
 from teardown.model import Resource
 
 

@@ -12,11 +12,11 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from facts.kube_keys import cluster_tag
-from facts.names import PROJECT, TAG_CLUSTER, TAG_PROJECT, TAG_VPC_CNI_CLUSTER
+from gpu_finops.facts.kube_keys import cluster_tag
+from gpu_finops.facts.names import PROJECT, TAG_CLUSTER, TAG_PROJECT, TAG_VPC_CNI_CLUSTER
 
 if TYPE_CHECKING:
-    from facts.config import Config
+    from gpu_finops.facts.config import Config
 
 # Tags the cloud integrations set to a cluster's name (Karpenter, EKS itself): each, naming our cluster,
 # is one of our tags (provenance must still show we made the resource, teardown/provenance.py).

@@ -26,9 +26,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from facts.errors import excerpt
-from facts.private_files import read_regular
-from facts.timestamps import iso, parse
+from gpu_finops.facts.errors import excerpt
+from gpu_finops.facts.private_files import read_regular
+from gpu_finops.facts.timestamps import iso, parse
 from teardown.journal import Journal, Planned
 from teardown.model import Resource
 

@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from facts.private_files import read_regular, write_private
-from facts.timestamps import iso
+from gpu_finops.facts.private_files import read_regular, write_private
+from gpu_finops.facts.timestamps import iso
 from teardown.engine import GuardViolation, Survey
 from teardown.model import Resource
 

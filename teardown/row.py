@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from facts.timestamps import iso, parse
+from gpu_finops.facts.timestamps import iso, parse
 from teardown.listing import NAME_TAG, owned, pages, token_pages, unless_gone
 from teardown.model import Context, Resource, gone_ok
 

@@ -1,9 +1,9 @@
 """The tree's shape (docs/architecture.md): small rooms, so no Python file of the repository is over
-MAX_LINES lines; and each shared literal written once, in facts/.
+MAX_LINES lines; and each shared literal written once, in gpu_finops/facts/.
 
-The literal rule: every string constant defined at module level in facts/kube_keys.py and facts/names.py
-is a shared literal. Outside facts/, no Python string (an f-string's literal parts included) may equal one,
-nor start with `gpu-finops.io/` (our own key namespace: every key of ours is defined in facts/). Allowed:
+The literal rule: every string constant defined at module level in gpu_finops/facts/kube_keys.py and gpu_finops/facts/names.py
+is a shared literal. Outside gpu_finops/facts/, no Python string (an f-string's literal parts included) may equal one,
+nor start with `gpu-finops.io/` (our own key namespace: every key of ours is defined in gpu_finops/facts/). Allowed:
 tests/ (recorded shapes and expected values are written out on purpose, so a changed fact shows in a
 test), prose that mentions a key inside a longer string (docstrings, messages), and files that are not
 Python (docs, YAML, the generated ledger rules)."""
@@ -18,9 +18,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_LINES = 400
-FACT_FILES = ("facts/kube_keys.py", "facts/names.py")
+FACT_FILES = ("gpu_finops/facts/kube_keys.py", "gpu_finops/facts/names.py")
 OUR_KEYS = "gpu-finops.io/"
-ALLOWED_DIRS = ("facts/", "tests/")
+ALLOWED_DIRS = ("gpu_finops/facts/", "tests/")
 
 
 def python_files(root: Path = ROOT) -> list[Path]:
@@ -69,7 +69,7 @@ def test_a_file_at_the_limit_passes_and_one_line_over_is_named(tmp_path):
 
 
 def shared_literals(root: Path = ROOT) -> dict[str, str]:
-    """Each shared literal -> where it is defined (`facts/kube_keys.py:GPU_RESOURCE`)."""
+    """Each shared literal -> where it is defined (`gpu_finops/facts/kube_keys.py:GPU_RESOURCE`)."""
     homes = {}
     for rel in FACT_FILES:
         for node in ast.parse((root / rel).read_text(encoding="utf-8")).body:
@@ -81,7 +81,7 @@ def shared_literals(root: Path = ROOT) -> dict[str, str]:
 
 
 def literal_copies(paths: list[Path], homes: dict[str, str], root: Path = ROOT) -> list[str]:
-    """Each string constant outside facts/ and tests/ that copies a shared literal or is one of our keys."""
+    """Each string constant outside gpu_finops/facts/ and tests/ that copies a shared literal or is one of our keys."""
     found = []
     for path in sorted(paths):
         rel = path.relative_to(root).as_posix()
@@ -94,17 +94,17 @@ def literal_copies(paths: list[Path], homes: dict[str, str], root: Path = ROOT) 
                 found.append(f"{rel}:{node.lineno}: {node.value!r} is {homes[node.value]}: import it")
             elif node.value.startswith(OUR_KEYS):
                 found.append(
-                    f"{rel}:{node.lineno}: {node.value!r} is one of our keys: define it in facts/kube_keys.py "
-                    "or facts/names.py and import it"
+                    f"{rel}:{node.lineno}: {node.value!r} is one of our keys: define it in gpu_finops/facts/kube_keys.py "
+                    "or gpu_finops/facts/names.py and import it"
                 )
     return found
 
 
 def test_the_shared_literals_are_the_facts_keys_and_names():
     homes = shared_literals()
-    assert homes["nvidia.com/gpu"] == "facts/kube_keys.py:GPU_RESOURCE"
-    assert homes["gpu-finops.io/project"] == "facts/names.py:TAG_PROJECT"
-    assert homes["gpu-finops.io/gpu-profile"] == "facts/kube_keys.py:ANNOTATION_GPU_PROFILE"
+    assert homes["nvidia.com/gpu"] == "gpu_finops/facts/kube_keys.py:GPU_RESOURCE"
+    assert homes["gpu-finops.io/project"] == "gpu_finops/facts/names.py:TAG_PROJECT"
+    assert homes["gpu-finops.io/gpu-profile"] == "gpu_finops/facts/kube_keys.py:ANNOTATION_GPU_PROFILE"
     assert len(homes) > 30, sorted(homes)
 
 
@@ -114,13 +114,13 @@ def test_each_shared_literal_is_written_once_in_facts():
 
 
 def test_a_copied_literal_or_key_of_ours_is_named_and_an_import_or_a_mention_is_not(tmp_path):
-    homes = {"nvidia.com/gpu": "facts/kube_keys.py:GPU_RESOURCE"}
+    homes = {"nvidia.com/gpu": "gpu_finops/facts/kube_keys.py:GPU_RESOURCE"}
     (tmp_path / "pkg").mkdir()
     (tmp_path / "tests").mkdir()
     fine = tmp_path / "pkg" / "fine.py"
     fine.write_text(
         '"""Reads nvidia.com/gpu and gpu-finops.io/tenant."""\n'
-        "from facts.kube_keys import GPU_RESOURCE\n"
+        "from gpu_finops.facts.kube_keys import GPU_RESOURCE\n"
         'PRODUCT = "nvidia.com/gpu.product"\n'
         'msg = f"asks for {GPU_RESOURCE}: no gpu-finops.io/tenant label"\n'
     )
@@ -130,7 +130,7 @@ def test_a_copied_literal_or_key_of_ours_is_named_and_an_import_or_a_mention_is_
     copied = tmp_path / "pkg" / "copied.py"
     copied.write_text('GPU = "nvidia.com/gpu"\nkey = f"gpu-finops.io/{1}"\n')
     assert literal_copies([fine, copied], homes, root=tmp_path) == [
-        "pkg/copied.py:1: 'nvidia.com/gpu' is facts/kube_keys.py:GPU_RESOURCE: import it",
-        "pkg/copied.py:2: 'gpu-finops.io/' is one of our keys: define it in facts/kube_keys.py or "
-        "facts/names.py and import it",
+        "pkg/copied.py:1: 'nvidia.com/gpu' is gpu_finops/facts/kube_keys.py:GPU_RESOURCE: import it",
+        "pkg/copied.py:2: 'gpu-finops.io/' is one of our keys: define it in gpu_finops/facts/kube_keys.py or "
+        "gpu_finops/facts/names.py and import it",
     ]

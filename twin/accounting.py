@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from facts.kube_keys import GPU_RESOURCE, LABEL_NODEPOOL, LABEL_UNSCHEDULABLE_REASON
+from gpu_finops.facts.kube_keys import GPU_RESOURCE, LABEL_NODEPOOL, LABEL_UNSCHEDULABLE_REASON
 from ledger.conventions import CLASS_BUCKETS, Conventions
 from twin.observe import Observer
 

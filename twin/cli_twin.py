@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from facts.arguments import integer, number
-from facts.errors import CheckFailed, UsageError
+from gpu_finops.facts.arguments import integer, number
+from gpu_finops.facts.errors import CheckFailed, UsageError
 
 positive_float, positive_int = number(0, above=True), integer(1)
 MEAN_GPUS = {1: 0.4, 2: 0.2, 4: 0.2, 8: 0.2}

@@ -14,10 +14,10 @@ from typing import Any
 
 import yaml
 
-from facts.catalog import GPU_TYPES
-from facts.config import Config, Tenant, load_config
-from facts.errors import ConfigError, shown
-from facts.kube_keys import (
+from gpu_finops.facts.catalog import GPU_TYPES
+from gpu_finops.facts.config import Config, Tenant, load_config
+from gpu_finops.facts.errors import ConfigError, shown
+from gpu_finops.facts.kube_keys import (
     LABEL_ARCH,
     LABEL_CAPACITY_TYPE,
     LABEL_HOSTNAME,
@@ -27,7 +27,7 @@ from facts.kube_keys import (
     LABEL_UNSCHEDULABLE_REASON,
     LABEL_ZONE,
 )
-from facts.kubelet import node_resources
+from gpu_finops.facts.kubelet import node_resources
 from infra.objects.karpenter import GPU_TAINT
 from infra.objects.kueue import QueuePolicy, kueue_objects
 from local.sim.device_plugin import KWOK_ANNOTATION
@@ -174,7 +174,9 @@ def parse(raw: Any, where: str) -> Fleet:
     itype = raw.get("instance_type")
     if itype not in GPU_TYPES:
         raise ConfigError(
-            "instance_type", f"{shown(itype)} is not in facts/catalog.py's {sorted(GPU_TYPES)}", where
+            "instance_type",
+            f"{shown(itype)} is not in gpu_finops/facts/catalog.py's {sorted(GPU_TYPES)}",
+            where,
         )
     static = _int(where, "static_nodes", raw, 0)
     cordoned, repair = _int(where, "cordoned", raw, 0), _int(where, "repair", raw, 0)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from facts.kube_keys import (
+from gpu_finops.facts.kube_keys import (
     ANNOTATION_GPU_PROFILE,
     GPU_RESOURCE,
     LABEL_ACT_RUN,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from facts.kube_keys import KUEUE_GROUP, KUEUE_VERSION
+from gpu_finops.facts.kube_keys import KUEUE_GROUP, KUEUE_VERSION
 
 log = logging.getLogger(__name__)
 

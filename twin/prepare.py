@@ -9,8 +9,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from facts.errors import CheckFailed
-from facts.kube_keys import GPU_RESOURCE, KUEUE_GROUP, KUEUE_VERSION
+from gpu_finops.facts.errors import CheckFailed
+from gpu_finops.facts.kube_keys import GPU_RESOURCE, KUEUE_GROUP, KUEUE_VERSION
 from harness.waits import WaitTimeout, eventually
 from local.charts import render
 from twin.fleet import NODE_PREFIX, Fleet

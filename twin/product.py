@@ -25,9 +25,9 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from facts import timeouts
-from facts.errors import UsageError
-from facts.timestamps import parse
+from gpu_finops.facts import timeouts
+from gpu_finops.facts.errors import UsageError
+from gpu_finops.facts.timestamps import parse
 from harness.waits import eventually
 
 EXAMPLES = 5  # missing or doubled node-intervals named in `incomplete`

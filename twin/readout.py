@@ -8,8 +8,8 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from facts import dcgm
-from facts.catalog import GPU_TYPES
+from gpu_finops.facts import dcgm
+from gpu_finops.facts.catalog import GPU_TYPES
 from local.sim.profiles import profile_values
 from twin.jobs import job_name
 from twin.replay import Replay

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from facts.kube_keys import ANNOTATION_GPU_PROFILE, LABEL_WORKLOAD_CLASS
+from gpu_finops.facts.kube_keys import ANNOTATION_GPU_PROFILE, LABEL_WORKLOAD_CLASS
 from local.cluster.product import COLLECTOR_INTERVAL
 from local.sim.workload_sim import gpu_devices
 from twin import prepare

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from facts.errors import ConfigError, shown
+from gpu_finops.facts.errors import ConfigError, shown
 from local.sim.profiles import PROFILES
 
 FORMAT = "gpu-finops-twin-trace/v1"

@@ -7,8 +7,8 @@ from typing import Any
 
 import yaml
 
-from facts.config import Config
-from facts.kube_keys import GPU_RESOURCE as GPU
+from gpu_finops.facts.config import Config
+from gpu_finops.facts.kube_keys import GPU_RESOURCE as GPU
 
 WHOLE_DEVICE_CONFIG = "default"
 # Our GPU nodes' taint (infra/objects/karpenter.py GPU_TAINT, nvidia.com/gpu=true:NoSchedule), any value.

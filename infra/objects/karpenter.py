@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from facts.config import Config
-from facts.kube_keys import (
+from gpu_finops.facts.config import Config
+from gpu_finops.facts.kube_keys import (
     ANNOTATION_CONTROLLER_ROLE,
     LABEL_ARCH,
     LABEL_CAPACITY_TYPE,
@@ -17,10 +17,10 @@ from facts.kube_keys import (
     LABEL_NODEPOOL,
     LABEL_POOL,
 )
-from facts.kube_keys import GPU_RESOURCE as GPU
-from facts.kube_keys import LABEL_DEVICE_PLUGIN_CONFIG as DEVICE_PLUGIN_CONFIG_LABEL
-from facts.kube_keys import SHARED_GPU_RESOURCE as SHARED_GPU
-from facts.kubelet import ROOT_VOLUME_GIB
+from gpu_finops.facts.kube_keys import GPU_RESOURCE as GPU
+from gpu_finops.facts.kube_keys import LABEL_DEVICE_PLUGIN_CONFIG as DEVICE_PLUGIN_CONFIG_LABEL
+from gpu_finops.facts.kube_keys import SHARED_GPU_RESOURCE as SHARED_GPU
+from gpu_finops.facts.kubelet import ROOT_VOLUME_GIB
 
 GPU_TAINT = {"key": GPU, "value": "true", "effect": "NoSchedule"}
 
@@ -119,7 +119,7 @@ def ec2nodeclass(c: Config, node_role: str) -> dict[str, Any]:
                 {
                     "deviceName": "/dev/xvda",
                     "ebs": {
-                        "volumeSize": f"{ROOT_VOLUME_GIB}Gi",  # the kubelet's ephemeral storage (facts/kubelet.py)
+                        "volumeSize": f"{ROOT_VOLUME_GIB}Gi",  # the kubelet's ephemeral storage (gpu_finops/facts/kubelet.py)
                         "volumeType": "gp3",
                         "encrypted": True,
                         "deleteOnTermination": True,

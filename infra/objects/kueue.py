@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from facts.config import Config
-from facts.kube_keys import GPU_RESOURCE as GPU
-from facts.kube_keys import KUEUE_API, LABEL_NODEPOOL, LABEL_TENANT
-from facts.kube_keys import SHARED_GPU_RESOURCE as SHARED_GPU
+from gpu_finops.facts.config import Config
+from gpu_finops.facts.kube_keys import GPU_RESOURCE as GPU
+from gpu_finops.facts.kube_keys import KUEUE_API, LABEL_NODEPOOL, LABEL_TENANT
+from gpu_finops.facts.kube_keys import SHARED_GPU_RESOURCE as SHARED_GPU
 
 COHORT = "gpu"
 FLAVOR = "gpu-spot"  # whole cards

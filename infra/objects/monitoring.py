@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from facts.config import Config
-from facts.kube_keys import GPU_RESOURCE as GPU
-from facts.kube_keys import LABEL_NODEPOOL
-from facts.names import COLLECTOR, MONITORING_NS, PROJECT
+from gpu_finops.facts.config import Config
+from gpu_finops.facts.kube_keys import GPU_RESOURCE as GPU
+from gpu_finops.facts.kube_keys import LABEL_NODEPOOL
+from gpu_finops.facts.names import COLLECTOR, MONITORING_NS, PROJECT
 from ledger.conventions import Conventions
 
 # The chart's release: its fullname is the release name, so its objects are <release>-rules, ...-collector.

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from facts.names import PROJECT
+from gpu_finops.facts.names import PROJECT
 
 # The unified cold build of all eight binaries on the 2-core machine, 2026-12-02 (docs/local.md, The build:
 # 29.1 min beside another cold Go build; 3,274 compile actions): the estimate before this machine has recorded

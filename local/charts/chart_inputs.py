@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from facts.config import Config
+from gpu_finops.facts.config import Config
 
 TF_REF = re.compile(r"\$\{([^}]*)\}")
 

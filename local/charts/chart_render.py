@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from facts.config import Config
+from gpu_finops.facts.config import Config
 from local.charts.chart_inputs import (
     RECORDED_VALUES_KEYS,
     Release,

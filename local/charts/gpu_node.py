@@ -10,7 +10,7 @@ Stages (each adds to the one before):
   `karpenter.k8s.aws/ec2nodeclass`, `karpenter.k8s.aws/instance-*`, `topology.k8s.aws/zone-id`,
   `karpenter.sh/registered`. Taints: the NodePool's (`nvidia.com/gpu=true:NoSchedule`). Capacity and
   allocatable: cpu, memory, pods and ephemeral storage as the type's kubelet reports them on EKS
-  (facts/kubelet.py, Karpenter's AWS provider's figures), no `nvidia.com/gpu` yet.
+  (gpu_finops/facts/kubelet.py, Karpenter's AWS provider's figures), no `nvidia.com/gpu` yet.
 - `nfd`: NFD's worker has run there and its master has labelled the node: with the device plugin chart's
   NFD config (`sources.pci.deviceLabelFields: [vendor]`) an NVIDIA card is
   `feature.node.kubernetes.io/pci-10de.present=true`; this is the label the device plugin's and GFD's
@@ -27,9 +27,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from facts.catalog import GPU_TYPES
-from facts.config import Config
-from facts.kube_keys import (
+from gpu_finops.facts.catalog import GPU_TYPES
+from gpu_finops.facts.config import Config
+from gpu_finops.facts.kube_keys import (
     GPU_RESOURCE,
     LABEL_ARCH,
     LABEL_CAPACITY_TYPE,
@@ -39,7 +39,7 @@ from facts.kube_keys import (
     LABEL_NODEPOOL,
     LABEL_ZONE,
 )
-from facts.kubelet import node_resources
+from gpu_finops.facts.kubelet import node_resources
 from infra.objects.karpenter import nodepool
 
 STAGES = ("launched", "nfd", "gfd")
@@ -51,7 +51,7 @@ GPU_NAMES = {"g6e": ("l40s", "NVIDIA-L40S"), "g6": ("l4", "NVIDIA-L4"), "g5": ("
 def _memory_mib(quantity: str) -> int:
     m = re.fullmatch(r"(\d+)Gi", quantity)
     if not m:
-        raise ValueError(f"facts/catalog.py memory {quantity!r}: expected <n>Gi")
+        raise ValueError(f"gpu_finops/facts/catalog.py memory {quantity!r}: expected <n>Gi")
     return int(m.group(1)) * 1024
 
 
@@ -59,7 +59,7 @@ def instance_labels(instance_type: str) -> dict[str, str]:
     """The AWS provider's well-known labels for the type (pkg/providers/instancetype's computeRequirements),
     from what our catalog knows of it."""
     if instance_type not in GPU_TYPES:
-        raise ValueError(f"instance type {instance_type!r} is not in facts/catalog.py GPU_TYPES")
+        raise ValueError(f"instance type {instance_type!r} is not in gpu_finops/facts/catalog.py GPU_TYPES")
     vcpu, memory, gpus, _, _ = GPU_TYPES[instance_type]
     family, size = instance_type.split(".")
     m = re.fullmatch(r"([a-z]+)(\d+)([a-z]*)", family)

@@ -33,7 +33,7 @@ from typing import Any
 
 import yaml
 
-from facts.config import Config
+from gpu_finops.facts.config import Config
 from local.charts.chart_inputs import Release, releases
 from local.charts.chart_render import helm_template, module_dir
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from facts.names import MONITORING_NS, PROJECT
+from gpu_finops.facts.names import MONITORING_NS, PROJECT
 from infra.chart_files import CHART
 from local.charts.chart_inputs import ValidationError
 

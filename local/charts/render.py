@@ -7,8 +7,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from facts.config import Config
-from facts.kube_keys import LABEL_INSTANCE_CPU, LABEL_INSTANCE_GPU_COUNT
+from gpu_finops.facts.config import Config
+from gpu_finops.facts.kube_keys import LABEL_INSTANCE_CPU, LABEL_INSTANCE_GPU_COUNT
 from infra.objects.device_plugin import device_plugin_values
 from infra.objects.karpenter import karpenter_objects
 from infra.objects.karpenter import nodepool as aws_nodepool

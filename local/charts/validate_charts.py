@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from facts.config import Config
+from gpu_finops.facts.config import Config
 from local.charts.chart_inputs import ValidationError
 from local.charts.chart_render import crd_files, namespaces_of, render_all
 from local.charts.dry_run import DryRun, Report, install_crds

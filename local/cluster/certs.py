@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from facts.private_files import write_private
+from gpu_finops.facts.private_files import write_private
 
 VALID = dt.timedelta(days=30)
 FRONT_PROXY_CA = "front-proxy-ca"

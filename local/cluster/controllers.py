@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from facts.kube_keys import KUEUE_GROUP, KUEUE_VISIBILITY_GROUP, KUEUE_VISIBILITY_VERSIONS
+from gpu_finops.facts.kube_keys import KUEUE_GROUP, KUEUE_VISIBILITY_GROUP, KUEUE_VISIBILITY_VERSIONS
 from infra.objects.kueue import KUEUE_FEATURE_GATES  # the addons stack's gates: both targets match
 from local.build import binaries as build
 from local.build import versions

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from facts.config import Config, load_config
+from gpu_finops.facts.config import Config, load_config
 from harness.waits import eventually
 from local.build import binaries as build
 from local.charts import render

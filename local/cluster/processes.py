@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from facts.config import Config
+from gpu_finops.facts.config import Config
 from harness.waits import eventually
 from infra import process_group
 from local.build import binaries as build

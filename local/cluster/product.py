@@ -21,8 +21,8 @@ from typing import Any
 
 import yaml
 
-from facts.catalog import GPU_TYPES, ON_DEMAND, SPOT
-from facts.names import COLLECTOR, MONITORING_NS
+from gpu_finops.facts.catalog import GPU_TYPES, ON_DEMAND, SPOT
+from gpu_finops.facts.names import COLLECTOR, MONITORING_NS
 from local.charts import product_chart
 from local.cluster import kube_state_metrics
 from local.cluster.processes import PORTS, LocalError
@@ -43,7 +43,7 @@ def prometheus_url() -> str:
 
 
 def rates_catalog() -> dict[str, dict[str, float]]:
-    """The local instance types' prices (facts/catalog.py, what Karpenter's kwok provider offers)."""
+    """The local instance types' prices (gpu_finops/facts/catalog.py, what Karpenter's kwok provider offers)."""
     return {name: {ON_DEMAND: od, SPOT: spot} for name, (_c, _m, _g, od, spot) in GPU_TYPES.items()}
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from clients.promql import PrometheusClient
-from facts import timeouts
+from gpu_finops.facts import timeouts
 from harness.waits import eventually
 
 

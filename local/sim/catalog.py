@@ -1,7 +1,7 @@
 """The local target's GPU instance types, shaped for Karpenter's kwok provider (the types and their
-prices are facts/catalog.py's).
+prices are gpu_finops/facts/catalog.py's).
 
-`resources` is the instance type's capacity as Karpenter's AWS provider computes it (facts/kubelet.py: cpu,
+`resources` is the instance type's capacity as Karpenter's AWS provider computes it (gpu_finops/facts/kubelet.py: cpu,
 memory less the VM overhead, ENI-limited pods, the root volume), plus its GPUs. The kwok provider launches
 nodes whose allocatable is this less its own fixed overhead (100m cpu, 10Mi), and whose capacity is only what
 the NodeClaim requested (sigs.k8s.io/karpenter v1.15.0 kwok/cloudprovider: toNode, newInstanceType); the
@@ -14,10 +14,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from facts.catalog import GPU_TYPES, ON_DEMAND, SPOT
-from facts.config import Config
-from facts.kube_keys import GPU_RESOURCE, LABEL_CAPACITY_TYPE, LABEL_ZONE
-from facts.kubelet import node_resources
+from gpu_finops.facts.catalog import GPU_TYPES, ON_DEMAND, SPOT
+from gpu_finops.facts.config import Config
+from gpu_finops.facts.kube_keys import GPU_RESOURCE, LABEL_CAPACITY_TYPE, LABEL_ZONE
+from gpu_finops.facts.kubelet import node_resources
 
 
 def instance_types(c: Config) -> list[dict[str, Any]]:

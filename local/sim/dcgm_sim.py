@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from facts import dcgm
+from gpu_finops.facts import dcgm
 
 
 @dataclass

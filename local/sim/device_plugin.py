@@ -15,7 +15,7 @@ same inputs:
   labels `nvidia.com/gpu.count`, `nvidia.com/gpu.replicas`, `nvidia.com/gpu.sharing-strategy`,
   `nvidia.com/gpu.product`;
 - the kubelet's own report of the node's cpu, memory, pods and ephemeral storage, capacity and allocatable,
-  as the instance type's kubelet on EKS would make it (facts/kubelet.py, Karpenter's AWS provider's
+  as the instance type's kubelet on EKS would make it (gpu_finops/facts/kubelet.py, Karpenter's AWS provider's
   figures): Karpenter's kwok provider sets a node's capacity to what its NodeClaim requested only, so without
   this a NodePool's cpu limit would count a few millicores for an instance of 4 vCPUs;
 - the allocation: each container asking for a GPU resource gets free device ids the way the kubelet hands
@@ -41,7 +41,7 @@ from typing import Any
 
 import yaml
 
-from facts.kube_keys import (
+from gpu_finops.facts.kube_keys import (
     ANNOTATION_DEFAULT_CONFIG,
     GPU_RESOURCE,
     LABEL_DEVICE_PLUGIN_CONFIG,
@@ -50,7 +50,7 @@ from facts.kube_keys import (
     LABEL_GPU_SHARING,
     LABEL_INSTANCE_TYPE,
 )
-from facts.kubelet import node_resources
+from gpu_finops.facts.kubelet import node_resources
 from local.sim.pacing import CACHED, next_wait
 
 log = logging.getLogger("device-plugin")
@@ -104,7 +104,7 @@ def parse_config(name: str, text: str) -> Sharing:
 
 
 def physical_gpus(instance_type: str | None) -> int:
-    from facts.catalog import GPU_TYPES
+    from gpu_finops.facts.catalog import GPU_TYPES
 
     entry = GPU_TYPES.get(instance_type or "")
     return entry[2] if entry else 0

@@ -24,8 +24,13 @@ import urllib.request
 from typing import Any
 
 from clients.kube import Kube
-from facts import dcgm
-from facts.kube_keys import ANNOTATION_GPU_PROFILE, ANNOTATION_SM_ACTIVE, GPU_RESOURCE, LABEL_GPU_COUNT
+from gpu_finops.facts import dcgm
+from gpu_finops.facts.kube_keys import (
+    ANNOTATION_GPU_PROFILE,
+    ANNOTATION_SM_ACTIVE,
+    GPU_RESOURCE,
+    LABEL_GPU_COUNT,
+)
 from harness.observe import is_gpu_node
 from local.sim.dcgm_sim import DcgmSimulator, SimGpu
 from local.sim.device_plugin import gpu_uuid

@@ -7,8 +7,8 @@ thresholds in `diagnose.activity`, so each profile classifies as its name says.
 
 from __future__ import annotations
 
-from facts import dcgm
-from facts.kube_keys import ANNOTATION_GPU_PROFILE
+from gpu_finops.facts import dcgm
+from gpu_finops.facts.kube_keys import ANNOTATION_GPU_PROFILE
 
 PROFILE_ANNOTATION = ANNOTATION_GPU_PROFILE
 

@@ -21,7 +21,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from facts.kube_keys import (
+from gpu_finops.facts.kube_keys import (
     ANNOTATION_GPU_MODEL,
     ANNOTATION_GPU_PROFILE,
     ANNOTATION_MODEL_PARAMETERS,

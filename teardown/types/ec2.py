@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from facts.kube_keys import LABEL_NODEPOOL
+from gpu_finops.facts.kube_keys import LABEL_NODEPOOL
 from teardown.model import Context, Resource, tags_of
 from teardown.registry import register_row
 from teardown.row import Row, as_time

@@ -7,7 +7,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from facts.names import SPOT_SLR, spot_slr_record_name
+from gpu_finops.facts.names import SPOT_SLR, spot_slr_record_name
 from teardown.listing import owned, unless_gone
 from teardown.model import Context, Resource, gone_ok, is_gone
 from teardown.registry import ResourceType, register, register_row

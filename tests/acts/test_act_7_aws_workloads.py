@@ -21,7 +21,7 @@ from diagnose import activity as act
 from diagnose.kube_observer import tolerations
 from diagnose.model import Taint
 from diagnose.scheduling import untolerated
-from facts.kube_keys import ANNOTATION_GPU_PROFILE, GPU_RESOURCE, SHARED_GPU_RESOURCE
+from gpu_finops.facts.kube_keys import ANNOTATION_GPU_PROFILE, GPU_RESOURCE, SHARED_GPU_RESOURCE
 from local.sim.profiles import DATA_STARVED, RESIDENT_MODEL
 
 OUR_GPU_TAINT = Taint(GPU_RESOURCE, "NoSchedule", "true")  # nvidia.com/gpu=true:NoSchedule on GPU nodes

@@ -18,8 +18,8 @@ from diagnose.model import (
     Taint,
     WorkloadFacts,
 )
-from facts import dcgm
-from facts.conditions import Condition
+from gpu_finops.facts import dcgm
+from gpu_finops.facts.conditions import Condition
 from local.sim.profiles import DATA_STARVED, RESIDENT_MODEL, UNHELD, profile_values
 
 GPU, SHARED = "nvidia.com/gpu", "nvidia.com/gpu.shared"

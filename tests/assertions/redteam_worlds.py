@@ -13,8 +13,8 @@ from assertions.interruption import InterruptionObs
 from assertions.observed import EventObs, Interval, NodeObs, PodObs, WorkloadObs, WorkloadSnapshot
 from assertions.preemption import PreemptionObs
 from assertions.timeslicing import TimeSlicingObs
-from facts.conditions import Condition
-from facts.kube_keys import (
+from gpu_finops.facts.conditions import Condition
+from gpu_finops.facts.kube_keys import (
     LABEL_CAPACITY_TYPE,
     LABEL_GPU_COUNT,
     LABEL_GPU_REPLICAS,

@@ -6,7 +6,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from assertions.observed import Interval, PodObs, WorkloadObs, WorkloadSnapshot
-from facts.conditions import Condition
+from gpu_finops.facts.conditions import Condition
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

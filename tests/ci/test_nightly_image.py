@@ -34,7 +34,7 @@ def test_the_build_steps_name_is_the_ref_the_addons_stack_pulls():
     code = line.split("-c '", 1)[1].split('\' "$account"', 1)[0]
     out = subprocess.run([sys.executable, "-c", code, "123456789012"], capture_output=True, text=True, cwd=ROOT,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}, check=True)  # fmt: skip
-    from facts.config import load_config
+    from gpu_finops.facts.config import load_config
     from infra.preflight import collector_image_ref
 
     assert out.stdout.strip() == collector_image_ref(load_config(), "123456789012")

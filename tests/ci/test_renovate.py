@@ -5,7 +5,7 @@ with the project's Node).
 What counts as a pin (the scanner, one rule per kind of file):
 - Python: an assignment of a string literal that is a version (`v1.2.3`, `1.36`, `go1.26.11`,
   `4.6.0-4.8.3-ubuntu22.04`, `al2023@v20261003`): `NAME = "..."` or `name: Type = "..."`, in
-  facts/config.py and local/build/versions.py, and module constants named `*VERSION*`, `*_TAG` or `*_CHART`
+  gpu_finops/facts/config.py and local/build/versions.py, and module constants named `*VERSION*`, `*_TAG` or `*_CHART`
   in every tracked Python file outside tests/.
 - Makefile: a variable whose name holds VERSION or MAJOR assigned a literal; any literal `==<digit>` or
   `@v<digit>`.
@@ -38,7 +38,7 @@ CONFIG = json.loads((ROOT / "renovate.json").read_text())
 VERSION = re.compile(r"(?:v|go|al2023@v)?\d+(?:\.\d+)*(?:-[\w.-]+)?")
 PY_ASSIGN = re.compile(r'^\s*(?P<name>\w+)(?:\s*:\s*\w+)?\s*=\s*"(?P<value>[^"]*)"', re.M)
 PY_CONSTANT_NAME = re.compile(r"^[A-Z_]*(?:VERSION|_TAG|_CHART)[A-Z_]*$")
-PY_PIN_FILES = {"facts/config.py", "local/build/versions.py"}
+PY_PIN_FILES = {"gpu_finops/facts/config.py", "local/build/versions.py"}
 MAKE_ASSIGN = re.compile(r"^(?P<name>[A-Z_]*(?:VERSION|MAJOR)[A-Z_]*)\s*:?=\s*(?P<value>\S+)\s*$", re.M)
 MAKE_INLINE = re.compile(r"(?:==|@v)(?P<value>\d[\w.-]*)")
 WORKFLOW_VERSION = re.compile(r"^\s*(?P<name>[\w-]*version[\w-]*):\s*\"?(?P<value>[\w.-]+)\"?\s*$", re.M)
@@ -48,7 +48,10 @@ DOCKER_FROM = re.compile(r"^FROM\s+(?P<value>\S+:\S+)", re.M)
 
 # Version-like values that are not dependencies, each with why no bot should move it.
 NOT_DEPENDENCIES = {
-    ("facts/config.py", "collector_image_tag"): "our own collector image, built and tagged by `make up`",
+    (
+        "gpu_finops/facts/config.py",
+        "collector_image_tag",
+    ): "our own collector image, built and tagged by `make up`",
     ("finops/focus.py", "FOCUS_VERSION"): "the FOCUS specification version the export implements",
     ("infra/refresh_dcgm_fields.py", "EXPORTER_TAG"): (
         "records what infra/dcgm_field_names.json was generated from; changes only by regenerating it"
@@ -179,7 +182,13 @@ def test_every_pin_in_the_repository_is_covered_by_a_renovate_manager():
 def test_the_scanner_finds_the_pins_we_know_of():
     """Held: each kind of pin is found where it lives (so the coverage test above is not vacuous)."""
     by_file: dict[str, set[str]] = {}
-    for path in ("facts/config.py", "local/build/versions.py", "Makefile", "pyproject.toml", "Dockerfile"):
+    for path in (
+        "gpu_finops/facts/config.py",
+        "local/build/versions.py",
+        "Makefile",
+        "pyproject.toml",
+        "Dockerfile",
+    ):
         by_file[path] = {p.name for p in pins_in(path, (ROOT / path).read_text())}
     assert {
         "kubernetes",
@@ -187,7 +196,7 @@ def test_the_scanner_finds_the_pins_we_know_of():
         "dcgm_exporter_image",
         "node_ami_alias",
         "addon_kube_proxy",
-    } <= by_file["facts/config.py"]
+    } <= by_file["gpu_finops/facts/config.py"]
     assert {"KUBERNETES", "ETCD", "GO_TOOLCHAIN", "HELM", "KARPENTER_AWS"} <= by_file[
         "local/build/versions.py"
     ]
@@ -205,13 +214,15 @@ def test_the_scanner_finds_the_pins_we_know_of():
 
 # --- near misses: a pin outside coverage fails, by name ------------------------------------------------------
 def test_a_new_unannotated_pin_in_the_versions_class_fails_by_name():
-    text = (ROOT / "facts/config.py").read_text()
+    text = (ROOT / "gpu_finops/facts/config.py").read_text()
     added = text.replace(
         '    collector_image_tag: Version = "0.1.0"',
         '    gpu_operator_chart: Version = "25.10.1"\n    collector_image_tag: Version = "0.1.0"',
     )
     assert added != text
-    assert uncovered("facts/config.py", added) == ["facts/config.py: gpu_operator_chart = '25.10.1'"]
+    assert uncovered("gpu_finops/facts/config.py", added) == [
+        "gpu_finops/facts/config.py: gpu_operator_chart = '25.10.1'"
+    ]
 
 
 def test_an_annotation_that_names_no_datasource_does_not_count():

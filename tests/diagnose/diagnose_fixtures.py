@@ -14,8 +14,8 @@ from diagnose.model import (
     Toleration,
     WorkloadFacts,
 )
-from facts import dcgm
-from facts.conditions import Condition
+from gpu_finops.facts import dcgm
+from gpu_finops.facts.conditions import Condition
 from local.sim.profiles import (
     BUSY_TRAINER,
     DATA_STARVED,

@@ -12,7 +12,7 @@ from diagnose.kueue_visibility import (
     read_signals,
 )
 from diagnose.model import WorkloadFacts
-from facts.conditions import Condition
+from gpu_finops.facts.conditions import Condition
 
 NS, LQ, CQ = "team-a", "main", "gpu-cq"
 V2 = "v1beta2"

@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from facts.kube_keys import GPU_RESOURCE, KUEUE_API, KUEUE_GROUP, KUEUE_VERSION, LABEL_QUEUE_NAME
+from gpu_finops.facts.kube_keys import GPU_RESOURCE, KUEUE_API, KUEUE_GROUP, KUEUE_VERSION, LABEL_QUEUE_NAME
 
 OUT = Path(__file__).with_name("recorded")
 # A label no node carries and no NodePool offers: the admitted Job's pods stay Pending and Karpenter launches

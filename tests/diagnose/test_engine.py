@@ -19,7 +19,7 @@ from diagnose.model import (
     Cluster,
     PodFacts,
 )
-from facts.conditions import Condition
+from gpu_finops.facts.conditions import Condition
 from local.sim.profiles import PROFILES, profile_values
 from tests.diagnose import diagnose_fixtures as fx
 

@@ -14,7 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from diagnose.exporter import CAUSES, NOT_CHECKED, DiagnosisMetrics, read_once
 from diagnose.model import ALLOCATION, APPLICATION, PLACEMENT, PodFacts
-from facts import collector_metrics as names
+from gpu_finops.facts import collector_metrics as names
 from tests.diagnose.diagnose_fixtures import (
     NS,
     allocation_situation,

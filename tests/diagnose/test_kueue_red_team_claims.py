@@ -20,7 +20,7 @@ from diagnose.kueue_visibility import (
 )
 from diagnose.model import Cluster, PodFacts, WorkloadFacts
 from diagnose.view import build_view
-from facts.conditions import Condition
+from gpu_finops.facts.conditions import Condition
 from tests.diagnose import kube_shapes as ks
 from tests.diagnose.kueue_red_team_worlds import (
     LQ,

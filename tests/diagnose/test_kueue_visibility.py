@@ -271,7 +271,7 @@ def test_no_queue_name_no_read_and_admitted_workloads_are_not_asked_about():
 
 
 def _cond(t, status, reason, message=""):
-    from facts.conditions import Condition
+    from gpu_finops.facts.conditions import Condition
 
     return Condition(t, status, reason, message)
 

@@ -20,7 +20,7 @@ from diagnose.kube_observer import (
 )
 from diagnose.model import Cluster, Requirement, SelectorTerm, Taint, Toleration
 from diagnose.prom_observer import query_for, read_gpu_stats, read_or_reason
-from facts import dcgm
+from gpu_finops.facts import dcgm
 from local.sim.dcgm_sim import SimGpu
 from local.sim.profiles import profile_values
 from tests.diagnose import kube_shapes as ks

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from facts.names import PROJECT
+from gpu_finops.facts.names import PROJECT
 from local.charts import product_chart
 from local.charts.chart_render import OPERATOR_API_VERSIONS
 

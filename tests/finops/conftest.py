@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from clients.nodes import GpuNode
-from facts import dcgm
+from gpu_finops.facts import dcgm
 from infra.metrics_csv import PROJECT_METRICS
 from local.cluster.prometheus_server import PrometheusServer
 from local.sim.dcgm_sim import DcgmSimulator, SimGpu

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from clients.promql import PrometheusClient
-from facts import dcgm
 from finops.collector import align
 from gpu_finops.cli import main
+from gpu_finops.facts import dcgm
 from harness.waits import eventually
 from tests.finops.conftest import gpu
 from tests.finops.test_collector import wait_for_series

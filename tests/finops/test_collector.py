@@ -8,7 +8,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from clients.promql import PrometheusClient, PrometheusUnavailable
-from facts import dcgm, timeouts
 from finops.collector import Collector, align
 from finops.metrics import CollectorMetrics
 from finops.pricing import CatalogRates
@@ -20,6 +19,7 @@ from finops.records import (
     STATUS_STARTING,
 )
 from finops.store import SqliteCostStore
+from gpu_finops.facts import dcgm, timeouts
 from harness.waits import eventually
 from tests.finops.conftest import FakeNodes, gpu, node
 
@@ -209,7 +209,7 @@ def test_dockerfile_runs_the_collector_with_only_what_it_imports():
     import sys
     from pathlib import Path
 
-    from facts.names import COLLECTOR_PORT
+    from gpu_finops.facts.names import COLLECTOR_PORT
 
     text = (Path(__file__).resolve().parents[2] / "Dockerfile").read_text()
     assert 'ENTRYPOINT ["gpu-finops"]' in text and '"collect"' in text and "USER 10001" in text

@@ -11,13 +11,13 @@ from datetime import timedelta
 import pytest
 from prometheus_client import CollectorRegistry
 
-from facts import collector_metrics as names
-from facts.errors import UsageError
 from finops.cli_collect import holdings_reader
 from finops.cli_reap import nodepool_of
 from finops.holdings_record import IntervalHoldings
 from finops.metrics import CollectorMetrics
 from finops.records import CycleResult
+from gpu_finops.facts import collector_metrics as names
+from gpu_finops.facts.errors import UsageError
 from tests.finops.conftest import node
 from tests.finops.focus_fixtures import T0, hold, iso, record
 

@@ -16,8 +16,8 @@ import pytest
 
 from clients.promql import PrometheusClient
 from diagnose.prom_observer import read_gpu_stats
-from facts.config import Config
-from facts.names import MONITORING_NS
+from gpu_finops.facts.config import Config
+from gpu_finops.facts.names import MONITORING_NS
 from harness.waits import eventually
 from infra.metrics_csv import PROJECT_METRICS
 from infra.objects.monitoring import DCGM_APP_LABEL, DCGM_PORT_NAME, dcgm_exporter_values, dcgm_scrape_job

@@ -6,8 +6,8 @@ from __future__ import annotations
 import boto3
 import pytest
 
-from facts.errors import UsageError
 from finops.tenant_report import by_tenant
+from gpu_finops.facts.errors import UsageError
 
 BUCKET = "gpu-finops-focus-123456789012"
 

@@ -9,7 +9,7 @@ import pytest
 from clients.promql import PrometheusClient
 from diagnose import activity as act
 from diagnose.prom_observer import read_gpu_stats
-from facts import dcgm
+from gpu_finops.facts import dcgm
 from local.sim.dcgm_sim import SimGpu
 from tests.finops.conftest import node
 from tests.finops.test_collector import collector, last_minute, wait_for_series

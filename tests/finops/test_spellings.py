@@ -14,11 +14,11 @@ import pytest
 
 from clients.promql import PrometheusClient
 from diagnose.prom_observer import read_gpu_stats
-from facts import dcgm
-from facts.dcgm_inputs import PERCENT, PINNED, PRESETS, RATIO, Spelling, spelling_from_dict
 from finops.collector import Collector
 from finops.records import STATUS_MISSING_SM_ACTIVE, STATUS_OK
 from finops.store import SqliteCostStore
+from gpu_finops.facts import dcgm
+from gpu_finops.facts.dcgm_inputs import PERCENT, PINNED, PRESETS, RATIO, Spelling, spelling_from_dict
 from local.cluster.prometheus_server import PrometheusServer
 from local.sim.dcgm_sim import DcgmSimulator, SimGpu
 from tests.finops.conftest import FakeNodes, node
@@ -42,7 +42,7 @@ OTEL = spelling_from_dict(
         "gpu_util_unit": "ratio",
     }
 )
-# 4.9 moves GPU memory from MiB to bytes under names no upstream text read here gives (facts/dcgm_inputs.py
+# 4.9 moves GPU memory from MiB to bytes under names no upstream text read here gives (gpu_finops/facts/dcgm_inputs.py
 # RENAMES, confirmed=False): the fleet names them in a spelling file; these names stand for the fleet's.
 FLEET_FB_BYTES = spelling_from_dict(
     {

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from facts.errors import UsageError
 from finops.store import SqliteCostStore, open_store
 from gpu_finops.cli import main
+from gpu_finops.facts.errors import UsageError
 from tests.finops.test_reaper import records
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from facts.errors import UsageError
 from finops.store import SqliteCostStore
+from gpu_finops.facts.errors import UsageError
 
 
 def wal_store(path: Path) -> None:

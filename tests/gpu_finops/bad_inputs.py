@@ -1,4 +1,4 @@
-"""The CLI's error contract (facts/errors.py), driven with bad inputs: the shared parts of the tables in
+"""The CLI's error contract (gpu_finops/facts/errors.py), driven with bad inputs: the shared parts of the tables in
 tests/gpu_finops/test_bad_inputs*.py (one per subcommand group or source of cases): a case, the config files
 that must be refused, the argv builders, and the check every case passes (run through conftest.py's
 `bad_input` fixture)."""

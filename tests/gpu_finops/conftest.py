@@ -20,7 +20,7 @@ from tests.gpu_finops.bad_inputs import CONFIGS, Case, check, closed_port
 
 @pytest.fixture
 def short_tmp() -> Iterator[Path]:
-    """A folder with a short path: the messages elide a value past facts.errors' limit, and pytest's own
+    """A folder with a short path: the messages elide a value past gpu_finops.facts.errors' limit, and pytest's own
     tmp_path under xdist (`.../popen-gw1/test_a_bad_input_ends_with_its92/`) is long enough to be elided,
     so the line the case expects would name a path the message shortened."""
     path = Path(tempfile.mkdtemp(prefix="gf-bad-"))

@@ -1,4 +1,4 @@
-"""The CLI's error contract (facts/errors.py), driven with bad inputs: every one ends with the exit code of
+"""The CLI's error contract (gpu_finops/facts/errors.py), driven with bad inputs: every one ends with the exit code of
 its meaning and one line on stderr naming the input and what is wrong, never a traceback; `-v` adds the
 traceback, Ctrl-C exits 130 saying how to finish. Every subcommand appears in the table.
 

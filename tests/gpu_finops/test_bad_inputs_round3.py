@@ -14,10 +14,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from facts.errors import excerpt, printable
 from finops.export import DATA_FILE, PARTITION
 from finops.records import COLUMNS, column_problem
 from gpu_finops.cli import main
+from gpu_finops.facts.errors import excerpt, printable
 
 ESC = "\x1b"
 

@@ -26,7 +26,7 @@ CASES: dict[str, Case] = {
     "a fleet of an unknown instance type": Case(
         ("twin", "generate", "--fleet", "{tmp}/p9.yaml", "--out", "{tmp}/t.jsonl"),
         2,
-        "gpu-finops twin: config file {tmp}/p9.yaml: config key 'instance_type': 'p9.huge' is not in facts/catalog.py's",
+        "gpu-finops twin: config file {tmp}/p9.yaml: config key 'instance_type': 'p9.huge' is not in gpu_finops/facts/catalog.py's",
     ),
     "a missing fleet file": Case(
         ("twin", "generate", "--fleet", "{tmp}/nope.yaml", "--out", "{tmp}/t.jsonl"),

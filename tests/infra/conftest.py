@@ -33,7 +33,7 @@ class Synth:
     def product_chart_docs(self) -> list[dict]:
         """The gpu-finops chart rendered by the pinned Helm with the stack's release values (stand-ins for
         what only apply knows), as Terraform's helm provider would install it."""
-        from facts.config import load_config
+        from gpu_finops.facts.config import load_config
         from local.charts import chart_inputs, chart_render
         from local.charts.helm import ensure_helm
 
@@ -49,7 +49,7 @@ class Synth:
 
 @pytest.fixture(scope="module")
 def synthesized(tmp_path_factory, supported_node) -> Synth:
-    from facts.config import load_config
+    from gpu_finops.facts.config import load_config
     from infra.app import synth
 
     out = tmp_path_factory.mktemp("cdktf.out")
@@ -67,7 +67,7 @@ CI_CONFIG = {
 @pytest.fixture(scope="module")
 def synthesized_with_ci(tmp_path_factory, supported_node) -> Synth:
     """Every optional part on: the ci-role stack and admin access entries."""
-    from facts.config import load_config
+    from gpu_finops.facts.config import load_config
     from infra.app import synth
 
     out = tmp_path_factory.mktemp("cdktf.out")

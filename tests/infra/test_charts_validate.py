@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from facts.config import load_config
-from facts.names import COLLECTOR
+from gpu_finops.facts.config import load_config
+from gpu_finops.facts.names import COLLECTOR
 from infra.objects import karpenter, kueue
 from local.charts import chart_inputs, chart_render, dry_run
 

@@ -13,8 +13,8 @@ import pytest
 import yaml
 from botocore.stub import Stubber
 
-from facts.config import Config, ConfigError, load_config
-from facts.names import TAG_PROJECT
+from gpu_finops.facts.config import Config, ConfigError, load_config
+from gpu_finops.facts.names import TAG_PROJECT
 from infra.ci_boundary import boundary_policy
 from infra.ci_policies import (
     ATTACHABLE_MANAGED_POLICIES,

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from facts.config import load_config
-from facts.names import TAG_CLUSTER, TAG_PROJECT
+from gpu_finops.facts.config import load_config
+from gpu_finops.facts.names import TAG_CLUSTER, TAG_PROJECT
 from infra.ci_boundary import boundary_policy
 from infra.iam_eval import Request, decide
 

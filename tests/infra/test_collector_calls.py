@@ -23,9 +23,9 @@ import pytest
 from botocore.awsrequest import AWSResponse
 
 from clients.promql import PrometheusClient
-from facts import dcgm
 from finops.collector import align
 from gpu_finops.cli import main
+from gpu_finops.facts import dcgm
 from harness.waits import eventually
 from infra.ci_boundary import boundary_policy
 from infra.iam_eval import Request, decide

@@ -10,7 +10,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from facts.config import load_config
+from gpu_finops.facts.config import load_config
 from infra.deploy import DeployError, ensure_collector_image
 from infra.preflight import Preflight, collector_image_ref, push_commands
 

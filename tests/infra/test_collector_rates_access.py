@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from facts.config import Config
 from finops.rates import PRICING_REGION
+from gpu_finops.facts.config import Config
 from infra.ci_boundary import boundary_policy
 from infra.iam_eval import Request, decide
 from infra.iam_policies import collector

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from facts.dcgm_inputs import PRESETS
+from gpu_finops.facts.dcgm_inputs import PRESETS
 from infra import dashboards
 from ledger import rules
 

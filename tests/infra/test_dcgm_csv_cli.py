@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-from facts import dcgm
 from gpu_finops.cli import main
+from gpu_finops.facts import dcgm
 from infra.metrics_csv import PROJECT_METRICS, render
 from tests.infra.test_go_csv import go_csv_reader, ours, read_with_go
 

@@ -8,7 +8,7 @@ import boto3
 import pytest
 
 import infra.deploy as deploy
-from facts.config import load_config
+from gpu_finops.facts.config import load_config
 from infra.preflight import Check
 
 C = load_config()

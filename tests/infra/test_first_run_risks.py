@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from facts.config import load_config
+from gpu_finops.facts.config import load_config
 
 C = load_config()
 

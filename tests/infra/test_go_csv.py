@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from facts import dcgm
+from gpu_finops.facts import dcgm
 from infra.go_csv import GoCsvError, read_go_csv
 from infra.metrics_csv import PROJECT_METRICS, MetricRow, render
 from tests.infra.metrics_csv_table import BOM, TABLE

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
-from facts.config import load_config
-from facts.kube_keys import GPU_RESOURCE
+from gpu_finops.facts.config import load_config
+from gpu_finops.facts.kube_keys import GPU_RESOURCE
 
 C = load_config()
 

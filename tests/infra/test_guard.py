@@ -15,8 +15,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from facts.config import Config, Tenant, Versions
 from gpu_finops.cli import main
+from gpu_finops.facts.config import Config, Tenant, Versions
 from infra.eks_support import (
     EKS_SUPPORT,
     EXTENDED_USD_H,
@@ -118,7 +118,9 @@ def test_over_budget_is_refused_before_anything_starts(tmp_path, capsys):
         guard("estimate", "--rates", "catalog", "--budget-usd", "5", "--deadline-file", str(deadline), *START)
     )
     out, err = capsys.readouterr()
-    assert code == 1, out  # the check "within budget" is false (facts/errors.py), not "unreachable"
+    assert code == 1, (
+        out
+    )  # the check "within budget" is false (gpu_finops/facts/errors.py), not "unreachable"
     assert (
         "gpu-finops guard: cost guard: refusing to start: the ceiling $18.30 is over the budget $5.00" in err
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import signal
 import time
 
-from facts import timeouts
+from gpu_finops.facts import timeouts
 from tests.infra.test_guard_signals import SPAWNS, start_guard
 from tests.process_table import kill_group, running
 

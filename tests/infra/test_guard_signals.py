@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from facts import timeouts
 from gpu_finops.cli import main
+from gpu_finops.facts import timeouts
 from infra.guard import Deadline
 from tests.process_table import group, kill_group, running, wait_for_file
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from facts.config import Config
-from facts.names import TAG_CLUSTER, TAG_PROJECT
+from gpu_finops.facts.config import Config
+from gpu_finops.facts.names import TAG_CLUSTER, TAG_PROJECT
 from infra.ci_boundary import boundary_policy
 from infra.ci_policies import boundary_arn
 from infra.ci_policies_iam import deploy_policies

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from facts.config import Config
-from facts.names import TAG_CLUSTER, TAG_PROJECT
+from gpu_finops.facts.config import Config
+from gpu_finops.facts.names import TAG_CLUSTER, TAG_PROJECT
 from infra.ci_boundary import boundary_policy
 from infra.iam_eval import Request, decide
 from infra.iam_policies import karpenter_controller, karpenter_profile_path

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from facts.config import Config
-from facts.names import TAG_CLUSTER, TAG_PROJECT
+from gpu_finops.facts.config import Config
+from gpu_finops.facts.names import TAG_CLUSTER, TAG_PROJECT
 from infra.ci_boundary import boundary_policy
 from infra.ci_policies_iam import deploy_policies
 from infra.iam_eval import Request, decide

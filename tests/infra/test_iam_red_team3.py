@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from facts.config import Config
+from gpu_finops.facts.config import Config
 from infra.ci_boundary import boundary_policy
 from infra.ci_policies_iam import deploy_policies
 from infra.cluster_karpenter import INTERRUPTION_EVENTS

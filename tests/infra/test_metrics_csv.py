@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from facts import dcgm
+from gpu_finops.facts import dcgm
 from infra.metrics_csv import (
     EXPORTER_DEFAULT_METRICS,
     MAX_CSV_BYTES,

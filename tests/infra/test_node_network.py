@@ -7,8 +7,8 @@ import copy
 
 import pytest
 
-from facts.config import load_config
-from facts.kube_keys import LABEL_DISCOVERY
+from gpu_finops.facts.config import load_config
+from gpu_finops.facts.kube_keys import LABEL_DISCOVERY
 from tests.infra.node_network import EKS_CLUSTER_SG, Rule, node_network_failures
 
 C = load_config()

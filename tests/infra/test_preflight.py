@@ -12,7 +12,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from facts.config import load_config
+from gpu_finops.facts.config import load_config
 from infra.preflight import GVT_SPOT_QUOTA_CODE, Preflight
 from teardown.model import Context, TeardownConfig
 from teardown.registry import REGISTRY
@@ -112,7 +112,7 @@ def test_spot_role_that_existed_before_is_never_ours(boto_session, moto_slr_name
 def test_up_writes_the_acts_kubeconfig_and_a_failure_says_what_to_rerun(tmp_path):
     from types import SimpleNamespace
 
-    from facts.config import Config
+    from gpu_finops.facts.config import Config
     from infra.deploy import DeployError, write_kubeconfig
 
     c = Config(state_dir=str(tmp_path / ".state"))

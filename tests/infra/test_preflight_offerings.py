@@ -12,7 +12,7 @@ import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 
-from facts.config import Config
+from gpu_finops.facts.config import Config
 from infra.ci_policies import boundary_arn, boundary_policy_name
 from infra.preflight import Preflight
 
@@ -93,7 +93,7 @@ def test_a_type_not_offered_in_a_zone_is_named_with_what_to_do():
     check = stubbed(EVERY - {gone}, EVERY - {gone}).spot_offerings()
     assert not check.ok
     assert check.detail.startswith(f"{gone[0]} in {gone[1]}: not offered: choose availability_zones")
-    assert "facts/config.yaml" in check.detail
+    assert "gpu_finops/facts/config.yaml" in check.detail
 
 
 def test_a_type_offered_but_without_spot_price_is_named():
@@ -116,4 +116,6 @@ def test_an_unreadable_offerings_api_is_a_failed_check_not_a_pass():
 def test_moto_answers_both_calls_for_our_types(boto_session, types):
     """The real request shapes against moto's EC2 (botocore validates the parameters on the way out)."""
     check = Preflight(C, boto_session).spot_offerings()
-    assert check.name == "spot offerings" and (check.ok or "facts/config.yaml" in check.detail), check.detail
+    assert check.name == "spot offerings" and (check.ok or "gpu_finops/facts/config.yaml" in check.detail), (
+        check.detail
+    )

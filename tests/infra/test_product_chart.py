@@ -13,8 +13,8 @@ import json
 import pytest
 import yaml
 
-from facts import dcgm
-from facts.names import COLLECTOR
+from gpu_finops.facts import dcgm
+from gpu_finops.facts.names import COLLECTOR
 from infra import chart_files
 from infra.metrics_csv import exported_fields
 from ledger import rules

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from clients.kube import Kube
-from facts.kube_keys import GPU_RESOURCE
+from gpu_finops.facts.kube_keys import GPU_RESOURCE
 from harness.waits import eventually
 
 pytestmark = [pytest.mark.slow, pytest.mark.binaries, pytest.mark.timeout(600)]

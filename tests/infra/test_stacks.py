@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from facts import dcgm
-from facts.config import Versions, load_config
-from facts.names import TAG_PROJECT
+from gpu_finops.facts import dcgm
+from gpu_finops.facts.config import Versions, load_config
+from gpu_finops.facts.names import TAG_PROJECT
 from infra.metrics_csv import exported_fields
 
 C = load_config()
@@ -333,8 +333,8 @@ def test_the_collector_records_holdings_and_may_read_what_they_need_only(synthes
     pendingworkloads in Kueue's visibility API)."""
     import argparse
 
-    from facts.names import COLLECTOR
     from finops.cli_collect import add_arguments
+    from gpu_finops.facts.names import COLLECTOR
 
     rendered = synthesized.product_chart_docs()
     docs = {d["kind"]: d for d in rendered if d["kind"] != "Deployment"}

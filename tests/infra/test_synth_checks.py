@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from facts.config import ConfigError, load_config
+from gpu_finops.facts.config import ConfigError, load_config
 from infra.metrics_csv import PROJECT_METRICS, MetricRow, MetricsCsvError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from facts.config import Config, ConfigError, Tenant, load_config
+from gpu_finops.facts.config import Config, ConfigError, Tenant, load_config
 from infra.objects import device_plugin, karpenter, kueue
 
 

@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from facts.config import Config, load_config
-from facts.names import TAG_CLUSTER, TAG_PROJECT
+from gpu_finops.facts.config import Config, load_config
+from gpu_finops.facts.names import TAG_CLUSTER, TAG_PROJECT
 from infra.ci_boundary import CNI_ENI_CHANGES, RETAG_KEYS, boundary_policy
 from infra.ci_policies_iam import deploy_policies
 from infra.iam_escalation import boundary_findings, ownership_findings

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from facts.dcgm_inputs import PRESETS
+from gpu_finops.facts.dcgm_inputs import PRESETS
 from ledger import alerts
 from ledger.conventions import Conventions
 

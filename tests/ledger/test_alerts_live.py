@@ -27,14 +27,14 @@ from clients.metrics_http import serve as serve_registry
 from clients.promql import PrometheusClient
 from diagnose.exporter import DiagnosisMetrics, read_once
 from diagnose.model import Cluster, Holder, NodeFacts, PodFacts
-from facts import dcgm
-from facts.kube_keys import GPU_RESOURCE
 from finops.collector import Collector
 from finops.gpu_holdings import GpuHolding
 from finops.holdings_record import HoldingsReader
 from finops.metrics import CollectorMetrics, serve
 from finops.pricing import CatalogRates
 from finops.store import SqliteCostStore
+from gpu_finops.facts import dcgm
+from gpu_finops.facts.kube_keys import GPU_RESOURCE
 from harness.waits import eventually
 from ledger import alerts, rules
 from ledger.conventions import Conventions
@@ -191,7 +191,7 @@ def test_every_dashboard_query_returns_series_from_the_rules_and_the_collector(r
 
 
 def test_the_waiting_pods_panel_shows_the_pending_pod_under_allocation(running):
-    from facts.collector_metrics import PENDING_GPU_PODS
+    from gpu_finops.facts.collector_metrics import PENDING_GPU_PODS
     from infra.dashboards import DASHBOARDS_DIR, queries
 
     prom, _collector = running

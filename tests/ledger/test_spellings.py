@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from facts.dcgm_inputs import PINNED, PRESETS, RATIO, Spelling, spelling_from_dict
+from gpu_finops.facts.dcgm_inputs import PINNED, PRESETS, RATIO, Spelling, spelling_from_dict
 from ledger import rules
 from ledger.conventions import Conventions
 

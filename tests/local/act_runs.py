@@ -46,7 +46,7 @@ def restore_target(cluster: Any) -> list[str]:
     from kubernetes.client import ApiClient
 
     from acts.namespaces import cleanup_namespaces
-    from facts.kube_keys import LABEL_ACT_RUN, TAINT_ACT7_MAINTENANCE
+    from gpu_finops.facts.kube_keys import LABEL_ACT_RUN, TAINT_ACT7_MAINTENANCE
     from local.charts import render
 
     kube = cluster.kube()

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from facts.config import load_config
+from gpu_finops.facts.config import load_config
 from local.charts import gpu_placement
 from local.charts.gpu_node import STAGES, gpu_node
 

@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from facts import dcgm
-from facts.kube_keys import LABEL_TENANT
+from gpu_finops.facts import dcgm
+from gpu_finops.facts.kube_keys import LABEL_TENANT
 from harness.waits import eventually
 from ledger import alerts, rules
 from ledger.conventions import Conventions
@@ -47,12 +47,12 @@ def live(local_cluster, tmp_path_factory):
     from diagnose.exporter import DiagnosisMetrics, kube_pending, read_once
     from diagnose.kube_observer import KubeObserver
     from diagnose.read import read_cluster
-    from facts.catalog import prices
     from finops.collector import Collector
     from finops.holdings_record import kube_reader
     from finops.metrics import CollectorMetrics, serve
     from finops.pricing import CatalogRates
     from finops.store import SqliteCostStore
+    from gpu_finops.facts.catalog import prices
     from infra.metrics_csv import exported_fields, render
     from local.cluster import kube_state_metrics
     from local.cluster.prometheus_server import PrometheusServer, free_port
@@ -189,7 +189,7 @@ def test_every_dashboard_query_is_valid_promql_and_returns_series(live):
 
 def test_the_waiting_pods_panel_counts_the_pending_gpu_pod_under_its_diagnosed_cause(live):
     from clients.promql import PrometheusClient
-    from facts.collector_metrics import PENDING_GPU_PODS
+    from gpu_finops.facts.collector_metrics import PENDING_GPU_PODS
     from infra.dashboards import DASHBOARDS_DIR, queries
 
     prom, cycle = live

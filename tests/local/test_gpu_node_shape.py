@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from facts.catalog import GPU_TYPES
-from facts.config import load_config
-from facts.kubelet import node_resources
+from gpu_finops.facts.catalog import GPU_TYPES
+from gpu_finops.facts.config import load_config
+from gpu_finops.facts.kubelet import node_resources
 from infra.objects.karpenter import nodepool
 from local.charts.gpu_node import NFD_NVIDIA_PCI, STAGES, gpu_node, instance_labels
 
@@ -54,7 +54,9 @@ def test_the_shared_pools_node_selects_the_time_slicing_config():
     assert labels["nvidia.com/device-plugin.config"] == C.shared_device_config
 
 
-@pytest.mark.parametrize("itype, error", [("p5.48xlarge", "not in facts/catalog.py"), ("x", "not in")])
+@pytest.mark.parametrize(
+    "itype, error", [("p5.48xlarge", "not in gpu_finops/facts/catalog.py"), ("x", "not in")]
+)
 def test_an_instance_type_outside_the_catalog_is_refused_by_name(itype, error):
     with pytest.raises(ValueError, match=error):
         instance_labels(itype)

@@ -1,5 +1,5 @@
 """A GPU node Karpenter's kwok provider launches on the local target reports cpu, memory, pods and ephemeral
-storage as its instance type's kubelet would on EKS (facts/kubelet.py), so the shared NodePool's cpu limit
+storage as its instance type's kubelet would on EKS (gpu_finops/facts/kubelet.py), so the shared NodePool's cpu limit
 holds as on AWS.
 
 The shared pool's nodes advertise nvidia.com/gpu.shared, not nvidia.com/gpu, so of its limits only cpu
@@ -15,10 +15,10 @@ import uuid
 import pytest
 from kubernetes.utils import parse_quantity
 
-from facts import timeouts
-from facts.kube_keys import LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_TENANT
-from facts.kube_keys import SHARED_GPU_RESOURCE as SHARED
-from facts.kubelet import node_resources
+from gpu_finops.facts import timeouts
+from gpu_finops.facts.kube_keys import LABEL_INSTANCE_TYPE, LABEL_NODEPOOL, LABEL_TENANT
+from gpu_finops.facts.kube_keys import SHARED_GPU_RESOURCE as SHARED
+from gpu_finops.facts.kubelet import node_resources
 from harness.waits import consistently, eventually
 
 pytestmark = [pytest.mark.local, pytest.mark.slow, pytest.mark.timeout(1200)]

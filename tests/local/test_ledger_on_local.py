@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pytest
 
-from facts.kube_keys import GPU_RESOURCE, SHARED_GPU_RESOURCE
+from gpu_finops.facts.kube_keys import GPU_RESOURCE, SHARED_GPU_RESOURCE
 from harness.waits import eventually
 from ledger import rules
 from ledger.conventions import BUCKETS, Conventions

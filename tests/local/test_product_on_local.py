@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from facts.kube_keys import GPU_RESOURCE
-from facts.names import COLLECTOR, MONITORING_NS
+from gpu_finops.facts.kube_keys import GPU_RESOURCE
+from gpu_finops.facts.names import COLLECTOR, MONITORING_NS
 from harness.waits import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -201,7 +201,7 @@ def test_local_env_prints_the_exports_the_commands_read(local_cluster):
 def test_the_charts_diagnosis_counts_a_pending_gpu_pod_under_its_cause(fleet):
     """The diagnosis exporter with the chart's args, as the chart's ServiceAccount (so its ClusterRole must
     let it read what the diagnosis reads): a pod asking for more GPUs than any node has waits for allocation."""
-    from facts.collector_metrics import DIAGNOSIS_HEALTHY, PENDING_GPU_PODS
+    from gpu_finops.facts.collector_metrics import DIAGNOSIS_HEALTHY, PENDING_GPU_PODS
     from local.cluster import product
 
     url = product.prometheus_url()

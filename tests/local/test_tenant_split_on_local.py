@@ -19,10 +19,10 @@ from fractions import Fraction
 import pyarrow.parquet as pq
 import pytest
 
-from facts import timeouts
-from facts.kube_keys import LABEL_GPU_REPLICAS, LABEL_NODEPOOL, LABEL_QUEUE_NAME, LABEL_TENANT
-from facts.kube_keys import SHARED_GPU_RESOURCE as SHARED
-from facts.timestamps import iso
+from gpu_finops.facts import timeouts
+from gpu_finops.facts.kube_keys import LABEL_GPU_REPLICAS, LABEL_NODEPOOL, LABEL_QUEUE_NAME, LABEL_TENANT
+from gpu_finops.facts.kube_keys import SHARED_GPU_RESOURCE as SHARED
+from gpu_finops.facts.timestamps import iso
 from harness.waits import eventually
 
 pytestmark = [pytest.mark.local, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -33,7 +33,7 @@ QUANTUM = Decimal("0.000001")
 
 
 def shared_job(target, name: str, ns: str, run: str, seconds: int, sm: float, node: str | None) -> dict:
-    """A one-replica Job outside Kueue. The config gives team-b no shared quota (facts/config.yaml:
+    """A one-replica Job outside Kueue. The config gives team-b no shared quota (gpu_finops/facts/config.yaml:
     shared_gpu_quota 0), so through its LocalQueue a replica would never be admitted; who held the card is
     what the split is about, not who was admitted, so both Jobs carry no queue label and are not
     suspended: Kueue (manageJobsWithoutQueueName off) leaves them alone and the scheduler places them. A
@@ -105,12 +105,12 @@ def test_two_tenants_on_one_time_sliced_card_split_exactly_and_the_export_passes
 def split_and_validate(kube, target, ns, run, pod_resources, tmp_path) -> None:
     from clients.nodes import KubeNodeSource
     from clients.promql import PrometheusClient
-    from facts.catalog import prices
     from finops.collector import Collector, align
     from finops.holdings_record import kube_reader
     from finops.pricing import CatalogRates
     from finops.store import SqliteCostStore
     from gpu_finops.cli import main
+    from gpu_finops.facts.catalog import prices
     from infra.metrics_csv import exported_fields, render
     from local.cluster.prometheus_server import PrometheusServer
     from local.sim.gpu_sim import ClusterGpuSimulator

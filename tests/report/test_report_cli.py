@@ -9,9 +9,9 @@ import sqlite3
 
 import pytest
 
-from facts.errors import UsageError
 from finops.store import SqliteCostStore
 from gpu_finops.cli import main
+from gpu_finops.facts.errors import UsageError
 from tests.report import fixtures
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import boto3
 
-from facts.config import Config
+from gpu_finops.facts.config import Config
 
 if TYPE_CHECKING:
     from tests.teardown.account import Account

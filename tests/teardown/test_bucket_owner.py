@@ -3,7 +3,7 @@ name that another account owns answers 403 on every call, so it is never read, e
 
 from __future__ import annotations
 
-from facts.config import Config
+from gpu_finops.facts.config import Config
 from teardown.model import Context, TeardownConfig
 from teardown.types.storage import delete_bucket, list_buckets
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from facts.timestamps import iso
 from gpu_finops.cli import main
+from gpu_finops.facts.timestamps import iso
 from teardown.journal import Journal
 from tests.teardown.account import in_state
 from tests.teardown.test_provenance import ACCOUNT, begin_run_now, cli

@@ -179,7 +179,7 @@ def test_cluster_flag_overrides_the_config_and_leaves_the_other_cluster_alone(
     ],
 )
 def test_cluster_flag_is_validated(flag, message, tmp_path, capsys):
-    """--cluster follows the same rule as the config's cluster_name (facts/arguments.py): teardown only
+    """--cluster follows the same rule as the config's cluster_name (gpu_finops/facts/arguments.py): teardown only
     ever removes clusters our config could have named."""
     with pytest.raises(SystemExit) as exc:
         main(cli("verify", tmp_path, f"--cluster={flag}"))

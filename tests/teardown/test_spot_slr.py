@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from facts.names import SPOT_SLR, spot_slr_record_name
 from gpu_finops.cli import main
+from gpu_finops.facts.names import SPOT_SLR, spot_slr_record_name
 from tests.teardown.test_provenance import PAIRS, begin_run_now, cli
 
 RECORD = spot_slr_record_name("gpu-finops")

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from facts.errors import ConfigError
-from facts.kube_keys import LABEL_NODEPOOL, LABEL_UNSCHEDULABLE_REASON
-from facts.kubelet import node_resources
+from gpu_finops.facts.errors import ConfigError
+from gpu_finops.facts.kube_keys import LABEL_NODEPOOL, LABEL_UNSCHEDULABLE_REASON
+from gpu_finops.facts.kubelet import node_resources
 from infra.objects.kueue import cluster_queues
 from twin import fleet as fleet_mod
 
@@ -39,7 +39,9 @@ def test_policies_render_through_the_addons_stacks_queues() -> None:
 
 def test_static_nodes_report_what_the_kubelet_would() -> None:
     f = fleet_mod.parse(BASE, "fleet.yaml")
-    capacity, allocatable = node_resources("g6e.48xlarge")  # tests/facts/test_kubelet.py: the figures
+    capacity, allocatable = node_resources(
+        "g6e.48xlarge"
+    )  # tests/gpu_finops/facts/test_kubelet.py: the figures
     for node in f.nodes():
         assert node["status"] == {"capacity": capacity, "allocatable": allocatable}
     assert allocatable["cpu"] == "191450m" and capacity["cpu"] == "192"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from facts.config import Tenant
+from gpu_finops.facts.config import Tenant
 from twin import prepare
 from twin.fleet import Fleet
 

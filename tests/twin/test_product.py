@@ -11,8 +11,8 @@ from decimal import Decimal
 
 import pytest
 
-from facts import timeouts
 from finops.store import SqliteCostStore, StoreError
+from gpu_finops.facts import timeouts
 from ledger import source
 from tests.finops.focus_fixtures import T0, record
 from twin import product

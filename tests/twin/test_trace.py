@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from facts.errors import ConfigError
+from gpu_finops.facts.errors import ConfigError
 from twin.generate import TenantLoad, erlang_trace, generate
 from twin.trace import FORMAT, dump, load, parse
 

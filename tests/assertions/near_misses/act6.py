@@ -8,7 +8,7 @@ from datetime import timedelta
 from hypothesis import strategies as st
 
 from assertions.cost_obs import CostObs, HolderObs
-from facts.timestamps import iso
+from gpu_finops.facts.timestamps import iso
 from tests.assertions.near_misses import Break
 from tests.assertions.tables import T0
 

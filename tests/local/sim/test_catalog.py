@@ -1,13 +1,13 @@
 """The kwok provider's catalog carries each type's capacity as Karpenter's AWS provider computes it
-(facts/kubelet.py), so the kwok provider's allocatable (capacity less its fixed 100m/10Mi) starts from the
+(gpu_finops/facts/kubelet.py), so the kwok provider's allocatable (capacity less its fixed 100m/10Mi) starts from the
 same figures as the node's simulated kubelet."""
 
 from __future__ import annotations
 
-from facts.catalog import GPU_TYPES
-from facts.config import load_config
-from facts.kube_keys import GPU_RESOURCE
-from facts.kubelet import node_resources
+from gpu_finops.facts.catalog import GPU_TYPES
+from gpu_finops.facts.config import load_config
+from gpu_finops.facts.kube_keys import GPU_RESOURCE
+from gpu_finops.facts.kubelet import node_resources
 from local.sim.catalog import instance_types
 
 

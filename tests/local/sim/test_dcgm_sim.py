@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import urllib.request
 
-from facts import dcgm
+from gpu_finops.facts import dcgm
 from local.sim.dcgm_sim import DcgmSimulator, SimGpu
 
 

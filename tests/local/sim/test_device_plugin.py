@@ -8,8 +8,8 @@ from types import SimpleNamespace as NS
 
 import pytest
 
-from facts.config import load_config
-from facts.kubelet import node_resources
+from gpu_finops.facts.config import load_config
+from gpu_finops.facts.kubelet import node_resources
 from infra.objects.device_plugin import device_plugin_configs
 from local.sim.device_plugin import (
     Allocations,
@@ -99,7 +99,9 @@ class FakeCore:
         self.patches.append(("status", name, body))
 
 
-KUBELET_CAPACITY, KUBELET_ALLOCATABLE = node_resources("g6e.xlarge")  # tests/facts/test_kubelet.py's figures
+KUBELET_CAPACITY, KUBELET_ALLOCATABLE = node_resources(
+    "g6e.xlarge"
+)  # tests/gpu_finops/facts/test_kubelet.py's figures
 
 
 def node(name, config=None, capacity=None, allocatable=None):

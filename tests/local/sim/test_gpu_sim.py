@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace as NS
 
-from facts import dcgm
+from gpu_finops.facts import dcgm
 from local.sim.device_plugin import gpu_uuid
 from local.sim.gpu_sim import devices_from_pod_resources, gpus_from_cluster
 from local.sim.profiles import DATA_STARVED, RESIDENT_MODEL, profile_values

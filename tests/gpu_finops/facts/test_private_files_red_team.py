@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from facts.private_files import (
+from gpu_finops.facts.private_files import (
     NotAPrivateFile,
     TooLarge,
     create_private,

@@ -7,8 +7,8 @@ import dataclasses
 
 import pytest
 
-from facts import dcgm
-from facts.dcgm_inputs import (
+from gpu_finops.facts import dcgm
+from gpu_finops.facts.dcgm_inputs import (
     AUTO,
     PERCENT,
     PINNED,

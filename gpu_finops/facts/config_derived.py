@@ -1,11 +1,11 @@
-"""What follows from the configuration's fields, written once as properties of `Config` (facts/config.py
+"""What follows from the configuration's fields, written once as properties of `Config` (gpu_finops/facts/config.py
 mixes this in): the GPU capacity the quotas admit, and the names the stacks give what they create (roles,
 queue, table, namespaces, ports), which teardown and the acts find by the same properties."""
 
 from __future__ import annotations
 
-from facts import names
-from facts.kube_keys import GPU_RESOURCE
+from gpu_finops.facts import names
+from gpu_finops.facts.kube_keys import GPU_RESOURCE
 
 # The nightly's role is `nightly-<cluster>`; every other role is `<cluster>-<what>`. So no cluster may be named
 # `nightly` or `nightly-...` (Config.validate refuses it): `nightly`'s `nightly-fis` would be cluster `fis`'s CI

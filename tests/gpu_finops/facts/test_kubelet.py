@@ -1,4 +1,4 @@
-"""facts/kubelet.py against figures worked out by hand from karpenter-provider-aws v1.15.0's
+"""gpu_finops/facts/kubelet.py against figures worked out by hand from karpenter-provider-aws v1.15.0's
 pkg/providers/instancetype/types.go (memory, ENILimitedPods, kubeReservedResources, evictionThreshold), and
 against that package's own test (suite_test.go, "Kube Reserved Resources / should use defaults when no
 kubelet is specified": m5.xlarge, 4 vCPUs and 4 interfaces of 15 addresses as g6e.xlarge, gives kube-reserved
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from facts import kubelet
-from facts.catalog import GPU_TYPES
+from gpu_finops.facts import kubelet
+from gpu_finops.facts.catalog import GPU_TYPES
 
 EPHEMERAL_ALLOCATABLE = str(100 * 2**30 - 2**30 - 10 * 2**30)  # 100Gi - 1Gi kube-reserved - 10 % eviction
 
@@ -67,8 +67,8 @@ def test_vm_overhead_is_rounded_up_to_a_mib() -> None:
 @pytest.mark.parametrize(
     ("call", "says"),
     [
-        (lambda: kubelet.node_resources("p9.huge"), "not in facts/catalog.py GPU_TYPES"),
-        (lambda: kubelet.max_pods("p9.huge"), "no network limits in facts/catalog.py GPU_NETWORK"),
+        (lambda: kubelet.node_resources("p9.huge"), "not in gpu_finops/facts/catalog.py GPU_TYPES"),
+        (lambda: kubelet.max_pods("p9.huge"), "no network limits in gpu_finops/facts/catalog.py GPU_NETWORK"),
         (lambda: kubelet.memory_mib("32G"), "expected <n>Gi or <n>Mi"),
     ],
 )

@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from facts.private_files import PRIVATE_MODE, create_private, open_private, write_private
+from gpu_finops.facts.private_files import PRIVATE_MODE, create_private, open_private, write_private
 
 
 def mode(path) -> int:

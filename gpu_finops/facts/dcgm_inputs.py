@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from facts import dcgm
+from gpu_finops.facts import dcgm
 
 PERCENT, RATIO, AUTO = "percent", "ratio", "auto"
 # every value was 0: the same figure in either unit, so nothing had to be guessed
@@ -230,7 +230,7 @@ def _renamed(base: Spelling, release: str, name: str, source: str, **extra: Any)
     return dataclasses.replace(base, **changes)
 
 
-# The pinned dcgm-exporter (facts/config.py: 4.6.0-4.8.3) and 4.8.4, which renamed nothing: `hostname`
+# The pinned dcgm-exporter (gpu_finops/facts/config.py: 4.6.0-4.8.3) and 4.8.4, which renamed nothing: `hostname`
 # since 4.8.3 (NVIDIA/dcgm-exporter#655), `Hostname` still read for a fleet mid-rollout.
 PINNED = Spelling(name="dcgm-exporter-4.8", source=f"{SRC_483_CSV}; {SRC_483_NOTES}; {SRC_484_NOTES}")
 PRESETS: dict[str, Spelling] = {

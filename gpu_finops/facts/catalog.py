@@ -16,7 +16,7 @@ GPU_TYPES: dict[str, tuple[int, str, int, float, float]] = {
 # instance type -> (network interfaces on the default network card, IPv4 addresses per interface), EC2's
 # DescribeInstanceTypes NetworkInfo as karpenter-provider-aws v1.15.0 records it
 # (pkg/providers/instancetype/zz_generated.vpclimits.go: NetworkCards[DefaultNetworkCardIndex]
-# .MaximumNetworkInterfaces, IPv4PerInterface). They set the pods a node may run on EKS (facts/kubelet.py).
+# .MaximumNetworkInterfaces, IPv4PerInterface). They set the pods a node may run on EKS (gpu_finops/facts/kubelet.py).
 GPU_NETWORK: dict[str, tuple[int, int]] = {
     "g6e.xlarge": (4, 15),
     "g6e.12xlarge": (10, 30),

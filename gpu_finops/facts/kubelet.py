@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 import re
 
-from facts.catalog import GPU_NETWORK, GPU_TYPES
+from gpu_finops.facts.catalog import GPU_NETWORK, GPU_TYPES
 
 VM_MEMORY_OVERHEAD_PERCENT = 0.075  # karpenter-provider-aws options: VM_MEMORY_OVERHEAD_PERCENT's default
 EVICTION_MEMORY_MIB = 100  # evictionThreshold: memory.available
@@ -46,7 +46,7 @@ def memory_mib(quantity: str) -> int:
     """The catalog's nominal memory ("32Gi") in MiB, as EC2's MemoryInfo.SizeInMiB."""
     m = re.fullmatch(r"(\d+)(Gi|Mi)", quantity)
     if not m:
-        raise ValueError(f"memory {quantity!r} (facts/catalog.py): expected <n>Gi or <n>Mi")
+        raise ValueError(f"memory {quantity!r} (gpu_finops/facts/catalog.py): expected <n>Gi or <n>Mi")
     return int(m.group(1)) * (1024 if m.group(2) == "Gi" else 1)
 
 
@@ -76,7 +76,7 @@ def kube_reserved_memory_mib(pods: int) -> int:
 def max_pods(instance_type: str) -> int:
     if instance_type not in GPU_NETWORK:
         raise ValueError(
-            f"instance type {instance_type!r} has no network limits in facts/catalog.py GPU_NETWORK "
+            f"instance type {instance_type!r} has no network limits in gpu_finops/facts/catalog.py GPU_NETWORK "
             f"(known: {sorted(GPU_NETWORK)}): add its default card's interfaces and IPv4 per interface"
         )
     return eni_limited_pods(*GPU_NETWORK[instance_type])
@@ -84,10 +84,10 @@ def max_pods(instance_type: str) -> int:
 
 def node_resources(instance_type: str) -> tuple[dict[str, str], dict[str, str]]:
     """(capacity, allocatable) for cpu, memory, pods and ephemeral-storage, as quantities the node's status
-    carries on EKS for `instance_type` of facts/catalog.py (GPUs are the device plugin's, not here)."""
+    carries on EKS for `instance_type` of gpu_finops/facts/catalog.py (GPUs are the device plugin's, not here)."""
     if instance_type not in GPU_TYPES:
         raise ValueError(
-            f"instance type {instance_type!r} is not in facts/catalog.py GPU_TYPES {sorted(GPU_TYPES)}"
+            f"instance type {instance_type!r} is not in gpu_finops/facts/catalog.py GPU_TYPES {sorted(GPU_TYPES)}"
         )
     vcpus, nominal = GPU_TYPES[instance_type][:2]
     pods = max_pods(instance_type)

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from facts.errors import FILE, ConfigError, excerpt
+from gpu_finops.facts.errors import FILE, ConfigError, excerpt
 
 MAX_CONFIG_BYTES = 256 * 1024  # the shipped config is ~3 KB; a config this large is a mistake
 MAX_DEPTH = 16  # levels of mappings and lists; the schema's deepest is 3

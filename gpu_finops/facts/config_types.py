@@ -1,5 +1,5 @@
 """The types the configuration's fields use, each saying its rule (pydantic checks them: strict integers
-and booleans, ranges, CIDRs, ARNs, regions botocore knows), so a new key of facts/config.py is one line."""
+and booleans, ranges, CIDRs, ARNs, regions botocore knows), so a new key of gpu_finops/facts/config.py is one line."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Annotated
 
 from pydantic import AfterValidator, ConfigDict, Field, StrictBool, StrictInt
 
-from facts.arguments import CLUSTER_NAME
-from facts.errors import shown
-from facts.regions import known_regions
+from gpu_finops.facts.arguments import CLUSTER_NAME
+from gpu_finops.facts.errors import shown
+from gpu_finops.facts.regions import known_regions
 
 # Every key is checked; values are never coerced (a quoted "4" is not an integer, `yes` is not a name).
 RULES = ConfigDict(extra="forbid", revalidate_instances="always")

@@ -1,12 +1,12 @@
 """One typed, frozen configuration for every package, loaded from YAML and validated completely up front,
 with every name derived from it (roles, queue, table, namespaces, ports) as a property, so each is written once
-(the properties live in facts/config_derived.py, mixed into `Config`).
+(the properties live in gpu_finops/facts/config_derived.py, mixed into `Config`).
 
-The fields are plain dataclass fields; their types say the rules (facts/config_types.py: pydantic checks them:
+The fields are plain dataclass fields; their types say the rules (gpu_finops/facts/config_types.py: pydantic checks them:
 strict integers and booleans, ranges, CIDRs, ARNs, regions botocore knows), so adding a key is one line.
 `validate()` then checks what spans keys (zones of the region, quotas the hardware can hold). Every error names
 the bad key, what was expected and what was found. Defaults suit a sandbox account; users edit
-facts/config.yaml, or name another file in $GPU_FINOPS_CONFIG.
+gpu_finops/facts/config.yaml, or name another file in $GPU_FINOPS_CONFIG.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from facts import config_yaml, names
-from facts.config_derived import CI_ROLE_PREFIX, Derived
-from facts.config_types import (
+from gpu_finops.facts import config_yaml, names
+from gpu_finops.facts.config_derived import CI_ROLE_PREFIX, Derived
+from gpu_finops.facts.config_types import (
     RULES,
     AccountId,
     AddonVersion,
@@ -45,8 +45,8 @@ from facts.config_types import (
     RetentionDays,
     Version,
 )
-from facts.errors import FILE, ConfigError, excerpt, shown
-from facts.private_files import NotAPrivateFile, TooLarge, read_regular
+from gpu_finops.facts.errors import FILE, ConfigError, excerpt, shown
+from gpu_finops.facts.private_files import NotAPrivateFile, TooLarge, read_regular
 
 DEFAULT_FILE = Path(__file__).with_name("config.yaml")
 CONFIG_ENV = "GPU_FINOPS_CONFIG"  # a config file used instead of the default (the nightly writes one)
@@ -275,7 +275,7 @@ def _config_error(error: dict[str, Any]) -> ConfigError:
 
 
 def load_config(path: str | Path | None = None) -> Config:
-    """Load and validate a config file (default: $GPU_FINOPS_CONFIG, else facts/config.yaml); a missing
+    """Load and validate a config file (default: $GPU_FINOPS_CONFIG, else gpu_finops/facts/config.yaml); a missing
     default file means all defaults, a missing named file is an error. Every error names the file."""
     source = "the config argument" if path else CONFIG_ENV
     named = path or os.environ.get(CONFIG_ENV)

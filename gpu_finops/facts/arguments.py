@@ -15,9 +15,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from facts.regions import known_regions
+from gpu_finops.facts.regions import known_regions
 
-CLUSTER_NAME = re.compile(r"[a-z][a-z0-9-]{1,38}")  # facts/config.py checks cluster_name by the same rule
+CLUSTER_NAME = re.compile(
+    r"[a-z][a-z0-9-]{1,38}"
+)  # gpu_finops/facts/config.py checks cluster_name by the same rule
 
 
 def number(minimum: float | None = None, *, above: bool = False, maximum: float | None = None) -> Callable:
@@ -99,7 +101,7 @@ def writable_file(text: str) -> Path:
 
 
 def region(text: str) -> str:
-    """An AWS region botocore's bundled endpoint data knows (offline), as facts/config.py checks it."""
+    """An AWS region botocore's bundled endpoint data knows (offline), as gpu_finops/facts/config.py checks it."""
     if text not in known_regions():
         import difflib
 

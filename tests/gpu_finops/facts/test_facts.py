@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from facts import timestamps
-from facts.catalog import GPU_TYPES, ON_DEMAND, SPOT, prices
-from facts.config import Config
+from gpu_finops.facts import timestamps
+from gpu_finops.facts.catalog import GPU_TYPES, ON_DEMAND, SPOT, prices
+from gpu_finops.facts.config import Config
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from facts.config import load_config
-from facts.errors import ConfigError
+from gpu_finops.facts.config import load_config
+from gpu_finops.facts.errors import ConfigError
 
 
 def test_a_key_twice_in_one_flow_mapping_is_refused(tmp_path):

@@ -8,7 +8,7 @@ import itertools
 
 import pytest
 
-from facts.config import Config, ConfigError
+from gpu_finops.facts.config import Config, ConfigError
 
 ACCOUNT = "123456789012"
 
