@@ -12,7 +12,7 @@ import pytest
 from acts.namespaces import cleanup_namespaces, create_tenant_namespaces
 from acts.report import REPORT_DIR, ActReport, record_outcome, report_for, session_reports
 from acts.targets import Target, broken_stack, target, unavailable_reason
-from clients.kube import Kube
+from gpu_finops.clients.kube import Kube
 from gpu_finops.facts.config import load_config
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from acts.jobs import gpu_job
 from acts.targets import Target, pod_devices
-from clients.kube import Kube
+from gpu_finops.clients.kube import Kube
 from gpu_finops.facts import timeouts
 from gpu_finops.facts.kube_keys import GPU_RESOURCE, LABEL_NODEPOOL, TAINT_ACT7_MAINTENANCE
 from harness.observe import job_of, job_pods, workloads

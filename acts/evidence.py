@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from clients.karpenter import KarpenterClient
-from clients.kube import Kube
+from gpu_finops.clients.karpenter import KarpenterClient
+from gpu_finops.clients.kube import Kube
 from harness.observe import KUEUE, event_time
 
 LOG_TAIL = 400  # lines of each controller's log

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from acts.recorder import PodRecorder
 from assertions.interruption import TAINT
 from assertions.observed import NodeObs, PodObs
-from clients.kube import Kube
+from gpu_finops.clients.kube import Kube
 from harness.observe import gpu_node_names, node_obs, nodeclaims
 
 

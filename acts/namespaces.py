@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from clients.kube import Kube
+from gpu_finops.clients.kube import Kube
 from gpu_finops.facts import timeouts
 from gpu_finops.facts.kube_keys import KUEUE_API, LABEL_ACT_RUN
 

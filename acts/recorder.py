@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from assertions.observed import Interval, PodObs, WorkloadObs, WorkloadSnapshot
-from clients.kube import Kube
+from gpu_finops.clients.kube import Kube
 from harness.observe import job_of, job_pods, snapshot, workloads
 
 # (namespace, pod, node) -> the device ids its containers were given (acts.targets.pod_devices)

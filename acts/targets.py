@@ -113,7 +113,7 @@ def broken_stack(t: Target) -> str | None:
     broken (a failure naming the server and the error), not absent (a skip)."""
     if t.name == "local":
         try:
-            from clients.kube import Kube
+            from gpu_finops.clients.kube import Kube
 
             Kube.from_kubeconfig(t.kubeconfig).core.list_namespace(limit=1, _request_timeout=5)
         except Exception as exc:
@@ -125,7 +125,7 @@ def broken_stack(t: Target) -> str | None:
         return None
     import yaml
 
-    from clients.kube import Kube
+    from gpu_finops.clients.kube import Kube
 
     try:
         kcfg = yaml.safe_load(Path(t.kubeconfig).read_text()) or {}

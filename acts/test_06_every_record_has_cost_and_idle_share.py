@@ -39,12 +39,12 @@ from acts.report import REPORT_DIR
 from assertions.cost import check_cost
 from assertions.cost_obs import CostObs, HolderObs
 from assertions.verdict import require
-from clients.nodes import KubeNodeSource
-from clients.promql import PrometheusClient
 from finops.collector import Collector, align
 from finops.pricing import CatalogRates
 from finops.records import RATE_CATALOG, RATE_ON_DEMAND, RATE_SPOT
 from finops.store import SqliteCostStore
+from gpu_finops.clients.nodes import KubeNodeSource
+from gpu_finops.clients.promql import PrometheusClient
 from gpu_finops.facts import timeouts
 from gpu_finops.facts.kube_keys import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
 from gpu_finops.facts.timestamps import iso

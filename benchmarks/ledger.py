@@ -20,7 +20,7 @@ import yaml
 
 from benchmarks.ledger_data import fleet_exposition, month_openmetrics
 from benchmarks.processes import MIB, mib, own_metrics, peak_rss, prometheus, self_maxrss, serve, tool
-from clients.promql import PrometheusClient
+from gpu_finops.clients.promql import PrometheusClient
 from gpu_finops.facts import timeouts
 from harness.waits import eventually
 from ledger import accounting, render, rules, source

@@ -16,7 +16,7 @@ from resource import RUSAGE_SELF, getrusage
 
 import yaml
 
-from clients.promql import PrometheusClient
+from gpu_finops.clients.promql import PrometheusClient
 from gpu_finops.facts import timeouts
 from harness.waits import eventually
 from local.cluster.prometheus_server import free_port

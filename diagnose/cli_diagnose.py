@@ -109,7 +109,7 @@ def kube_client(kubeconfig: str | None) -> Any:
     """A harness Kube; UsageError (exit 2) when there is no configuration to reach a cluster with."""
     from kubernetes import config
 
-    from clients.kube import Kube
+    from gpu_finops.clients.kube import Kube
 
     try:
         if kubeconfig is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
@@ -220,8 +220,8 @@ def serve(args: argparse.Namespace, observer: Any) -> int:
     """`--all --port`: the diagnosis every interval as gauges (diagnose/exporter.py), until SIGTERM."""
     import signal
 
-    from clients.metrics_http import serve as serve_http
     from diagnose.exporter import DiagnosisMetrics, kube_pending, run_forever
+    from gpu_finops.clients.metrics_http import serve as serve_http
 
     metrics = DiagnosisMetrics()
     server = serve_http(metrics.registry, lambda: metrics.problems, args.port)
@@ -259,7 +259,7 @@ def emit(diagnoses: list[Diagnosis], cluster: Cluster, args: argparse.Namespace)
         return
     from rich.table import Table
 
-    from clients.terminal import console as wide_console
+    from gpu_finops.clients.terminal import console as wide_console
 
     console = wide_console()
     if not diagnoses:

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from rich.table import Table
 
-    from clients.terminal import console as wide_console
+    from gpu_finops.clients.terminal import console as wide_console
 
     console = wide_console()
     t = Table(title=f"GPUs: activity over the last {args.window}s")

@@ -65,7 +65,7 @@ LEGACY_REASONS = frozenset({"Pending", "Waiting", "Inadmissible", "UnsatisfiedCh
 GATE_REASONS = "UnadmittedWorkloadsObservability"
 GATE_POSITIONS = "VisibilityOnDemand"
 
-# (HTTP status, body text) for a path of the API server: clients.kube.Kube.get_raw, or a recording.
+# (HTTP status, body text) for a path of the API server: gpu_finops.clients.kube.Kube.get_raw, or a recording.
 Get = Callable[[str], tuple[int, str]]
 
 
@@ -329,7 +329,7 @@ def read_signals(get: Get, workloads: Iterable[WorkloadFacts]) -> dict[str, Kueu
 
 
 def kube_get(kube: Any) -> Get:
-    """The Kubernetes client's GET (clients.kube.Kube.get_raw) as a `Get`."""
+    """The Kubernetes client's GET (gpu_finops.clients.kube.Kube.get_raw) as a `Get`."""
     return lambda path: kube.get_raw(path)
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from clients.promql import PrometheusClient, PrometheusQueryError, PrometheusUnavailable
 from diagnose.model import GpuStats
+from gpu_finops.clients.promql import PrometheusClient, PrometheusQueryError, PrometheusUnavailable
 from gpu_finops.facts import dcgm
 from gpu_finops.facts.dcgm_inputs import PINNED, Spelling
 

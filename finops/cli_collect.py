@@ -10,11 +10,11 @@ import os
 import signal
 import textwrap
 
-from clients.promql import PrometheusClient
 from finops.cli_common import add_nodes_argument, add_store_argument, node_source
 from finops.collector import DEFAULT_GRACE, DEFAULT_INTERVAL, Collector
 from finops.metrics import CollectorMetrics, serve
 from finops.store import open_store
+from gpu_finops.clients.promql import PrometheusClient
 from gpu_finops.facts import arguments, timeouts
 from gpu_finops.facts.dcgm_inputs import PINNED, SPELLING_ENV, SPELLING_HELP, spelling_argument
 from gpu_finops.facts.errors import CONTRACT, CheckFailed, UsageError
@@ -151,8 +151,8 @@ def holdings_reader(args: argparse.Namespace):
     from kubernetes import client, config
     from kubernetes.client.exceptions import ApiException
 
-    from clients.kube import Kube
     from finops.holdings_record import kube_reader
+    from gpu_finops.clients.kube import Kube
 
     if args.kubeconfig:
         kube = Kube.from_kubeconfig(args.kubeconfig)

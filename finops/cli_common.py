@@ -45,7 +45,7 @@ def add_nodes_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def node_source(args: argparse.Namespace):
-    from clients.nodes import FileNodeSource, KubeNodeSource
+    from gpu_finops.clients.nodes import FileNodeSource, KubeNodeSource
 
     if args.nodes.startswith("file:"):
         return FileNodeSource(args.nodes.removeprefix("file:"))

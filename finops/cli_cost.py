@@ -7,11 +7,11 @@ import argparse
 import json
 from pathlib import Path
 
-from clients.terminal import console as wide_console
 from finops.cli_common import add_store_argument, add_window_arguments
 from finops.cli_export import add_export_parser, run_export
 from finops.cost_report import chart, summarize, table
 from finops.store import open_store
+from gpu_finops.clients.terminal import console as wide_console
 from gpu_finops.facts import arguments
 from gpu_finops.facts.errors import CheckFailed
 from gpu_finops.facts.private_files import write_private

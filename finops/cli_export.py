@@ -6,13 +6,13 @@ from __future__ import annotations
 import argparse
 import os
 
-from clients.terminal import console as wide_console
 from finops.cli_common import add_store_argument, add_window_arguments
 from finops.export import write_dataset
 from finops.focus import FOCUS_VERSION, FOCUS_VERSIONS, FocusContext, focus_dataset
 from finops.holdings_record import STATUS_NO_HOLDINGS
 from finops.s3_access import split_s3
 from finops.store import open_store
+from gpu_finops.clients.terminal import console as wide_console
 from gpu_finops.facts.errors import CheckFailed, UsageError
 from gpu_finops.facts.names import PROJECT
 
@@ -81,7 +81,7 @@ def _holdings(spec: str, kubeconfig: str | None, store):
     if spec.startswith("file:"):
         return gpu_holdings.read_holdings_file(spec.removeprefix("file:"))
     if spec == "kube":
-        from clients.kube import Kube
+        from gpu_finops.clients.kube import Kube
 
         return gpu_holdings.gpu_holdings(Kube.from_kubeconfig(kubeconfig))
     raise UsageError(f"--holdings must be 'recorded', 'none', 'kube' or file:PATH, got {spec!r}")

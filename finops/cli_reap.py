@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 from rich.table import Table
 
-from clients.terminal import console as wide_console
 from finops.cli_common import add_nodes_argument, add_store_argument, node_source
 from finops.reaper import ReapPolicy, rank, reap
 from finops.store import open_store
+from gpu_finops.clients.terminal import console as wide_console
 from gpu_finops.facts import arguments
 from gpu_finops.facts.errors import UsageError
 
@@ -80,7 +80,7 @@ def nodepool_of(args: argparse.Namespace, nodes: list) -> tuple[str | None, str]
 
 
 def run(args: argparse.Namespace) -> int:
-    from clients.karpenter import KarpenterClient
+    from gpu_finops.clients.karpenter import KarpenterClient
 
     nodes = node_source(args).gpu_nodes()
     nodepool, chosen = nodepool_of(args, nodes)

@@ -19,8 +19,6 @@ from datetime import UTC, datetime, timedelta
 from statistics import fmean
 from typing import Protocol
 
-from clients.nodes import GpuNode
-from clients.promql import PrometheusClient
 from finops.holdings_record import HoldingsReader, HoldingsRecorder, IntervalHoldings, for_intervals
 from finops.metrics import CollectorMetrics
 from finops.pricing import IntervalCost, RateBook
@@ -36,6 +34,8 @@ from finops.records import (
     CycleResult,
 )
 from finops.store import CostStore
+from gpu_finops.clients.nodes import GpuNode
+from gpu_finops.clients.promql import PrometheusClient
 from gpu_finops.facts import dcgm, dcgm_inputs
 from gpu_finops.facts.dcgm_inputs import PINNED, Spelling
 from gpu_finops.facts.timestamps import iso

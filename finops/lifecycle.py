@@ -1,7 +1,7 @@
 """A node's capacity type from EC2 when no label says it: `InstanceLifecycle` of DescribeInstances.
 
 Karpenter labels its nodes `karpenter.sh/capacity-type`, EKS managed node groups
-`eks.amazonaws.com/capacityType` (clients/nodes.py reads both). A self-managed node group carries
+`eks.amazonaws.com/capacityType` (gpu_finops/clients/nodes.py reads both). A self-managed node group carries
 neither; EC2 knows: `InstanceLifecycle` is `spot` for a spot instance, `capacity-block` for a Capacity
 Block, and absent for on-demand. The answer is cached per instance (an instance's lifecycle never
 changes), so a steady fleet costs no call at all. Needs `ec2:DescribeInstances`.
@@ -13,7 +13,7 @@ import dataclasses
 import logging
 from typing import Any
 
-from clients.nodes import GpuNode
+from gpu_finops.clients.nodes import GpuNode
 
 log = logging.getLogger(__name__)
 

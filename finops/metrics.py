@@ -7,9 +7,9 @@ from http.server import ThreadingHTTPServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from clients.metrics_http import serve as serve_registry
 from finops.holdings_record import IntervalHoldings
 from finops.records import STATUS_MISSING_SM_ACTIVE, STATUS_NO_GPU_SERIES, CycleResult
+from gpu_finops.clients.metrics_http import serve as serve_registry
 from gpu_finops.facts import collector_metrics as names
 
 

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from clients.nodes import GpuNode
 from finops.rates import OnDemandPrices, RateUnavailable, SpotPrices
 from finops.records import RATE_CATALOG, RATE_FALLBACK, RATE_ON_DEMAND, RATE_SPOT
+from gpu_finops.clients.nodes import GpuNode
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from clients.karpenter import NodeClaimFacts
-from clients.nodes import GpuNode
 from finops.records import STATUS_OK, CostRecord
+from gpu_finops.clients.karpenter import NodeClaimFacts
+from gpu_finops.clients.nodes import GpuNode
 from gpu_finops.facts.timestamps import iso
 
 log = logging.getLogger(__name__)

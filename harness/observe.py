@@ -6,9 +6,9 @@ from datetime import datetime
 from typing import Any
 
 from assertions.observed import EventObs, Interval, NodeObs, PodObs, WorkloadSnapshot
-from clients.karpenter import KarpenterClient, NodeClaimFacts
-from clients.kube import Kube
-from clients.nodes import instance_id_from_provider_id
+from gpu_finops.clients.karpenter import KarpenterClient, NodeClaimFacts
+from gpu_finops.clients.kube import Kube
+from gpu_finops.clients.nodes import instance_id_from_provider_id
 from gpu_finops.facts import timestamps
 from gpu_finops.facts.conditions import Condition
 from gpu_finops.facts.kube_keys import GPU_RESOURCE, KUEUE_GROUP, KUEUE_VERSION, SHARED_GPU_RESOURCE
@@ -31,7 +31,7 @@ def gpu_node_names(kube: Kube) -> list[str]:
 
 
 def nodeclaims(kube: Kube) -> list[NodeClaimFacts]:
-    """Every NodeClaim, read as the reaper reads them (clients/karpenter.py)."""
+    """Every NodeClaim, read as the reaper reads them (gpu_finops/clients/karpenter.py)."""
     return KarpenterClient(kube.custom).nodeclaims()
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from clients.terminal import console as wide_console
+from gpu_finops.clients.terminal import console as wide_console
 from gpu_finops.facts import arguments, timeouts
 from gpu_finops.facts.errors import CheckFailed, UsageError
 from ledger import accounting, render, rules, source

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
-from clients.promql import PrometheusClient, PrometheusQueryError
+from gpu_finops.clients.promql import PrometheusClient, PrometheusQueryError
 from gpu_finops.facts.kube_keys import LABEL_GPU_REPLICAS, LABEL_UNSCHEDULABLE_REASON, LABEL_WORKLOAD_CLASS
 from ledger import accounting
 from ledger.conventions import DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS, RUNGS

@@ -81,7 +81,7 @@ def _finite(series: str, value: Decimal | float) -> float:
 def ledger_figures(url: str, start: float, end: float, compression: float, step: int) -> dict[str, Any]:
     """The ledger rules' buckets over [start, end) (whole steps), in trace GPU-hours: each sample stands for
     `step` wall seconds (the rules' interval), so a bucket's sum x step / 3600 x compression."""
-    from clients.promql import PrometheusQueryError
+    from gpu_finops.clients.promql import PrometheusQueryError
     from ledger.rules import BUCKET, INSTALLED
     from ledger.source import RangeClient, Window, window_sums
 

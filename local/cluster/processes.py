@@ -248,6 +248,6 @@ class Processes:
         )
 
     def kube(self):
-        from clients.kube import Kube
+        from gpu_finops.clients.kube import Kube
 
         return Kube.from_kubeconfig(str(self.kubeconfig))

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from clients.promql import PrometheusClient
+from gpu_finops.clients.promql import PrometheusClient
 from gpu_finops.facts import timeouts
 from harness.waits import eventually
 

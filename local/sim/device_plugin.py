@@ -336,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--period", type=float, default=0.5)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
-    from clients.kube import Kube
+    from gpu_finops.clients.kube import Kube
 
     allocations = Allocations(args.state)
     allocations.load()

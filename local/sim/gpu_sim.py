@@ -23,7 +23,7 @@ import time
 import urllib.request
 from typing import Any
 
-from clients.kube import Kube
+from gpu_finops.clients.kube import Kube
 from gpu_finops.facts import dcgm
 from gpu_finops.facts.kube_keys import (
     ANNOTATION_GPU_PROFILE,

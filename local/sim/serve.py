@@ -8,7 +8,7 @@ import argparse
 import signal
 import threading
 
-from clients.kube import Kube
+from gpu_finops.clients.kube import Kube
 from infra.metrics_csv import exported_fields, render
 from local.sim.gpu_sim import ClusterGpuSimulator
 

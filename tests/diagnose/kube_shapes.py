@@ -249,7 +249,7 @@ class _Batch:
 
 
 class FakeKube:
-    """Stands in for clients.kube.Kube: the same .core/.events/.custom/.batch surfaces."""
+    """Stands in for gpu_finops.clients.kube.Kube: the same .core/.events/.custom/.batch surfaces."""
 
     def __init__(
         self, *, nodes=(), pods=(), events=(), workloads=(), jobs=(), down=False, raw_events=(), paths=None

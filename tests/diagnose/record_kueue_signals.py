@@ -217,7 +217,7 @@ def impersonating(kube: Any, user: str) -> Any:
     """The same connection, as `user` (kube-apiserver's impersonation, which the admin may use)."""
     from kubernetes import client
 
-    from clients.kube import Kube
+    from gpu_finops.clients.kube import Kube
 
     api = client.ApiClient(kube.api_client.configuration, header_name="Impersonate-User", header_value=user)
     return Kube(api)

@@ -129,7 +129,7 @@ def test_without_dcgm_the_counts_stand_and_health_says_what_was_not_checked():
 
 
 def test_before_the_first_cycle_there_is_no_count_and_healthz_is_503():
-    from clients.metrics_http import serve
+    from gpu_finops.clients.metrics_http import serve
 
     metrics = DiagnosisMetrics()
     assert pending_series(metrics) == {}

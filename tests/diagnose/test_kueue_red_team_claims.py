@@ -57,7 +57,7 @@ class _ApiClient:
 def test_a_body_that_is_not_utf8_is_an_answer_not_a_traceback(status):
     # a proxy's or a broken aggregated server's error page in latin-1: get_raw promises (status, text) for
     # every HTTP status, so a decoding error (UnicodeDecodeError, exit 4) breaks that promise
-    from clients.kube import Kube
+    from gpu_finops.clients.kube import Kube
 
     got_status, text = Kube(_ApiClient(status, "Dienst nicht verfügbar".encode("latin-1"))).get_raw("/x")
     assert got_status == status and "Dienst nicht verf" in text
@@ -238,7 +238,7 @@ def test_an_api_server_that_never_answers_times_out_as_unreachable(monkeypatch):
     import urllib3
     from kubernetes import client
 
-    import clients.kube as kube_mod
+    import gpu_finops.clients.kube as kube_mod
     from diagnose.cli_diagnose import Unreachable, kube_call
 
     server = socket.socket()

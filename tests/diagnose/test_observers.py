@@ -8,7 +8,6 @@ import shutil
 import pytest
 from kubernetes import client as k
 
-from clients.promql import Sample
 from diagnose.engine import diagnose_all, diagnose_pod
 from diagnose.kube_observer import (
     KubeObserver,
@@ -20,6 +19,7 @@ from diagnose.kube_observer import (
 )
 from diagnose.model import Cluster, Requirement, SelectorTerm, Taint, Toleration
 from diagnose.prom_observer import query_for, read_gpu_stats, read_or_reason
+from gpu_finops.clients.promql import Sample
 from gpu_finops.facts import dcgm
 from local.sim.dcgm_sim import SimGpu
 from local.sim.profiles import profile_values
@@ -236,7 +236,7 @@ CARD_ROWS = (("GPU-diag-a-0", None), ("GPU-diag-a-0", "team-a/llm"), ("GPU-diag-
 
 @pytest.mark.skipif(not shutil.which("prometheus"), reason="prometheus binary not installed (make setup)")
 def test_against_a_real_prometheus(sim, prometheus):
-    from clients.promql import PrometheusClient
+    from gpu_finops.clients.promql import PrometheusClient
     from harness.waits import eventually
 
     values = profile_values("resident-model")

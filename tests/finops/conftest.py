@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from clients.nodes import GpuNode
+from gpu_finops.clients.nodes import GpuNode
 from gpu_finops.facts import dcgm
 from infra.metrics_csv import PROJECT_METRICS
 from local.cluster.prometheus_server import PrometheusServer

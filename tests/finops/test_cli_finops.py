@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from clients.promql import PrometheusClient
 from finops.collector import align
 from gpu_finops.cli import main
+from gpu_finops.clients.promql import PrometheusClient
 from gpu_finops.facts import dcgm
 from harness.waits import eventually
 from tests.finops.conftest import gpu

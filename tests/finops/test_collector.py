@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from clients.promql import PrometheusClient, PrometheusUnavailable
 from finops.collector import Collector, align
 from finops.metrics import CollectorMetrics
 from finops.pricing import CatalogRates
@@ -19,6 +18,7 @@ from finops.records import (
     STATUS_STARTING,
 )
 from finops.store import SqliteCostStore
+from gpu_finops.clients.promql import PrometheusClient, PrometheusUnavailable
 from gpu_finops.facts import dcgm, timeouts
 from harness.waits import eventually
 from tests.finops.conftest import FakeNodes, gpu, node

@@ -13,13 +13,13 @@ from decimal import Decimal
 
 import pytest
 
-from clients.promql import PrometheusClient
 from finops.collector import Collector, align
 from finops.focus import focus_dataset
 from finops.gpu_holdings import GpuHolding, pod_resources_devices
 from finops.holdings_record import STATUS_NO_HOLDINGS, HoldingsReader, IntervalHoldings
 from finops.records import STATUS_OK
 from finops.store import SCHEMA_VERSION, SqliteCostStore, StoreVersionError
+from gpu_finops.clients.promql import PrometheusClient
 from gpu_finops.facts import dcgm
 from gpu_finops.facts.timestamps import iso
 from tests.finops.conftest import FakeNodes, gpu, node

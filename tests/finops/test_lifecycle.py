@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 import boto3
 from botocore.stub import Stubber
 
-from clients.nodes import node_facts_from_dict
 from finops.lifecycle import SOURCE, Ec2Lifecycle, LifecycleNodeSource
 from finops.pricing import CatalogRates
+from gpu_finops.clients.nodes import node_facts_from_dict
 from tests.finops.conftest import FakeNodes, node
 
 T0 = datetime(2026, 12, 1, tzinfo=UTC)

@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from clients.karpenter import NodeClaimFacts
 from finops.reaper import ReapPolicy, rank, reap
 from finops.records import STATUS_MISSING_SM_ACTIVE, STATUS_OK, CostRecord
+from gpu_finops.clients.karpenter import NodeClaimFacts
 from gpu_finops.facts.timestamps import iso
 from tests.finops.conftest import node
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from clients.promql import PrometheusClient
 from diagnose.prom_observer import read_gpu_stats
 from finops.collector import Collector
 from finops.records import STATUS_MISSING_SM_ACTIVE, STATUS_OK
 from finops.store import SqliteCostStore
+from gpu_finops.clients.promql import PrometheusClient
 from gpu_finops.facts import dcgm
 from gpu_finops.facts.dcgm_inputs import PERCENT, PINNED, PRESETS, RATIO, Spelling, spelling_from_dict
 from local.cluster.prometheus_server import PrometheusServer

@@ -12,11 +12,11 @@ import pytest
 from botocore.stub import Stubber
 
 from assertions.cost import CostObs, check_cost
-from clients.nodes import GpuNode
 from finops.collector import make_record
 from finops.pricing import AwsRates
 from finops.rates import OnDemandPrices, SpotPriceCurve, SpotPrices, SpotStep
 from finops.records import RATE_SPOT
+from gpu_finops.clients.nodes import GpuNode
 from gpu_finops.facts import dcgm
 from gpu_finops.facts.timestamps import iso
 from harness.cost_table import expected_unit_prices, node_records, parse

@@ -9,7 +9,7 @@ from typing import Any
 from kubernetes import client as k
 
 from harness.observe import node_obs
-from tests.clients.test_karpenter import FakeCustom, claim, cond
+from tests.gpu_finops.clients.test_karpenter import FakeCustom, claim, cond
 
 
 def fake_kube(node: k.V1Node, claims: list[dict[str, Any]]) -> Any:

@@ -22,9 +22,9 @@ import boto3
 import pytest
 from botocore.awsrequest import AWSResponse
 
-from clients.promql import PrometheusClient
 from finops.collector import align
 from gpu_finops.cli import main
+from gpu_finops.clients.promql import PrometheusClient
 from gpu_finops.facts import dcgm
 from harness.waits import eventually
 from infra.ci_boundary import boundary_policy

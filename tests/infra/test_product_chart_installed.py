@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from clients.kube import Kube
+from gpu_finops.clients.kube import Kube
 from gpu_finops.facts.kube_keys import GPU_RESOURCE
 from harness.waits import eventually
 

@@ -23,8 +23,6 @@ from pathlib import Path
 
 import pytest
 
-from clients.metrics_http import serve as serve_registry
-from clients.promql import PrometheusClient
 from diagnose.exporter import DiagnosisMetrics, read_once
 from diagnose.model import Cluster, Holder, NodeFacts, PodFacts
 from finops.collector import Collector
@@ -33,6 +31,8 @@ from finops.holdings_record import HoldingsReader
 from finops.metrics import CollectorMetrics, serve
 from finops.pricing import CatalogRates
 from finops.store import SqliteCostStore
+from gpu_finops.clients.metrics_http import serve as serve_registry
+from gpu_finops.clients.promql import PrometheusClient
 from gpu_finops.facts import dcgm
 from gpu_finops.facts.kube_keys import GPU_RESOURCE
 from harness.waits import eventually

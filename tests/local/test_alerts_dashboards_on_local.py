@@ -41,9 +41,6 @@ FAST = alerts.AlertSettings(idle_for="5s", missing_sm_active_for="5s", pending_f
 
 @pytest.fixture(scope="module")
 def live(local_cluster, tmp_path_factory):
-    from clients.metrics_http import serve as serve_registry
-    from clients.nodes import KubeNodeSource
-    from clients.promql import PrometheusClient
     from diagnose.exporter import DiagnosisMetrics, kube_pending, read_once
     from diagnose.kube_observer import KubeObserver
     from diagnose.read import read_cluster
@@ -52,6 +49,9 @@ def live(local_cluster, tmp_path_factory):
     from finops.metrics import CollectorMetrics, serve
     from finops.pricing import CatalogRates
     from finops.store import SqliteCostStore
+    from gpu_finops.clients.metrics_http import serve as serve_registry
+    from gpu_finops.clients.nodes import KubeNodeSource
+    from gpu_finops.clients.promql import PrometheusClient
     from gpu_finops.facts.catalog import prices
     from infra.metrics_csv import exported_fields, render
     from local.cluster import kube_state_metrics
@@ -168,7 +168,7 @@ def test_the_held_idle_and_missing_sm_active_alerts_fire_in_a_running_prometheus
 
 
 def test_every_dashboard_query_is_valid_promql_and_returns_series(live):
-    from clients.promql import PrometheusClient
+    from gpu_finops.clients.promql import PrometheusClient
     from infra.dashboards import DASHBOARDS_DIR, queries
 
     prom, cycle = live
@@ -188,7 +188,7 @@ def test_every_dashboard_query_is_valid_promql_and_returns_series(live):
 
 
 def test_the_waiting_pods_panel_counts_the_pending_gpu_pod_under_its_diagnosed_cause(live):
-    from clients.promql import PrometheusClient
+    from gpu_finops.clients.promql import PrometheusClient
     from gpu_finops.facts.collector_metrics import PENDING_GPU_PODS
     from infra.dashboards import DASHBOARDS_DIR, queries
 

@@ -174,7 +174,7 @@ class Held:
 
 
 def prom_value(prom, expr: str) -> list[tuple[dict, float]]:
-    from clients.promql import PrometheusClient
+    from gpu_finops.clients.promql import PrometheusClient
 
     return [(s.labels, s.value) for s in PrometheusClient(prom.url).query(expr)]
 

@@ -103,13 +103,13 @@ def test_two_tenants_on_one_time_sliced_card_split_exactly_and_the_export_passes
 
 
 def split_and_validate(kube, target, ns, run, pod_resources, tmp_path) -> None:
-    from clients.nodes import KubeNodeSource
-    from clients.promql import PrometheusClient
     from finops.collector import Collector, align
     from finops.holdings_record import kube_reader
     from finops.pricing import CatalogRates
     from finops.store import SqliteCostStore
     from gpu_finops.cli import main
+    from gpu_finops.clients.nodes import KubeNodeSource
+    from gpu_finops.clients.promql import PrometheusClient
     from gpu_finops.facts.catalog import prices
     from infra.metrics_csv import exported_fields, render
     from local.cluster.prometheus_server import PrometheusServer

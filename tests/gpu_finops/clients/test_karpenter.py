@@ -1,4 +1,4 @@
-"""The one NodeClaim reader (clients/karpenter.py); tests/harness/test_observe_nodes.py reads through it."""
+"""The one NodeClaim reader (gpu_finops/clients/karpenter.py); tests/harness/test_observe_nodes.py reads through it."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from clients.karpenter import KarpenterClient, nodeclaim_facts
+from gpu_finops.clients.karpenter import KarpenterClient, nodeclaim_facts
 
 LAUNCHED = "2026-11-30T12:00:40Z"
 

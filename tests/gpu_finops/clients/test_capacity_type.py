@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from clients.nodes import capacity_type_of, node_facts_from_dict
+from gpu_finops.clients.nodes import capacity_type_of, node_facts_from_dict
 
 
 @pytest.mark.parametrize(
