@@ -9,15 +9,12 @@ WORKDIR /src
 COPY requirements/runtime.txt requirements/runtime.txt
 RUN pip install --no-cache-dir --prefix=/install --require-hashes --no-deps -r requirements/runtime.txt
 COPY pyproject.toml README.md ./
-# The collector's floors only: the entry point, finops, the clients under it and the ground floor
-# (lint-imports keeps finops from importing anything else; tests/finops/test_collector.py checks this list
-# against what it imports), and diagnose, for the chart's diagnosis exporter (`diagnose --all --port`),
-# which runs this same image.
+# The product package (the collector's rooms: gpu_finops.cost over gpu_finops.clients and gpu_finops.facts;
+# lint-imports keeps the cost room from importing anything else; tests/gpu_finops/cost/test_collector.py
+# checks this list against what it imports), and diagnose, for the chart's diagnosis exporter
+# (`diagnose --all --port`), which runs this same image.
 COPY gpu_finops gpu_finops
-COPY finops finops
 COPY diagnose diagnose
-COPY clients clients
-COPY facts facts
 RUN pip install --no-cache-dir --prefix=/install --no-deps .
 
 FROM python:3.12-slim

@@ -39,12 +39,12 @@ from acts.report import REPORT_DIR
 from assertions.cost import check_cost
 from assertions.cost_obs import CostObs, HolderObs
 from assertions.verdict import require
-from finops.collector import Collector, align
-from finops.pricing import CatalogRates
-from finops.records import RATE_CATALOG, RATE_ON_DEMAND, RATE_SPOT
-from finops.store import SqliteCostStore
 from gpu_finops.clients.nodes import KubeNodeSource
 from gpu_finops.clients.promql import PrometheusClient
+from gpu_finops.cost.collector import Collector, align
+from gpu_finops.cost.pricing import CatalogRates
+from gpu_finops.cost.records import RATE_CATALOG, RATE_ON_DEMAND, RATE_SPOT
+from gpu_finops.cost.store import SqliteCostStore
 from gpu_finops.facts import timeouts
 from gpu_finops.facts.kube_keys import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
 from gpu_finops.facts.timestamps import iso
@@ -153,7 +153,7 @@ def recorded(store, kube, ns: str, tenant: str, run: str, node: str, since: str)
 
 def collect_locally(kube, act_target, ns, tenant, run, tmp_path, caplog) -> Collected:
     from acts.targets import local_description
-    from finops.holdings_record import kube_reader
+    from gpu_finops.cost.holdings_record import kube_reader
     from gpu_finops.facts.catalog import prices
     from local.cluster.prometheus_server import PrometheusServer
     from local.sim.gpu_sim import ClusterGpuSimulator
@@ -208,8 +208,8 @@ def collect_locally(kube, act_target, ns, tenant, run, tmp_path, caplog) -> Coll
 def collect_on_aws(kube, act_target, config, ns, tenant, run) -> Collected:
     import boto3
 
-    from finops.rates import PRICING_REGION, OnDemandPrices, SpotPrices
-    from finops.store import DynamoCostStore
+    from gpu_finops.cost.rates import PRICING_REGION, OnDemandPrices, SpotPrices
+    from gpu_finops.cost.store import DynamoCostStore
     from gpu_finops.facts.names import MONITORING_NS
 
     interval = config.collector_interval_seconds

@@ -32,11 +32,11 @@ def bench_synth(runs: int) -> None:
 
 def bench_collector(gpu_counts: list[int]) -> None:
     from benchmarks.processes import peak_rss
-    from finops.collector import Collector
-    from finops.pricing import CatalogRates
-    from finops.store import SqliteCostStore
     from gpu_finops.clients.nodes import GpuNode
     from gpu_finops.clients.promql import PrometheusClient
+    from gpu_finops.cost.collector import Collector
+    from gpu_finops.cost.pricing import CatalogRates
+    from gpu_finops.cost.store import SqliteCostStore
     from gpu_finops.facts import dcgm
     from harness.waits import eventually
     from infra.metrics_csv import PROJECT_METRICS

@@ -1,7 +1,7 @@
 """`gpu-finops`: one entry point, one subcommand per job.
 
 Each subcommand lives with the package that owns it, in a module named `cli_<subcommand>.py` (dashes as
-underscores; `finops/cli_common.py` holds options the finops subcommands share), and registers itself
+underscores; `gpu_finops/cost/cli_common.py` holds options the finops subcommands share), and registers itself
 through `add_arguments`; the modules are imported lazily, only when their subcommand runs, so `--help` stays fast and a missing
 optional piece (say, jsii for synthesis) never breaks the commands that do not need it.
 
@@ -34,9 +34,12 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "print the dcgm-exporter metrics CSV we ship (with SM_ACTIVE), to deploy to your own exporter",
     ),
     "infra": ("infra.cli_infra", "synthesize the stacks; preflight, up and destroy against AWS"),
-    "collect": ("finops.cli_collect", "run the GPU cost collector (once, or every interval)"),
-    "cost": ("finops.cli_cost", "cost reports from the cost table: per-node table and a PNG chart"),
-    "reap": ("finops.cli_reap", "rank GPU nodes by idle dollars per hour; with --apply, reclaim them"),
+    "collect": ("gpu_finops.cost.cli_collect", "run the GPU cost collector (once, or every interval)"),
+    "cost": ("gpu_finops.cost.cli_cost", "cost reports from the cost table: per-node table and a PNG chart"),
+    "reap": (
+        "gpu_finops.cost.cli_reap",
+        "rank GPU nodes by idle dollars per hour; with --apply, reclaim them",
+    ),
     "diagnose": (
         "diagnose.cli_diagnose",
         "why a GPU pod or Kueue workload waits: admission, allocation, memory, placement, application",

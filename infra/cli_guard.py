@@ -136,7 +136,7 @@ def _price_source(kind: str, region: str):
         return offline
     import boto3
 
-    from finops.rates import PRICING_REGION, OnDemandPrices
+    from gpu_finops.cost.rates import PRICING_REGION, OnDemandPrices
 
     prices = OnDemandPrices(boto3.client("pricing", region_name=PRICING_REGION))
     return lambda instance_type: prices.get(instance_type, region).usd_per_hour

@@ -3,8 +3,8 @@ over time, each record drawn over its own interval."""
 
 from __future__ import annotations
 
-from finops.records import CostRecord
-from finops.store import group_by_node
+from gpu_finops.cost.records import CostRecord
+from gpu_finops.cost.store import group_by_node
 from gpu_finops.facts import timestamps
 from report import charts
 from report.page import Section, esc, figure, missing, table

@@ -16,10 +16,10 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from finops.cost_report import NodeSummary, summarize
-from finops.focus import FocusContext, focus_dataset
-from finops.records import CostRecord
-from finops.store import SqliteCostStore
+from gpu_finops.cost.cost_report import NodeSummary, summarize
+from gpu_finops.cost.focus import FocusContext, focus_dataset
+from gpu_finops.cost.records import CostRecord
+from gpu_finops.cost.store import SqliteCostStore
 from gpu_finops.facts.errors import UsageError, excerpt, shown
 from ledger.render import RUNG_LABELS
 
@@ -168,7 +168,7 @@ class CostData:
 
 def tenants(records: list[CostRecord], holdings: dict) -> list[TenantCost] | Absent:
     """Each tenant's cost and idle cost, split by GPU-seconds held exactly as the FOCUS export splits it
-    (finops.focus), from the holdings the collector recorded per interval."""
+    (gpu_finops.cost.focus), from the holdings the collector recorded per interval."""
     if not holdings:
         return Absent(
             "no GPU holdings were recorded in the store, so no cost can be split per tenant (the collector "

@@ -1,6 +1,6 @@
 """`gpu-finops twin compare`: the same trace under two or more policies, side by side, with the deltas of each
 policy against the first, as JSON and as one chart (matplotlib, PNG or SVG by the file's suffix, as
-finops/cost_report.py writes its chart)."""
+gpu_finops/cost/cost_report.py writes its chart)."""
 
 from __future__ import annotations
 

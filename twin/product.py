@@ -1,7 +1,7 @@
 """A replay read back through the product's own instruments, beside the twin's own accounting
 (twin/accounting.py): the ledger's recording rules as the target's Prometheus evaluated them
 (ledger/source.py's `window_sums`, what `gpu-finops ledger` reads) and the in-cluster collector's cost
-records (finops/store.py, what `gpu-finops cost` reads).
+records (gpu_finops/cost/store.py, what `gpu-finops cost` reads).
 
 Both instruments work in whole steps: the rules evaluate once per interval (at an offset of Prometheus' own
 within it), the collector writes one record per node per interval aligned to the epoch. So each is read over
@@ -147,7 +147,7 @@ def collector_figures(
     nodes only (`fleet_node` of the record's node name and NodePool), in trace dollars; records of other
     nodes are counted apart. Each static node should have one record per interval: what is missing or
     doubled is named under `incomplete`."""
-    from finops.store import open_store
+    from gpu_finops.cost.store import open_store
 
     since, until = (datetime.fromtimestamp(t, UTC) for t in (start, end))
     store = open_store(store_spec, read_only=True)  # a missing or foreign store is said now, not waited on

@@ -105,7 +105,7 @@ def ledger_figures(r: Replay) -> dict[str, Any]:
     installed = trace.trace_time(led.installed_gpu_seconds) / 3600
     total = sum(hours.values())
     spot_per_gpu_hour = GPU_TYPES[fleet.instance_type][4] / fleet.gpus_per_node
-    # x_IdleCost's rule (finops/records.py): cost x (1 - SM_ACTIVE); a GPU nobody holds has SM_ACTIVE 0
+    # x_IdleCost's rule (gpu_finops/cost/records.py): cost x (1 - SM_ACTIVE); a GPU nobody holds has SM_ACTIVE 0
     active = sum(
         trace.trace_time(s) / 3600 * profile_values(p)[dcgm.SM_ACTIVE]
         for p, s in led.allocated_by_profile.items()

@@ -55,7 +55,7 @@ EKS_CAPACITY_TYPES = {"ON_DEMAND": "on-demand", "SPOT": "spot", "CAPACITY_BLOCK"
 
 def capacity_type_of(labels: dict[str, str]) -> tuple[str | None, str | None]:
     """(capacity type, the label it came from): Karpenter's label, else EKS managed node groups'; (None,
-    None) when neither says (then EC2's instance lifecycle can, finops/lifecycle.py). An EKS value we do
+    None) when neither says (then EC2's instance lifecycle can, gpu_finops/cost/lifecycle.py). An EKS value we do
     not know is kept as it is, lower-cased, so it prices as nothing known rather than as on-demand."""
     if labels.get(LABEL_CAPACITY_TYPE):
         return labels[LABEL_CAPACITY_TYPE], LABEL_CAPACITY_TYPE

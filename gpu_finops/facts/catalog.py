@@ -27,7 +27,7 @@ ON_DEMAND, SPOT = "on-demand", "spot"  # Karpenter's capacity types
 
 
 def prices() -> dict[tuple[str, str], float]:
-    """(instance type, capacity type) -> $/h, for finops.pricing.CatalogRates."""
+    """(instance type, capacity type) -> $/h, for gpu_finops.cost.pricing.CatalogRates."""
     out = {}
     for name, (_, _, _, od, spot) in GPU_TYPES.items():
         out[(name, ON_DEMAND)] = od

@@ -1,4 +1,4 @@
-"""The names of the series the collector (finops/metrics.py) and the diagnosis exporter
+"""The names of the series the collector (gpu_finops/cost/metrics.py) and the diagnosis exporter
 (diagnose/exporter.py) export on /metrics, written once here so the alert rules and dashboards
 (ledger/alerts.py, infra/dashboards.py) query what they serve.
 

@@ -131,7 +131,7 @@ SPOT_CURVE = {f"2026-11-30T12:0{i}:00Z": 1.861 for i in range(3)}  # per-interva
                 records=[],
                 collector_log=[
                     "INFO cycle ok",
-                    "ERROR finops.collector: no samples: Prometheus returned no DCGM series",
+                    "ERROR gpu_finops.cost.collector: no samples: Prometheus returned no DCGM series",
                 ],
             ),
             "no samples: Prometheus returned no DCGM series",
@@ -142,12 +142,12 @@ SPOT_CURVE = {f"2026-11-30T12:0{i}:00Z": 1.861 for i in range(3)}  # per-interva
                 HELD,
                 holdings={k: v for k, v in HELD.holdings.items() if k != "2026-11-30T12:01:00Z"},
                 collector_log=[
-                    "ERROR finops.collector: GPU holdings (kube) could not be read: ApiException: 403"
+                    "ERROR gpu_finops.cost.collector: GPU holdings (kube) could not be read: ApiException: 403"
                 ],
             ),
             "2026-11-30T12:01:00Z: no GPU holdings recorded for gpu-a (the collector ran without a holdings "
             "reader, or its read failed; the export shows this interval unallocated, x_Status no-holdings); "
-            "the collector said: 'ERROR finops.collector: GPU holdings (kube) could not be read: ApiException: 403'",
+            "the collector said: 'ERROR gpu_finops.cost.collector: GPU holdings (kube) could not be read: ApiException: 403'",
         ),
         (
             "no GPU holdings recorded at all",

@@ -52,7 +52,7 @@ NOT_DEPENDENCIES = {
         "gpu_finops/facts/config.py",
         "collector_image_tag",
     ): "our own collector image, built and tagged by `make up`",
-    ("finops/focus.py", "FOCUS_VERSION"): "the FOCUS specification version the export implements",
+    ("gpu_finops/cost/focus.py", "FOCUS_VERSION"): "the FOCUS specification version the export implements",
     ("infra/refresh_dcgm_fields.py", "EXPORTER_TAG"): (
         "records what infra/dcgm_field_names.json was generated from; changes only by regenerating it"
     ),

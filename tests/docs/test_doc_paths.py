@@ -1,4 +1,4 @@
-"""Every file of ours a doc names exists: a path like `finops/collector.py` or `docs/runbook.md` in README.md
+"""Every file of ours a doc names exists: a path like `gpu_finops/cost/collector.py` or `docs/runbook.md` in README.md
 or docs/*.md whose first folder is one of this repository's tracked top-level entries. Paths under folders
 a run creates (reports/, cdktf.out/, .state/, .local/) are not tracked and so not checked; upstream paths
 (`pkg/providers/instanceprofile`, `charts/karpenter`) start with folders we do not have."""
@@ -41,7 +41,7 @@ def test_every_file_a_doc_names_exists(doc):
 
 
 def test_a_stale_path_is_named_with_its_line():
-    text = "see `finops/collector.py`\nand `infra/objects.py` (`prometheus_values`), not reports/x.json\n"
+    text = "see `gpu_finops/cost/collector.py`\nand `infra/objects.py` (`prometheus_values`), not reports/x.json\n"
     assert missing_paths("docs/x.md", text, tracked_tops()) == [
         "docs/x.md:2: infra/objects.py does not exist"
     ]
@@ -55,7 +55,7 @@ FILE_SUFFIXES = {"py", "json", "jsonl", "xml", "md", "yaml", "yml", "txt", "png"
 
 
 def missing_names(name: str, text: str) -> list[str]:
-    """`finops.focus`, `harness.interruption.kwok_instance_id`: a module of ours and the names in it."""
+    """`gpu_finops.cost.focus`, `harness.interruption.kwok_instance_id`: a module of ours and the names in it."""
     out = []
     for n, line in enumerate(text.splitlines(), 1):
         for m in DOTTED.finditer(line):
@@ -85,7 +85,7 @@ def test_every_module_a_doc_names_exists(doc):
 
 
 def test_a_stale_module_name_is_named_with_its_line():
-    text = "`finops.focus` and `finops.export.athena_ddl`\n`finops.objects.prometheus_values`, `report.py`\n"
+    text = "`gpu_finops.cost.focus` and `gpu_finops.cost.export.athena_ddl`\n`finops.objects.prometheus_values`, `report.py`\n"
     assert missing_names("docs/x.md", text) == [
         "docs/x.md:2: finops.objects.prometheus_values is not a module of ours or a name in one"
     ]

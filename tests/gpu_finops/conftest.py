@@ -112,7 +112,7 @@ def _safety_files(tmp: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from finops.store import SqliteCostStore
+    from gpu_finops.cost.store import SqliteCostStore
 
     SqliteCostStore(tmp / "empty.sqlite").close()
     foreign = sqlite3.connect(tmp / "foreign.sqlite")

@@ -53,7 +53,7 @@ def test_a_bad_input_ends_with_its_code_and_one_line_naming_it(name, bad_input):
 
 
 def test_a_nul_in_an_s3_key_is_a_usage_error_naming_it(tmp_path):
-    from finops.s3_access import relative_key
+    from gpu_finops.cost.s3_access import relative_key
     from gpu_finops.facts.errors import UsageError
 
     with pytest.raises(UsageError, match=r"s3://b/'exports/a\\x00b': an object key holding a NUL byte"):

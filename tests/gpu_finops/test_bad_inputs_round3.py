@@ -14,9 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from finops.export import DATA_FILE, PARTITION
-from finops.records import COLUMNS, column_problem
 from gpu_finops.cli import main
+from gpu_finops.cost.export import DATA_FILE, PARTITION
+from gpu_finops.cost.records import COLUMNS, column_problem
 from gpu_finops.facts.errors import excerpt, printable
 
 ESC = "\x1b"

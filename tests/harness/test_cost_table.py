@@ -12,16 +12,16 @@ import pytest
 from botocore.stub import Stubber
 
 from assertions.cost import CostObs, check_cost
-from finops.collector import make_record
-from finops.pricing import AwsRates
-from finops.rates import OnDemandPrices, SpotPriceCurve, SpotPrices, SpotStep
-from finops.records import RATE_SPOT
 from gpu_finops.clients.nodes import GpuNode
+from gpu_finops.cost.collector import make_record
+from gpu_finops.cost.pricing import AwsRates
+from gpu_finops.cost.rates import OnDemandPrices, SpotPriceCurve, SpotPrices, SpotStep
+from gpu_finops.cost.records import RATE_SPOT
 from gpu_finops.facts import dcgm
 from gpu_finops.facts.timestamps import iso
 from harness.cost_table import expected_unit_prices, node_records, parse
-from tests.finops.aws_shapes import price_list_item, spot_record
-from tests.finops.test_store import _dynamo
+from tests.gpu_finops.cost.aws_shapes import price_list_item, spot_record
+from tests.gpu_finops.cost.test_store import _dynamo
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 NODE = GpuNode("ip-10-42-1-7.ec2.internal", "g6e.xlarge", "spot", "us-east-1a", "gpu-spot", "i-0abc", 1,
@@ -94,7 +94,7 @@ def test_no_records_for_the_node_quotes_the_collector(boto_session):
         observe(boto_session, HISTORY),
         records=[],
         collector_log=[
-            "gpu-finops-collector-7d9: 2026-11-30 ERROR finops.collector: no samples from Prometheus"
+            "gpu-finops-collector-7d9: 2026-11-30 ERROR gpu_finops.cost.collector: no samples from Prometheus"
         ],
     )
     v = check_cost(o)

@@ -231,7 +231,7 @@ def test_every_call_teardown_preflight_and_the_guard_make_is_allowed(
 ):
     from gpu_finops.cli import main
     from infra.preflight import Preflight
-    from tests.finops.aws_shapes import price_list_item
+    from tests.gpu_finops.cost.aws_shapes import price_list_item
     from tests.teardown.account import build
 
     build(boto_session)
@@ -253,7 +253,7 @@ def test_every_call_teardown_preflight_and_the_guard_make_is_allowed(
         stub.add_response(
             "get_products", {"PriceList": [price_list_item("m7i.large", "us-east-1", "0.1008")]}
         )
-        from finops.rates import OnDemandPrices
+        from gpu_finops.cost.rates import OnDemandPrices
         from infra.guard import estimate
 
         prices = OnDemandPrices(pricing)

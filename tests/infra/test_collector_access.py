@@ -25,7 +25,7 @@ VIA_DYNAMODB = {"kms:ViaService": f"dynamodb.{C.region}.amazonaws.com"}
 # KMS statement requires, so each request on it names them as the real request context would.
 KEY_TAGS = {f"aws:ResourceTag/{TAG_PROJECT}": C.project, f"aws:ResourceTag/{TAG_CLUSTER}": C.cluster_name}
 
-# What the collector calls (finops/store.py: batch_writer -> BatchWriteItem, scan; the CLI's reads) and
+# What the collector calls (gpu_finops/cost/store.py: batch_writer -> BatchWriteItem, scan; the CLI's reads) and
 # the KMS requests DynamoDB makes for it with the table's key.
 CALLS = {
     "PutItem": ("dynamodb:PutItem", ("kms:GenerateDataKey", "kms:Decrypt")),

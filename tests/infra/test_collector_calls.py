@@ -7,7 +7,7 @@ against the test Prometheus and the DCGM simulator, with every boto3 call record
 answer from moto; the Pricing API and spot price history, which moto does not serve for these types,
 answer from a canned AWS-shaped response, the way botocore's Stubber does (a `before-call` answer). One
 node carries no capacity-type label (a self-managed node group's), so its capacity comes from EC2's
-DescribeInstances (finops/lifecycle.py); one is Karpenter's spot node. DynamoDB's calls on the table
+DescribeInstances (gpu_finops/cost/lifecycle.py); one is Karpenter's spot node. DynamoDB's calls on the table
 encrypted with our key also make the KMS requests DynamoDB makes for the caller (test_collector_access.py's
 table of them; a DynamoDB call not in it fails here, naming it)."""
 
@@ -22,16 +22,16 @@ import boto3
 import pytest
 from botocore.awsrequest import AWSResponse
 
-from finops.collector import align
 from gpu_finops.cli import main
 from gpu_finops.clients.promql import PrometheusClient
+from gpu_finops.cost.collector import align
 from gpu_finops.facts import dcgm
 from harness.waits import eventually
 from infra.ci_boundary import boundary_policy
 from infra.iam_eval import Request, decide
-from tests.finops.aws_shapes import price_list_item, spot_record
-from tests.finops.conftest import gpu, prometheus, sim  # noqa: F401 (fixtures)
-from tests.finops.test_collector import wait_for_series
+from tests.gpu_finops.cost.aws_shapes import price_list_item, spot_record
+from tests.gpu_finops.cost.conftest import gpu, prometheus, sim  # noqa: F401 (fixtures)
+from tests.gpu_finops.cost.test_collector import wait_for_series
 from tests.infra.test_collector_access import ACCOUNT, CALLS, KEY, KEY_TAGS, TABLE, VIA_DYNAMODB, C, resolved
 
 ZONE = f"{C.region}a"

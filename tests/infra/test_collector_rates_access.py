@@ -1,6 +1,6 @@
-"""The collector's price calls (`--rates aws`: finops/cli_collect.py rate_book), with the region each client
+"""The collector's price calls (`--rates aws`: gpu_finops/cost/cli_collect.py rate_book), with the region each client
 really signs for, decided against the collector role's policy and the boundary (infra/iam_eval.py):
-`pricing:GetProducts` goes to the Pricing API's endpoint region (finops.rates.PRICING_REGION, us-east-1)
+`pricing:GetProducts` goes to the Pricing API's endpoint region (gpu_finops.cost.rates.PRICING_REGION, us-east-1)
 whatever the cluster's region; `ec2:DescribeSpotPriceHistory` to the cluster's region. The DynamoDB and KMS
 calls are in test_collector_access.py. Both in the default region and in one where the two differ."""
 
@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from finops.rates import PRICING_REGION
+from gpu_finops.cost.rates import PRICING_REGION
 from gpu_finops.facts.config import Config
 from infra.ci_boundary import boundary_policy
 from infra.iam_eval import Request, decide
@@ -21,7 +21,7 @@ TABLE, KEY = "arn:aws:dynamodb:{r}:123456789012:table/t", "arn:aws:kms:{r}:12345
 
 
 def requests(c: Config) -> list[Request]:
-    # finops/rates.py: OnDemandPrices.get -> get_products (client in PRICING_REGION);
+    # gpu_finops/cost/rates.py: OnDemandPrices.get -> get_products (client in PRICING_REGION);
     # SpotPrices.curve -> describe_spot_price_history (client in the cluster's region)
     return [
         Request("pricing:GetProducts", "*", {"aws:RequestedRegion": PRICING_REGION}),

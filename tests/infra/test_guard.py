@@ -25,7 +25,7 @@ from infra.eks_support import (
     control_plane_price,
 )
 from infra.guard import EXIT_DEADLINE, Deadline, GuardError, estimate, render, run_until
-from tests.finops.aws_shapes import price_list_item
+from tests.gpu_finops.cost.aws_shapes import price_list_item
 
 OFFLINE = {"g6e.xlarge": 1.861, "g6e.12xlarge": 10.493, "m7i.large": 0.1008}
 # The ceilings below are for a run on 2026-11-30 (EKS 1.36, in standard support); the EKS tests
@@ -68,7 +68,7 @@ def pricing_stub(responses: list[dict | Exception]) -> tuple[object, Stubber]:
 
 
 def test_prices_come_from_the_pricing_api_when_asked(monkeypatch):
-    from finops.rates import OnDemandPrices
+    from gpu_finops.cost.rates import OnDemandPrices
 
     client, stub = pricing_stub(
         [
@@ -92,7 +92,7 @@ def test_prices_come_from_the_pricing_api_when_asked(monkeypatch):
 
 
 def test_a_missing_price_refuses_to_bound_the_run():
-    from finops.rates import OnDemandPrices
+    from gpu_finops.cost.rates import OnDemandPrices
 
     client, stub = pricing_stub([RuntimeError()])
     prices = OnDemandPrices(client)

@@ -142,7 +142,7 @@ def test_the_collector_lists_only_what_it_reads(plain, work):
 
 
 def test_the_collector_runs_non_root_read_only_with_args_its_own_parser_accepts(plain):
-    from finops.cli_collect import add_arguments
+    from gpu_finops.cost.cli_collect import add_arguments
 
     dep = named(plain["Deployment"], COLLECTOR)
     pod = dep["spec"]["template"]["spec"]

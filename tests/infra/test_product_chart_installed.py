@@ -97,7 +97,7 @@ def prom_get(url: str, path: str) -> dict:
 def test_installed_chart_collects_as_its_serviceaccount_and_its_rules_evaluate(target, tmp_path):
     from kubernetes.client.exceptions import ApiException
 
-    from finops.store import open_store
+    from gpu_finops.cost.store import open_store
     from infra.chart_files import CHART
     from infra.metrics_csv import exported_fields, render
     from local.cluster import product

@@ -259,7 +259,7 @@ def test_encryption_everywhere(synthesized):
 
 
 def test_cost_table_keys_match_the_collector(synthesized):
-    from finops.records import KEY
+    from gpu_finops.cost.records import KEY
 
     table = resources(synthesized.stack("cluster"), "aws_dynamodb_table")["cost-table"]
     assert (table["hash_key"], table["range_key"]) == KEY
@@ -333,7 +333,7 @@ def test_the_collector_records_holdings_and_may_read_what_they_need_only(synthes
     pendingworkloads in Kueue's visibility API)."""
     import argparse
 
-    from finops.cli_collect import add_arguments
+    from gpu_finops.cost.cli_collect import add_arguments
     from gpu_finops.facts.names import COLLECTOR
 
     rendered = synthesized.product_chart_docs()

@@ -25,14 +25,14 @@ import pytest
 
 from diagnose.exporter import DiagnosisMetrics, read_once
 from diagnose.model import Cluster, Holder, NodeFacts, PodFacts
-from finops.collector import Collector
-from finops.gpu_holdings import GpuHolding
-from finops.holdings_record import HoldingsReader
-from finops.metrics import CollectorMetrics, serve
-from finops.pricing import CatalogRates
-from finops.store import SqliteCostStore
 from gpu_finops.clients.metrics_http import serve as serve_registry
 from gpu_finops.clients.promql import PrometheusClient
+from gpu_finops.cost.collector import Collector
+from gpu_finops.cost.gpu_holdings import GpuHolding
+from gpu_finops.cost.holdings_record import HoldingsReader
+from gpu_finops.cost.metrics import CollectorMetrics, serve
+from gpu_finops.cost.pricing import CatalogRates
+from gpu_finops.cost.store import SqliteCostStore
 from gpu_finops.facts import dcgm
 from gpu_finops.facts.kube_keys import GPU_RESOURCE
 from harness.waits import eventually
@@ -40,7 +40,7 @@ from ledger import alerts, rules
 from ledger.conventions import Conventions
 from local.cluster.prometheus_server import PrometheusServer, free_port
 from local.sim.dcgm_sim import DcgmSimulator, SimGpu
-from tests.finops.conftest import FakeNodes, node
+from tests.gpu_finops.cost.conftest import FakeNodes, node
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 C = Conventions(interval="2s")

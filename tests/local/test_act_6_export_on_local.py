@@ -21,9 +21,9 @@ NAME = "test_every_record_has_gpu_util_sm_active_cost_and_idle_share"
 
 def test_act_6_records_holdings_and_focus_validator_accepts_its_export(local_cluster, tmp_path):
     from acts.test_06_every_record_has_cost_and_idle_share import STORE_NAME
-    from finops.holdings_record import STATUS_NO_HOLDINGS
     from gpu_finops.cli import main
-    from tests.finops.focus_validator import assert_accepted
+    from gpu_finops.cost.holdings_record import STATUS_NO_HOLDINGS
+    from tests.gpu_finops.cost.focus_validator import assert_accepted
 
     code, acts, out = run_acts(tmp_path, ACT, env={"GPU_FINOPS_REQUIRE_ALL_ACTS": "1"})
     act = next(a for name, a in acts.items() if name.split("::")[-1] == NAME)

@@ -190,13 +190,13 @@ def test_reaper_apply_deletes_only_the_eligible_nodeclaim_and_karpenter_removes_
     from acts.jobs import gpu_job
     from acts.namespaces import cleanup_namespaces
     from acts.targets import local_target
-    from finops.collector import align, make_record
-    from finops.pricing import IntervalCost
-    from finops.records import RATE_CATALOG
-    from finops.store import SqliteCostStore
     from gpu_finops.cli import main
     from gpu_finops.clients.karpenter import KarpenterClient
     from gpu_finops.clients.nodes import KubeNodeSource
+    from gpu_finops.cost.collector import align, make_record
+    from gpu_finops.cost.pricing import IntervalCost
+    from gpu_finops.cost.records import RATE_CATALOG
+    from gpu_finops.cost.store import SqliteCostStore
     from gpu_finops.facts.kube_keys import ANNOTATION_DO_NOT_DISRUPT
     from harness.observe import job_pods
     from harness.waits import eventually

@@ -44,14 +44,14 @@ def live(local_cluster, tmp_path_factory):
     from diagnose.exporter import DiagnosisMetrics, kube_pending, read_once
     from diagnose.kube_observer import KubeObserver
     from diagnose.read import read_cluster
-    from finops.collector import Collector
-    from finops.holdings_record import kube_reader
-    from finops.metrics import CollectorMetrics, serve
-    from finops.pricing import CatalogRates
-    from finops.store import SqliteCostStore
     from gpu_finops.clients.metrics_http import serve as serve_registry
     from gpu_finops.clients.nodes import KubeNodeSource
     from gpu_finops.clients.promql import PrometheusClient
+    from gpu_finops.cost.collector import Collector
+    from gpu_finops.cost.holdings_record import kube_reader
+    from gpu_finops.cost.metrics import CollectorMetrics, serve
+    from gpu_finops.cost.pricing import CatalogRates
+    from gpu_finops.cost.store import SqliteCostStore
     from gpu_finops.facts.catalog import prices
     from infra.metrics_csv import exported_fields, render
     from local.cluster import kube_state_metrics

@@ -148,8 +148,8 @@ def test_the_rules_evaluate_over_the_simulated_fleet(fleet):
 def test_the_collector_runs_as_the_charts_serviceaccount_and_writes_records(fleet):
     from kubernetes.client.exceptions import ApiException
 
-    from finops.store import open_store
     from gpu_finops.clients.kube import Kube
+    from gpu_finops.cost.store import open_store
     from local.cluster import product
 
     store = product.store_path(fleet)

@@ -3,7 +3,7 @@ FOCUS export splits each node-interval between them exactly, and the FOCUS proje
 
 On the real local stack (kube-apiserver, kwok, Karpenter, the simulated device plugin and DCGM exporter, a
 real Prometheus): a team-a pod and a team-b pod each hold one replica (nvidia.com/gpu.shared) of the same
-card on a gpu-shared node. The collector (finops.collector, holdings read from the Kubernetes API and the
+card on a gpu-shared node. The collector (gpu_finops.cost.collector, holdings read from the Kubernetes API and the
 kubelet pod-resources answer) runs a cycle per 10 s interval. Then team-a's pod is deleted, and `gpu-finops
 cost export --format parquet` writes the dataset from the store alone. The test computes each tenant's
 GPU-seconds itself from the pods' own timestamps and checks the rows against them."""
@@ -103,18 +103,18 @@ def test_two_tenants_on_one_time_sliced_card_split_exactly_and_the_export_passes
 
 
 def split_and_validate(kube, target, ns, run, pod_resources, tmp_path) -> None:
-    from finops.collector import Collector, align
-    from finops.holdings_record import kube_reader
-    from finops.pricing import CatalogRates
-    from finops.store import SqliteCostStore
     from gpu_finops.cli import main
     from gpu_finops.clients.nodes import KubeNodeSource
     from gpu_finops.clients.promql import PrometheusClient
+    from gpu_finops.cost.collector import Collector, align
+    from gpu_finops.cost.holdings_record import kube_reader
+    from gpu_finops.cost.pricing import CatalogRates
+    from gpu_finops.cost.store import SqliteCostStore
     from gpu_finops.facts.catalog import prices
     from infra.metrics_csv import exported_fields, render
     from local.cluster.prometheus_server import PrometheusServer
     from local.sim.gpu_sim import ClusterGpuSimulator
-    from tests.finops.focus_validator import assert_accepted
+    from tests.gpu_finops.cost.focus_validator import assert_accepted
 
     store_path = tmp_path / "cost.sqlite"
     sim = ClusterGpuSimulator(kube, exported_fields(render()), pod_resources_url=pod_resources)

@@ -1,5 +1,5 @@
 """Small inputs in the shapes a run records: acts.json as acts/report.py writes it, a SQLite cost store
-written through finops/store.py, `ledger month|ladder --json` and `diagnose --all --json` output."""
+written through gpu_finops/cost/store.py, `ledger month|ladder --json` and `diagnose --all --json` output."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from finops.holdings_record import IntervalHoldings
-from finops.store import SqliteCostStore
-from tests.finops.focus_fixtures import hold, iso, record
+from gpu_finops.cost.holdings_record import IntervalHoldings
+from gpu_finops.cost.store import SqliteCostStore
+from tests.gpu_finops.cost.focus_fixtures import hold, iso, record
 
 T0 = datetime(2026, 11, 30, 10, 0, tzinfo=UTC)
 E0 = T0.timestamp()

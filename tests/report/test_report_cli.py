@@ -9,8 +9,8 @@ import sqlite3
 
 import pytest
 
-from finops.store import SqliteCostStore
 from gpu_finops.cli import main
+from gpu_finops.cost.store import SqliteCostStore
 from gpu_finops.facts.errors import UsageError
 from tests.report import fixtures
 

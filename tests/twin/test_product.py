@@ -11,10 +11,10 @@ from decimal import Decimal
 
 import pytest
 
-from finops.store import SqliteCostStore, StoreError
+from gpu_finops.cost.store import SqliteCostStore, StoreError
 from gpu_finops.facts import timeouts
 from ledger import source
-from tests.finops.focus_fixtures import T0, record
+from tests.gpu_finops.cost.focus_fixtures import T0, record
 from twin import product
 from twin.cli_twin import product_line
 

@@ -1,0 +1,116 @@
+"""The collector's own Prometheus metrics and its health endpoint."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from http.server import ThreadingHTTPServer
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from gpu_finops.clients.metrics_http import serve as serve_registry
+from gpu_finops.cost.holdings_record import IntervalHoldings
+from gpu_finops.cost.records import STATUS_MISSING_SM_ACTIVE, STATUS_NO_GPU_SERIES, CycleResult
+from gpu_finops.facts import collector_metrics as names
+
+
+class CollectorMetrics:
+    """Cycle time, records written, missing metrics, idle dollars per node; plus health state."""
+
+    def __init__(self, registry: CollectorRegistry | None = None):
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.cycle_seconds = Histogram(names.CYCLE_SECONDS, "Wall time of one collector cycle", registry=r)
+        self.records_written = Counter(names.RECORDS_WRITTEN, "Cost records written", registry=r)
+        self.missing_metric = Counter(
+            names.MISSING_METRIC,
+            "Node-intervals where a required DCGM metric had no series",
+            ["metric", "node"],
+            registry=r,
+        )
+        self.cycle_failures = Counter(names.CYCLE_FAILURES, "Cycles that raised", registry=r)
+        self.idle_dollars = Gauge(
+            names.NODE_IDLE_DOLLARS,
+            "Idle dollars of the node in the last interval",
+            ["node"],
+            registry=r,
+        )
+        self.gpu_dollars_per_hour = Gauge(
+            names.GPU_DOLLARS_PER_HOUR,
+            "What one GPU of the node cost per hour in the last interval (cost / hours / GPUs)",
+            ["node", "capacity_type", "instance_type"],
+            registry=r,
+        )
+        self.idle_dollars_per_hour = Gauge(
+            names.NODE_IDLE_DOLLARS_PER_HOUR,
+            "Idle dollars per hour of the node in the last interval (cost x (1 - SM_ACTIVE) / hours)",
+            ["node"],
+            registry=r,
+        )
+        self.tenant_idle_dollars_per_hour = Gauge(
+            names.TENANT_IDLE_DOLLARS_PER_HOUR,
+            "A node's idle dollars per hour in the last interval, split by the tenants holding its GPUs "
+            '(tenant="": held by nobody)',
+            ["tenant", "node"],
+            registry=r,
+        )
+        self.last_record_end = Gauge(
+            names.LAST_RECORD_END,
+            "End of the last interval whose records were written (unix seconds); stale when it stops moving",
+            registry=r,
+        )
+        self.healthy = Gauge(names.HEALTHY, "1 when the last cycle found no configuration error", registry=r)
+        self.problems: list[str] = ["no cycle has completed yet"]
+        self.healthy.set(0)
+
+    def observe_cycle(self, result: CycleResult) -> None:
+        self.cycle_seconds.observe(result.seconds)
+        self.records_written.inc(len(result.records))
+        for record in result.records:
+            if record.x_Status == STATUS_MISSING_SM_ACTIVE:
+                self.missing_metric.labels("DCGM_FI_PROF_SM_ACTIVE", record.ResourceName).inc()
+            elif record.x_Status == STATUS_NO_GPU_SERIES:
+                self.missing_metric.labels("DCGM_FI_DEV_GPU_UTIL", record.ResourceName).inc()
+            if record.x_IdleCost is not None:
+                self.idle_dollars.labels(record.ResourceName).set(record.x_IdleCost)
+            hours = record.PricingQuantity
+            if record.EffectiveCost is not None and hours > 0 and record.x_GpuCount > 0:
+                per_gpu = record.EffectiveCost / hours / record.x_GpuCount
+                labels = (record.ResourceName, record.x_CapacityType or "", record.x_InstanceType or "")
+                self.gpu_dollars_per_hour.labels(*labels).set(per_gpu)
+            if record.x_IdleCost is not None and hours > 0:
+                self.idle_dollars_per_hour.labels(record.ResourceName).set(record.x_IdleCost / hours)
+        if result.records:
+            self.last_record_end.set(result.end.timestamp())
+        self.problems = list(result.problems)
+        self.healthy.set(1 if result.healthy else 0)
+
+    def observe_tenants(self, result: CycleResult, intervals: Sequence[IntervalHoldings]) -> None:
+        """Each node's idle dollars per hour, split by the share of its GPU-seconds each tenant held
+        (whole node-average SM_ACTIVE: a record has no per-GPU idle). Only where holdings were recorded:
+        an interval nobody recorded is not split (the export says no-holdings)."""
+        self.tenant_idle_dollars_per_hour.clear()
+        held = {(h.node, h.start): h for h in intervals}
+        seconds = (result.end - result.start).total_seconds()
+        for record in result.records:
+            h = held.get((record.ResourceName, record.ChargePeriodStart))
+            hours = record.PricingQuantity
+            if h is None or record.x_IdleCost is None or hours <= 0 or record.x_GpuCount <= 0 or seconds <= 0:
+                continue
+            per_gpu = record.x_IdleCost / hours / record.x_GpuCount
+            shares: dict[str, float] = {}
+            for holding in h.holdings:
+                gpu_seconds = holding.physical_gpus * holding.seconds_within(result.start, result.end)
+                shares[holding.tenant] = shares.get(holding.tenant, 0.0) + float(gpu_seconds) / seconds
+            shares[""] = max(0.0, record.x_GpuCount - sum(shares.values()))
+            for tenant, gpus in shares.items():
+                self.tenant_idle_dollars_per_hour.labels(tenant, record.ResourceName).set(per_gpu * gpus)
+
+    def cycle_failed(self) -> None:
+        self.cycle_failures.inc()
+        self.problems = ["the last cycle raised; see the collector log"]
+        self.healthy.set(0)
+
+
+def serve(metrics: CollectorMetrics, port: int, host: str = "0.0.0.0") -> ThreadingHTTPServer:
+    """Serve /metrics and /healthz (200 healthy, 503 with the reasons) on a background thread."""
+    return serve_registry(metrics.registry, lambda: metrics.problems, port, host)

@@ -1,0 +1,169 @@
+"""The Kubernetes reader of GPU holdings, over pod objects shaped as the API returns them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from fractions import Fraction
+from types import SimpleNamespace
+
+from kubernetes import client
+
+from gpu_finops.cost.gpu_holdings import (
+    GpuHolding,
+    gpu_holdings,
+    holdings_from_objects,
+    read_holdings_file,
+    write_holdings_file,
+)
+
+T = datetime(2026, 11, 30, 10, tzinfo=UTC)
+
+
+def pod(
+    name: str,
+    namespace: str,
+    *,
+    node: str | None = "gpu-a",
+    gpus: int = 1,
+    phase: str = "Running",
+    started: datetime | None = T,
+    finished: datetime | None = None,
+    queue: str | None = None,
+    init_gpus: int = 0,
+    resource: str = "nvidia.com/gpu",
+    job: str | None = None,
+) -> client.V1Pod:
+    def container(n: str, g: int) -> client.V1Container:
+        limits = {resource: str(g)} if g else {}
+        return client.V1Container(name=n, resources=client.V1ResourceRequirements(limits=limits))
+
+    state = (
+        client.V1ContainerState(
+            terminated=client.V1ContainerStateTerminated(exit_code=0, finished_at=finished)
+        )
+        if finished
+        else client.V1ContainerState(running=client.V1ContainerStateRunning(started_at=started))
+    )
+    return client.V1Pod(
+        metadata=client.V1ObjectMeta(
+            name=name,
+            namespace=namespace,
+            labels={"kueue.x-k8s.io/queue-name": queue} if queue else {},
+            owner_references=[
+                client.V1OwnerReference(
+                    api_version="batch/v1", kind="Job", name=job, uid="u", controller=True
+                )
+            ]
+            if job
+            else None,
+        ),
+        spec=client.V1PodSpec(
+            node_name=node,
+            containers=[container("main", gpus)],
+            init_containers=[container("init", init_gpus)] if init_gpus else None,
+        ),
+        status=client.V1PodStatus(
+            phase=phase,
+            start_time=started,
+            container_statuses=[
+                client.V1ContainerStatus(
+                    name="main", image="x", image_id="", ready=True, restart_count=0, state=state
+                )
+            ]
+            if started
+            else None,
+        ),
+    )
+
+
+def test_holdings_read_tenant_interval_and_replicas():
+    done = datetime(2026, 11, 30, 10, 30, tzinfo=UTC)
+    pods = [
+        pod("a", "team-a"),  # tenant from the namespace label
+        pod("b", "ns-b", queue="lq", phase="Succeeded", finished=done),  # tenant from Kueue
+        pod("c", "ns-c"),  # neither: the namespace
+        pod("cpu", "team-a", gpus=0),  # holds no GPU
+        pod("pending", "team-a", node=None, started=None, phase="Pending"),  # never on a node
+        pod("init", "team-a", gpus=1, init_gpus=2),  # an init container asking more sets the count
+    ]
+    holdings = holdings_from_objects(
+        pods,
+        {"team-a": {"gpu-finops.io/tenant": "team-a"}, "ns-b": {}},
+        {"gpu-a": 4},
+        {("ns-b", "lq"): "team-b"},
+    )
+    got = {h.pod: (h.tenant, h.gpus, h.replicas, h.start, h.end) for h in holdings}
+    assert got == {
+        "a": ("team-a", 1, 4, T, None),
+        "b": ("team-b", 1, 4, T, done),
+        "c": ("ns-c", 1, 4, T, None),
+        "init": ("team-a", 2, 4, T, None),
+    }
+    assert next(h for h in holdings if h.pod == "a").physical_gpus == Fraction(1, 4)
+
+
+def test_a_kueue_jobs_pod_takes_its_queue_from_the_job():
+    """Kueue's Job integration labels the Job, not its pods: a pod without the label is attributed by its
+    controlling Job's queue; a Job without one (or a pod with no Job) leaves the namespace as tenant."""
+    pods = [pod("j-1", "ns-b", job="j"), pod("k-1", "ns-b", job="k"), pod("bare", "ns-b")]
+    holdings = holdings_from_objects(pods, {}, {}, {("ns-b", "lq"): "team-b"}, {("ns-b", "j"): "lq"})
+    assert {h.pod: h.tenant for h in holdings} == {"j-1": "team-b", "k-1": "ns-b", "bare": "ns-b"}
+    # the pod's own label wins over its Job's
+    (h,) = holdings_from_objects(
+        [pod("own", "ns-b", queue="lq2", job="j")], {}, {}, {("ns-b", "lq"): "team-b", ("ns-b", "lq2"): "team-c"},
+        {("ns-b", "j"): "lq"},
+    )  # fmt: skip
+    assert h.tenant == "team-c"
+
+
+def test_a_time_sliced_replica_is_a_holding_of_a_quarter_card():
+    """nvidia.com/gpu.shared (the device plugin's renamed replicas) is held as surely as nvidia.com/gpu:
+    reading only the latter left every shared node's cost unallocated."""
+    (h,) = holdings_from_objects([pod("r", "team-b", resource="nvidia.com/gpu.shared")], {}, {"gpu-a": 4}, {})
+    assert (h.pod, h.gpus, h.replicas, h.physical_gpus) == ("r", 1, 4, Fraction(1, 4))
+    other = pod("m", "team-b", resource="example.com/fpga")
+    assert holdings_from_objects([other], {}, {"gpu-a": 4}, {}) == []
+
+
+def test_reader_lists_pods_namespaces_nodes_local_queues_and_queued_jobs():
+    selectors = []
+
+    def list_jobs(label_selector):
+        selectors.append(label_selector)
+        meta = client.V1ObjectMeta(name="j", namespace="ns-a", labels={"kueue.x-k8s.io/queue-name": "q"})
+        return SimpleNamespace(items=[client.V1Job(metadata=meta)])
+
+    objects = SimpleNamespace(
+        batch=SimpleNamespace(list_job_for_all_namespaces=list_jobs),
+        core=SimpleNamespace(
+            list_pod_for_all_namespaces=lambda: SimpleNamespace(
+                items=[pod("a", "ns-a", queue="q"), pod("j-1", "ns-a", job="j")]
+            ),
+            list_namespace=lambda: SimpleNamespace(
+                items=[client.V1Namespace(metadata=client.V1ObjectMeta(name="ns-a"))]
+            ),
+            list_node=lambda: SimpleNamespace(
+                items=[
+                    client.V1Node(
+                        metadata=client.V1ObjectMeta(name="gpu-a", labels={"nvidia.com/gpu.replicas": "4"})
+                    )
+                ]
+            ),
+        ),
+        custom=SimpleNamespace(
+            list_cluster_custom_object=lambda *a: {
+                "items": [
+                    {"metadata": {"namespace": "ns-a", "name": "q"}, "spec": {"clusterQueue": "team-a"}}
+                ]
+            }
+        ),
+    )
+    got = {h.pod: (h.tenant, h.node, h.replicas) for h in gpu_holdings(objects)}
+    assert got == {"a": ("team-a", "gpu-a", 4), "j-1": ("team-a", "gpu-a", 4)}
+    assert selectors == ["kueue.x-k8s.io/queue-name"]  # only the Jobs Kueue queues
+
+
+def test_holdings_file_round_trips(tmp_path):
+    h = GpuHolding("ns", "t", "p", "n", 1, T, None, 4)
+    write_holdings_file([h], tmp_path / "h.json")
+    assert read_holdings_file(tmp_path / "h.json") == [h]
