@@ -22,9 +22,9 @@ from benchmarks.ledger_data import fleet_exposition, month_openmetrics
 from benchmarks.processes import MIB, mib, own_metrics, peak_rss, prometheus, self_maxrss, serve, tool
 from gpu_finops.clients.promql import PrometheusClient
 from gpu_finops.facts import timeouts
+from gpu_finops.ledger import accounting, render, rules, source
+from gpu_finops.ledger.conventions import interval_seconds
 from harness.waits import eventually
-from ledger import accounting, render, rules, source
-from ledger.conventions import interval_seconds
 
 MONTH_START = datetime(2026, 7, 1, tzinfo=UTC)
 

@@ -6,7 +6,7 @@ check that Prometheus holds exactly that (a benchmark over an empty Prometheus m
   `promtool tsdb create-blocks-from openmetrics`.
 - `fleet_exposition`: the rules' raw INPUT series (kube-state-metrics-shaped node and pod series, DCGM
   series per GPU) for a fleet of 8-GPU nodes in the text exposition format, for a real Prometheus to
-  scrape and evaluate `ledger/rules.yaml` over.
+  scrape and evaluate `gpu_finops/ledger/rules.yaml` over.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from datetime import datetime
 from decimal import Decimal
 
 from gpu_finops.facts.dcgm import HOSTNAME_LABELS
-from ledger.conventions import BUCKETS, DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS, RUNGS
-from ledger.rules import BUCKET, INPUTS, LARGEST_PLACEABLE, RUNG
+from gpu_finops.ledger.conventions import BUCKETS, DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS, RUNGS
+from gpu_finops.ledger.rules import BUCKET, INPUTS, LARGEST_PLACEABLE, RUNG
 
-# The seed's typical July hour at 10,000 GPUs, as GPUs per bucket (tests/ledger/july.py backfills it).
+# The seed's typical July hour at 10,000 GPUs, as GPUs per bucket (tests/gpu_finops/ledger/july.py backfills it).
 JULY_TYPICAL: dict[str, int] = {
     "unschedulable_repair_queue": 200,
     "unschedulable_driver_rollout": 60,

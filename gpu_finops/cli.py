@@ -48,7 +48,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "diagnose.cli_gpus",
         "per GPU who holds it and what it does, beside the ones that look idle but are held",
     ),
-    "ledger": ("ledger.cli_ledger", "a month's GPU-hours in owned buckets; the allocation ladder"),
+    "ledger": ("gpu_finops.ledger.cli_ledger", "a month's GPU-hours in owned buckets; the allocation ladder"),
     "report": (
         "report.cli_report",
         "one self-contained HTML page of a run: acts, cost, ledger and diagnosis",

@@ -1,11 +1,11 @@
 """The chart's generated files (charts/gpu-finops/files/): the ledger's recording rules and dcgm-exporter's
-metrics CSV, rendered from their one source each (ledger/rules.py over ledger/conventions.py;
+metrics CSV, rendered from their one source each (gpu_finops/ledger/rules.py over gpu_finops/ledger/conventions.py;
 infra/metrics_csv.py's PROJECT_METRICS) so the chart, the ledger and the CSV `gpu-finops dcgm-csv` prints
 cannot drift. `python -m infra.chart_files --write` re-renders them; tests/infra/test_chart.py fails,
 naming this command, when a committed copy differs.
 
 A copy rather than a link: Helm reads only files inside the chart's folder, a packaged chart must carry
-its own, and `ledger/rules.yaml` stays package data for the installed CLI (`ledger` reads its interval).
+its own, and `gpu_finops/ledger/rules.yaml` stays package data for the installed CLI (`ledger` reads its interval).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import argparse
 from pathlib import Path
 
 from gpu_finops.facts.names import PROJECT
+from gpu_finops.ledger import rules
 from infra.metrics_csv import PROJECT_METRICS
 from infra.metrics_csv import render as render_metrics_csv
-from ledger import rules
 
 CHART = Path(__file__).resolve().parents[1] / "charts" / PROJECT
 RECORDING_RULES = CHART / "files" / "recording-rules.yaml"

@@ -9,7 +9,7 @@ Three dashboards, each answering one question with the figures beside what they 
   (the diagnosis exporter's gauge, `gpu-finops diagnose --all --port`), and by what Kubernetes records
 
 Every query reads the fleet's spelling of the DCGM inputs (gpu_finops/facts/dcgm_inputs.py) and the names the
-ledger's rules (ledger/rules.py) and the collector (gpu_finops/facts/collector_metrics.py) record, so the dashboards
+ledger's rules (gpu_finops/ledger/rules.py) and the collector (gpu_finops/facts/collector_metrics.py) record, so the dashboards
 query what the chart's rules and collector produce. `python -m infra.dashboards --write` renders them; a test keeps the committed JSON equal to a fresh rendering, and a test on
 the local target runs every panel's query against its Prometheus.
 
@@ -33,8 +33,8 @@ from grafana_foundation_sdk.models import dashboard as dm
 from gpu_finops.facts import collector_metrics as names
 from gpu_finops.facts.dcgm_inputs import PINNED, Spelling
 from gpu_finops.facts.names import PROJECT
-from ledger import rules
-from ledger.conventions import BUCKETS, GPU_RESOURCE_SELECTOR, RUNGS
+from gpu_finops.ledger import rules
+from gpu_finops.ledger.conventions import BUCKETS, GPU_RESOURCE_SELECTOR, RUNGS
 
 DASHBOARDS_DIR = Path(__file__).resolve().parents[1] / "charts" / PROJECT / "files" / "dashboards"
 DATASOURCE = dm.DataSourceRef(type_val="prometheus", uid="${datasource}")

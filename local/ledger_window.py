@@ -27,8 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ledger import rules
-from ledger.conventions import Conventions
+from gpu_finops.ledger import rules
+from gpu_finops.ledger.conventions import Conventions
 
 STEP_S = 5
 SCRAPE_S = 2

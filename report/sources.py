@@ -21,7 +21,7 @@ from gpu_finops.cost.focus import FocusContext, focus_dataset
 from gpu_finops.cost.records import CostRecord
 from gpu_finops.cost.store import SqliteCostStore
 from gpu_finops.facts.errors import UsageError, excerpt, shown
-from ledger.render import RUNG_LABELS
+from gpu_finops.ledger.render import RUNG_LABELS
 
 __all__ = ["RUNG_LABELS", "Absent", "Act", "ActsRun", "CostData", "Span", "TenantCost", "load_json"]
 

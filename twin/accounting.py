@@ -1,6 +1,6 @@
 """GPU-seconds per ledger bucket over a replay, integrated from what the observer holds, tick by tick.
 
-Each GPU node's GPUs are split at every tick into exactly one of the ledger's buckets (ledger/conventions.py),
+Each GPU node's GPUs are split at every tick into exactly one of the ledger's buckets (gpu_finops/ledger/conventions.py),
 by the ledger's own rules (docs/ledger.md): a cordoned node's GPUs are unschedulable (repair queue when its
 `gpu-finops.io/unschedulable-reason` says so, else other); a schedulable node's GPUs held by a bound pod
 that has not ended are allocated, in the bucket of the pod's workload class; the rest are free, and
@@ -21,7 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from gpu_finops.facts.kube_keys import GPU_RESOURCE, LABEL_NODEPOOL, LABEL_UNSCHEDULABLE_REASON
-from ledger.conventions import CLASS_BUCKETS, Conventions
+from gpu_finops.ledger.conventions import CLASS_BUCKETS, Conventions
 from twin.observe import Observer
 
 UNSCHEDULABLE_OTHER = "unschedulable_other"

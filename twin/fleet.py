@@ -33,7 +33,7 @@ from infra.objects.kueue import QueuePolicy, kueue_objects
 from local.sim.device_plugin import KWOK_ANNOTATION
 
 STATIC_POOL = "twin-static"  # the static nodes' karpenter.sh/nodepool value: no NodePool owns it
-REPAIR_REASON = "repair-queue"  # ledger/conventions.py's reason for unschedulable_repair_queue
+REPAIR_REASON = "repair-queue"  # gpu_finops/ledger/conventions.py's reason for unschedulable_repair_queue
 NODE_PREFIX = "twin-node-"
 POLICY_KEYS = {f.name for f in dataclasses.fields(QueuePolicy)}
 # Kueue v1beta2's enums for the policy's string fields (ClusterQueue spec.preemption, spec.queueingStrategy)

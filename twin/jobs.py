@@ -25,7 +25,7 @@ TOLERATION = {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
 # pod Running for the job's wall duration; pod-create and pod-ready start it at once, where their defaults
 # (1 s plus up to 4 s of jitter each) would add minutes of trace time to every job at compression 60.
 STAGE_DELAYS = ("pod-create", "pod-ready")
-CLASS_OF = {  # trace kind + profile -> the ledger's workload class (ledger/conventions.py)
+CLASS_OF = {  # trace kind + profile -> the ledger's workload class (gpu_finops/ledger/conventions.py)
     ("serving", "serving-busy"): "serving-traffic",
     ("serving", "serving-idle"): "serving-headroom",
     ("training", "training-stepping"): "training-stepping",

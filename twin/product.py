@@ -1,6 +1,6 @@
 """A replay read back through the product's own instruments, beside the twin's own accounting
 (twin/accounting.py): the ledger's recording rules as the target's Prometheus evaluated them
-(ledger/source.py's `window_sums`, what `gpu-finops ledger` reads) and the in-cluster collector's cost
+(gpu_finops/ledger/source.py's `window_sums`, what `gpu-finops ledger` reads) and the in-cluster collector's cost
 records (gpu_finops/cost/store.py, what `gpu-finops cost` reads).
 
 Both instruments work in whole steps: the rules evaluate once per interval (at an offset of Prometheus' own
@@ -62,9 +62,9 @@ def covering_window(start: float, end: float, step: int) -> tuple[float, float]:
 
 
 def rules_step() -> int:
-    """The ledger rules' evaluation interval (ledger/rules.yaml), in seconds."""
-    from ledger import rules
-    from ledger.conventions import interval_seconds
+    """The ledger rules' evaluation interval (gpu_finops/ledger/rules.yaml), in seconds."""
+    from gpu_finops.ledger import rules
+    from gpu_finops.ledger.conventions import interval_seconds
 
     return interval_seconds(str(rules.load()["groups"][0]["interval"]))
 
@@ -82,8 +82,8 @@ def ledger_figures(url: str, start: float, end: float, compression: float, step:
     """The ledger rules' buckets over [start, end) (whole steps), in trace GPU-hours: each sample stands for
     `step` wall seconds (the rules' interval), so a bucket's sum x step / 3600 x compression."""
     from gpu_finops.clients.promql import PrometheusQueryError
-    from ledger.rules import BUCKET, INSTALLED
-    from ledger.source import RangeClient, Window, window_sums
+    from gpu_finops.ledger.rules import BUCKET, INSTALLED
+    from gpu_finops.ledger.source import RangeClient, Window, window_sums
 
     client = RangeClient(url, retry_for=timeouts.PROM_RETRY)
 
@@ -99,7 +99,7 @@ def ledger_figures(url: str, start: float, end: float, compression: float, step:
         timeout=timeouts.PRODUCT_SETTLE,
         what=f"the ledger rules' evaluation in the run's last minute ({INSTALLED} at or after epoch "
         f"{end - step:.0f}) in {url}; the last observation is its latest evaluation (None: no series: are "
-        "ledger/rules.yaml's rules loaded in that Prometheus?)",
+        "gpu_finops/ledger/rules.yaml's rules loaded in that Prometheus?)",
         interval=5.0,
     )
     sums = window_sums(client, Window(datetime.fromtimestamp(start, UTC), datetime.fromtimestamp(end, UTC)))
@@ -109,7 +109,7 @@ def ledger_figures(url: str, start: float, end: float, compression: float, step:
                                "evaluations: no GPU installed; check kube-state-metrics' node series")  # fmt: skip
     if not sums.bucket_sums:
         raise ProductReadError(f"no {BUCKET} series over the window, with {INSTALLED} present: check the "
-                               "bucket rules in ledger/rules.yaml")  # fmt: skip
+                               "bucket rules in gpu_finops/ledger/rules.yaml")  # fmt: skip
     per_sample = step / 3600 * compression
     buckets = {
         b: _finite(f'{BUCKET}{{bucket="{b}"}}', v) * per_sample for b, v in sorted(sums.bucket_sums.items())

@@ -53,11 +53,11 @@ ANNOTATION_TRAINING_RUN = "gpu-finops.io/training-run"
 ANNOTATION_MODEL_PARAMETERS = "gpu-finops.io/model-parameters"
 ANNOTATION_TOKENS_PER_STEP = "gpu-finops.io/tokens-per-step"
 ANNOTATION_STEP_SECONDS = "gpu-finops.io/step-seconds"
-ANNOTATION_GPU_MODEL = "gpu-finops.io/gpu-model"  # a key of ledger.measures' dense-peak table
+ANNOTATION_GPU_MODEL = "gpu-finops.io/gpu-model"  # a key of gpu_finops.ledger.measures' dense-peak table
 ANNOTATION_SERVING_MODEL = "gpu-finops.io/serving-model"
 ANNOTATION_TOKENS_PER_SECOND = "gpu-finops.io/tokens-per-second"
 ANNOTATION_CONTROLLER_ROLE = "gpu-finops.io/controller-role"
-# the fleet ledger's convention (ledger/conventions.py): why a node is unschedulable, a pod's class
+# the fleet ledger's convention (gpu_finops/ledger/conventions.py): why a node is unschedulable, a pod's class
 LABEL_UNSCHEDULABLE_REASON = "gpu-finops.io/unschedulable-reason"
 LABEL_WORKLOAD_CLASS = "gpu-finops.io/workload-class"
 # the local device plugin's ConfigMap: the chart's config.default, kept beside the named configs

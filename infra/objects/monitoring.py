@@ -11,7 +11,7 @@ from gpu_finops.facts.config import Config
 from gpu_finops.facts.kube_keys import GPU_RESOURCE as GPU
 from gpu_finops.facts.kube_keys import LABEL_NODEPOOL
 from gpu_finops.facts.names import COLLECTOR, MONITORING_NS, PROJECT
-from ledger.conventions import Conventions
+from gpu_finops.ledger.conventions import Conventions
 
 # The chart's release: its fullname is the release name, so its objects are <release>-rules, ...-collector.
 CHART_RELEASE = PROJECT

@@ -13,7 +13,7 @@ ETCD = "v3.6.16"
 KWOK = "v0.8.0"
 # renovate: datasource=go depName=sigs.k8s.io/kueue
 KUEUE = "v0.19.2"
-# kube-state-metrics, the ledger's node and pod input (ledger/rules.yaml): the proxy lists no versions
+# kube-state-metrics, the ledger's node and pod input (gpu_finops/ledger/rules.yaml): the proxy lists no versions
 # for k8s.io/kube-state-metrics/v2, but exact versions are served; the AWS Prometheus chart's subchart runs
 # the same release line. v2.20.0 is built on client-go v0.36, the version the one module links (2.18.0 does not
 # compile against it: cache.Store gained Bookmark); the ledger's inputs are unchanged from 2.18.0 (docs/ledger.md).

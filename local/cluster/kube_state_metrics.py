@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ledger.conventions import Conventions
+from gpu_finops.ledger.conventions import Conventions
 from local.cluster.processes import PORTS
 
 PORT = PORTS["kube-state-metrics"]  # /metrics, /healthz, /livez, /readyz

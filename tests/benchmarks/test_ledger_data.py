@@ -25,9 +25,9 @@ from benchmarks.ledger_data import (
     node_counts,
 )
 from benchmarks.processes import prometheus
-from ledger import accounting, rules, source
-from ledger.conventions import BUCKETS, DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS, RUNGS
-from ledger.rules import BUCKET, INPUTS, LARGEST_PLACEABLE, RUNG
+from gpu_finops.ledger import accounting, rules, source
+from gpu_finops.ledger.conventions import BUCKETS, DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS, RUNGS
+from gpu_finops.ledger.rules import BUCKET, INPUTS, LARGEST_PLACEABLE, RUNG
 
 START = datetime(2026, 7, 1, tzinfo=UTC)
 
@@ -200,7 +200,7 @@ def test_the_month_benchmark_reads_back_a_tiny_backfill(capsys):
 
 @needs_prometheus
 def test_the_real_rules_over_the_generated_fleet_give_the_ledger_it_claims(tmp_path: Path, promtool):
-    """`promtool test rules`: ledger/rules.yaml over the tiny fleet's series, held for 5 minutes,
+    """`promtool test rules`: gpu_finops/ledger/rules.yaml over the tiny fleet's series, held for 5 minutes,
     records exactly the buckets and rungs the generator states (what the rules benchmark waits for)."""
     pages, fleet = fleet_exposition(96)
     # a fleet mid dcgm-exporter rollout: both spellings of the node label, half the nodes each

@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from gpu_finops.facts.dcgm_inputs import PRESETS
+from gpu_finops.ledger import rules
 from infra import dashboards
-from ledger import rules
 
 PROMTOOL = shutil.which("promtool")
 

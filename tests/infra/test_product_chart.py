@@ -15,9 +15,9 @@ import yaml
 
 from gpu_finops.facts import dcgm
 from gpu_finops.facts.names import COLLECTOR
+from gpu_finops.ledger import rules
 from infra import chart_files
 from infra.metrics_csv import exported_fields
-from ledger import rules
 from local.charts import product_chart
 from local.charts.chart_inputs import ValidationError
 from local.charts.chart_render import OPERATOR_API_VERSIONS

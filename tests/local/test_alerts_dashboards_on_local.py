@@ -10,7 +10,7 @@ kube-state-metrics and the collector's /metrics, and evaluates the ledger's rule
                (docs/diagnose.md); the diagnosis exporter counts it there (the waiting-pods panel's series)
 
 The alerts are the generator's, with their `for:` windows shortened to seconds (the committed file waits
-30 and 10 minutes; tests/ledger/alerts proves those windows with promtool). Then every query of every
+30 and 10 minutes; tests/gpu_finops/ledger/alerts proves those windows with promtool). Then every query of every
 committed dashboard runs against this Prometheus: each is valid PromQL and returns series.
 """
 
@@ -27,9 +27,9 @@ import pytest
 
 from gpu_finops.facts import dcgm
 from gpu_finops.facts.kube_keys import LABEL_TENANT
+from gpu_finops.ledger import alerts, rules
+from gpu_finops.ledger.conventions import Conventions
 from harness.waits import eventually
-from ledger import alerts, rules
-from ledger.conventions import Conventions
 
 pytestmark = [pytest.mark.local, pytest.mark.slow, pytest.mark.timeout(900)]
 NS = "alerts-live"

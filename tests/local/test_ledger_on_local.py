@@ -39,10 +39,10 @@ from pathlib import Path
 import pytest
 
 from gpu_finops.facts.kube_keys import GPU_RESOURCE, SHARED_GPU_RESOURCE
+from gpu_finops.ledger import rules
+from gpu_finops.ledger.conventions import BUCKETS, Conventions
+from gpu_finops.ledger.measures import dense_peak, mfu
 from harness.waits import eventually
-from ledger import rules
-from ledger.conventions import BUCKETS, Conventions
-from ledger.measures import dense_peak, mfu
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.local, pytest.mark.slow, pytest.mark.timeout(900)]

@@ -129,7 +129,7 @@ def test_prometheus_loads_every_group_of_the_charts_rules(local_cluster):
 
 
 def test_the_rules_evaluate_over_the_simulated_fleet(fleet):
-    from ledger.rules import INSTALLED
+    from gpu_finops.ledger.rules import INSTALLED
     from local.cluster import product
 
     url = product.prometheus_url()

@@ -13,7 +13,7 @@ import pytest
 
 from gpu_finops.cost.store import SqliteCostStore, StoreError
 from gpu_finops.facts import timeouts
-from ledger import source
+from gpu_finops.ledger import source
 from tests.gpu_finops.cost.focus_fixtures import T0, record
 from twin import product
 from twin.cli_twin import product_line
@@ -191,15 +191,15 @@ def test_a_record_that_is_not_the_collectors_in_the_last_interval_ends_the_wait_
 
 def test_a_failure_before_either_read_is_that_instruments_error_not_the_runs(tmp_path, monkeypatch) -> None:
     def broken() -> int:
-        raise ValueError("ledger/rules.yaml: no groups")
+        raise ValueError("gpu_finops/ledger/rules.yaml: no groups")
 
     monkeypatch.setattr(product, "rules_step", broken)
     spec = _store(tmp_path, _minutes("n0", 2))
     out = product.product_figures("http://prom", spec, START, START + 120, 1.0, {"n0"}, set(), 0)
-    assert out["ledger"] == {"error": "ValueError: ledger/rules.yaml: no groups"}
+    assert out["ledger"] == {"error": "ValueError: gpu_finops/ledger/rules.yaml: no groups"}
     assert out["collector"]["error"].startswith("ZeroDivisionError"), out
     assert product_line(out).startswith(
-        "product over ? wall s: ledger rules NOT READ (ValueError: ledger/rules.yaml"
+        "product over ? wall s: ledger rules NOT READ (ValueError: gpu_finops/ledger/rules.yaml"
     )
 
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace as NS
 import pytest
 
 from gpu_finops.facts import dcgm
-from ledger.conventions import Conventions
+from gpu_finops.ledger.conventions import Conventions
 from local.sim.dcgm_sim import DcgmSimulator
 from local.sim.gpu_sim import gpus_from_cluster
 from local.sim.profiles import (

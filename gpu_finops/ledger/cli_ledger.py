@@ -19,8 +19,8 @@ from rich.console import Console
 from gpu_finops.clients.terminal import console as wide_console
 from gpu_finops.facts import arguments, timeouts
 from gpu_finops.facts.errors import CheckFailed, UsageError
-from ledger import accounting, render, rules, source
-from ledger.conventions import interval_seconds
+from gpu_finops.ledger import accounting, render, rules, source
+from gpu_finops.ledger.conventions import interval_seconds
 
 DEFAULT_PROMETHEUS = os.environ.get("PROMETHEUS_URL", "http://127.0.0.1:9090")
 RETRY_FOR = timeouts.PROM_RETRY  # seconds a query is retried before Prometheus counts as unreachable
@@ -67,7 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     when.add_argument("--month", help="calendar month, UTC: YYYY-MM")
     when.add_argument("--from", dest="start", help="window start, ISO 8601 (UTC unless given); needs --to")
     month.add_argument("--to", dest="end", help="window end (exclusive), ISO 8601")
-    month.add_argument("--owners", type=Path, default=None, help="owners file (default: ledger/owners.yaml)")
+    month.add_argument(
+        "--owners", type=Path, default=None, help="owners file (default: gpu_finops/ledger/owners.yaml)"
+    )
     _common(month)
     ladder = sub.add_parser("ladder", help="every rung side by side, plus the largest placeable allocation")
     ladder.add_argument(

@@ -10,8 +10,8 @@ import socket
 import pytest
 
 from gpu_finops.cli import main
-from ledger import cli_ledger
-from ledger.conventions import DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS
+from gpu_finops.ledger import cli_ledger
+from gpu_finops.ledger.conventions import DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

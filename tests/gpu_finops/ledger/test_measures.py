@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ledger import rules
-from ledger.measures import (
+from gpu_finops.ledger import rules
+from gpu_finops.ledger.measures import (
     DENSE_PEAKS,
     dense_peak,
     goodput,

@@ -1,7 +1,7 @@
 """What the ledger reads from the cluster: label keys, their values, thresholds, and the bucket names.
 
 One frozen object so the recording rules, the report and the docs agree. Change a convention here,
-then re-render `rules.yaml` with `python -m ledger.rules --write`.
+then re-render `rules.yaml` with `python -m gpu_finops.ledger.rules --write`.
 """
 
 from __future__ import annotations

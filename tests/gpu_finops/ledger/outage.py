@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from ledger.conventions import DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS
-from ledger.rules import BUCKET, INPUTS, RUNG
+from gpu_finops.ledger.conventions import DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS
+from gpu_finops.ledger.rules import BUCKET, INPUTS, RUNG
 
 START = datetime(2026, 8, 1, tzinfo=UTC)
 HOURS = 48

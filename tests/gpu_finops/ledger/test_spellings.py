@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from gpu_finops.facts.dcgm_inputs import PINNED, PRESETS, RATIO, Spelling, spelling_from_dict
-from ledger import rules
-from ledger.conventions import Conventions
+from gpu_finops.ledger import rules
+from gpu_finops.ledger.conventions import Conventions
 
 OTEL = spelling_from_dict(
     {

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from gpu_finops.cli import main
-from tests.ledger import july
+from tests.gpu_finops.ledger import july
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -11,11 +11,11 @@ import pytest
 import yaml
 
 from gpu_finops.facts.dcgm_inputs import PRESETS
-from ledger import alerts
-from ledger.conventions import Conventions
+from gpu_finops.ledger import alerts
+from gpu_finops.ledger.conventions import Conventions
 
 ALERT_TESTS = sorted((Path(__file__).parent / "alerts").glob("*.test.yaml"))
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "alerts.md"
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "alerts.md"
 EXPECTED = {
     "GpuFinopsGpuHeldIdle",
     "GpuFinopsPodsPendingWhileGpusIdle",
@@ -34,7 +34,7 @@ def _rules() -> list[dict]:
 
 def test_committed_alerts_file_is_the_rendered_generator():
     assert alerts.ALERTS_PATH.read_text() == alerts.render(), (
-        "charts/gpu-finops/files/alerts.yaml is stale: run `python -m ledger.alerts --write`"
+        "charts/gpu-finops/files/alerts.yaml is stale: run `python -m gpu_finops.ledger.alerts --write`"
     )
 
 

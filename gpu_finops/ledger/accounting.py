@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from ledger.conventions import BUCKETS
+from gpu_finops.ledger.conventions import BUCKETS
 
 UNATTRIBUTED = "unattributed"
 UNOBSERVED = "unobserved"

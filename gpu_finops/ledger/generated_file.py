@@ -1,5 +1,5 @@
-"""The one command line of the ledger's generated files (`python -m ledger.rules --write`,
-`python -m ledger.alerts --write`): render for the pinned exporter into the committed file, or for another
+"""The one command line of the ledger's generated files (`python -m gpu_finops.ledger.rules --write`,
+`python -m gpu_finops.ledger.alerts --write`): render for the pinned exporter into the committed file, or for another
 exporter's spelling to stdout. One function, so the two generators cannot drift in what `--write` means."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from gpu_finops.facts.dcgm_inputs import SPELLING_HELP, spelling_argument
-from ledger.conventions import Conventions
+from gpu_finops.ledger.conventions import Conventions
 
 
 def write_or_print(

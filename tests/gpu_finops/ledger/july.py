@@ -16,8 +16,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from benchmarks.ledger_data import JULY_TYPICAL
-from ledger.conventions import BUCKETS, DCGM_INPUTS, KSM_INPUTS
-from ledger.rules import BUCKET, INPUTS, LARGEST_PLACEABLE, RUNG
+from gpu_finops.ledger.conventions import BUCKETS, DCGM_INPUTS, KSM_INPUTS
+from gpu_finops.ledger.rules import BUCKET, INPUTS, LARGEST_PLACEABLE, RUNG
 
 START = datetime(2026, 7, 1, tzinfo=UTC)
 HOURS = 744

@@ -9,9 +9,9 @@ from decimal import Decimal
 
 from gpu_finops.clients.promql import PrometheusClient, PrometheusQueryError
 from gpu_finops.facts.kube_keys import LABEL_GPU_REPLICAS, LABEL_UNSCHEDULABLE_REASON, LABEL_WORKLOAD_CLASS
-from ledger import accounting
-from ledger.conventions import DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS, RUNGS
-from ledger.rules import BUCKET, INPUTS, INSTALLED, LARGEST_PLACEABLE, RUNG
+from gpu_finops.ledger import accounting
+from gpu_finops.ledger.conventions import DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS, RUNGS
+from gpu_finops.ledger.rules import BUCKET, INPUTS, INSTALLED, LARGEST_PLACEABLE, RUNG
 
 # What goes wrong when an input is missing, said next to its name.
 INPUT_CONSEQUENCES: dict[str, str] = {
@@ -121,7 +121,7 @@ def missing_inputs(client: RangeClient, window: Window) -> list[str]:
     seen = {labels.get("input", ""): value for labels, value in rows}
     if not seen:
         return [
-            f"no {INPUTS} either: the ledger's recording rules (ledger/rules.yaml) did not run "
+            f"no {INPUTS} either: the ledger's recording rules (gpu_finops/ledger/rules.yaml) did not run "
             "in this Prometheus over the window, so missing inputs cannot be named"
         ]
     lowest = {

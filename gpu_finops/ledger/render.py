@@ -12,8 +12,8 @@ from typing import Any
 
 from rich.table import Table
 
-from ledger.accounting import Ledger
-from ledger.source import Ladder
+from gpu_finops.ledger.accounting import Ledger
+from gpu_finops.ledger.source import Ladder
 
 RUNG_LABELS = {
     "installed": "installed",

@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 
-from ledger.accounting import LINES, apportion, load_owners, reconcile
-from ledger.conventions import BUCKETS
+from gpu_finops.ledger.accounting import LINES, apportion, load_owners, reconcile
+from gpu_finops.ledger.conventions import BUCKETS
 
 OWNERS = {line: "o" for line in LINES}
 

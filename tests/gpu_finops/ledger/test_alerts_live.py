@@ -10,7 +10,7 @@ the ledger's rules and the chart's alerts. No cluster: the nodes are the collect
 
 The collector's holdings reader is a fixed list (team-a holds both held cards), as the local target's
 would read them from pods. The diagnosis exporter's /metrics serves one cycle over the same world (ml/wait
-pending for a card while both cards are held: allocation), read from plain facts, not a cluster. The `for:` windows are shortened to seconds (AlertSettings); tests/ledger/alerts proves the real ones.
+pending for a card while both cards are held: allocation), read from plain facts, not a cluster. The `for:` windows are shortened to seconds (AlertSettings); tests/gpu_finops/ledger/alerts proves the real ones.
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ from gpu_finops.cost.pricing import CatalogRates
 from gpu_finops.cost.store import SqliteCostStore
 from gpu_finops.facts import dcgm
 from gpu_finops.facts.kube_keys import GPU_RESOURCE
+from gpu_finops.ledger import alerts, rules
+from gpu_finops.ledger.conventions import Conventions
 from harness.waits import eventually
-from ledger import alerts, rules
-from ledger.conventions import Conventions
 from local.cluster.prometheus_server import PrometheusServer, free_port
 from local.sim.dcgm_sim import DcgmSimulator, SimGpu
 from tests.gpu_finops.cost.conftest import FakeNodes, node

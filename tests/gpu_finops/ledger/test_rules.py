@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ledger import rules
-from ledger.conventions import BUCKETS, RUNGS, Conventions, interval_seconds, ksm_label
+from gpu_finops.ledger import rules
+from gpu_finops.ledger.conventions import BUCKETS, RUNGS, Conventions, interval_seconds, ksm_label
 
 RULE_TESTS = sorted((Path(__file__).parent / "rules").glob("*.test.yaml"))
 
 
 def test_committed_rules_file_is_the_rendered_conventions():
     assert rules.RULES_PATH.read_text() == rules.render(), (
-        "ledger/rules.yaml is stale: run `python -m ledger.rules --write`"
+        "gpu_finops/ledger/rules.yaml is stale: run `python -m gpu_finops.ledger.rules --write`"
     )
 
 

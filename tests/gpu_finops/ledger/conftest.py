@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.processes import prometheus as started_prometheus
-from tests.ledger import july, outage
+from tests.gpu_finops.ledger import july, outage
 
 
 @pytest.fixture(scope="session")
