@@ -9,12 +9,11 @@ WORKDIR /src
 COPY requirements/runtime.txt requirements/runtime.txt
 RUN pip install --no-cache-dir --prefix=/install --require-hashes --no-deps -r requirements/runtime.txt
 COPY pyproject.toml README.md ./
-# The product package (the collector's rooms: gpu_finops.cost over gpu_finops.clients and gpu_finops.facts;
-# lint-imports keeps the cost room from importing anything else; tests/gpu_finops/cost/test_collector.py
-# checks this list against what it imports), and diagnose, for the chart's diagnosis exporter
-# (`diagnose --all --port`), which runs this same image.
+# The product package: the collector (gpu_finops.cost over gpu_finops.clients and gpu_finops.facts;
+# lint-imports keeps the cost room from importing anything else) and the chart's diagnosis exporter
+# (`diagnose --all --port`, gpu_finops.diagnose), which runs this same image.
+# tests/gpu_finops/cost/test_collector.py checks that what they import is in the image.
 COPY gpu_finops gpu_finops
-COPY diagnose diagnose
 RUN pip install --no-cache-dir --prefix=/install --no-deps .
 
 FROM python:3.12-slim

@@ -1,7 +1,7 @@
 """The GPU workloads act 7 builds on AWS: a public image and a short script passed as arguments, so a
 nightly pulls them as they are. Each makes real silicon show the DCGM pattern that the local simulator's
 profile of the same name reports (local.sim.profiles), against the diagnosis thresholds
-(diagnose.activity: SM_LOW 0.10, FB_RESIDENT 0.80, FB_IN_USE 0.05, PCIE_LOW_BPS 100 MB/s).
+(gpu_finops.diagnose.activity: SM_LOW 0.10, FB_RESIDENT 0.80, FB_IN_USE 0.05, PCIE_LOW_BPS 100 MB/s).
 
 - data-starved trainer (DATA_STARVED): holds a working set of 30 % of the card's VRAM, then per step
   waits half a second for its "data loader", copies a 1 MiB batch to the card and runs a few 256x256

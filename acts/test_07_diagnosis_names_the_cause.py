@@ -82,11 +82,11 @@ from acts.report import REPORT_DIR
 from acts.targets import Target, local_description
 from assertions.diagnosis import DiagnosisActObs, DiagnosisObs, Situation, check_diagnosis
 from assertions.verdict import require
-from diagnose import ORDER, diagnose_all
-from diagnose.kube_observer import KubeObserver
-from diagnose.prom_observer import read_or_reason
-from diagnose.read import read_cluster
 from gpu_finops.clients.kube import Kube
+from gpu_finops.diagnose import ORDER, diagnose_all
+from gpu_finops.diagnose.kube_observer import KubeObserver
+from gpu_finops.diagnose.prom_observer import read_or_reason
+from gpu_finops.diagnose.read import read_cluster
 from gpu_finops.facts import timeouts
 from gpu_finops.facts.kube_keys import GPU_RESOURCE, SHARED_GPU_RESOURCE
 from harness.waits import eventually

@@ -13,8 +13,8 @@ import json
 import random
 import time
 
-from diagnose.engine import diagnose_all, diagnose_pod
-from diagnose.model import (
+from gpu_finops.diagnose.engine import diagnose_all, diagnose_pod
+from gpu_finops.diagnose.model import (
     GPU,
     Cluster,
     GpuStats,

@@ -41,11 +41,11 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "rank GPU nodes by idle dollars per hour; with --apply, reclaim them",
     ),
     "diagnose": (
-        "diagnose.cli_diagnose",
+        "gpu_finops.diagnose.cli_diagnose",
         "why a GPU pod or Kueue workload waits: admission, allocation, memory, placement, application",
     ),
     "gpus": (
-        "diagnose.cli_gpus",
+        "gpu_finops.diagnose.cli_gpus",
         "per GPU who holds it and what it does, beside the ones that look idle but are held",
     ),
     "ledger": ("gpu_finops.ledger.cli_ledger", "a month's GPU-hours in owned buckets; the allocation ladder"),

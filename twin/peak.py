@@ -1,4 +1,4 @@
-"""`diagnose --all` at the peak: the product's own diagnosis (diagnose/engine.py over diagnose/read.py, as the
+"""`diagnose --all` at the peak: the product's own diagnosis (gpu_finops/diagnose/engine.py over gpu_finops/diagnose/read.py, as the
 CLI and act 7 read the cluster) run when the number of waiting workloads reaches a new high, at most once per
 `every` wall seconds; the last run is the one at the peak. Its summary: how many waiting pods and workloads
 each first cause explains. DCGM statistics come from the Prometheus at `prometheus_url` (the local target's,
@@ -29,9 +29,9 @@ class PeakDiagnosis:
     def maybe(self, pending: int, trace_hours: float) -> None:
         if pending <= self.best or time.monotonic() - self.last < self.every:
             return
-        from diagnose.engine import diagnose_all
-        from diagnose.kube_observer import KubeObserver
-        from diagnose.read import read_cluster
+        from gpu_finops.diagnose.engine import diagnose_all
+        from gpu_finops.diagnose.kube_observer import KubeObserver
+        from gpu_finops.diagnose.read import read_cluster
 
         self.best, self.last = pending, time.monotonic()
         started = time.monotonic()

@@ -1,6 +1,6 @@
 """/metrics and /healthz on a background thread: what the collector and the diagnosis exporter serve.
 
-Written once here, below both (gpu_finops/cost/ and diagnose/ share a floor and import neither each other).
+Written once here, below both (gpu_finops/cost/ and gpu_finops/diagnose/ share a floor and import neither each other).
 """
 
 from __future__ import annotations

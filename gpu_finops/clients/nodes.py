@@ -22,7 +22,7 @@ from gpu_finops.facts.kube_keys import (
 @dataclass(frozen=True)
 class GpuNode:
     """A GPU node as the cost side sees it: what the collector, pricing and the reaper need (its type,
-    capacity type, zone, NodePool, instance, cards and life). Not the diagnosis's `diagnose.model.NodeFacts`,
+    capacity type, zone, NodePool, instance, cards and life). Not the diagnosis's `gpu_finops.diagnose.model.NodeFacts`,
     which is the node as the scheduler sees it (taints, allocatable, readiness)."""
 
     name: str

@@ -1,6 +1,6 @@
 """One Kubernetes status condition (`metav1.Condition`: type, status, reason, message, lastTransitionTime),
 as every reader and claim checker of ours holds it: the acts' observers and checkers (`assertions/`) and the
-diagnosis (`diagnose/`) share this one type, so a condition read once means the same thing to both."""
+diagnosis (`gpu_finops/diagnose/`) share this one type, so a condition read once means the same thing to both."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """How a fleet's exporter spells the GPU inputs: metric names, the node label, GPU_UTIL's unit.
 
 One `Spelling` is read by the collector (gpu_finops/cost/collector.py), the ledger's rules and alerts
-(gpu_finops/ledger/rules.py, gpu_finops/ledger/alerts.py) and the diagnosis (diagnose/prom_observer.py), so the three agree on
+(gpu_finops/ledger/rules.py, gpu_finops/ledger/alerts.py) and the diagnosis (gpu_finops/diagnose/prom_observer.py), so the three agree on
 what a series is called and what its unit is. Presets cover the pinned exporter and each documented rename
 (docs/alerts.md, "Inputs as fleets spell them"); a YAML file can spell anything else.
 

@@ -19,7 +19,7 @@ PRIORITIES = {"low": 100, "high": 1000}  # WorkloadPriorityClass name -> value
 # (local/cluster/controllers.py): the visibility API, whose pending workloads carry their queue positions
 # (Beta, on by default since Kueue v0.9; said here so neither target can drift), and KEP-10852's ranked
 # reasons on the QuotaReserved and Admitted conditions with the kueue_unadmitted_workloads metric (Beta, off by
-# default in v0.19). `gpu-finops diagnose` quotes both (diagnose/kueue_visibility.py).
+# default in v0.19). `gpu-finops diagnose` quotes both (gpu_finops/diagnose/kueue_visibility.py).
 KUEUE_FEATURE_GATES = {"VisibilityOnDemand": True, "UnadmittedWorkloadsObservability": True}
 
 

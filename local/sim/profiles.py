@@ -2,7 +2,7 @@
 
 The simulator reads `PROFILE_ANNOTATION` on a pod that holds a GPU and exports `profile_values(...)` for
 that GPU (only the fields its metrics CSV exports). The values are chosen against the diagnosis
-thresholds in `diagnose.activity`, so each profile classifies as its name says.
+thresholds in `gpu_finops.diagnose.activity`, so each profile classifies as its name says.
 """
 
 from __future__ import annotations

@@ -17,10 +17,10 @@ import pytest
 from acts import gpu_workloads as w
 from acts.jobs import gpu_job, gpu_pod
 from acts.targets import aws_target, local_target
-from diagnose import activity as act
-from diagnose.kube_observer import tolerations
-from diagnose.model import Taint
-from diagnose.scheduling import untolerated
+from gpu_finops.diagnose import activity as act
+from gpu_finops.diagnose.kube_observer import tolerations
+from gpu_finops.diagnose.model import Taint
+from gpu_finops.diagnose.scheduling import untolerated
 from gpu_finops.facts.kube_keys import ANNOTATION_GPU_PROFILE, GPU_RESOURCE, SHARED_GPU_RESOURCE
 from local.sim.profiles import DATA_STARVED, RESIDENT_MODEL
 

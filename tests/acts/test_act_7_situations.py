@@ -8,9 +8,9 @@ import dataclasses
 
 from acts.jobs import GPU_TOLERATION
 from assertions.diagnosis import DiagnosisActObs, DiagnosisObs, Situation, check_diagnosis
-from diagnose import ORDER, Cluster, diagnose_all
-from diagnose.kube_observer import pod_facts
-from diagnose.model import (
+from gpu_finops.diagnose import ORDER, Cluster, diagnose_all
+from gpu_finops.diagnose.kube_observer import pod_facts
+from gpu_finops.diagnose.model import (
     GpuStats,
     Holder,
     NodeFacts,

@@ -115,9 +115,9 @@ def test_the_product_chart_renders_with_the_stacks_set_entries(rendered, config)
     table = chart_inputs.stand_ins(config)[("aws_dynamodb_table", "name")]
     assert container["image"] == f"{repo}:{config.versions.collector_image_tag}"
     assert f"--store=dynamodb:{table}" in container["args"]
-    for (
-        dep
-    ) in deps.values():  # the diagnosis exporter runs the collector's image (the Dockerfile copies diagnose/)
+    for dep in (
+        deps.values()
+    ):  # the diagnosis exporter runs the collector's image (the Dockerfile copies gpu_finops/diagnose/)
         assert [c["image"] for c in dep["spec"]["template"]["spec"]["containers"]] == [container["image"]]
     kinds = {d["kind"] for d in ours.docs}
     assert {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Service", "ConfigMap"} <= kinds

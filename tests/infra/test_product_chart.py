@@ -162,7 +162,7 @@ def test_the_collector_runs_non_root_read_only_with_args_its_own_parser_accepts(
 
 
 def test_the_diagnosis_runs_the_collectors_image_non_root_with_args_its_own_parser_accepts(plain):
-    from diagnose.cli_diagnose import add_arguments
+    from gpu_finops.diagnose.cli_diagnose import add_arguments
 
     collector, dep = named(plain["Deployment"], COLLECTOR), named(plain["Deployment"], DIAGNOSIS)
     pod = dep["spec"]["template"]["spec"]

@@ -366,7 +366,7 @@ def test_the_collector_records_holdings_and_may_read_what_they_need_only(synthes
         ("kueue.x-k8s.io", "workloads"),
     ]
     # the diagnosis' two reads by name: a waiting workload's LocalQueue (its ClusterQueue) and its queue
-    # positions from Kueue's visibility API (diagnose/kueue_visibility.py)
+    # positions from Kueue's visibility API (gpu_finops/diagnose/kueue_visibility.py)
     by_name = {
         ("kueue.x-k8s.io", "localqueues", "get"),
         ("visibility.kueue.x-k8s.io", "localqueues/pendingworkloads", "get"),

@@ -41,9 +41,6 @@ FAST = alerts.AlertSettings(idle_for="5s", missing_sm_active_for="5s", pending_f
 
 @pytest.fixture(scope="module")
 def live(local_cluster, tmp_path_factory):
-    from diagnose.exporter import DiagnosisMetrics, kube_pending, read_once
-    from diagnose.kube_observer import KubeObserver
-    from diagnose.read import read_cluster
     from gpu_finops.clients.metrics_http import serve as serve_registry
     from gpu_finops.clients.nodes import KubeNodeSource
     from gpu_finops.clients.promql import PrometheusClient
@@ -52,6 +49,9 @@ def live(local_cluster, tmp_path_factory):
     from gpu_finops.cost.metrics import CollectorMetrics, serve
     from gpu_finops.cost.pricing import CatalogRates
     from gpu_finops.cost.store import SqliteCostStore
+    from gpu_finops.diagnose.exporter import DiagnosisMetrics, kube_pending, read_once
+    from gpu_finops.diagnose.kube_observer import KubeObserver
+    from gpu_finops.diagnose.read import read_cluster
     from gpu_finops.facts.catalog import prices
     from infra.metrics_csv import exported_fields, render
     from local.cluster import kube_state_metrics

@@ -3,7 +3,7 @@ target (Kueue v0.19.2 with VisibilityOnDemand and UnadmittedWorkloadsObservabili
 through kube-apiserver's aggregation layer), and with both gates off says `fallback:` and derives the rest
 itself.
 
-The world (tests/diagnose/record_kueue_signals.build_world): a ClusterQueue of one GPU, one Job holding it,
+The world (tests/gpu_finops/diagnose/record_kueue_signals.build_world): a ClusterQueue of one GPU, one Job holding it,
 two Jobs waiting for it (positions 1 and 2; the first WaitingForQuota, the second without a condition, as Kueue
 leaves a workload equivalent to one that just failed), one asking two GPUs (ExceedsMaxQuota)."""
 
@@ -14,10 +14,10 @@ import secrets
 
 import pytest
 
-from diagnose.model import ADMISSION
 from gpu_finops.cli import main
+from gpu_finops.diagnose.model import ADMISSION
 from local.cluster.processes import PORTS
-from tests.diagnose.record_kueue_signals import build_world, delete_world
+from tests.gpu_finops.diagnose.record_kueue_signals import build_world, delete_world
 
 pytestmark = [pytest.mark.local, pytest.mark.slow, pytest.mark.timeout(1200)]
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from diagnose.prom_observer import read_gpu_stats
 from gpu_finops.clients.promql import PrometheusClient
+from gpu_finops.diagnose.prom_observer import read_gpu_stats
 from gpu_finops.facts.config import Config
 from gpu_finops.facts.names import MONITORING_NS
 from harness.waits import eventually

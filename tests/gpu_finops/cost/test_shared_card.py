@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from diagnose import activity as act
-from diagnose.prom_observer import read_gpu_stats
 from gpu_finops.clients.promql import PrometheusClient
+from gpu_finops.diagnose import activity as act
+from gpu_finops.diagnose.prom_observer import read_gpu_stats
 from gpu_finops.facts import dcgm
 from local.sim.dcgm_sim import SimGpu
 from tests.gpu_finops.cost.conftest import node

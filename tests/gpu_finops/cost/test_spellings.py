@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from diagnose.prom_observer import read_gpu_stats
 from gpu_finops.clients.promql import PrometheusClient
 from gpu_finops.cost.collector import Collector
 from gpu_finops.cost.records import STATUS_MISSING_SM_ACTIVE, STATUS_OK
 from gpu_finops.cost.store import SqliteCostStore
+from gpu_finops.diagnose.prom_observer import read_gpu_stats
 from gpu_finops.facts import dcgm
 from gpu_finops.facts.dcgm_inputs import PERCENT, PINNED, PRESETS, RATIO, Spelling, spelling_from_dict
 from local.cluster.prometheus_server import PrometheusServer

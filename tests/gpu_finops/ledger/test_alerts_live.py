@@ -23,8 +23,6 @@ from pathlib import Path
 
 import pytest
 
-from diagnose.exporter import DiagnosisMetrics, read_once
-from diagnose.model import Cluster, Holder, NodeFacts, PodFacts
 from gpu_finops.clients.metrics_http import serve as serve_registry
 from gpu_finops.clients.promql import PrometheusClient
 from gpu_finops.cost.collector import Collector
@@ -33,6 +31,8 @@ from gpu_finops.cost.holdings_record import HoldingsReader
 from gpu_finops.cost.metrics import CollectorMetrics, serve
 from gpu_finops.cost.pricing import CatalogRates
 from gpu_finops.cost.store import SqliteCostStore
+from gpu_finops.diagnose.exporter import DiagnosisMetrics, read_once
+from gpu_finops.diagnose.model import Cluster, Holder, NodeFacts, PodFacts
 from gpu_finops.facts import dcgm
 from gpu_finops.facts.kube_keys import GPU_RESOURCE
 from gpu_finops.ledger import alerts, rules

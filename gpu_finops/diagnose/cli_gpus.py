@@ -1,0 +1,87 @@
+"""`gpu-finops gpus`: per GPU who holds it, SM_ACTIVE, VRAM and power, and, always beside it, the GPUs
+that look idle but are held (allocated, low SM, VRAM resident). Activity and availability, never one
+without the other."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from gpu_finops.diagnose import activity as act
+from gpu_finops.diagnose.cli_diagnose import EXIT_UNREACHABLE, Unreachable, add_common, kube_call, kube_client
+from gpu_finops.diagnose.model import Cluster
+from gpu_finops.facts.dcgm_inputs import PINNED
+
+EPILOG = (
+    "exit 0: both views shown; 2: usage or configuration error; 3: Prometheus unreachable (no view: "
+    "activity is what the views are made of) or Kubernetes unreachable"
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_common(parser)
+    parser.epilog = EPILOG
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpu_finops.diagnose.gpus import gpu_view
+    from gpu_finops.diagnose.kube_observer import KubeObserver, holders
+    from gpu_finops.diagnose.prom_observer import read_or_reason
+
+    stats, why = read_or_reason(
+        args.prometheus_url,
+        args.window,
+        retry_for=args.prometheus_retry,
+        spelling=args.exporter_spelling or PINNED,
+    )
+    if stats is None:
+        print(f"gpu-finops gpus: {why}; no GPU view without DCGM", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    observer = KubeObserver(kube_client(args.kubeconfig))
+    try:
+        pods = kube_call(lambda: observer.kube.core.list_pod_for_all_namespaces().items)
+    except Unreachable as exc:
+        print(f"gpu-finops gpus: {exc}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    view = gpu_view(Cluster(holders=tuple(holders(pods)), stats=tuple(stats), window_s=args.window))
+    if args.json:
+        json.dump(view.to_dict(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    from rich.table import Table
+
+    from gpu_finops.clients.terminal import console as wide_console
+
+    console = wide_console()
+    t = Table(title=f"GPUs: activity over the last {args.window}s")
+    for col in ("node", "gpu", "UUID", "held by", "SM_ACTIVE", "SM occupancy", "FB used", "power W", "class"):
+        t.add_column(col)
+    for r in view.rows:
+        a = r.activity
+        t.add_row(
+            r.node,
+            r.gpu,
+            r.uuid,
+            ", ".join(r.holders)
+            or ("—" if not r.node_holders else f"(on node: {', '.join(r.node_holders)})"),
+            "?" if a.sm_active is None else f"{a.sm_active:.2f}",
+            "?" if a.sm_occupancy is None else f"{a.sm_occupancy:.2f}",
+            "?" if a.fb_ratio is None else f"{a.fb_used_mib:.0f} MiB ({a.fb_ratio:.0%})",
+            "?" if a.power_w is None else f"{a.power_w:.0f}",
+            a.kind if r.held else "free",
+        )
+    console.print(t)
+    idle = view.looks_idle_is_held
+    t2 = Table(
+        title=f"Looks idle, is held: allocated, SM_ACTIVE < {act.SM_LOW:.2f}, VRAM >= {act.FB_RESIDENT:.0%} "
+        f"({len(idle)} of {len(view.rows)})"
+    )
+    for col in ("node", "UUID", "held by", "SM_ACTIVE", "FB used"):
+        t2.add_column(col)
+    for r in idle:
+        t2.add_row(
+            r.node, r.uuid, ", ".join(r.holders), f"{r.activity.sm_active:.2f}", f"{r.activity.fb_ratio:.0%}"
+        )
+    console.print(t2)
+    return 0

@@ -1,0 +1,354 @@
+"""Read what the diagnosis needs from Kubernetes: pods, nodes, GPU holders, Kueue workloads, events.
+
+Objects are read through the kubernetes client and parsed in their JSON shape (camelCase, as the API
+serves them), so a V1Pod and a Workload's pod template (a plain dict from the custom objects API) go
+through the same parser.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gpu_finops.diagnose.model import (
+    GPU_RESOURCES,
+    Holder,
+    NodeFacts,
+    PodFacts,
+    Requirement,
+    SelectorTerm,
+    Taint,
+    Toleration,
+    WorkloadFacts,
+)
+from gpu_finops.diagnose.owners import by_owner, owner, owner_uid, workload_of
+from gpu_finops.facts.conditions import Condition
+from gpu_finops.facts.kube_keys import KUEUE_GROUP, KUEUE_VERSION
+
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+def as_json(obj: Any) -> dict[str, Any]:
+    """A kubernetes-client model (V1Pod, V1Node, ...) in the API's JSON shape; dicts pass through."""
+    if isinstance(obj, dict):
+        return obj
+    from kubernetes.client import ApiClient
+
+    return ApiClient().sanitize_for_serialization(obj)
+
+
+def _count(value: Any) -> int:
+    if value is None:
+        return 0
+    text = str(value)
+    if text.isdigit():
+        return int(text)
+    from kubernetes.utils import parse_quantity
+
+    return int(parse_quantity(text))
+
+
+def _gpu_of(resources: dict[str, Any] | None) -> dict[str, int]:
+    """Extended resources: requests default to limits, and must equal them when both are set."""
+    resources = resources or {}
+    requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+    out = {}
+    for r in GPU_RESOURCES:
+        n = _count(requests.get(r, limits.get(r)))
+        if n:
+            out[r] = n
+    return out
+
+
+def gpu_requests(spec: dict[str, Any]) -> dict[str, int]:
+    """The pod's effective GPU request: max(sum of containers, largest init container), per resource."""
+    total: dict[str, int] = {}
+    for c in spec.get("containers") or []:
+        for r, n in _gpu_of(c.get("resources")).items():
+            total[r] = total.get(r, 0) + n
+    for c in spec.get("initContainers") or []:
+        for r, n in _gpu_of(c.get("resources")).items():
+            total[r] = max(total.get(r, 0), n)
+    return total
+
+
+def _requirements(items: list[dict[str, Any]] | None) -> tuple[Requirement, ...]:
+    return tuple(
+        Requirement(i["key"], i["operator"], tuple(str(v) for v in i.get("values") or ()))
+        for i in items or ()
+    )
+
+
+def required_terms(spec: dict[str, Any]) -> tuple[SelectorTerm, ...] | None:
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    )
+    if required is None:
+        return None
+    return tuple(
+        SelectorTerm(_requirements(t.get("matchExpressions")), _requirements(t.get("matchFields")))
+        for t in required.get("nodeSelectorTerms") or ()
+    )
+
+
+def tolerations(spec: dict[str, Any]) -> tuple[Toleration, ...]:
+    return tuple(
+        Toleration(
+            t.get("key") or "", t.get("operator") or "Equal", t.get("value") or "", t.get("effect") or ""
+        )
+        for t in spec.get("tolerations") or ()
+    )
+
+
+def pod_facts(pod: Any, *, workload: str | None = None, scheduler_message: str | None = None) -> PodFacts:
+    """A V1Pod (or its JSON) as PodFacts. The scheduler message defaults to PodScheduled's, if False."""
+    p = as_json(pod)
+    meta, spec, status = p.get("metadata") or {}, p.get("spec") or {}, p.get("status") or {}
+    if scheduler_message is None:
+        scheduled = next((c for c in status.get("conditions") or () if c.get("type") == "PodScheduled"), None)
+        if scheduled and scheduled.get("status") == "False":
+            scheduler_message = scheduled.get("message") or scheduled.get("reason")
+    return template_facts(
+        meta.get("namespace") or "",
+        meta.get("name") or "",
+        spec,
+        phase=status.get("phase") or "Pending",
+        workload=workload,
+        scheduler_message=scheduler_message,
+    )
+
+
+def template_facts(
+    namespace: str,
+    name: str,
+    spec: dict[str, Any],
+    *,
+    phase: str = "Pending",
+    workload: str | None = None,
+    scheduler_message: str | None = None,
+) -> PodFacts:
+    return PodFacts(
+        namespace=namespace,
+        name=name,
+        phase=phase,
+        node_name=spec.get("nodeName"),
+        gpu_requests=gpu_requests(spec),
+        node_selector=dict(spec.get("nodeSelector") or {}),
+        required_terms=required_terms(spec),
+        tolerations=tolerations(spec),
+        workload=workload,
+        scheduler_message=scheduler_message,
+    )
+
+
+def node_facts(node: Any) -> NodeFacts:
+    n = as_json(node)
+    meta, spec, status = n.get("metadata") or {}, n.get("spec") or {}, n.get("status") or {}
+    ready = next((c for c in status.get("conditions") or () if c.get("type") == "Ready"), None)
+    allocatable = status.get("allocatable") or {}
+    return NodeFacts(
+        name=meta.get("name") or "",
+        labels=dict(meta.get("labels") or {}),
+        taints=tuple(
+            Taint(t["key"], t.get("effect") or "", t.get("value") or "") for t in spec.get("taints") or ()
+        ),
+        allocatable={r: _count(allocatable[r]) for r in GPU_RESOURCES if r in allocatable},
+        unschedulable=bool(spec.get("unschedulable")),
+        ready=ready is not None and ready.get("status") == "True",
+    )
+
+
+def holders(pods: list[Any]) -> list[Holder]:
+    """Non-terminal pods bound to a node that request GPUs: the scheduler counts them as holding."""
+    out = []
+    for pod in pods:
+        p = as_json(pod)
+        spec, status, meta = p.get("spec") or {}, p.get("status") or {}, p.get("metadata") or {}
+        if not spec.get("nodeName") or status.get("phase") in TERMINAL_PHASES:
+            continue
+        gpus = gpu_requests(spec)
+        if gpus:
+            out.append(Holder(meta.get("namespace") or "", meta["name"], spec["nodeName"], gpus))
+    return out
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if type(value) is int else None
+
+
+def workload_facts(wl: dict[str, Any], job_suspended: bool | None) -> WorkloadFacts:
+    meta, spec, status = wl.get("metadata") or {}, wl.get("spec") or {}, wl.get("status") or {}
+    pod_sets = spec.get("podSets") or ()
+    template = None
+    if pod_sets:
+        # The pod set that asks for GPUs stands for the workload (a launcher pod set usually asks none).
+        chosen = next(
+            (ps for ps in pod_sets if gpu_requests(((ps.get("template") or {}).get("spec")) or {})),
+            pod_sets[0],
+        )
+        template = template_facts(
+            meta.get("namespace") or "",
+            meta.get("name") or "",
+            ((chosen.get("template") or {}).get("spec")) or {},
+            workload=meta.get("name"),
+        )
+    return WorkloadFacts(
+        namespace=meta.get("namespace") or "",
+        name=meta.get("name") or "",
+        queue=spec.get("queueName"),
+        conditions={
+            c["type"]: Condition(
+                c["type"],
+                c["status"],
+                c.get("reason") or "",
+                c.get("message") or "",
+                observed_generation=_int_or_none(c.get("observedGeneration")),
+            )
+            for c in status.get("conditions") or ()
+        },
+        job_suspended=job_suspended,
+        pod_template=template,
+        created=meta.get("creationTimestamp") or None,
+        generation=_int_or_none(meta.get("generation")),
+    )
+
+
+def latest_failed_scheduling(events: list[Any]) -> dict[str, str]:
+    """pod key -> the newest FailedScheduling message (events.k8s.io/v1 or core/v1 shapes)."""
+    newest: dict[str, tuple[str, str]] = {}
+    for event in events:
+        e = as_json(event)
+        if e.get("reason") != "FailedScheduling":
+            continue
+        regarding = e.get("regarding") or e.get("involvedObject") or {}
+        if regarding.get("kind") not in (None, "Pod"):
+            continue
+        key = f"{regarding.get('namespace')}/{regarding.get('name')}"
+        at = str(
+            e.get("eventTime")
+            or (e.get("series") or {}).get("lastObservedTime")
+            or e.get("deprecatedLastTimestamp")
+            or e.get("lastTimestamp")
+            or (e.get("metadata") or {}).get("creationTimestamp")
+            or ""
+        )
+        message = e.get("note") or e.get("message") or ""
+        if key not in newest or at >= newest[key][0]:
+            newest[key] = (at, message)
+    return {k: m for k, (_, m) in newest.items()}
+
+
+def _items(resp: Any) -> list[dict[str, Any]]:
+    """A list's items as the API served them (`_preload_content=False`): the client's models cost a few ms
+    an object to build and as much again to turn back into JSON, which at fleet size (5,000 pods, 1,250
+    nodes) was tens of seconds of `diagnose --all`."""
+    return json.loads(resp.data).get("items") or []
+
+
+class PodGone(LookupError):
+    """The pod named does not exist (any more)."""
+
+
+class KubeObserver:
+    """Reads pods, nodes, holders, workloads and events through a harness `Kube`."""
+
+    def __init__(self, kube: Any):
+        self.kube = kube
+
+    def _pods(self, namespace: str | None) -> list[dict[str, Any]]:
+        core = self.kube.core
+        resp = (
+            core.list_namespaced_pod(namespace, _preload_content=False)
+            if namespace
+            else core.list_pod_for_all_namespaces(_preload_content=False)
+        )
+        return _items(resp)
+
+    def _events(self, namespace: str | None) -> list[Any]:
+        """Raw JSON: the client's events.k8s.io model rejects an event without eventTime, which every
+        event written through core/v1 (kwok's, Karpenter's, older components') reads back as."""
+        ev = self.kube.events
+        resp = (
+            ev.list_namespaced_event(namespace, _preload_content=False)
+            if namespace
+            else ev.list_event_for_all_namespaces(_preload_content=False)
+        )
+        return json.loads(resp.data).get("items", [])
+
+    def _workloads(self, namespace: str | None) -> list[dict[str, Any]]:
+        custom = self.kube.custom
+        try:
+            if namespace:
+                body = custom.list_namespaced_custom_object(
+                    KUEUE_GROUP, KUEUE_VERSION, namespace, "workloads"
+                )
+            else:
+                body = custom.list_cluster_custom_object(KUEUE_GROUP, KUEUE_VERSION, "workloads")
+        except Exception as exc:  # Kueue not installed: no workloads, not an error
+            if getattr(exc, "status", None) == 404:
+                return []
+            raise
+        return body.get("items", [])
+
+    def _suspended(self, namespace: str | None) -> dict[tuple[str, str], tuple[str | None, bool]]:
+        """(namespace, Job name) -> (the Job's UID, its spec.suspend)."""
+        batch = self.kube.batch
+        resp = (
+            batch.list_namespaced_job(namespace, _preload_content=False)
+            if namespace
+            else batch.list_job_for_all_namespaces(_preload_content=False)
+        )
+        out = {}
+        for j in _items(resp):
+            meta = j.get("metadata") or {}
+            out[(meta.get("namespace") or "", meta.get("name") or "")] = (
+                meta.get("uid") or None,
+                bool((j.get("spec") or {}).get("suspend")),
+            )
+        return out
+
+    def workloads(self, namespace: str | None) -> list[WorkloadFacts]:
+        suspended = self._suspended(namespace)
+        out = []
+        for wl in self._workloads(namespace):
+            ns = (wl.get("metadata") or {}).get("namespace") or ""
+            job = owner(wl, "Job")
+            uid, suspend = suspended.get((ns, job), (None, None)) if job else (None, None)
+            # a Job of that name with another UID is a new one: the Workload's own Job is gone
+            wl_uid = owner_uid(wl, "Job")
+            out.append(workload_facts(wl, None if uid and wl_uid and uid != wl_uid else suspend))
+        return out
+
+    def nodes(self) -> list[NodeFacts]:
+        return [node_facts(n) for n in _items(self.kube.core.list_node(_preload_content=False))]
+
+    def observe(
+        self, namespace: str | None
+    ) -> tuple[list[PodFacts], list[NodeFacts], list[Holder], list[WorkloadFacts]]:
+        """Pending pods of `namespace` (all when None), every node, every GPU holder, the workloads."""
+        all_pods = self._pods(None)
+        wls = self.workloads(namespace)
+        owners = by_owner(self._workloads(namespace))
+        messages = latest_failed_scheduling(self._events(namespace))
+        pods = []
+        for p in all_pods:
+            meta = p.get("metadata") or {}
+            if namespace and meta.get("namespace") != namespace:
+                continue
+            key = f"{meta.get('namespace')}/{meta.get('name')}"
+            pods.append(pod_facts(p, workload=workload_of(p, owners), scheduler_message=messages.get(key)))
+        return pods, self.nodes(), holders(all_pods), wls
+
+    def pod(self, namespace: str, name: str) -> PodFacts:
+        """One pod by name, with its workload and newest FailedScheduling message; PodGone if absent."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            p = as_json(self.kube.core.read_namespaced_pod(name, namespace))
+        except ApiException as exc:
+            if exc.status == 404:
+                raise PodGone(f"pod {namespace}/{name} not found: it does not exist or is gone") from exc
+            raise
+        workload = workload_of(p, by_owner(self._workloads(namespace)))
+        message = latest_failed_scheduling(self._events(namespace)).get(f"{namespace}/{name}")
+        return pod_facts(p, workload=workload, scheduler_message=message)
