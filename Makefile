@@ -32,7 +32,7 @@ ACTIONLINT_VERSION := 1.7.12
 UV_VERSION := 0.13.8
 # renovate: datasource=npm depName=renovate
 RENOVATE_VERSION := 44.121.2
-# axe-core checks the HTML report's accessibility in the browser tests (tests/report).
+# axe-core checks the HTML report's accessibility in the browser tests (tests/gpu_finops/report).
 # renovate: datasource=npm depName=axe-core
 AXE_CORE_VERSION := 4.14.1
 TARGET     ?= local
@@ -116,7 +116,7 @@ $(AXE_CORE): | $(NODE_BIN)
 	@mkdir -p $(AXE_CORE_DIR)
 	@PATH=$(CURDIR)/$(NODE_DIR)/node_modules/.bin:$$PATH npm install --prefix $(AXE_CORE_DIR) --no-audit --no-fund --loglevel=error "axe-core@$(AXE_CORE_VERSION)" >/dev/null
 
-print-axe-core: # the folder axe-core is installed in (tests/report injects its axe.min.js)
+print-axe-core: # the folder axe-core is installed in (tests/gpu_finops/report injects its axe.min.js)
 	@echo $(AXE_CORE_DIR)
 
 lock: $(UV) ## re-resolve the Python dependencies into the hash-pinned lock files (after editing pyproject.toml)
@@ -134,7 +134,7 @@ $(SETUP_STAMP): pyproject.toml Makefile $(LOCK_TEST) | $(UV)
 	       $(VENV)/bin/pip install -q --require-hashes --no-deps -r $(LOCK_TEST); }
 	@$(VENV)/bin/pip check >/dev/null || { $(VENV)/bin/pip check; exit 1; }
 	@$(UV_PIP) install --python $(VENV)/bin/python --quiet --no-deps -e . || $(VENV)/bin/pip install -q --no-deps -e .
-	@# command:package; chromium and chromium-driver drive the report's browser tests (tests/report); apt waits up to
+	@# command:package; chromium and chromium-driver drive the report's browser tests (tests/gpu_finops/report); apt waits up to
 	@# 10 min for another apt's lock (two checkouts set up at once) instead of failing at once
 	@missing=""; for pair in prometheus:prometheus shellcheck:shellcheck chromium:chromium chromedriver:chromium-driver; do \
 	  command -v $${pair%%:*} >/dev/null || missing="$$missing $${pair#*:}"; done; \

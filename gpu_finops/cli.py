@@ -50,7 +50,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     ),
     "ledger": ("gpu_finops.ledger.cli_ledger", "a month's GPU-hours in owned buckets; the allocation ladder"),
     "report": (
-        "report.cli_report",
+        "gpu_finops.report.cli_report",
         "one self-contained HTML page of a run: acts, cost, ledger and diagnosis",
     ),
     "local": ("local.cli_local", "the local rehearsal cluster: up, down, status"),

@@ -7,7 +7,7 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from report.sources import Absent
+from gpu_finops.report.sources import Absent
 
 CSS = """
 *{box-sizing:border-box}

@@ -12,8 +12,8 @@ import argparse
 from pathlib import Path
 
 from gpu_finops.facts.errors import CheckFailed
-from report import section_acts, section_cost, section_ops, sources
-from report.page import document
+from gpu_finops.report import section_acts, section_cost, section_ops, sources
+from gpu_finops.report.page import document
 
 REPORTS = Path("reports")
 

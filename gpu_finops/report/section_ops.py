@@ -7,9 +7,9 @@ import json
 import math
 from typing import Any
 
-from report import charts
-from report.page import Section, esc, figure, missing, table
-from report.sources import RUNG_LABELS, Absent
+from gpu_finops.report import charts
+from gpu_finops.report.page import Section, esc, figure, missing, table
+from gpu_finops.report.sources import RUNG_LABELS, Absent
 
 
 def _number(text: object) -> float | None:

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from gpu_finops.cli import main
-from tests.report import fixtures
-from tests.report.browser import chromium, console_errors, requests, screenshot
-from tests.report.readback import marks
+from tests.gpu_finops.report import fixtures
+from tests.gpu_finops.report.browser import chromium, console_errors, requests, screenshot
+from tests.gpu_finops.report.readback import marks
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 RUNS = ("passing", "failing", "no-cost")
 pytestmark = pytest.mark.slow
 

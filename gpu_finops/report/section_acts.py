@@ -8,9 +8,9 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from report import charts
-from report.page import Section, esc, figure, missing, table
-from report.sources import Absent, Act, ActsRun
+from gpu_finops.report import charts
+from gpu_finops.report.page import Section, esc, figure, missing, table
+from gpu_finops.report.sources import Absent, Act, ActsRun
 
 ORDER = {"failed": 0, "not run": 1, "skipped": 2, "passed": 3}
 EVIDENCE_CHARS = 20_000  # a verdict's evidence past this is cut (the JSON file has it whole)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from report import section_ops
+from gpu_finops.report import section_ops
 
 DEMO_MONTH = {  # shape and figures from a `make demo` run's reports/ledger-month.json (2026-12-02)
     "start": "2026-12-02T08:21:50+00:00", "end": "2026-12-02T08:26:35+00:00",

@@ -6,9 +6,9 @@ from __future__ import annotations
 from gpu_finops.cost.records import CostRecord
 from gpu_finops.cost.store import group_by_node
 from gpu_finops.facts import timestamps
-from report import charts
-from report.page import Section, esc, figure, missing, table
-from report.sources import Absent, CostData, TenantCost
+from gpu_finops.report import charts
+from gpu_finops.report.page import Section, esc, figure, missing, table
+from gpu_finops.report.sources import Absent, CostData, TenantCost
 
 NODE_COLORS = ("#2b6cb0", "#c05621", "#2f855a", "#6b46c1", "#b83280", "#2c7a7b")
 

@@ -12,7 +12,7 @@ import pytest
 from gpu_finops.cli import main
 from gpu_finops.cost.store import SqliteCostStore
 from gpu_finops.facts.errors import UsageError
-from tests.report import fixtures
+from tests.gpu_finops.report import fixtures
 
 
 def args(paths):
