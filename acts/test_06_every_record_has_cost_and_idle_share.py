@@ -45,13 +45,13 @@ from gpu_finops.cost.collector import Collector, align
 from gpu_finops.cost.pricing import CatalogRates
 from gpu_finops.cost.records import RATE_CATALOG, RATE_ON_DEMAND, RATE_SPOT
 from gpu_finops.cost.store import SqliteCostStore
+from gpu_finops.dcgm.metrics_csv import exported_fields, render
 from gpu_finops.facts import timeouts
 from gpu_finops.facts.kube_keys import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
 from gpu_finops.facts.timestamps import iso
 from harness.cost_table import collector_log, expected_unit_prices, node_records
 from harness.observe import job_pods
 from harness.waits import WaitTimeout, eventually
-from infra.metrics_csv import exported_fields, render
 
 INTERVAL = 10  # seconds per record on the local target (the in-cluster collector uses the config's, 60)
 INTERVALS = 3

@@ -205,7 +205,7 @@ def dcgm_prometheus(t: Target, kube: Kube, tmp_path: Path) -> Iterator[str]:
             )
         yield url
         return
-    from infra.metrics_csv import exported_fields, render
+    from gpu_finops.dcgm.metrics_csv import exported_fields, render
     from local.cluster.prometheus_server import PrometheusServer
     from local.sim.gpu_sim import ClusterGpuSimulator
 

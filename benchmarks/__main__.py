@@ -37,9 +37,9 @@ def bench_collector(gpu_counts: list[int]) -> None:
     from gpu_finops.cost.collector import Collector
     from gpu_finops.cost.pricing import CatalogRates
     from gpu_finops.cost.store import SqliteCostStore
+    from gpu_finops.dcgm.metrics_csv import PROJECT_METRICS
     from gpu_finops.facts import dcgm
     from harness.waits import eventually
-    from infra.metrics_csv import PROJECT_METRICS
     from local.cluster.prometheus_server import PrometheusServer
     from local.sim.dcgm_sim import DcgmSimulator, SimGpu
 

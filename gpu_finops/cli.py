@@ -26,11 +26,11 @@ from gpu_finops.facts.names import PROJECT
 # subcommand -> (module that implements it, one-line help). Order is the order shown in --help.
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "check-metrics-csv": (
-        "infra.cli_check_metrics_csv",
+        "gpu_finops.dcgm.cli_check_metrics_csv",
         "validate a dcgm-exporter metrics CSV with the exporter's rules",
     ),
     "dcgm-csv": (
-        "infra.cli_dcgm_csv",
+        "gpu_finops.dcgm.cli_dcgm_csv",
         "print the dcgm-exporter metrics CSV we ship (with SM_ACTIVE), to deploy to your own exporter",
     ),
     "infra": ("infra.cli_infra", "synthesize the stacks; preflight, up and destroy against AWS"),

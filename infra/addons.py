@@ -16,12 +16,12 @@ from cdktn_provider_kubernetes.namespace import Namespace
 from cdktn_provider_kubernetes.provider import KubernetesProvider
 from constructs import Construct
 
+from gpu_finops.dcgm.metrics_csv import PROJECT_METRICS, MetricRow
+from gpu_finops.dcgm.metrics_csv import render as render_metrics_csv
 from gpu_finops.facts.config import Config
 from infra.chart_files import CHART
 from infra.cluster import ClusterStack
 from infra.jsii_structs import camel
-from infra.metrics_csv import PROJECT_METRICS, MetricRow
-from infra.metrics_csv import render as render_metrics_csv
 from infra.network import local_state
 from infra.objects.device_plugin import device_plugin_values
 from infra.objects.karpenter import ec2nodeclass, karpenter_objects, karpenter_values

@@ -6,10 +6,10 @@ from pathlib import Path
 
 from cdktn import App
 
+from gpu_finops.dcgm.metrics_csv import PROJECT_METRICS, MetricRow
 from gpu_finops.facts.config import Config
 from infra.addons import AddonsStack, copy_product_chart, write_chart
 from infra.cluster import ClusterStack
-from infra.metrics_csv import PROJECT_METRICS, MetricRow
 from infra.network import NetworkStack
 
 STACKS = ("network", "cluster", "addons")  # the order `make up` applies; destroy reverses it

@@ -1,6 +1,6 @@
 """The chart's generated files (charts/gpu-finops/files/): the ledger's recording rules and dcgm-exporter's
 metrics CSV, rendered from their one source each (gpu_finops/ledger/rules.py over gpu_finops/ledger/conventions.py;
-infra/metrics_csv.py's PROJECT_METRICS) so the chart, the ledger and the CSV `gpu-finops dcgm-csv` prints
+gpu_finops/dcgm/metrics_csv.py's PROJECT_METRICS) so the chart, the ledger and the CSV `gpu-finops dcgm-csv` prints
 cannot drift. `python -m infra.chart_files --write` re-renders them; tests/infra/test_chart.py fails,
 naming this command, when a committed copy differs.
 
@@ -13,10 +13,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from gpu_finops.dcgm.metrics_csv import PROJECT_METRICS
+from gpu_finops.dcgm.metrics_csv import render as render_metrics_csv
 from gpu_finops.facts.names import PROJECT
 from gpu_finops.ledger import rules
-from infra.metrics_csv import PROJECT_METRICS
-from infra.metrics_csv import render as render_metrics_csv
 
 CHART = Path(__file__).resolve().parents[1] / "charts" / PROJECT
 RECORDING_RULES = CHART / "files" / "recording-rules.yaml"

@@ -1,11 +1,11 @@
-"""Regenerate infra/dcgm_field_names.json: the DCGM field names the pinned dcgm-exporter knows.
+"""Regenerate gpu_finops/dcgm/dcgm_field_names.json: the DCGM field names the pinned dcgm-exporter knows.
 
 dcgm-exporter accepts a CSV row's field name when go-dcgm's `GetFieldID` finds it (the `dcgmFields` map,
 then `legacyDCGMFields`) or when it is one of the exporter's own counters (`DCGMFields` in
 internal/pkg/counters/exporter_counters.go, names in const.go). This reads those maps from checkouts of
 both repositories at the pinned versions and writes the list, with where it came from:
 
-    python -m infra.refresh_dcgm_fields GO_DCGM_CHECKOUT DCGM_EXPORTER_CHECKOUT > infra/dcgm_field_names.json
+    python -m infra.refresh_dcgm_fields GO_DCGM_CHECKOUT DCGM_EXPORTER_CHECKOUT > gpu_finops/dcgm/dcgm_field_names.json
 
 (go-dcgm at the version dcgm-exporter's go.mod requires; dcgm-exporter at the tag in
 `gpu_finops/facts/config.py`'s `dcgm_exporter_image`).

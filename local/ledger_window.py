@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("give the command to run after --")
-    from infra.metrics_csv import exported_fields, render
+    from gpu_finops.dcgm.metrics_csv import exported_fields, render
     from local.cluster.lifecycle import LocalCluster
     from local.sim.gpu_sim import ClusterGpuSimulator
 

@@ -9,7 +9,7 @@ import signal
 import threading
 
 from gpu_finops.clients.kube import Kube
-from infra.metrics_csv import exported_fields, render
+from gpu_finops.dcgm.metrics_csv import exported_fields, render
 from local.sim.gpu_sim import ClusterGpuSimulator
 
 

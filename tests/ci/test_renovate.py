@@ -54,7 +54,7 @@ NOT_DEPENDENCIES = {
     ): "our own collector image, built and tagged by `make up`",
     ("gpu_finops/cost/focus.py", "FOCUS_VERSION"): "the FOCUS specification version the export implements",
     ("infra/refresh_dcgm_fields.py", "EXPORTER_TAG"): (
-        "records what infra/dcgm_field_names.json was generated from; changes only by regenerating it"
+        "records what gpu_finops/dcgm/dcgm_field_names.json was generated from; changes only by regenerating it"
     ),
     ("infra/refresh_dcgm_fields.py", "GO_DCGM_VERSION"): "the same: the generated list's provenance",
 }

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.metrics_csv import MAX_CSV_BYTES
+from gpu_finops.dcgm.metrics_csv import MAX_CSV_BYTES
 from tests.gpu_finops.bad_inputs import CONFIGS, Case, check, closed_port
 
 

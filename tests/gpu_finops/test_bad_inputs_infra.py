@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from infra.metrics_csv import MAX_CSV_BYTES
+from gpu_finops.dcgm.metrics_csv import MAX_CSV_BYTES
 from tests.gpu_finops.bad_inputs import Case, config_says, run, synth
 
 CASES: dict[str, Case] = {

@@ -13,11 +13,11 @@ import json
 import pytest
 import yaml
 
+from gpu_finops.dcgm.metrics_csv import exported_fields
 from gpu_finops.facts import dcgm
 from gpu_finops.facts.names import COLLECTOR
 from gpu_finops.ledger import rules
 from infra import chart_files
-from infra.metrics_csv import exported_fields
 from local.charts import product_chart
 from local.charts.chart_inputs import ValidationError
 from local.charts.chart_render import OPERATOR_API_VERSIONS

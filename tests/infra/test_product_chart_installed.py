@@ -98,8 +98,8 @@ def test_installed_chart_collects_as_its_serviceaccount_and_its_rules_evaluate(t
     from kubernetes.client.exceptions import ApiException
 
     from gpu_finops.cost.store import open_store
+    from gpu_finops.dcgm.metrics_csv import exported_fields, render
     from infra.chart_files import CHART
-    from infra.metrics_csv import exported_fields, render
     from local.cluster import product
     from local.cluster.prometheus_server import PrometheusServer
     from local.sim.gpu_sim import ClusterGpuSimulator

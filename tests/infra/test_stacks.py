@@ -7,10 +7,10 @@ import json
 
 import pytest
 
+from gpu_finops.dcgm.metrics_csv import exported_fields
 from gpu_finops.facts import dcgm
 from gpu_finops.facts.config import Versions, load_config
 from gpu_finops.facts.names import TAG_PROJECT
-from infra.metrics_csv import exported_fields
 
 C = load_config()
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gpu_finops.dcgm.metrics_csv import PROJECT_METRICS, MetricRow, MetricsCsvError
 from gpu_finops.facts.config import ConfigError, load_config
-from infra.metrics_csv import PROJECT_METRICS, MetricRow, MetricsCsvError
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECKOV = ROOT / ".tools" / "checkov" / "bin" / "checkov"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.metrics_csv import EXPORTER_DEFAULT_METRICS, render
+from gpu_finops.dcgm.metrics_csv import EXPORTER_DEFAULT_METRICS, render
 from tests.local.act_runs import ROOT, run_acts
 
 pytestmark = [pytest.mark.local, pytest.mark.slow, pytest.mark.timeout(3600)]

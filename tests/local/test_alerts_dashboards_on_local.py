@@ -49,11 +49,11 @@ def live(local_cluster, tmp_path_factory):
     from gpu_finops.cost.metrics import CollectorMetrics, serve
     from gpu_finops.cost.pricing import CatalogRates
     from gpu_finops.cost.store import SqliteCostStore
+    from gpu_finops.dcgm.metrics_csv import exported_fields, render
     from gpu_finops.diagnose.exporter import DiagnosisMetrics, kube_pending, read_once
     from gpu_finops.diagnose.kube_observer import KubeObserver
     from gpu_finops.diagnose.read import read_cluster
     from gpu_finops.facts.catalog import prices
-    from infra.metrics_csv import exported_fields, render
     from local.cluster import kube_state_metrics
     from local.cluster.prometheus_server import PrometheusServer, free_port
     from local.sim.dcgm_sim import DcgmSimulator, SimGpu

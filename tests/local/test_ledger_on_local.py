@@ -58,7 +58,7 @@ C = Conventions(interval=f"{STEP_S}s")
 def ledger_target(local_cluster, tmp_path_factory):
     """The local target, plus the GPU simulator and a Prometheus scraping it and kube-state-metrics and
     evaluating the ledger's rules every STEP_S seconds."""
-    from infra.metrics_csv import exported_fields, render
+    from gpu_finops.dcgm.metrics_csv import exported_fields, render
     from local.cluster import kube_state_metrics
     from local.cluster.prometheus_server import PrometheusServer
     from local.sim.gpu_sim import ClusterGpuSimulator

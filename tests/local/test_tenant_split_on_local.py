@@ -110,8 +110,8 @@ def split_and_validate(kube, target, ns, run, pod_resources, tmp_path) -> None:
     from gpu_finops.cost.holdings_record import kube_reader
     from gpu_finops.cost.pricing import CatalogRates
     from gpu_finops.cost.store import SqliteCostStore
+    from gpu_finops.dcgm.metrics_csv import exported_fields, render
     from gpu_finops.facts.catalog import prices
-    from infra.metrics_csv import exported_fields, render
     from local.cluster.prometheus_server import PrometheusServer
     from local.sim.gpu_sim import ClusterGpuSimulator
     from tests.gpu_finops.cost.focus_validator import assert_accepted

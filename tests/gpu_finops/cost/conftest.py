@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from gpu_finops.clients.nodes import GpuNode
+from gpu_finops.dcgm.metrics_csv import PROJECT_METRICS
 from gpu_finops.facts import dcgm
-from infra.metrics_csv import PROJECT_METRICS
 from local.cluster.prometheus_server import PrometheusServer
 from local.sim.dcgm_sim import DcgmSimulator, SimGpu
 

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from gpu_finops.clients.promql import PrometheusClient
+from gpu_finops.dcgm.metrics_csv import PROJECT_METRICS
 from gpu_finops.diagnose.prom_observer import read_gpu_stats
 from gpu_finops.facts.config import Config
 from gpu_finops.facts.names import MONITORING_NS
 from harness.waits import eventually
-from infra.metrics_csv import PROJECT_METRICS
 from infra.objects.monitoring import DCGM_APP_LABEL, DCGM_PORT_NAME, dcgm_exporter_values, dcgm_scrape_job
 from local.cluster.prometheus_server import PrometheusServer
 from local.sim.dcgm_sim import DcgmSimulator, SimGpu

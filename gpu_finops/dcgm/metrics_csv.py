@@ -4,7 +4,7 @@ dcgm-exporter (the version pinned in gpu_finops/facts/config.py, 4.6.0-4.8.3) re
 (`csv.NewReader`, `Comment = '#'`, `ReadAll`, every other option at its default) and then checks each
 record (`ExtractCounters`, internal/pkg/counters/counter_config.go at the tag). Both steps are reproduced:
 
-- CSV syntax, Go's rules (`read_go_csv`, in infra/go_csv.py): fields split on commas; a field that starts
+- CSV syntax, Go's rules (`read_go_csv`, in gpu_finops/dcgm/go_csv.py): fields split on commas; a field that starts
   with `"` is quoted, so commas and newlines inside it are text and `""` is one quote; a `"` anywhere in
   an unquoted field is an error (LazyQuotes is off), and a space before the opening quote makes the field
   unquoted; `#` starts a comment only in the first column; empty lines are skipped, but a line of spaces
@@ -19,7 +19,7 @@ record (`ExtractCounters`, internal/pkg/counters/counter_config.go at the tag). 
 - Project rules, stricter than the exporter: every field is UTF-8, the help text is not empty, no field is
   listed twice, there is at least one row, and the file is at most MAX_CSV_BYTES.
 
-tests/infra/test_go_csv.py runs Go's own reader over the same inputs, so the two cannot drift.
+tests/gpu_finops/dcgm/test_go_csv.py runs Go's own reader over the same inputs, so the two cannot drift.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpu_finops.dcgm.go_csv import CsvRecord, GoCsvError, read_go_csv
 from gpu_finops.facts import dcgm
-from infra.go_csv import CsvRecord, GoCsvError, read_go_csv
 
 _NAMES = json.loads(Path(__file__).with_name("dcgm_field_names.json").read_text())
 DCGM_EXPORTER_VERSION: str = _NAMES["dcgm_exporter"]

@@ -8,8 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from gpu_finops.facts import dcgm
-from infra.metrics_csv import (
+from gpu_finops.dcgm.metrics_csv import (
     DCGM_EXPORTER_VERSION,
     MAX_CSV_BYTES,
     MetricsCsvError,
@@ -17,6 +16,7 @@ from infra.metrics_csv import (
     parse,
     read_capped,
 )
+from gpu_finops.facts import dcgm
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,6 +1,6 @@
 """Go's encoding/csv reader, as dcgm-exporter configures it (`csv.NewReader`, `Comment = '#'`, `ReadAll`,
 every other option at its default): the same records, error kinds and error positions (moved from
-metrics_csv.py). tests/infra/test_go_csv.py holds it to Go's own reader."""
+metrics_csv.py). tests/gpu_finops/dcgm/test_go_csv.py holds it to Go's own reader."""
 
 from __future__ import annotations
 

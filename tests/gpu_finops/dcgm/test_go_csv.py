@@ -1,4 +1,4 @@
-"""Our reader of dcgm-exporter's CSV against Go's own `encoding/csv` (tests/infra/csvref), configured as the
+"""Our reader of dcgm-exporter's CSV against Go's own `encoding/csv` (tests/gpu_finops/dcgm/csvref), configured as the
 exporter configures it: the rule table, reader edge cases and seeded random inputs must give the same
 records, or the same error at the same line and column (moved from test_metrics_csv.py)."""
 
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from gpu_finops.dcgm.go_csv import GoCsvError, read_go_csv
+from gpu_finops.dcgm.metrics_csv import PROJECT_METRICS, MetricRow, render
 from gpu_finops.facts import dcgm
-from infra.go_csv import GoCsvError, read_go_csv
-from infra.metrics_csv import PROJECT_METRICS, MetricRow, render
-from tests.infra.metrics_csv_table import BOM, TABLE
+from tests.gpu_finops.dcgm.metrics_csv_table import BOM, TABLE
 
 CSVREF = Path(__file__).parent / "csvref"
 
@@ -88,7 +88,7 @@ def theirs(result: dict) -> dict:
 
 @pytest.fixture(scope="session")
 def go_csv_reader() -> Path:
-    """tests/infra/csvref built once per source and Go version, cached outside the clone."""
+    """tests/gpu_finops/dcgm/csvref built once per source and Go version, cached outside the clone."""
     go = shutil.which("go")
     if go is None:
         pytest.fail(

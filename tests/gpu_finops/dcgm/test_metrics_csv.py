@@ -2,7 +2,7 @@
 
 One table holds each rule: rows where it holds and rows where it fails, with the precise reason. The same
 table, plus reader edge cases and seeded random inputs, goes through a real Go `encoding/csv` reader
-configured as dcgm-exporter configures it (tests/infra/csvref), and our reader must return the same
+configured as dcgm-exporter configures it (tests/gpu_finops/dcgm/csvref), and our reader must return the same
 records, or the same error at the same line and column, for every one (test_go_csv.py).
 """
 
@@ -13,8 +13,7 @@ import sys
 
 import pytest
 
-from gpu_finops.facts import dcgm
-from infra.metrics_csv import (
+from gpu_finops.dcgm.metrics_csv import (
     EXPORTER_DEFAULT_METRICS,
     MAX_CSV_BYTES,
     PROJECT_METRICS,
@@ -25,7 +24,8 @@ from infra.metrics_csv import (
     parse,
     render,
 )
-from tests.infra.metrics_csv_table import HEADER, TABLE, Holds
+from gpu_finops.facts import dcgm
+from tests.gpu_finops.dcgm.metrics_csv_table import HEADER, TABLE, Holds
 
 
 @pytest.mark.parametrize("case", TABLE)

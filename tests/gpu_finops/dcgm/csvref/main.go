@@ -1,6 +1,6 @@
 // csvref reads CSV documents with Go's encoding/csv configured as dcgm-exporter 4.2.3-4.1.3 configures
 // it (internal/pkg/counters: csv.NewReader, Comment = '#', ReadAll; every other option at its default),
-// so tests/infra/test_go_csv.py can hold infra/go_csv.py's reader to the real one.
+// so tests/gpu_finops/dcgm/test_go_csv.py can hold infra/go_csv.py's reader to the real one.
 //
 // stdin: a JSON array of documents, each base64 ([]byte). stdout: a JSON array, one result per document:
 // {"records": [[field, ...], ...]} with fields base64, or {"error": {kind, start_line, line, column, message}}.

@@ -1,12 +1,12 @@
 """`gpu-finops dcgm-csv` prints the CSV the addons stack ships, with SM_ACTIVE, and Go's own encoding/csv
-(the exporter's reader, tests/infra/csvref) reads what it printed into exactly those rows."""
+(the exporter's reader, tests/gpu_finops/dcgm/csvref) reads what it printed into exactly those rows."""
 
 from __future__ import annotations
 
 from gpu_finops.cli import main
+from gpu_finops.dcgm.metrics_csv import PROJECT_METRICS, render
 from gpu_finops.facts import dcgm
-from infra.metrics_csv import PROJECT_METRICS, render
-from tests.infra.test_go_csv import go_csv_reader, ours, read_with_go
+from tests.gpu_finops.dcgm.test_go_csv import go_csv_reader, ours, read_with_go
 
 __all__ = ["go_csv_reader"]  # the session fixture, used by name below
 
