@@ -134,6 +134,9 @@ $(SETUP_STAMP): pyproject.toml Makefile $(LOCK_TEST) | $(UV)
 	       $(VENV)/bin/pip install -q --require-hashes --no-deps -r $(LOCK_TEST); }
 	@$(VENV)/bin/pip check >/dev/null || { $(VENV)/bin/pip check; exit 1; }
 	@$(UV_PIP) install --python $(VENV)/bin/python --quiet --no-deps -e . || $(VENV)/bin/pip install -q --no-deps -e .
+	@# The harness (infra/, acts/, local/, twin/, ...) is not installed: this venv finds it in the checkout, through a
+	@# .pth naming the checkout, so no generic top-level name (infra, local, report) lands in site-packages.
+	@$(VENV)/bin/python -c 'import pathlib, sys, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "gpu_finops_harness.pth").write_text(sys.argv[1] + "\n")' "$(CURDIR)"
 	@# command:package; chromium and chromium-driver drive the report's browser tests (tests/gpu_finops/report); apt waits up to
 	@# 10 min for another apt's lock (two checkouts set up at once) instead of failing at once
 	@missing=""; for pair in prometheus:prometheus shellcheck:shellcheck chromium:chromium chromedriver:chromium-driver; do \
@@ -172,10 +175,10 @@ lint: setup $(ACTIONLINT) $(RENOVATE_VALIDATOR) ## ruff, the import floors (lint
 	$(ACTIONLINT) -no-color
 	$(VENV)/bin/zizmor --offline --persona auditor --no-progress .github/workflows
 	$(RENOVATE_VALIDATOR) --strict  # ./renovate.json, as repository config
-	-$(VENV)/bin/python -m infra.outdated  # a report, never a failure (the leading - keeps lint's verdict its own)
+	-$(VENV)/bin/python -m tools.outdated  # a report, never a failure (the leading - keeps lint's verdict its own)
 
 outdated: setup ## what is newer than each pin Renovate covers, asked of PyPI, the Go proxy and npm (a report)
-	$(VENV)/bin/python -m infra.outdated $(OUTDATED_ARGS)
+	$(VENV)/bin/python -m tools.outdated $(OUTDATED_ARGS)
 
 synth: setup ## write the Terraform JSON of the network, cluster and addons stacks to cdktf.out/
 	$(VENV)/bin/gpu-finops infra synth

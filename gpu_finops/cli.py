@@ -20,7 +20,7 @@ import traceback
 from collections.abc import Sequence
 from types import ModuleType
 
-from gpu_finops.facts.errors import CONTRACT, EXIT_INTERRUPTED, EXIT_USAGE
+from gpu_finops.facts.errors import CONTRACT, EXIT_INTERRUPTED, EXIT_USAGE, UsageError
 from gpu_finops.facts.names import PROJECT
 
 # subcommand -> (module that implements it, one-line help). Order is the order shown in --help.
@@ -61,6 +61,16 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "teardown": ("teardown.cli_teardown", "plan, destroy, verify-empty and resume the account teardown"),
     "guard": ("infra.cli_guard", "the nightly run's cost ceiling, budget refusal and deadline"),
 }
+
+
+# The product is this package; every other subcommand's module is the harness's (infra/, teardown/, local/,
+# twin/, nightly/ of a checkout), which a wheel does not carry: `make setup` makes a checkout's harness
+# importable in its .venv (a .pth naming the checkout).
+PRODUCT = __name__.partition(".")[0]
+
+
+class HarnessMissing(UsageError):
+    """A harness subcommand run where only the product is installed."""
 
 
 QUIET_LIBRARIES = ("botocore", "boto3", "urllib3", "kubernetes")
@@ -113,11 +123,26 @@ def command_parser(
     """A subcommand's module and its real parser (the module's `add_arguments`), as a run builds them;
     tests/docs parses every command the docs show with it."""
     module_name, help_text = SUBCOMMANDS[command]
-    module = importlib.import_module(module_name)
+    module = _import_subcommand(command, module_name)
     parser = parser_class(prog=f"{PROJECT} {command}", description=help_text)
     _verbose_argument(parser)
     module.add_arguments(parser)
     return module, parser
+
+
+def _import_subcommand(command: str, module_name: str) -> ModuleType:
+    """The subcommand's module; a harness module that is not importable is said as such, not as a bug."""
+    top = module_name.partition(".")[0]
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if top == PRODUCT or exc.name != top:
+            raise
+        raise HarnessMissing(
+            f"`{PROJECT} {command}` is part of the harness ({top}/ in a checkout of the {PROJECT} repository), "
+            f"which installing the {PROJECT} package does not install: run it from a checkout after "
+            "`make setup`, which makes that checkout's harness importable in its .venv"
+        ) from exc
 
 
 def strip_verbose(argv: list[str]) -> tuple[list[str], bool]:

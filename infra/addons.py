@@ -19,7 +19,6 @@ from constructs import Construct
 from gpu_finops.dcgm.metrics_csv import PROJECT_METRICS, MetricRow
 from gpu_finops.dcgm.metrics_csv import render as render_metrics_csv
 from gpu_finops.facts.config import Config
-from infra.chart_files import CHART
 from infra.cluster import ClusterStack
 from infra.jsii_structs import camel
 from infra.network import local_state
@@ -33,6 +32,7 @@ from infra.objects.monitoring import (
     gpu_finops_chart_values,
     prometheus_values,
 )
+from tools.chart_files import CHART
 
 CHART_NAME = "gpu-finops-crs"
 # The product's own chart (the collector, the rules, the dashboards, the exporter's CSV): what a user

@@ -1,6 +1,6 @@
 """The names of the series the collector (gpu_finops/cost/metrics.py) and the diagnosis exporter
 (gpu_finops/diagnose/exporter.py) export on /metrics, written once here so the alert rules and dashboards
-(gpu_finops/ledger/alerts.py, infra/dashboards.py) query what they serve.
+(gpu_finops/ledger/alerts.py, tools/dashboards.py) query what they serve.
 
 prometheus_client appends `_total` to a counter's name on the wire; the `*_TOTAL` names are what
 Prometheus stores and what a query must say.

@@ -12,8 +12,8 @@ from typing import Any
 import yaml
 
 from gpu_finops.facts.names import MONITORING_NS, PROJECT
-from infra.chart_files import CHART
 from local.charts.chart_inputs import ValidationError
+from tools.chart_files import CHART
 
 RELEASE = PROJECT
 LINT_VALUES = CHART / "ci" / "default-values.yaml"  # the two required values (chart-testing's ci/ folder)

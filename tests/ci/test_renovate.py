@@ -53,10 +53,10 @@ NOT_DEPENDENCIES = {
         "collector_image_tag",
     ): "our own collector image, built and tagged by `make up`",
     ("gpu_finops/cost/focus.py", "FOCUS_VERSION"): "the FOCUS specification version the export implements",
-    ("infra/refresh_dcgm_fields.py", "EXPORTER_TAG"): (
+    ("tools/refresh_dcgm_fields.py", "EXPORTER_TAG"): (
         "records what gpu_finops/dcgm/dcgm_field_names.json was generated from; changes only by regenerating it"
     ),
-    ("infra/refresh_dcgm_fields.py", "GO_DCGM_VERSION"): "the same: the generated list's provenance",
+    ("tools/refresh_dcgm_fields.py", "GO_DCGM_VERSION"): "the same: the generated list's provenance",
 }
 
 # Renovate's default file patterns of the built-in managers we enable (its docs, per manager).

@@ -1,22 +1,34 @@
-"""`pip install gpu-finops` gives the product without the harness (issue 25, item 5): the distribution's
-own requirements hold no CDK Terrain, jsii or pytest (those are the `[infra]` and `[acts]` extras), the
-runtime lock holds none either, the Dockerfile installs from that lock, and the product's commands run with
-those libraries made unimportable. (A fresh venv with `pip install .` was run by hand too: the report of the
-branch that added this file.)"""
+"""`pip install gpu-finops` gives the product without the harness: the wheel holds one top-level package,
+`gpu_finops`, and none of the harness's folders (infra, local, report's output ...); the distribution's own
+requirements hold no CDK Terrain, jsii or pytest (those are the `[infra]` and `[acts]` extras), the runtime
+lock holds none either, the Dockerfile installs from that lock, and the product's commands run from the
+wheel alone, with those libraries made unimportable, while a harness command says where the harness is."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
+import sysconfig
 import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS_ONLY = ("cdktn", "cdktn-provider-", "constructs", "jsii", "pytest", "cryptography", "moto", "checkov")
-PRODUCT_COMMANDS = ("collect", "cost", "ledger", "diagnose", "gpus", "reap", "report", "dcgm-csv")
+PRODUCT_COMMANDS = (
+    "collect",
+    "cost",
+    "ledger",
+    "diagnose",
+    "gpus",
+    "reap",
+    "report",
+    "dcgm-csv",
+    "check-metrics-csv",
+)
 
 
 def _name(req: str) -> str:
@@ -88,3 +100,111 @@ def test_version_is_the_distributions():
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == f"gpu-finops {_project()['version']}"
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    """The wheel `pip install .` would install, built from the checkout as it is (a `reports/` folder of a
+    demo run beside the packages included: it must not be carried)."""
+    out = tmp_path_factory.mktemp("wheel")
+    built = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "-q",
+            "-w",
+            str(out),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert built.returncode == 0, built.stdout + built.stderr
+    (path,) = out.glob("gpu_finops-*.whl")
+    return path
+
+
+def test_the_wheel_holds_exactly_one_top_level_package(wheel):
+    with zipfile.ZipFile(wheel) as z:
+        names = z.namelist()
+        tops = {n.split("/")[0] for n in names}
+        (top_level,) = [n for n in names if n.endswith(".dist-info/top_level.txt")]
+        assert z.read(top_level).decode().split() == ["gpu_finops"]
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"gpu_finops"}, sorted(tops)
+    # the product's data files travel with it
+    for data in (
+        "gpu_finops/facts/config.yaml",
+        "gpu_finops/ledger/rules.yaml",
+        "gpu_finops/dcgm/dcgm_field_names.json",
+    ):
+        assert data in names, f"{data} is not in the wheel"
+
+
+FROM_WHEEL = """
+import sys
+sys.path[:0] = [sys.argv[1], sys.argv[2]]
+""" + BLOCKER.replace("sys.argv[1:]", "sys.argv[3:]")
+
+
+def _run_from_wheel(wheel: Path, tmp_path: Path, *argv: str) -> subprocess.CompletedProcess:
+    """The wheel unpacked alone on the path with the libraries, without the checkout or the dev venv's .pth
+    files (`-S`: no site processing), from a folder that is not the checkout."""
+    unpacked = tmp_path / "site"
+    if not unpacked.is_dir():
+        with zipfile.ZipFile(wheel) as z:
+            z.extractall(unpacked)
+    libraries = sysconfig.get_paths()["purelib"]
+    return subprocess.run(
+        [sys.executable, "-S", "-c", FROM_WHEEL, str(unpacked), libraries, *argv],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+
+
+def test_the_product_commands_run_from_the_wheel_alone_and_the_harness_names_do_not_import(wheel, tmp_path):
+    for command in PRODUCT_COMMANDS:
+        out = _run_from_wheel(wheel, tmp_path, command, "--help")
+        assert out.returncode == 0, f"{command}: {out.stdout}{out.stderr}"
+    for name in ("report", "local", "facts", "infra", "acts", "twin", "harness", "tools", "iam", "nightly"):
+        probe = subprocess.run(
+            [
+                sys.executable,
+                "-S",
+                "-c",
+                f"import sys; sys.path[:0] = [{str(tmp_path / 'site')!r}]; import {name}",
+            ],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            timeout=60,
+        )
+        assert probe.returncode != 0 and f"No module named '{name}'" in probe.stderr, (name, probe.stderr)
+
+
+def test_a_harness_command_from_the_wheel_says_it_needs_a_checkout(wheel, tmp_path):
+    out = _run_from_wheel(wheel, tmp_path, "local", "status")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert out.stderr.strip() == (
+        "gpu-finops local: `gpu-finops local` is part of the harness (local/ in a checkout of the gpu-finops "
+        "repository), which installing the gpu-finops package does not install: run it from a checkout after "
+        "`make setup`, which makes that checkout's harness importable in its .venv"
+    )
+
+
+def test_a_missing_library_inside_a_harness_module_is_not_called_a_missing_harness(monkeypatch):
+    """Only the harness's own top-level name missing is the harness missing; any other missing module
+    inside it is what it is."""
+    import gpu_finops.cli as cli
+
+    def fake_import(name):
+        raise ModuleNotFoundError("No module named 'cdktn'", name="cdktn")
+
+    monkeypatch.setattr(cli.importlib, "import_module", fake_import)
+    with pytest.raises(ModuleNotFoundError, match="cdktn"):
+        cli.command_parser("infra")

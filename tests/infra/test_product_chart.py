@@ -17,10 +17,10 @@ from gpu_finops.dcgm.metrics_csv import exported_fields
 from gpu_finops.facts import dcgm
 from gpu_finops.facts.names import COLLECTOR
 from gpu_finops.ledger import rules
-from infra import chart_files
 from local.charts import product_chart
 from local.charts.chart_inputs import ValidationError
 from local.charts.chart_render import OPERATOR_API_VERSIONS
+from tools import chart_files
 
 pytestmark = pytest.mark.slow
 
@@ -65,7 +65,7 @@ def test_helm_lint_strict_passes(work):
 
 
 def test_the_generated_files_match_their_sources():
-    assert chart_files.stale() == [], "stale: run `python -m infra.chart_files --write`"
+    assert chart_files.stale() == [], "stale: run `python -m tools.chart_files --write`"
 
 
 def test_without_the_operator_the_rules_are_a_configmap_holding_the_ledgers_rules(plain):

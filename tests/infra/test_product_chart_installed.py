@@ -99,10 +99,10 @@ def test_installed_chart_collects_as_its_serviceaccount_and_its_rules_evaluate(t
 
     from gpu_finops.cost.store import open_store
     from gpu_finops.dcgm.metrics_csv import exported_fields, render
-    from infra.chart_files import CHART
     from local.cluster import product
     from local.cluster.prometheus_server import PrometheusServer
     from local.sim.gpu_sim import ClusterGpuSimulator
+    from tools.chart_files import CHART
 
     prom_port, collector_port = free_port(), free_port()
     values = product.chart_values("us-east-1")

@@ -73,7 +73,7 @@ def test_addons_read_cluster_outputs_and_need_no_api_at_plan_time(synthesized):
 def test_the_addons_stack_installs_the_product_chart_before_what_mounts_it(synthesized):
     """One source of the collector's objects: the stack's gpu-finops release is the repository's chart
     (copied byte for byte next to the stacks), Prometheus mounts its rules and dcgm-exporter its CSV after it."""
-    from infra.chart_files import CHART
+    from tools.chart_files import CHART
 
     releases = resources(synthesized.stack("addons"), "helm_release")
     ours = releases["gpu-finops"]

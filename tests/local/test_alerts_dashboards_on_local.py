@@ -169,7 +169,7 @@ def test_the_held_idle_and_missing_sm_active_alerts_fire_in_a_running_prometheus
 
 def test_every_dashboard_query_is_valid_promql_and_returns_series(live):
     from gpu_finops.clients.promql import PrometheusClient
-    from infra.dashboards import DASHBOARDS_DIR, queries
+    from tools.dashboards import DASHBOARDS_DIR, queries
 
     prom, cycle = live
     client = PrometheusClient(prom.url)
@@ -190,7 +190,7 @@ def test_every_dashboard_query_is_valid_promql_and_returns_series(live):
 def test_the_waiting_pods_panel_counts_the_pending_gpu_pod_under_its_diagnosed_cause(live):
     from gpu_finops.clients.promql import PrometheusClient
     from gpu_finops.facts.collector_metrics import PENDING_GPU_PODS
-    from infra.dashboards import DASHBOARDS_DIR, queries
+    from tools.dashboards import DASHBOARDS_DIR, queries
 
     prom, cycle = live
     client = PrometheusClient(prom.url)

@@ -118,8 +118,8 @@ def test_the_chart_is_installed_by_helm_with_its_rules_configmap(local_cluster):
 
 
 def test_prometheus_loads_every_group_of_the_charts_rules(local_cluster):
-    from infra.chart_files import CHART
     from local.cluster import product
+    from tools.chart_files import CHART
 
     groups = {g["name"]: g for g in prom_rules(product.prometheus_url())}
     wanted = [g["name"] for f in ("recording-rules.yaml", "alerts.yaml")

@@ -171,7 +171,7 @@ def test_held_idle_and_missing_sm_active_fire_and_the_near_misses_stay_silent(ru
 
 
 def test_every_dashboard_query_returns_series_from_the_rules_and_the_collector(running):
-    from infra.dashboards import DASHBOARDS_DIR, queries
+    from tools.dashboards import DASHBOARDS_DIR, queries
 
     prom, collector = running
     client = PrometheusClient(prom.url)
@@ -192,7 +192,7 @@ def test_every_dashboard_query_returns_series_from_the_rules_and_the_collector(r
 
 def test_the_waiting_pods_panel_shows_the_pending_pod_under_allocation(running):
     from gpu_finops.facts.collector_metrics import PENDING_GPU_PODS
-    from infra.dashboards import DASHBOARDS_DIR, queries
+    from tools.dashboards import DASHBOARDS_DIR, queries
 
     prom, _collector = running
     client = PrometheusClient(prom.url)

@@ -68,8 +68,8 @@ def test_promtool_rule_unit_tests(test_file: Path, promtool):
 def test_the_addons_prometheus_loads_the_committed_rules_from_the_charts_configmap():
     """The stack's Prometheus mounts the gpu-finops chart's rules ConfigMap and lists its files; the chart's
     copy is this file (tests/infra/test_product_chart.py renders it)."""
-    from infra.chart_files import RECORDING_RULES
     from infra.objects.monitoring import RULES_CONFIGMAP, RULES_MOUNT, prometheus_values
+    from tools.chart_files import RECORDING_RULES
 
     values = prometheus_values()
     (mount,) = values["server"]["extraConfigmapMounts"]

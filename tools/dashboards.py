@@ -10,7 +10,7 @@ Three dashboards, each answering one question with the figures beside what they 
 
 Every query reads the fleet's spelling of the DCGM inputs (gpu_finops/facts/dcgm_inputs.py) and the names the
 ledger's rules (gpu_finops/ledger/rules.py) and the collector (gpu_finops/facts/collector_metrics.py) record, so the dashboards
-query what the chart's rules and collector produce. `python -m infra.dashboards --write` renders them; a test keeps the committed JSON equal to a fresh rendering, and a test on
+query what the chart's rules and collector produce. `python -m tools.dashboards --write` renders them; a test keeps the committed JSON equal to a fresh rendering, and a test on
 the local target runs every panel's query against its Prometheus.
 
 Hand-written JSON would drift from the rules' names; the SDK's builders check the panel options' types.

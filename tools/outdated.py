@@ -1,7 +1,7 @@
 """`make outdated`: what is newer than each pin, asked of each registry this workplace can reach.
 
 Renovate is configured (renovate.json) but no bot runs where this project is built, so pins age unseen.
-This asks, for every pin Renovate's managers cover (infra/outdated_pins.py), the registry Renovate would ask:
+This asks, for every pin Renovate's managers cover (tools/outdated_pins.py), the registry Renovate would ask:
 PyPI for the locks, pyproject and tool pins; the Go module proxy for local/build/versions.py's modules and the
 Go toolchain; npm for Node-side tools and Node itself. Pins that only a registry unreachable here knows (Helm
 repositories, container registries, GitHub, endoflife.date, EKS add-ons) are listed as such, never guessed.
@@ -11,7 +11,7 @@ member with nothing newer listed takes the version the group's newest member req
 (karpenter-provider-aws v1.15.2 requires sigs.k8s.io/karpenter v1.15.1), with that provenance shown.
 
 A report, never a failure: exit 0 whatever it finds; 2 only for a bad argument. A pin held back on purpose has
-its reason in infra/pins_held.yaml, shown beside it.
+its reason in tools/pins_held.yaml, shown beside it.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from rich.console import Console
 from rich.table import Table
 
 from gpu_finops.facts.names import PROJECT
-from infra.outdated_pins import ROOT, Pin, all_pins
+from tools.outdated_pins import ROOT, Pin, all_pins
 
 Fetch = Callable[[str], bytes]
 TIMEOUT = 20.0  # seconds per registry request
@@ -267,7 +267,7 @@ def render(rows: list[Row], held: dict[str, str], console: Console, show_current
         if r.status in ("behind", "range excludes newest") and not r.note and r.pin.dep not in held
     ]
     if unexplained:
-        console.print(f"behind with no reason held in infra/pins_held.yaml: {', '.join(unexplained)}")
+        console.print(f"behind with no reason held in tools/pins_held.yaml: {', '.join(unexplained)}")
 
 
 def main(argv: list[str] | None = None, fetch: Fetch = default_fetch, console: Console | None = None) -> int:
@@ -281,7 +281,7 @@ def main(argv: list[str] | None = None, fetch: Fetch = default_fetch, console: C
     console.print(f"asking the registries about {len(pins)} pins ...")
     config = json.loads((args.root / "renovate.json").read_text())
     rows = check(pins, Registries(fetch), config)
-    render(rows, held_reasons(args.root / "infra" / "pins_held.yaml"), console, args.all)
+    render(rows, held_reasons(args.root / "tools" / "pins_held.yaml"), console, args.all)
     console.print(f"done in {time.monotonic() - started:.1f}s")
     return 0
 

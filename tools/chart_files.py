@@ -1,7 +1,7 @@
 """The chart's generated files (charts/gpu-finops/files/): the ledger's recording rules and dcgm-exporter's
 metrics CSV, rendered from their one source each (gpu_finops/ledger/rules.py over gpu_finops/ledger/conventions.py;
 gpu_finops/dcgm/metrics_csv.py's PROJECT_METRICS) so the chart, the ledger and the CSV `gpu-finops dcgm-csv` prints
-cannot drift. `python -m infra.chart_files --write` re-renders them; tests/infra/test_chart.py fails,
+cannot drift. `python -m tools.chart_files --write` re-renders them; tests/infra/test_chart.py fails,
 naming this command, when a committed copy differs.
 
 A copy rather than a link: Helm reads only files inside the chart's folder, a packaged chart must carry

@@ -5,7 +5,7 @@ then `legacyDCGMFields`) or when it is one of the exporter's own counters (`DCGM
 internal/pkg/counters/exporter_counters.go, names in const.go). This reads those maps from checkouts of
 both repositories at the pinned versions and writes the list, with where it came from:
 
-    python -m infra.refresh_dcgm_fields GO_DCGM_CHECKOUT DCGM_EXPORTER_CHECKOUT > gpu_finops/dcgm/dcgm_field_names.json
+    python -m tools.refresh_dcgm_fields GO_DCGM_CHECKOUT DCGM_EXPORTER_CHECKOUT > gpu_finops/dcgm/dcgm_field_names.json
 
 (go-dcgm at the version dcgm-exporter's go.mod requires; dcgm-exporter at the tag in
 `gpu_finops/facts/config.py`'s `dcgm_exporter_image`).
@@ -80,7 +80,7 @@ def main(argv: list[str]) -> int:
             "exporter_fields": f"github.com/NVIDIA/dcgm-exporter@{EXPORTER_TAG} ({EXPORTER_COMMIT}) "
             "internal/pkg/counters/exporter_counters.go: DCGMFields",
             "pinned_by": f"github.com/NVIDIA/dcgm-exporter@{EXPORTER_TAG} ({EXPORTER_COMMIT}) go.mod",
-            "regenerate": "python -m infra.refresh_dcgm_fields GO_DCGM_CHECKOUT DCGM_EXPORTER_CHECKOUT",
+            "regenerate": "python -m tools.refresh_dcgm_fields GO_DCGM_CHECKOUT DCGM_EXPORTER_CHECKOUT",
         },
         "dcgm_exporter": EXPORTER_TAG,
         "go_dcgm": GO_DCGM_VERSION,

@@ -1,4 +1,4 @@
-"""The dashboards as code: the chart's committed JSON is a fresh rendering of infra/dashboards.py, every
+"""The dashboards as code: the chart's committed JSON is a fresh rendering of tools/dashboards.py, every
 panel's query is PromQL Prometheus accepts (promtool, offline), and each dashboard shows what its title
 promises (the ladder stacked with its rungs over it; GPU_UTIL beside SM_ACTIVE). That every query returns
 series is shown on the local target (tests/local/test_alerts_dashboards_on_local.py)."""
@@ -15,7 +15,7 @@ import yaml
 
 from gpu_finops.facts.dcgm_inputs import PRESETS
 from gpu_finops.ledger import rules
-from infra import dashboards
+from tools import dashboards
 
 PROMTOOL = shutil.which("promtool")
 
@@ -23,7 +23,7 @@ PROMTOOL = shutil.which("promtool")
 def test_committed_dashboards_are_a_fresh_rendering():
     committed = {p.name: p.read_text() for p in sorted(dashboards.DASHBOARDS_DIR.glob("*.json"))}
     assert committed == dashboards.render(), (
-        "charts/gpu-finops/files/dashboards/ is stale: run `python -m infra.dashboards --write`"
+        "charts/gpu-finops/files/dashboards/ is stale: run `python -m tools.dashboards --write`"
     )
 
 

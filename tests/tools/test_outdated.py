@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from infra import outdated, outdated_pins
-from infra.outdated_pins import Pin, all_pins, js_to_python_regex, lock_parents
+from tools import outdated, outdated_pins
+from tools.outdated_pins import Pin, all_pins, js_to_python_regex, lock_parents
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -177,9 +177,9 @@ def test_the_report_is_never_a_failure_and_names_unexplained_pins(tmp_path):
     fetch = fake({outdated.PYPI.format(name="pkg"): _pypi("1.0", "3.0")})
     assert outdated.main(["--root", str(tmp_path)], fetch=fetch, console=console) == 0
     text = console.export_text()
-    assert "behind with no reason held in infra/pins_held.yaml: pkg" in text
-    (tmp_path / "infra").mkdir()
-    (tmp_path / "infra" / "pins_held.yaml").write_text("pkg: waits for a reason\n")
+    assert "behind with no reason held in tools/pins_held.yaml: pkg" in text
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "pins_held.yaml").write_text("pkg: waits for a reason\n")
     console = Console(record=True, width=200)
     outdated.main(["--root", str(tmp_path)], fetch=fetch, console=console)
     assert "waits for a reason" in console.export_text() and "no reason held" not in console.export_text()
@@ -204,7 +204,7 @@ def test_a_range_that_shuts_out_the_newest_with_no_reason_is_named_unexplained()
     ]
     console = Console(record=True, width=200)
     outdated.render(rows, {}, console, show_current=False)
-    assert "behind with no reason held in infra/pins_held.yaml: pkg" in console.export_text()
+    assert "behind with no reason held in tools/pins_held.yaml: pkg" in console.export_text()
     console = Console(record=True, width=200)
     outdated.render(rows, {"pkg": "the 2.x build backend is untried"}, console, show_current=False)
     assert "no reason held" not in console.export_text()
