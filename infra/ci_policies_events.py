@@ -7,10 +7,18 @@ from typing import Any
 
 from gpu_finops.facts.config import Config
 from infra.ci_policies import _stmt
-from infra.cluster_karpenter import INTERRUPTION_EVENTS
 
 # EventBridge writes that decide what a rule matches and where it sends it: conditioned (event_rule_writes).
 EVENT_RULE_WRITES = ("events:PutRule", "events:PutTargets")
+
+# The events Karpenter's interruption queue receives, one EventBridge rule each: the cluster stack makes
+# the rules (infra/cluster_karpenter.py), the deploy policy allows writing exactly these.
+INTERRUPTION_EVENTS = {
+    "spot-interruption": {"source": ["aws.ec2"], "detail-type": ["EC2 Spot Instance Interruption Warning"]},
+    "rebalance": {"source": ["aws.ec2"], "detail-type": ["EC2 Instance Rebalance Recommendation"]},
+    "state-change": {"source": ["aws.ec2"], "detail-type": ["EC2 Instance State-change Notification"]},
+    "health": {"source": ["aws.health"], "detail-type": ["AWS Health Event"]},
+}
 
 
 def event_rule_writes(c: Config, account: str) -> list[dict[str, Any]]:

@@ -20,8 +20,7 @@ from infra.ci_policies import (
     our_tag_keys,
     ours,
 )
-from infra.ci_policies_events import EVENT_RULE_WRITES, event_rule_writes
-from infra.cluster_karpenter import INTERRUPTION_EVENTS
+from infra.ci_policies_events import EVENT_RULE_WRITES, INTERRUPTION_EVENTS, event_rule_writes
 from infra.iam_policies import karpenter_profile_path
 
 # IAM writes that could grant permissions: only under the boundary.

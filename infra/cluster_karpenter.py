@@ -30,15 +30,9 @@ from gpu_finops.facts.config import Config
 from gpu_finops.facts.kube_keys import LABEL_NODEPOOL
 from gpu_finops.facts.names import TAG_PROJECT
 from infra import iam_policies as pol
+from infra.ci_policies_events import INTERRUPTION_EVENTS
 from infra.cluster_node_role import node_role_with_policies
 from infra.jsii_structs import camel
-
-INTERRUPTION_EVENTS = {
-    "spot-interruption": {"source": ["aws.ec2"], "detail-type": ["EC2 Spot Instance Interruption Warning"]},
-    "rebalance": {"source": ["aws.ec2"], "detail-type": ["EC2 Instance Rebalance Recommendation"]},
-    "state-change": {"source": ["aws.ec2"], "detail-type": ["EC2 Instance State-change Notification"]},
-    "health": {"source": ["aws.health"], "detail-type": ["AWS Health Event"]},
-}
 
 
 @dataclass(frozen=True)

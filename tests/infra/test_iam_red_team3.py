@@ -11,8 +11,8 @@ import pytest
 
 from gpu_finops.facts.config import Config
 from infra.ci_boundary import boundary_policy
+from infra.ci_policies_events import INTERRUPTION_EVENTS
 from infra.ci_policies_iam import deploy_policies
-from infra.cluster_karpenter import INTERRUPTION_EVENTS
 from infra.iam_eval import Request, decide
 
 ACCOUNT = "123456789012"
