@@ -6,13 +6,13 @@ network -> cluster -> addons order and outside teardown's reach: the role is nam
 (teardown claims names that *start* with `<cluster>-`) and tagged `gpu-finops.io/ci`, never with the
 project tag, so a nightly `make destroy` can never delete the role it runs as.
 
-What the policy allows is derived, not guessed twice: `TERRAFORM_ACTIONS` (data: infra/ci_actions.yaml)
+What the policy allows is derived, not guessed twice: `TERRAFORM_ACTIONS` (data: iam/ci_actions.yaml)
 maps every Terraform resource and data type the stacks synthesize to the API actions the AWS provider calls for it (a test
 fails when a stack gains a type that is not in the map), and `HARNESS_ACTIONS` lists what preflight,
 the cost guard, the acts and teardown call (a test records every call they make against moto and
 fails on one the policy does not allow, deciding the destructive ones with the target's real tags).
-How it is scoped (the permissions boundary, tag conditions) is in infra/ci_policies.py and
-infra/ci_boundary.py; tests/infra/test_iam_lint.py and test_iam_escalation.py prove it offline.
+How it is scoped (the permissions boundary, tag conditions) is in iam/ci_policies.py and
+iam/ci_boundary.py; tests/infra/test_iam_lint.py and test_iam_escalation.py prove it offline.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from typing import Any
 
 from gpu_finops.facts.config import Config
 from gpu_finops.facts.names import TAG_CI
-from infra.ci_boundary import boundary_policy
-from infra.ci_policies import (
+from iam.ci_boundary import boundary_policy
+from iam.ci_policies import (
     ALL_ACTIONS,
     HARNESS_ACTIONS,
     TERRAFORM_ACTIONS,
@@ -33,8 +33,8 @@ from infra.ci_policies import (
     boundary_policy_name,
     by_prefix,
 )
-from infra.ci_policies_iam import deploy_policies
-from infra.iam_eval import coverage
+from iam.ci_policies_iam import deploy_policies
+from iam.iam_eval import coverage
 
 __all__ = [
     "ALL_ACTIONS",
@@ -97,7 +97,7 @@ def role_name(c: Config) -> str:
 
 def allows(policies: Iterable[Mapping[str, Any]], action: str) -> bool:
     """Whether some Allow statement names `action` (wildcards as IAM matches them), and no blanket Deny
-    does. The coverage check; `infra.iam_eval.decide` decides a real request with its resource and tags."""
+    does. The coverage check; `iam.iam_eval.decide` decides a real request with its resource and tags."""
     return coverage(policies, action)
 
 

@@ -32,9 +32,9 @@ from constructs import Construct
 from gpu_finops.facts.config import Config
 from gpu_finops.facts.kube_keys import LABEL_DISCOVERY
 from gpu_finops.facts.names import SPOT_SLR
-from infra import iam_policies as pol
-from infra import vpc_cni
-from infra.ci_policies import boundary_arn
+from iam import iam_policies as pol
+from iam import vpc_cni
+from iam.ci_policies import boundary_arn
 from infra.cluster_data import CostDataInputs, add_cost_data
 from infra.cluster_karpenter import KarpenterInputs, add_karpenter
 from infra.cluster_node_role import MANAGED, node_role_with_policies
@@ -48,7 +48,7 @@ class ClusterStack(TerraformStack):
         aws_provider(self, c)
         local_state(self, c, "cluster")
         self.account = DataAwsCallerIdentity(self, "account").account_id
-        # Every role here carries the nightly's permissions boundary (infra/ci_boundary.py).
+        # Every role here carries the nightly's permissions boundary (iam/ci_boundary.py).
         self.boundary = boundary_arn(c, self.account)
         # Read, never managed: preflight guarantees it exists (see module docstring).
         self.spot_slr = DataAwsIamRole(self, "spot-slr", name=SPOT_SLR)
@@ -209,7 +209,7 @@ class ClusterStack(TerraformStack):
                 ]
             ),
             # the primary interface too: the VPC CNI (under the boundary) adds and removes its addresses
-            # only on an interface that carries our tags (infra/ci_boundary.py)
+            # only on an interface that carries our tags (iam/ci_boundary.py)
             tag_specifications=camel(
                 [{"resource_type": kind, "tags": c.tags} for kind in ("instance", "network-interface")]
             ),
@@ -251,7 +251,7 @@ class ClusterStack(TerraformStack):
                 addon_version=version,
                 # EKS installs vpc-cni, kube-proxy and CoreDNS itself; take them over instead of failing.
                 resolve_conflicts_on_create="OVERWRITE",
-                # the VPC CNI's interfaces carry our tags, set on create (infra/vpc_cni.py): the boundary
+                # the VPC CNI's interfaces carry our tags, set on create (iam/vpc_cni.py): the boundary
                 # lets it change only what carries them, and its own tag makes nothing ours (issue 24)
                 configuration_values=vpc_cni.configuration_values(c) if addon == vpc_cni.ADDON else None,
                 depends_on=[self.system_nodes] if addon == "coredns" else None,

@@ -29,7 +29,7 @@ from constructs import Construct
 
 from gpu_finops.facts.config import Config
 from gpu_finops.facts.names import COLLECTOR
-from infra import iam_policies as pol
+from iam import iam_policies as pol
 from infra.jsii_structs import camel
 
 EXPORT_NONCURRENT_DAYS = 30  # an overwritten FOCUS partition stays recoverable this long
@@ -41,7 +41,7 @@ class CostDataInputs:
 
     config: Config
     account: str  # the account the stack applies to (the export bucket's name carries it)
-    boundary: str  # the permissions boundary ARN every role carries (infra/ci_boundary.py)
+    boundary: str  # the permissions boundary ARN every role carries (iam/ci_boundary.py)
     key_arn: str  # the cluster's customer-managed KMS key (table, image repository, export bucket)
     cluster_name: str  # the EKS cluster's name attribute, so pod identity depends on it
 

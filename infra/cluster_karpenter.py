@@ -29,8 +29,8 @@ from constructs import Construct
 from gpu_finops.facts.config import Config
 from gpu_finops.facts.kube_keys import LABEL_NODEPOOL
 from gpu_finops.facts.names import TAG_PROJECT
-from infra import iam_policies as pol
-from infra.ci_policies_events import INTERRUPTION_EVENTS
+from iam import iam_policies as pol
+from iam.ci_policies_events import INTERRUPTION_EVENTS
 from infra.cluster_node_role import node_role_with_policies
 from infra.jsii_structs import camel
 
@@ -41,7 +41,7 @@ class KarpenterInputs:
 
     config: Config
     account: str  # the caller identity's account ID (a token at synth)
-    boundary: str  # the permissions boundary ARN every role carries (infra/ci_boundary.py)
+    boundary: str  # the permissions boundary ARN every role carries (iam/ci_boundary.py)
     cluster_name: str  # the EKS cluster's name attribute, so access and pod identity depend on it
 
 

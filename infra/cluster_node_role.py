@@ -8,7 +8,7 @@ from cdktn_provider_aws.iam_role import IamRole
 from cdktn_provider_aws.iam_role_policy_attachment import IamRolePolicyAttachment
 from constructs import Construct
 
-from infra import iam_policies as pol
+from iam import iam_policies as pol
 
 MANAGED = "arn:aws:iam::aws:policy/"
 NODE_POLICIES = (

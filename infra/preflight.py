@@ -20,7 +20,7 @@ from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from gpu_finops.facts.config import Config
 from gpu_finops.facts.names import SPOT_SLR
-from infra.ci_policies import boundary_arn
+from iam.ci_policies import boundary_arn
 
 GVT_SPOT_QUOTA_CODE = "L-3819A6DF"  # EC2: All G and VT Spot Instance Requests (vCPUs)
 

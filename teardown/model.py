@@ -26,7 +26,7 @@ CLUSTER_NAME_TAGS = (
     "karpenter.sh/managed-by",
 )
 # The VPC CNI's tag names a cluster too, but is never ours: any VPC CNI given the name sets it (a kops or
-# self-managed cluster's too). Our add-on gives the CNI's interfaces our tags (infra/vpc_cni.py), so it
+# self-managed cluster's too). Our add-on gives the CNI's interfaces our tags (iam/vpc_cni.py), so it
 # only marks another cluster's resource (foreign) or one of ours-by-name-only (a lookalike, left).
 FOREIGN_ONLY_TAGS = (TAG_VPC_CNI_CLUSTER,)
 

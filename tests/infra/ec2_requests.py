@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from infra.iam_eval import Request
+from iam.iam_eval import Request
 
 ARN_TYPE = {
     "i": "instance",

@@ -15,8 +15,8 @@ from botocore.stub import Stubber
 
 from gpu_finops.facts.config import Config, ConfigError, load_config
 from gpu_finops.facts.names import TAG_PROJECT
-from infra.ci_boundary import boundary_policy
-from infra.ci_policies import (
+from iam.ci_boundary import boundary_policy
+from iam.ci_policies import (
     ATTACHABLE_MANAGED_POLICIES,
     AWS_MANAGED,
     boundary_arn,
@@ -25,6 +25,7 @@ from infra.ci_policies import (
     our_tag_keys,
     ownership_tags,
 )
+from iam.iam_eval import Request, decide
 from infra.ci_role import (
     CI_TAG,
     CI_WORKFLOW_PATH,
@@ -38,7 +39,6 @@ from infra.ci_role import (
     role_name,
     trust_policy,
 )
-from infra.iam_eval import Request, decide
 from tests.infra.ec2_requests import requests_for
 
 ACCOUNT = "123456789012"
@@ -55,9 +55,7 @@ def test_every_synthesized_type_has_its_actions_mapped(synthesized_with_ci):
     found = set().union(*(types_in(synthesized_with_ci.stack(s)) for s in ("network", "cluster", "addons")))
     assert "aws_eks_access_policy_association" in found  # the optional parts are on in this synthesis
     unmapped = sorted(found - set(TERRAFORM_ACTIONS))
-    assert not unmapped, (
-        f"add these Terraform types to terraform_actions in infra/ci_actions.yaml: {unmapped}"
-    )
+    assert not unmapped, f"add these Terraform types to terraform_actions in iam/ci_actions.yaml: {unmapped}"
 
 
 def test_every_mapped_and_harness_action_is_allowed():

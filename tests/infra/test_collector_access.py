@@ -1,4 +1,4 @@
-"""The collector's real AWS calls, evaluated (infra/iam_eval.py) against its synthesized role policy and
+"""The collector's real AWS calls, evaluated (iam/iam_eval.py) against its synthesized role policy and
 the permissions boundary every role carries: DynamoDB on the cost table, which is encrypted with our
 customer-managed key, so each call also makes the KMS requests DynamoDB makes on the caller's behalf
 (docs.aws.amazon.com/amazondynamodb/latest/developerguide/encryption.usagenotes.html)."""
@@ -11,8 +11,8 @@ import pytest
 
 from gpu_finops.facts.config import load_config
 from gpu_finops.facts.names import TAG_CLUSTER, TAG_PROJECT
-from infra.ci_boundary import boundary_policy
-from infra.iam_eval import Request, decide
+from iam.ci_boundary import boundary_policy
+from iam.iam_eval import Request, decide
 
 C = load_config()
 ACCOUNT = "123456789012"

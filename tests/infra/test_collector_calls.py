@@ -1,5 +1,5 @@
 """Issue 25: every AWS call the collector makes, recorded from its code, is allowed by its role's policy
-(synthesized) and by the permissions boundary, decided with infra/iam_eval.py.
+(synthesized) and by the permissions boundary, decided with iam/iam_eval.py.
 
 The calls are not a hand-written list: `gpu-finops collect --once --rates aws --store dynamodb:...` runs
 against the test Prometheus and the DCGM simulator, with every boto3 call recorded as botocore makes it
@@ -27,8 +27,8 @@ from gpu_finops.clients.promql import PrometheusClient
 from gpu_finops.cost.collector import align
 from gpu_finops.facts import dcgm
 from harness.waits import eventually
-from infra.ci_boundary import boundary_policy
-from infra.iam_eval import Request, decide
+from iam.ci_boundary import boundary_policy
+from iam.iam_eval import Request, decide
 from tests.gpu_finops.cost.aws_shapes import price_list_item, spot_record
 from tests.gpu_finops.cost.conftest import gpu, prometheus, sim  # noqa: F401 (fixtures)
 from tests.gpu_finops.cost.test_collector import wait_for_series

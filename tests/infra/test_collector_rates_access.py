@@ -1,5 +1,5 @@
 """The collector's price calls (`--rates aws`: gpu_finops/cost/cli_collect.py rate_book), with the region each client
-really signs for, decided against the collector role's policy and the boundary (infra/iam_eval.py):
+really signs for, decided against the collector role's policy and the boundary (iam/iam_eval.py):
 `pricing:GetProducts` goes to the Pricing API's endpoint region (gpu_finops.cost.rates.PRICING_REGION, us-east-1)
 whatever the cluster's region; `ec2:DescribeSpotPriceHistory` to the cluster's region. The DynamoDB and KMS
 calls are in test_collector_access.py. Both in the default region and in one where the two differ."""
@@ -12,9 +12,9 @@ import pytest
 
 from gpu_finops.cost.rates import PRICING_REGION
 from gpu_finops.facts.config import Config
-from infra.ci_boundary import boundary_policy
-from infra.iam_eval import Request, decide
-from infra.iam_policies import collector
+from iam.ci_boundary import boundary_policy
+from iam.iam_eval import Request, decide
+from iam.iam_policies import collector
 
 ACCOUNT = "123456789012"
 TABLE, KEY = "arn:aws:dynamodb:{r}:123456789012:table/t", "arn:aws:kms:{r}:123456789012:key/k"

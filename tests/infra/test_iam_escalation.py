@@ -10,11 +10,11 @@ import pytest
 
 from gpu_finops.facts.config import Config
 from gpu_finops.facts.names import TAG_CLUSTER, TAG_PROJECT
-from infra.ci_boundary import boundary_policy
-from infra.ci_policies import ATTACHABLE_MANAGED_POLICIES, AWS_MANAGED, boundary_arn
-from infra.ci_policies_iam import deploy_policies
-from infra.iam_escalation import boundary_findings, policy_findings, statement_findings
-from infra.iam_eval import Request, decide
+from iam.ci_boundary import boundary_policy
+from iam.ci_policies import ATTACHABLE_MANAGED_POLICIES, AWS_MANAGED, boundary_arn
+from iam.ci_policies_iam import deploy_policies
+from iam.iam_escalation import boundary_findings, policy_findings, statement_findings
+from iam.iam_eval import Request, decide
 
 ACCOUNT = "123456789012"
 C = Config(allowed_accounts=(ACCOUNT,), github_repository="acme/gpu-finops")
@@ -276,4 +276,4 @@ def test_pass_role_only_ours_only_to_their_services():
     ).allowed
 
 
-# No adoption remains: a foreign security group can never be tagged ours (tests/infra/test_iam_findings.py, 3).
+# No adoption remains: a foreign security group can never be tagged ours (tests/iam/test_iam_findings.py, 3).

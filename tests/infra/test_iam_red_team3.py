@@ -1,5 +1,5 @@
 """Red-team findings of round 3 (issue 24, /work/redteam-safety/iam_leaks.py parts A-F), each as the attacker's
-request decided with infra/iam_eval.py against the nightly role's policies or the permissions boundary, beside
+request decided with iam/iam_eval.py against the nightly role's policies or the permissions boundary, beside
 the request the stacks make, which must stay allowed:
 A the role could put any pattern on our rules and aim them at any target (another account's bus);
 C the boundary let bounded roles read every SSM parameter and pull every private ECR image in the account;
@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 
 from gpu_finops.facts.config import Config
-from infra.ci_boundary import boundary_policy
-from infra.ci_policies_events import INTERRUPTION_EVENTS
-from infra.ci_policies_iam import deploy_policies
-from infra.iam_eval import Request, decide
+from iam.ci_boundary import boundary_policy
+from iam.ci_policies_events import INTERRUPTION_EVENTS
+from iam.ci_policies_iam import deploy_policies
+from iam.iam_eval import Request, decide
 
 ACCOUNT = "123456789012"
 C = Config(allowed_accounts=(ACCOUNT,), github_repository="acme/gpu-finops")

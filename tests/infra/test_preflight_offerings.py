@@ -13,7 +13,7 @@ import pytest
 from botocore.stub import ANY, Stubber
 
 from gpu_finops.facts.config import Config
-from infra.ci_policies import boundary_arn, boundary_policy_name
+from iam.ci_policies import boundary_arn, boundary_policy_name
 from infra.preflight import Preflight
 
 ACCOUNT = "123456789012"  # moto's

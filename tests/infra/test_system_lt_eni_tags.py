@@ -5,8 +5,8 @@ same request on an untagged interface (how system-lt launched them before) is re
 from __future__ import annotations
 
 from gpu_finops.facts.config import load_config
-from infra.ci_boundary import boundary_policy
-from infra.iam_eval import Request, decide
+from iam.ci_boundary import boundary_policy
+from iam.iam_eval import Request, decide
 from tests.infra.test_stacks import resources
 
 ACCOUNT = "123456789012"

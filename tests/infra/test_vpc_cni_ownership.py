@@ -2,7 +2,7 @@
 proof of ownership. Anyone allowed to tag can put it on an interface (and any VPC CNI named `<cluster>`
 sets it), so neither the nightly's role nor a role under the boundary may change or delete an interface
 by it; the CNI's interfaces carry our tags instead, from the add-on's ADDITIONAL_ENI_TAGS, and go by
-those. Each request decided with infra/iam_eval.py, with the precise reason (parliament lints the same
+those. Each request decided with iam/iam_eval.py, with the precise reason (parliament lints the same
 documents, synthesized, in test_iam_lint.py); teardown's side is in tests/teardown/test_cni_tag.py."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import pytest
 
 from gpu_finops.facts.config import Config, load_config
 from gpu_finops.facts.names import TAG_CLUSTER, TAG_PROJECT
-from infra.ci_boundary import CNI_ENI_CHANGES, RETAG_KEYS, boundary_policy
-from infra.ci_policies_iam import deploy_policies
-from infra.iam_escalation import boundary_findings, ownership_findings
-from infra.iam_eval import Request, decide
+from iam.ci_boundary import CNI_ENI_CHANGES, RETAG_KEYS, boundary_policy
+from iam.ci_policies_iam import deploy_policies
+from iam.iam_escalation import boundary_findings, ownership_findings
+from iam.iam_eval import Request, decide
+from iam.vpc_cni import ADDITIONAL_ENI_TAGS, CNI_TAG_KEYS, additional_eni_tags, configuration_values
 from infra.objects.karpenter import ec2nodeclass
-from infra.vpc_cni import ADDITIONAL_ENI_TAGS, CNI_TAG_KEYS, additional_eni_tags, configuration_values
 from tests.infra.test_stacks import resources
 
 ACCOUNT = "123456789012"

@@ -159,7 +159,7 @@ def build(session: boto3.Session, *, instances: int = 2, storage: bool = True) -
             TagSpecifications=spec("instance", karpenter_tags),
         )["Instances"][0]
         acct.add(ours, "ec2_instance", inst["InstanceId"])
-    # A VPC-CNI ENI left 'available' after its node died, tagged as our CNI tags (infra/vpc_cni.py).
+    # A VPC-CNI ENI left 'available' after its node died, tagged as our CNI tags (iam/vpc_cni.py).
     eni = ec2.create_network_interface(
         SubnetId=subnets[1],
         Groups=[sg],

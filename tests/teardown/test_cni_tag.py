@@ -1,7 +1,7 @@
 """Issue 24, finding 6's residual, teardown's side: the VPC CNI's tag `cluster.k8s.amazonaws.com/name=
 <cluster>` makes nothing ours. A foreign interface carrying only it, even inside our subnet (where
 containment would prove it ours were the tag ours), is not planned for deletion but reported, with the
-reason; an interface as our CNI now makes it (its own tags and ours, infra/vpc_cni.py) is planned. The
+reason; an interface as our CNI now makes it (its own tags and ours, iam/vpc_cni.py) is planned. The
 policies' side is tests/infra/test_vpc_cni_ownership.py."""
 
 from __future__ import annotations

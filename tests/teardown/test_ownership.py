@@ -105,7 +105,7 @@ def demo_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def leak_demo_eni(boto_session) -> str:
     """A VPC-CNI ENI left `available` by cluster demo's dead node, in demo's VPC, tagged as demo's CNI
-    tags it: its own tag and demo's (ADDITIONAL_ENI_TAGS, infra/vpc_cni.py)."""
+    tags it: its own tag and demo's (ADDITIONAL_ENI_TAGS, iam/vpc_cni.py)."""
     ec2 = boto_session.client("ec2")
     ours = [{"Key": P, "Value": "gpu-finops"}, {"Key": C, "Value": "demo"}]
     vpc = ec2.create_vpc(CidrBlock="10.7.0.0/16", TagSpecifications=[{"ResourceType": "vpc", "Tags": ours}])

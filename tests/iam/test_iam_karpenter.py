@@ -1,5 +1,5 @@
 """Every AWS call Karpenter v1.15.0 makes on the first run, with the action, ARN and tags its source sends,
-decided with infra/iam_eval.py against the controller policy the cluster stack attaches AND the permissions
+decided with iam/iam_eval.py against the controller policy the cluster stack attaches AND the permissions
 boundary its role carries: all allowed for our cluster; each resource-scoped one denied for a sibling cluster
 (`<cluster>-b`: its tags, its profile path, its queue). Sources: `pkg/...` in
 github.com/aws/karpenter-provider-aws@v1.14.3 (`file:line` at that tag), re-read at v1.15.0: the set of SDK calls
@@ -18,9 +18,9 @@ import pytest
 
 from gpu_finops.facts.config import Config
 from gpu_finops.facts.names import TAG_CLUSTER, TAG_PROJECT
-from infra.ci_boundary import boundary_policy
-from infra.iam_eval import Request, decide
-from infra.iam_policies import karpenter_controller, karpenter_profile_path
+from iam.ci_boundary import boundary_policy
+from iam.iam_eval import Request, decide
+from iam.iam_policies import karpenter_controller, karpenter_profile_path
 
 ACCOUNT = "123456789012"
 C = Config(allowed_accounts=(ACCOUNT,))

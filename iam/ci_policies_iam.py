@@ -1,5 +1,5 @@
 """The nightly role's IAM and services policies, and the set of managed policies it carries (the EC2 ones
-and the shared action table are in infra/ci_policies.py)."""
+and the shared action table are in iam/ci_policies.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from gpu_finops.facts.config import Config
 from gpu_finops.facts.names import PROJECT, SPOT_SLR
-from infra.ci_policies import (
+from iam.ci_policies import (
     ATTACHABLE_MANAGED_POLICIES,
     AWS_MANAGED,
     UNSCOPED_LISTS,
@@ -20,8 +20,8 @@ from infra.ci_policies import (
     our_tag_keys,
     ours,
 )
-from infra.ci_policies_events import EVENT_RULE_WRITES, INTERRUPTION_EVENTS, event_rule_writes
-from infra.iam_policies import karpenter_profile_path
+from iam.ci_policies_events import EVENT_RULE_WRITES, INTERRUPTION_EVENTS, event_rule_writes
+from iam.iam_policies import karpenter_profile_path
 
 # IAM writes that could grant permissions: only under the boundary.
 BOUNDED_IAM_WRITES = ("iam:CreateRole", "iam:PutRolePolicy", "iam:PutRolePermissionsBoundary")

@@ -1,4 +1,4 @@
-"""Issue 24's findings 3-5, each as the attacker's requests decided with infra/iam_eval.py against the nightly
+"""Issue 24's findings 3-5, each as the attacker's requests decided with iam/iam_eval.py against the nightly
 role's policies or the permissions boundary, and as a rule of the escalation checker with its near miss:
 3. tagging a foreign security group to adopt it, then changing or deleting it as ours;
 4. name-prefix grants that also match a sibling cluster `<cluster>-b`; RunInstances into any subnet with any
@@ -11,11 +11,11 @@ import pytest
 
 from gpu_finops.facts.config import Config
 from gpu_finops.facts.names import TAG_CLUSTER, TAG_PROJECT
-from infra.ci_boundary import boundary_policy
-from infra.ci_policies import boundary_arn
-from infra.ci_policies_iam import deploy_policies
-from infra.iam_escalation import boundary_findings, statement_findings
-from infra.iam_eval import Request, decide
+from iam.ci_boundary import boundary_policy
+from iam.ci_policies import boundary_arn
+from iam.ci_policies_iam import deploy_policies
+from iam.iam_escalation import boundary_findings, statement_findings
+from iam.iam_eval import Request, decide
 
 ACCOUNT = "123456789012"
 C = Config(allowed_accounts=(ACCOUNT,), github_repository="acme/gpu-finops")
@@ -171,7 +171,7 @@ def test_5_the_boundary_still_lets_our_roles_act_on_what_is_ours():
     # what Karpenter launches and the system nodes carry both our tags (EC2NodeClass tags, system-lt)
     ours = {f"aws:ResourceTag/{TAG_PROJECT}": C.project, f"aws:ResourceTag/{TAG_CLUSTER}": C.cluster_name}
     assert d([BOUNDARY], "ec2:TerminateInstances", f"{EC2}:instance/i-1", **ours).allowed
-    # the VPC CNI's interfaces carry ours too (infra/vpc_cni.py); its own tag alone is not enough (issue 24)
+    # the VPC CNI's interfaces carry ours too (iam/vpc_cni.py); its own tag alone is not enough (issue 24)
     cni = {"aws:ResourceTag/cluster.k8s.amazonaws.com/name": C.cluster_name}
     assert d(
         [BOUNDARY], "ec2:DeleteNetworkInterface", f"{EC2}:network-interface/eni-1", **cni, **ours

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gpu_finops.facts.names import TAG_CLUSTER, TAG_PROJECT
-from infra.iam_eval import action_matches, as_list, resource_matches
+from iam.iam_eval import action_matches, as_list, resource_matches
 
 BOUNDED_WRITES = (
     "iam:CreateRole",
@@ -94,7 +94,7 @@ ACTS_ON = {
     "fis:TagResource": "experiment-template/",
 }
 # Tags the cloud integrations set and anyone allowed to tag can set too (red-team F6): never ownership for a
-# destructive action (the VPC CNI's interfaces carry our tags, infra/vpc_cni.py: its own tag is no exception).
+# destructive action (the VPC CNI's interfaces carry our tags, iam/vpc_cni.py: its own tag is no exception).
 FORGEABLE_TAGS = (
     "aws:resourcetag/kubernetes.io/cluster/",
     "aws:resourcetag/eks:eks-cluster-name",

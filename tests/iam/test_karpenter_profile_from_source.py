@@ -2,7 +2,7 @@
 pinned version (our Go main's `instance-profile` subcommand, local/build/unified/karpenter-kwok/main.go, calls
 EC2NodeClass.InstanceProfileName/InstanceProfileTags/LegacyInstanceProfileName and
 instanceprofile.FormatPath of github.com/aws/karpenter-provider-aws), and every IAM call it makes on that
-profile decided against the controller policy and the boundary (infra/iam_eval.py). The 45-call table in
+profile decided against the controller policy and the boundary (iam/iam_eval.py). The 45-call table in
 test_iam_karpenter.py writes the name, path and tags by hand from reading the source; this test holds the
 hand-written values to what the code prints, so a new Karpenter pin that moves the profile fails here."""
 
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from infra.iam_policies import karpenter_profile_path
-from tests.infra.test_iam_karpenter import (
+from iam.iam_policies import karpenter_profile_path
+from tests.iam.test_iam_karpenter import (
     ACCOUNT,
     NODECLASS,
     OURS,

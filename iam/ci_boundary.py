@@ -10,7 +10,7 @@ FIS's spot interruption, the collector), in our region, and no more:
   creating or on what already carries our cluster's tag, with only the keys the callers set; and every
   change or deletion of what exists only on what carries both our tags (project *and* cluster: a
   sibling `<cluster>-b` shares the project tag, red-team F3). The VPC CNI's interfaces carry both too
-  (`ADDITIONAL_ENI_TAGS`, infra/vpc_cni.py); its own cluster tag unlocks nothing. No Auto Scaling or ELB write: nothing of ours manages groups (EKS's service-linked role
+  (`ADDITIONAL_ENI_TAGS`, iam/vpc_cni.py); its own cluster tag unlocks nothing. No Auto Scaling or ELB write: nothing of ours manages groups (EKS's service-linked role
   does) or load balancers (no Service of type LoadBalancer).
 - our queue, our table, keys carrying both our tags; and in IAM only Karpenter's instance profiles under its path
   for this cluster and passing our Karpenter node role to EC2. No other IAM write and no
@@ -24,9 +24,9 @@ from typing import Any
 
 from gpu_finops.facts.config import Config
 from gpu_finops.facts.names import PROJECT
-from infra.ci_policies import AMAZON_OWNED, amazon_images, ours
-from infra.iam_policies import karpenter_profile_path
-from infra.vpc_cni import CNI_TAG_KEYS
+from iam.ci_policies import AMAZON_OWNED, amazon_images, ours
+from iam.iam_policies import karpenter_profile_path
+from iam.vpc_cni import CNI_TAG_KEYS
 
 # What the nodes' SSM agent calls (AmazonSSMManagedInstanceCore), nothing that runs commands elsewhere.
 SSM_AGENT = (
@@ -101,7 +101,7 @@ CNI_ENI_CHANGES = (
     "ec2:UnassignIpv6Addresses",
 )
 # What the roles change or delete (the VPC CNI, Karpenter, FIS): only on what carries both our tags. The
-# CNI's interfaces carry them from their creation (infra/vpc_cni.py), so no statement of its own.
+# CNI's interfaces carry them from their creation (iam/vpc_cni.py), so no statement of its own.
 EC2_CHANGES = (
     *CNI_ENI_CHANGES,
     "ec2:TerminateInstances",

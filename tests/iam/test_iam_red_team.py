@@ -1,5 +1,5 @@
 """Red-team findings F2-F7 (issue 24, second round), each as the attacker's requests decided with
-infra/iam_eval.py against the nightly role's policies or the permissions boundary; and what we need still
+iam/iam_eval.py against the nightly role's policies or the permissions boundary; and what we need still
 allowed beside each:
 F2 tagging any KMS key as ours, then deleting or re-policying it;
 F3 a sibling cluster `<cluster>-b` shares the project tag: its VPC, subnets, instances, groups, keys,
@@ -14,9 +14,9 @@ import pytest
 
 from gpu_finops.facts.config import Config
 from gpu_finops.facts.names import TAG_CLUSTER, TAG_PROJECT
-from infra.ci_boundary import boundary_policy
-from infra.ci_policies_iam import deploy_policies
-from infra.iam_eval import Request, decide
+from iam.ci_boundary import boundary_policy
+from iam.ci_policies_iam import deploy_policies
+from iam.iam_eval import Request, decide
 
 ACCOUNT = "123456789012"
 C = Config(allowed_accounts=(ACCOUNT,), github_repository="acme/gpu-finops")
@@ -191,7 +191,7 @@ def test_f7_adding_addresses_is_a_change_of_an_interface_that_exists():
     assert not allowed(BOUNDARY, "ec2:AssignPrivateIpAddresses", eni)
     assert not allowed(BOUNDARY, "ec2:AssignPrivateIpAddresses", eni, **SIBLINGS)
     assert allowed(BOUNDARY, "ec2:AssignPrivateIpAddresses", eni, **OURS)  # a node's primary interface
-    # the CNI's own tag is no longer enough: its interfaces carry ours (infra/vpc_cni.py, issue 24)
+    # the CNI's own tag is no longer enough: its interfaces carry ours (iam/vpc_cni.py, issue 24)
     assert not allowed(BOUNDARY, "ec2:AssignPrivateIpAddresses", eni, **INTEGRATION_TAGS[3])
     assert allowed(BOUNDARY, "ec2:AssignPrivateIpAddresses", eni, **INTEGRATION_TAGS[3], **OURS)
     assert allowed(BOUNDARY, "ec2:UnassignPrivateIpAddresses", eni, **OURS)
@@ -255,7 +255,7 @@ P_TAG, C_TAG = f"aws:ResourceTag/{TAG_PROJECT}", f"aws:ResourceTag/{TAG_CLUSTER}
     ],
 )  # fmt: skip
 def test_the_checker_names_each_red_team_class_and_passes_its_fix(stmt, why):
-    from infra.iam_escalation import boundary_findings
+    from iam.iam_escalation import boundary_findings
 
     assert why in boundary_findings({"Statement": [stmt]})
     fixed = {**stmt, "Condition": {"StringEquals": {P_TAG: C.project, C_TAG: C.cluster_name}}}
@@ -263,8 +263,8 @@ def test_the_checker_names_each_red_team_class_and_passes_its_fix(stmt, why):
 
 
 def test_our_policies_and_boundary_have_none_of_these_findings():
-    from infra.ci_policies import boundary_arn
-    from infra.iam_escalation import boundary_findings, policy_findings
+    from iam.ci_policies import boundary_arn
+    from iam.iam_escalation import boundary_findings, policy_findings
 
     assert boundary_findings(BOUNDARY[0]) == []
     assert policy_findings(ROLE, boundary=boundary_arn(C, ACCOUNT), our_policies=[]) == []

@@ -1,6 +1,6 @@
 """The nightly role's policy documents, as data, and the permissions boundary every role it creates carries.
 
-Least privilege in three layers (the IAM and services policies are in infra/ci_policies_iam.py):
+Least privilege in three layers (the IAM and services policies are in iam/ci_policies_iam.py):
 - **The boundary** (`boundary_policy`, a managed policy the ci-role stack creates, named
   `nightly-<cluster>-boundary`, outside the names the role may touch): every IAM role the stacks create
   carries it, so whatever a role is given, it can never do more than the cluster, its nodes, Karpenter,
@@ -18,7 +18,7 @@ Least privilege in three layers (the IAM and services policies are in infra/ci_p
   carry its own cluster's value) never on anything. The tags the cloud integrations set (`eks:...`,
   `karpenter.k8s.aws/cluster`, `kubernetes.io/cluster/<c>`, the VPC CNI's `cluster.k8s.amazonaws.com/name`),
   which anyone allowed to tag can set, unlock nothing (red-team F6): the VPC CNI's interfaces carry both our
-  tags from their creation (infra/vpc_cni.py), so they are changed and deleted as everything else of ours.
+  tags from their creation (iam/vpc_cni.py), so they are changed and deleted as everything else of ours.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ EC2_SCOPED_READS = ("ec2:DescribeVpcAttribute",)
 _EC2_SPECIAL = {"ec2:CreateTags", "ec2:DeleteTags", "ec2:RunInstances", "ec2:DescribeSpotPriceHistory"}
 # What Karpenter launches carries our EC2NodeClass's tags (infra/objects/karpenter.py: both of ours, on
 # instances, volumes, launch templates and primary interfaces), the system nodes carry system-lt's, and
-# the VPC CNI's interfaces the add-on's ADDITIONAL_ENI_TAGS (infra/vpc_cni.py): nothing needs another tag.
+# the VPC CNI's interfaces the add-on's ADDITIONAL_ENI_TAGS (iam/vpc_cni.py): nothing needs another tag.
 # The tag EKS puts on the cluster security group it creates; the `aws:` prefix is AWS's alone to set.
 EKS_CLUSTER_TAG = "aws:eks:cluster-name"
 # The images the nodes boot: the EKS-optimized AL2023 AMIs (Karpenter's EC2NodeClass selects them by alias,

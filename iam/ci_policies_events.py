@@ -1,12 +1,12 @@
 """The nightly role's EventBridge rule writes: what a rule of ours may match and where it may send it (a module
-of its own for the 400-line rule; infra/ci_policies_iam.py puts them in the role's policies)."""
+of its own for the 400-line rule; iam/ci_policies_iam.py puts them in the role's policies)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from gpu_finops.facts.config import Config
-from infra.ci_policies import _stmt
+from iam.ci_policies import _stmt
 
 # EventBridge writes that decide what a rule matches and where it sends it: conditioned (event_rule_writes).
 EVENT_RULE_WRITES = ("events:PutRule", "events:PutTargets")

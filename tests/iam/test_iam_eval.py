@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from infra.iam_eval import (
+from iam.iam_eval import (
     Request,
     UnsupportedCondition,
     UnsupportedPolicyVariable,
