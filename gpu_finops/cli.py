@@ -59,7 +59,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "the fleet twin: a workload trace replayed on the local target under Kueue policies, compared",
     ),
     "teardown": ("teardown.cli_teardown", "plan, destroy, verify-empty and resume the account teardown"),
-    "guard": ("infra.cli_guard", "the nightly run's cost ceiling, budget refusal and deadline"),
+    "guard": ("nightly.cli_guard", "the nightly run's cost ceiling, budget refusal and deadline"),
 }
 
 

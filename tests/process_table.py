@@ -1,5 +1,5 @@
 """What the kernel says is still running, read from /proc for tests that start real processes, written
-apart from the product's infra/process_group.py so a test does not vouch for the code with the code."""
+apart from the product's harness/process_group.py so a test does not vouch for the code with the code."""
 
 from __future__ import annotations
 

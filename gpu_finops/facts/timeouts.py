@@ -31,7 +31,7 @@ HOLDER_GONE = 60.0  # a deleted pod gone and its devices freed (kwok's stop plus
 AWS_DELETE = 900.0  # one resource from delete call to gone (NAT gateways take minutes)
 AWS_THROTTLE = 120.0
 
-# The nightly's cost guard (infra/guard.py). On a cancel the runner sends SIGINT to the step's process,
+# The nightly's cost guard (nightly/guard.py). On a cancel the runner sends SIGINT to the step's process,
 # SIGTERM 7.5 s later and kills the process tree 2.5 s after that
 # (https://docs.github.com/en/actions/reference/workflow-cancellation-reference): the guard's own
 # SIGKILL of its command's group, and the wait for the group to be empty, must fit before the SIGTERM.

@@ -14,8 +14,8 @@ from pathlib import Path
 import yaml
 
 from gpu_finops.facts.config import Config
+from harness import process_group
 from harness.waits import eventually
-from infra import process_group
 from local.build import binaries as build
 from local.cluster.certs import Pki
 from local.cluster.supervisor import Supervisor

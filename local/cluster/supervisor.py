@@ -18,8 +18,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from infra import process_group
-from infra.process_group import PROC, start_time
+from harness import process_group
+from harness.process_group import PROC, start_time
 
 logger = logging.getLogger(__name__)
 

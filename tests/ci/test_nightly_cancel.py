@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from assertions.nightly import Scenario, simulate
-from infra.guard import Deadline
+from nightly.guard import Deadline
 from tests.ci.test_nightly_workflow import index, job, load, step
 from tests.process_table import descendants, kill_group, running, wait_for_file
 

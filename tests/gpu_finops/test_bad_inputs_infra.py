@@ -231,23 +231,23 @@ def test_verbose_adds_the_traceback(where, inputs, capsys):
 
 
 def test_ctrl_c_where_no_hook_says_run_it_again(capsys, monkeypatch):
-    import infra.cli_guard
+    import nightly.cli_guard
 
     def interrupted(*_, **__):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(infra.cli_guard, "load_config", interrupted)
+    monkeypatch.setattr(nightly.cli_guard, "load_config", interrupted)
     code, _, err = run(capsys, ["guard", "estimate", "--rates", "catalog"])
     assert code == 130 and "gpu-finops guard: interrupted before it finished; run it again" in err
 
 
 def test_an_unexpected_error_is_a_bug_not_a_verdict(capsys, monkeypatch):
-    import infra.cli_guard
+    import nightly.cli_guard
 
     def broken(*_, **__):
         return 1 / 0
 
-    monkeypatch.setattr(infra.cli_guard, "load_config", broken)
+    monkeypatch.setattr(nightly.cli_guard, "load_config", broken)
     code, _, err = run(capsys, ["guard", "estimate", "--rates", "catalog"])
     assert code == 4 and "Traceback" not in err
     assert (

@@ -252,7 +252,7 @@ def test_every_call_teardown_preflight_and_the_guard_make_is_allowed(
             "get_products", {"PriceList": [price_list_item("m7i.large", "us-east-1", "0.1008")]}
         )
         from gpu_finops.cost.rates import OnDemandPrices
-        from infra.guard import estimate
+        from nightly.guard import estimate
 
         prices = OnDemandPrices(pricing)
         estimate(c, lambda t: prices.get(t, "us-east-1").usd_per_hour, max_hours=1)

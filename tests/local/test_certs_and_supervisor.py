@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from infra.process_group import start_time
+from harness.process_group import start_time
 from local.cluster.certs import Pki
 from local.cluster.supervisor import Proc, Supervisor
 from tests.process_table import running

@@ -10,7 +10,7 @@ import signal
 import time
 
 from gpu_finops.facts import timeouts
-from tests.infra.test_guard_signals import SPAWNS, start_guard
+from tests.nightly.test_guard_signals import SPAWNS, start_guard
 from tests.process_table import kill_group, running
 
 RUNNER_SIGTERM_AT = 7.5  # the runner's cancel: SIGINT, SIGTERM 7.5 s later, SIGKILL 2.5 s after that

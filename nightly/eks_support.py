@@ -80,7 +80,7 @@ def control_plane_price(
     if window is None:
         raise UnsupportedVersion(
             f"EKS {version} is not in the support table ({', '.join(sorted(table))}): add its standard "
-            "and extended support end dates to infra/eks_support.py from the EKS release calendar"
+            "and extended support end dates to nightly/eks_support.py from the EKS release calendar"
         )
     start = start.astimezone(UTC)
     end = start + timedelta(hours=hours)

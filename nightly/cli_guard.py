@@ -13,7 +13,7 @@ from gpu_finops.facts import arguments, timeouts
 from gpu_finops.facts.config import load_config
 from gpu_finops.facts.errors import CONTRACT, CheckFailed, UsageError
 from gpu_finops.facts.private_files import write_private
-from infra.guard import (
+from nightly.guard import (
     DEFAULT_MAX_HOURS,
     DEFAULT_TEARDOWN_RESERVE_MINUTES,
     EXIT_OVER_BUDGET,

@@ -1,7 +1,7 @@
 """A command's process group as the kernel sees it (Linux /proc): who is still in it, when a process
 started, and waiting until the group is empty.
 
-The guard (infra/guard.py) starts its command in a session of its own, so a signal meant for the whole
+The guard (nightly/guard.py) starts its command in a session of its own, so a signal meant for the whole
 command (make, terraform, its providers) must go to the group, and "stopped" means no member is left,
 not only that the direct child was reaped: a grandchild that ignores SIGTERM outlives its parent.
 The local supervisor (local/supervisor.py) uses the start time to tell its own process from a later

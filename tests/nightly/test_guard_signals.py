@@ -16,7 +16,7 @@ import pytest
 
 from gpu_finops.cli import main
 from gpu_finops.facts import timeouts
-from infra.guard import Deadline
+from nightly.guard import Deadline
 from tests.process_table import group, kill_group, running, wait_for_file
 
 ROOT = Path(__file__).resolve().parents[2]

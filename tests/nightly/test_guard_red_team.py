@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpu_finops.cli import main
-from infra.guard import MAX_RUN_HOURS, Deadline
+from nightly.guard import MAX_RUN_HOURS, Deadline
 from tests.process_table import running, wait_for_file
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,13 +84,13 @@ def test_numbers_past_the_cap_are_usage_errors(capsys, argv):
 def test_an_environment_max_hours_past_the_cap_is_refused(monkeypatch):
     import importlib
 
-    import infra.cli_guard
+    import nightly.cli_guard
 
     monkeypatch.setenv("GPU_FINOPS_MAX_HOURS", "1e308")
     with pytest.raises(Exception, match="GPU_FINOPS_MAX_HOURS"):
-        importlib.reload(infra.cli_guard).add_arguments(__import__("argparse").ArgumentParser())
+        importlib.reload(nightly.cli_guard).add_arguments(__import__("argparse").ArgumentParser())
     monkeypatch.delenv("GPU_FINOPS_MAX_HOURS")
-    importlib.reload(infra.cli_guard)
+    importlib.reload(nightly.cli_guard)
 
 
 def test_a_sensible_deadline_still_runs(tmp_path):

@@ -25,12 +25,12 @@ from gpu_finops.facts import timeouts
 from gpu_finops.facts.config import Config
 from gpu_finops.facts.errors import EXIT_FALSE, UsageError
 from gpu_finops.facts.private_files import read_regular, write_private
-from infra import process_group
-from infra.eks_support import UnsupportedVersion, control_plane_price
+from harness import process_group
+from nightly.eks_support import UnsupportedVersion, control_plane_price
 
 # Published list prices (us-east-1, checked 2026-11): https://aws.amazon.com/vpc/pricing/ (NAT gateway
 # hour, public IPv4 address hour), https://aws.amazon.com/fis/pricing/. The EKS control plane's price
-# depends on the version's support window on the day: infra/eks_support.py.
+# depends on the version's support window on the day: nightly/eks_support.py.
 NAT_GATEWAY_USD_H = 0.045
 PUBLIC_IPV4_USD_H = 0.005
 FIS_ACTION_MINUTE_USD = 0.10

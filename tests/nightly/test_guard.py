@@ -17,14 +17,14 @@ from botocore.stub import Stubber
 
 from gpu_finops.cli import main
 from gpu_finops.facts.config import Config, Tenant, Versions
-from infra.eks_support import (
+from nightly.eks_support import (
     EKS_SUPPORT,
     EXTENDED_USD_H,
     STANDARD_USD_H,
     WARN_DAYS,
     control_plane_price,
 )
-from infra.guard import EXIT_DEADLINE, Deadline, GuardError, estimate, render, run_until
+from nightly.guard import EXIT_DEADLINE, Deadline, GuardError, estimate, render, run_until
 from tests.gpu_finops.cost.aws_shapes import price_list_item
 
 OFFLINE = {"g6e.xlarge": 1.861, "g6e.12xlarge": 10.493, "m7i.large": 0.1008}
