@@ -1,6 +1,6 @@
 """parliament (an IAM policy linter, pinned in the test extra) over every policy document the stacks
 synthesize: the nightly role's policies, its boundary and trust, and the cluster stack's role, inline and
-queue policies. A finding fails the test unless infra/parliament-accepted.yaml lists it (document and
+queue policies. A finding fails the test unless iam/parliament-accepted.yaml lists it (document and
 issue) with a reason; an accepted entry that no longer matches anything fails too, so the list never rots."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-ACCEPTED = yaml.safe_load((ROOT / "infra" / "parliament-accepted.yaml").read_text())
+ACCEPTED = yaml.safe_load((ROOT / "iam" / "parliament-accepted.yaml").read_text())
 ACCOUNT = "123456789012"
 # Terraform references in the synthesized JSON, resolved to ARNs of the shape they will have.
 TOKENS = {
@@ -112,7 +112,7 @@ def test_parliament_reads_every_policy_the_stacks_synthesize(linted):
 def test_parliament_finds_nothing_new(linted):
     _, found = linted
     new = [f for f in found if not accepted(f[0], f[1])]
-    assert not new, "parliament findings not in infra/parliament-accepted.yaml:\n" + "\n".join(map(str, new))
+    assert not new, "parliament findings not in iam/parliament-accepted.yaml:\n" + "\n".join(map(str, new))
 
 
 def test_no_accepted_finding_is_stale(linted):
