@@ -24,7 +24,7 @@ from gpu_finops.ledger import rules
 from gpu_finops.ledger.conventions import GPU_NODE_LABELS, GPU_RESOURCE_SELECTOR, Conventions, ksm_label
 from gpu_finops.ledger.generated_file import write_or_print
 
-ALERTS_PATH = Path(__file__).resolve().parents[1] / "charts" / PROJECT / "files" / "alerts.yaml"
+ALERTS_PATH = Path(__file__).resolve().parents[2] / "charts" / PROJECT / "files" / "alerts.yaml"
 GROUP = "gpu-finops-alerts"
 # where each alert's runbook lives: docs/alerts.md, one anchor per alert (the lower-cased alert name)
 RUNBOOK_BASE = "https://github.com/gpu-finops/gpu-finops/blob/main/docs/alerts.md"

@@ -18,7 +18,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[3]
 VALIDATOR = ROOT / ".tools" / "focus-validator" / "bin" / "focus-validator"
-OVERRIDES = ROOT / "finops" / "focus-validator-overrides.yaml"
+OVERRIDES = ROOT / "gpu_finops" / "cost" / "focus-validator-overrides.yaml"
 
 # FOCUS 1.2's applicability criteria that hold for EC2 GPU instances as the export prices them. A rule whose
 # criteria are not all given is skipped as "not applicable", so each one left out is a rule not checked.
