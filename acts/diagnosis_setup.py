@@ -15,6 +15,7 @@ from acts.targets import Target, pod_devices
 from gpu_finops.clients.kube import Kube
 from gpu_finops.facts import timeouts
 from gpu_finops.facts.kube_keys import GPU_RESOURCE, LABEL_NODEPOOL, TAINT_ACT7_MAINTENANCE
+from gpu_finops.model import holding, workload
 from harness.observe import job_of, job_pods, workloads
 from harness.waits import WaitTimeout, eventually
 
@@ -133,7 +134,7 @@ def shared_card(t: Target, kube: Kube, ns: str, pod: str, node: str) -> str:
         interval=1,
         what=f"the device {ns}/{pod} was given",
     )
-    return devices[0].split("::", 1)[0]
+    return holding.card_of(devices[0])
 
 
 def eventually_bound_not_started(kube: Kube, ns: str, name: str, node: str) -> None:
@@ -173,7 +174,11 @@ def eventually_quota_refused(kube: Kube, ns: str, job: str) -> str:
         if wl is None:
             return None, None, None
         qr = next(
-            (c for c in (wl.get("status") or {}).get("conditions") or () if c["type"] == "QuotaReserved"),
+            (
+                c
+                for c in (wl.get("status") or {}).get("conditions") or ()
+                if c["type"] == workload.QUOTA_RESERVED
+            ),
             None,
         )
         return (

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from assertions.observed import PodObs, WorkloadObs
+from gpu_finops.model.workload import ADMITTED
 from harness.waits import consistently, eventually
 
 T = TypeVar("T")
@@ -65,7 +66,7 @@ the_one_pod_running: Expectation[Sequence[PodObs]] = Expectation(
 # --- Kueue Workloads and their pods ---------------------------------------------------------------------
 def admitted_by_kueue(w: WorkloadObs | None) -> bool:
     """The Workload was Admitted in some snapshot."""
-    return w is not None and any(s.is_("Admitted") for s in w.snapshots)
+    return w is not None and any(s.is_(ADMITTED) for s in w.snapshots)
 
 
 def has_a_running_pod(w: WorkloadObs | None) -> bool:

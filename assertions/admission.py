@@ -24,6 +24,8 @@ from itertools import combinations
 from assertions.clauses import Miss, before, compose, possible, require_aware, stamp
 from assertions.observed import Interval, WorkloadObs
 from assertions.verdict import Verdict
+from gpu_finops.model import holding, workload
+from gpu_finops.model.workload import ADMITTED, FINISHED, QUOTA_RESERVED
 
 CLAIM = (
     "two of twelve admitted, one per tenant, both running at once on different GPUs; the other ten wait in "
@@ -44,7 +46,7 @@ class AdmissionObs:
 
 
 def _ever_admitted(w: WorkloadObs) -> bool:
-    return any(s.is_("QuotaReserved") and s.is_("Admitted") for s in w.snapshots)
+    return any(s.is_(QUOTA_RESERVED) and s.is_(ADMITTED) for s in w.snapshots)
 
 
 def admitted(o: AdmissionObs) -> list[WorkloadObs]:
@@ -67,7 +69,7 @@ def healthy_runs(w: WorkloadObs) -> list[Interval]:
 
 def cards(w: WorkloadObs) -> set[str]:
     """The physical GPUs the Workload's pods were given (a time-sliced id names its card first)."""
-    return {d.split("::", 1)[0] for p in w.pods for d in p.devices if d.split("::", 1)[0]}
+    return holding.cards([d for p in w.pods for d in p.devices])
 
 
 def every_job_has_one_workload(o: AdmissionObs) -> list[Miss]:
@@ -98,7 +100,7 @@ def every_job_has_one_workload(o: AdmissionObs) -> list[Miss]:
 
 
 def no_workload_finished_in_the_window(o: AdmissionObs) -> list[Miss]:
-    finished = [w.name for w in o.workloads if any(s.is_("Finished") for s in w.snapshots)]
+    finished = [w.name for w in o.workloads if any(s.is_(FINISHED) for s in w.snapshots)]
     if not finished:
         return []
     return [
@@ -134,7 +136,7 @@ def one_admitted_per_cluster_queue(o: AdmissionObs) -> list[Miss]:
             Miss(want, f"admitted per ClusterQueue {charged}, expected one each of {sorted(o.tenants)}")
         )
     for w in got:
-        queues = sorted({s.cluster_queue or "?" for s in w.snapshots if s.is_("Admitted")} - {w.tenant})
+        queues = sorted({s.cluster_queue or "?" for s in w.snapshots if s.is_(ADMITTED)} - {w.tenant})
         if queues:
             misses.append(
                 Miss(want, f"{w.name} was submitted by {w.tenant} but admitted in ClusterQueue(s) {queues}")
@@ -154,8 +156,8 @@ def pods_start_only_after_admission(o: AdmissionObs) -> list[Miss]:
         if n > 1
     ]
     for w in admitted(o):
-        at = w.since("Admitted")
-        if any(p.running for p in w.pods) and not any(s.job_suspended is False for s in w.snapshots):
+        at = w.since(ADMITTED)
+        if workload.unsuspended_before_its_pods_ran(w.snapshots, any(p.running for p in w.pods)):
             misses.append(
                 Miss(
                     f"{w.name}'s Job unsuspended by Kueue before its pods ran",
@@ -249,7 +251,7 @@ def the_rest_never_held_quota_and_stayed_suspended(o: AdmissionObs) -> list[Miss
             misses.append(Miss(want, f"workload {w.name} was never observed"))
             continue
         held = next(
-            (s for s in w.snapshots if s.is_("QuotaReserved") or s.is_("Admitted") or s.has_admission), None
+            (s for s in w.snapshots if s.is_(QUOTA_RESERVED) or s.is_(ADMITTED) or s.has_admission), None
         )
         if held is not None:
             misses.append(
@@ -261,7 +263,7 @@ def the_rest_never_held_quota_and_stayed_suspended(o: AdmissionObs) -> list[Miss
             )
         # Kueue sets QuotaReserved=False only on workloads it tried to admit; those queued behind them have
         # no such condition yet. Both are pending; any other state is not.
-        reserved = w.snapshots[-1].conditions.get("QuotaReserved")
+        reserved = w.snapshots[-1].conditions.get(QUOTA_RESERVED)
         if reserved is not None and reserved.status != "False":
             misses.append(
                 Miss(

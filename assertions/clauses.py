@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from assertions.verdict import ClauseFailure, Verdict
+from gpu_finops.model.time_order import before, whole_seconds  # noqa: F401 (the checkers' one order)
 
 ObsT = TypeVar("ObsT")
 
@@ -71,16 +72,6 @@ def possible(iv: Any, observed_at: datetime | None) -> str | None:
     if observed_at is not None and max(iv.start, iv.end or iv.start) > observed_at:
         return f"ran {stamp(iv.start)} to {stamp(iv.end)}, after the act's last look {stamp(observed_at)}"
     return None
-
-
-def whole_seconds(at: datetime) -> datetime:
-    """Kubernetes stores object timestamps in whole seconds: compare what the act clocked at that grain."""
-    return at.replace(microsecond=0)
-
-
-def before(a: datetime, b: datetime) -> bool:
-    """`a` is in an earlier whole second than `b`: it really happened first, whatever the truncation."""
-    return whole_seconds(a) < whole_seconds(b)
 
 
 def seconds(a: datetime | None, b: datetime | None) -> float | None:

@@ -22,6 +22,7 @@ from datetime import datetime
 from assertions.clauses import Miss, before, compose, require_aware, seconds, stamp
 from assertions.observed import NodeObs, PodObs
 from assertions.verdict import Verdict
+from gpu_finops.model import nodeclaim
 
 CLAIM = "from zero GPU nodes, Karpenter launched a new spot GPU node and the GPU job ran to success on it"
 CUDA_MISMATCH_EXIT = 253  # a CUDA build that does not match the driver exits with it without doing work
@@ -101,12 +102,14 @@ def node_is_new_and_launched_by_our_nodeclaim(o: ColdStartObs) -> list[Miss]:
 def claim_came_before_its_node(n: NodeObs, want: str) -> list[Miss]:
     """A NodeClaim exists before it Launches, and before the node it launched registers."""
     misses = []
-    made, launched = n.nodeclaim_created, n.nodeclaim_launched_at
-    if made is not None and launched is not None and before(launched, made):
+    made = n.nodeclaim_created
+    for v in nodeclaim.in_lifecycle_order(
+        n.nodeclaim or "?", made, {nodeclaim.LAUNCHED: n.nodeclaim_launched_at}
+    ):
         misses.append(
             Miss(
                 want,
-                f"NodeClaim {n.nodeclaim} Launched {stamp(launched)} before it was created {stamp(made)}: "
+                f"NodeClaim {n.nodeclaim} Launched {stamp(v.at)} before it was created {stamp(made)}: "
                 "the timestamps contradict each other",
             )
         )

@@ -8,6 +8,7 @@ from datetime import datetime
 from assertions.clauses import require_aware
 from gpu_finops.facts.conditions import Condition
 from gpu_finops.facts.kube_keys import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL
+from gpu_finops.model import workload
 
 
 @dataclass(frozen=True)
@@ -85,8 +86,7 @@ class WorkloadSnapshot:
         require_aware(self)
 
     def is_(self, ctype: str, reason: str | None = None) -> bool:
-        c = self.conditions.get(ctype)
-        return c is not None and c.status == "True" and (reason is None or c.reason == reason)
+        return workload.is_true(self.conditions, ctype, reason)
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,14 @@ class WorkloadObs:
     @property
     def admitted_by(self) -> str | None:
         """The ClusterQueue of the first admission seen."""
-        return next((s.cluster_queue for s in self.snapshots if s.is_("Admitted") and s.cluster_queue), None)
+        return next(
+            (
+                s.cluster_queue
+                for s in self.snapshots
+                if workload.is_admitted(s.conditions) and s.cluster_queue
+            ),
+            None,
+        )
 
     @property
     def uids(self) -> tuple[str | None, ...]:

@@ -25,6 +25,14 @@ from datetime import datetime
 from assertions.clauses import Miss, before, compose, require_aware, stamp
 from assertions.observed import WorkloadObs, WorkloadSnapshot
 from assertions.verdict import Verdict
+from gpu_finops.model.workload import (
+    ADMITTED,
+    EVICTED,
+    EVICTED_BY_PREEMPTION,
+    FINISHED,
+    PREEMPTED,
+    QUOTA_RESERVED,
+)
 
 CLAIM = "the high-priority job preempted a low-priority one, which was requeued (suspended again), not failed"
 PREEMPTED_REASONS = {
@@ -54,15 +62,15 @@ def after_submission(o: PreemptionObs) -> list[WorkloadSnapshot]:
 
 def eviction_window(o: PreemptionObs) -> list[WorkloadSnapshot]:
     """The victim's snapshots, after the preemptor came, showing Evicted True for reason Preempted."""
-    return [s for s in after_submission(o) if s.is_("Evicted", "Preempted")]
+    return [s for s in after_submission(o) if s.is_(EVICTED, EVICTED_BY_PREEMPTION)]
 
 
 def evicted_at(s: WorkloadSnapshot) -> datetime:
-    return s.conditions["Evicted"].last_transition or s.at
+    return s.conditions[EVICTED].last_transition or s.at
 
 
 def is_requeued(s: WorkloadSnapshot) -> bool:
-    reserved = s.conditions.get("QuotaReserved")
+    reserved = s.conditions.get(QUOTA_RESERVED)
     return (
         bool(s.job_suspended) and not s.has_admission and reserved is not None and reserved.status == "False"
     )
@@ -97,7 +105,7 @@ def made_room_for(window: list[WorkloadSnapshot]) -> set[str]:
     return {
         m.group(1)
         for s in window
-        for ctype in ("Preempted", "Evicted")
+        for ctype in (PREEMPTED, EVICTED)
         if (c := s.conditions.get(ctype)) is not None and (m := PREEMPTOR_UID.search(c.message))
     }
 
@@ -152,7 +160,7 @@ def victim_is_one_workload_throughout(o: PreemptionObs) -> list[Miss]:
 
 def victim_was_admitted_before_the_preemptor_came(o: PreemptionObs) -> list[Miss]:
     v = o.victim
-    if any(s.is_("Admitted") for s in v.snapshots if s.at < o.preemptor_submitted):
+    if any(s.is_(ADMITTED) for s in v.snapshots if s.at < o.preemptor_submitted):
         return []
     return [
         Miss(
@@ -205,7 +213,7 @@ def victim_preempted_for_the_policy_reason(o: PreemptionObs) -> list[Miss]:
     window = eviction_window(o)
     if not window:
         return []  # victim_history_shows_eviction_then_requeue says so
-    reasons = sorted({s.conditions["Preempted"].reason for s in window if s.is_("Preempted")})
+    reasons = sorted({s.conditions[PREEMPTED].reason for s in window if s.is_(PREEMPTED)})
     want = f"Preempted True with reason {o.expected_reason}"
     if not set(reasons) & PREEMPTED_REASONS:
         return [
@@ -236,10 +244,10 @@ def victim_preempted_for_the_policy_reason(o: PreemptionObs) -> list[Miss]:
 
 
 def victim_never_finished(o: PreemptionObs) -> list[Miss]:
-    done = next((s for s in after_submission(o) if s.is_("Finished")), None)
+    done = next((s for s in after_submission(o) if s.is_(FINISHED)), None)
     if done is None:
         return []
-    fin = done.conditions["Finished"]
+    fin = done.conditions[FINISHED]
     return [
         Miss(
             "the victim not Finished",
@@ -250,7 +258,7 @@ def victim_never_finished(o: PreemptionObs) -> list[Miss]:
 
 def preemptor_admitted_only_after_the_eviction(o: PreemptionObs) -> list[Miss]:
     window = eviction_window(o)
-    admitted_at = o.preemptor.since("Admitted")
+    admitted_at = o.preemptor.since(ADMITTED)
     if not window or admitted_at is None:
         return []  # the eviction and admission clauses say which is missing
     if not before(admitted_at, evicted_at(window[0])):
@@ -267,7 +275,7 @@ def preemptor_admitted_only_after_the_eviction(o: PreemptionObs) -> list[Miss]:
 def preemptor_admitted_and_running(o: PreemptionObs) -> list[Miss]:
     h = o.preemptor
     want = f"{h.name} Admitted, its pod Running after that"
-    if not any(s.is_("Admitted") for s in h.snapshots):
+    if not any(s.is_(ADMITTED) for s in h.snapshots):
         return [Miss(want, f"preemptor {h.name} was never admitted")]
     runs = [p for p in h.pods if p.running is not None and p.phase != "Failed" and p.exit_code in (None, 0)]
     if not runs:
@@ -275,7 +283,7 @@ def preemptor_admitted_and_running(o: PreemptionObs) -> list[Miss]:
         return [
             Miss(want, f"preemptor {h.name} never had a Running pod that did not crash (crashed: {crashed})")
         ]
-    admitted_at = h.since("Admitted")
+    admitted_at = h.since(ADMITTED)
     early = [p.name for p in runs if admitted_at is not None and before(p.running.start, admitted_at)]  # type: ignore[union-attr]
     if early:
         return [

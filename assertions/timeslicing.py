@@ -5,7 +5,7 @@ once, on one GPU UUID, and each ran to success.
 |---|---|---|---|---|---|---|
 | node_advertises_one_gpu_as_n_replicas | the node the pods ran on | - | as last seen | GFD count 1, replicas n, shared capacity = allocatable = n | GFD labels, node status | same |
 | no_whole_gpu_beside_the_replicas | the node | - | - | zero nvidia.com/gpu, capacity and allocatable | node status | same |
-| each_pod_admitted_by_kueue_on_the_shared_flavor | a Workload per pod, by the pods recorded under its Job; one uid each (a re-creation or none observed fails) | each Workload owns exactly one of the pods; every admitted snapshot on the shared ResourceFlavor (none observed fails), by the tenant's ClusterQueue | the pod Running >= its Workload's Admitted | n Workloads, n pods, no pod twice | Workload snapshots | same |
+| each_pod_admitted_by_kueue_on_the_shared_flavor | a Workload per pod, by the pods recorded under its Job; one uid each (a re-creation or none observed fails) | each Workload owns exactly one of the pods; every admitted snapshot on the shared ResourceFlavor (none observed fails), by the tenant's ClusterQueue | the pod Running >= its Workload's Admitted; its Job unsuspended only once admitted, and seen unsuspended when pods ran | n Workloads, n pods, no pod twice | Workload snapshots | same |
 | all_pods_on_that_node | pod spec.nodeName; the pods ran within the node's life (created..deleted), not on a re-created namesake | - | node created <= every start < its deletion | every pod | pod spec, node timestamps | same |
 | all_ran_at_once | per pod | - | latest start < earliest end; each run possible and before the last look (observed_at required) | every pod Running | recorded intervals; a finished pod without a finish time fails | same |
 | each_pod_got_one_replica_of_one_uuid | device ids | - | - | one device each, one UUID in all, no replica twice | pod-resources (local) / NVIDIA_VISIBLE_DEVICES (AWS, no replica index) | same clause, different observers |
@@ -24,6 +24,8 @@ from assertions.clauses import Miss, before, compose, possible, require_aware, s
 from assertions.observed import NodeObs, PodObs, WorkloadObs
 from assertions.verdict import Verdict
 from gpu_finops.facts.kube_keys import LABEL_GPU_COUNT, LABEL_GPU_REPLICAS, LABEL_GPU_SHARING
+from gpu_finops.model import holding, workload
+from gpu_finops.model.workload import ADMITTED
 
 CLAIM = (
     "one physical GPU advertised as four time-sliced replicas; four pods admitted by Kueue ran on it at "
@@ -46,8 +48,8 @@ class TimeSlicingObs:
 
 
 def physical(device: str) -> str:
-    """GPU-uuid::replica -> GPU-uuid (the device plugin's time-sliced device id)."""
-    return device.split("::", 1)[0]
+    """The physical card behind a device id (a time-sliced replica's card)."""
+    return holding.card_of(device)
 
 
 def node_advertises_one_gpu_as_n_replicas(o: TimeSlicingObs) -> list[Miss]:
@@ -113,7 +115,7 @@ def admitted_as_the_tenant_on_the_flavor(w: WorkloadObs, flavor: str, want: str)
                 "observed), so what was admitted is not one object",
             )
         )
-    for s in (s for s in w.snapshots if s.is_("Admitted")):
+    for s in (s for s in w.snapshots if s.is_(ADMITTED)):
         if flavor not in s.flavors:
             misses.append(
                 Miss(
@@ -143,11 +145,23 @@ def each_pod_admitted_by_kueue_on_the_shared_flavor(o: TimeSlicingObs) -> list[M
         misses.append(
             Miss(want, f"{len(o.workloads)} Kueue Workloads observed for the pods, expected {o.replicas}")
         )
-    not_admitted = [w.name for w in o.workloads if not any(s.is_("Admitted") for s in w.snapshots)]
+    not_admitted = [w.name for w in o.workloads if not any(s.is_(ADMITTED) for s in w.snapshots)]
     if not_admitted:
         misses.append(Miss(want, f"workloads never admitted by Kueue: {not_admitted}"))
     for w in o.workloads:
         misses += admitted_as_the_tenant_on_the_flavor(w, o.flavor, want)
+        if workload.unsuspended_before_its_pods_ran(w.snapshots, any(p.running for p in w.pods)):
+            misses.append(
+                Miss(
+                    want,
+                    f"{w.name}'s Job was never seen unsuspended, yet pods ran: they are not this Job's "
+                    "admitted pods",
+                )
+            )
+        misses += [
+            Miss(want, f"{w.name}'s {v.observed}: Kueue did not gate it")
+            for v in workload.suspended_until_admitted(w.snapshots)
+        ]
         mine = [p.name for p in w.pods if p.name in set(names)]
         if len(mine) != 1:
             misses.append(
@@ -160,7 +174,7 @@ def each_pod_admitted_by_kueue_on_the_shared_flavor(o: TimeSlicingObs) -> list[M
                 Miss(want, f"pod {p.name} belongs to {len(owners)} of the act's Workloads, expected one")
             )
             continue
-        at = owners[0].since("Admitted")
+        at = owners[0].since(ADMITTED)
         if p.running is not None and at is not None and before(p.running.start, at):
             misses.append(
                 Miss(
@@ -239,7 +253,7 @@ def each_pod_got_one_replica_of_one_uuid(o: TimeSlicingObs) -> list[Miss]:
     uuids = sorted({physical(d) for p in o.pods for d in p.devices})
     if len(uuids) > 1:
         misses.append(Miss(want, f"pods ran on {len(uuids)} GPU UUIDs {uuids}: not one GPU shared"))
-    replicas = [d for p in o.pods for d in p.devices if "::" in d]
+    replicas = [d for p in o.pods for d in p.devices if holding.device(d).kind is holding.Kind.REPLICA]
     if len(replicas) != len(set(replicas)):
         misses.append(Miss(want, f"one replica was handed to two pods: {sorted(replicas)}"))
     return misses

@@ -27,6 +27,7 @@ from gpu_finops.diagnose.model import (
 )
 from gpu_finops.facts.conditions import Condition
 from gpu_finops.facts.kube_keys import GPU_RESOURCE, LABEL_INSTANCE_TYPE
+from gpu_finops.model.workload import ADMITTED, QUOTA_RESERVED
 
 GPUS_PER_NODE = 8
 SIZES = (1, 2, 4, 8)
@@ -64,10 +65,10 @@ def fleet(nodes: int, pending: int, unadmitted: int, seed: int = 1) -> tuple[lis
             used += size
     tolerate = (Toleration(GPU_RESOURCE, "Exists"),)
     admitted = {
-        "QuotaReserved": Condition("QuotaReserved", "True", "QuotaReserved", ""),
-        "Admitted": Condition("Admitted", "True", "Admitted", ""),
+        QUOTA_RESERVED: Condition(QUOTA_RESERVED, "True", QUOTA_RESERVED, ""),
+        ADMITTED: Condition(ADMITTED, "True", ADMITTED, ""),
     }
-    waiting = {"QuotaReserved": Condition("QuotaReserved", "False", "Pending", "couldn't assign flavors")}
+    waiting = {QUOTA_RESERVED: Condition(QUOTA_RESERVED, "False", "Pending", "couldn't assign flavors")}
     pods, workloads = [], []
     for k in range(pending):
         wl = f"job-{k:05d}"

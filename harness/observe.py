@@ -10,8 +10,8 @@ from gpu_finops.clients.karpenter import KarpenterClient, NodeClaimFacts
 from gpu_finops.clients.kube import Kube
 from gpu_finops.clients.nodes import instance_id_from_provider_id
 from gpu_finops.facts import timestamps
-from gpu_finops.facts.conditions import Condition
 from gpu_finops.facts.kube_keys import GPU_RESOURCE, KUEUE_GROUP, KUEUE_VERSION, SHARED_GPU_RESOURCE
+from gpu_finops.model import workload as workload_model
 
 KUEUE = (KUEUE_GROUP, KUEUE_VERSION)
 
@@ -114,16 +114,7 @@ def job_of(workload: dict[str, Any]) -> str | None:
 
 def snapshot(workload: dict[str, Any], at: datetime, job_suspended: bool | None) -> WorkloadSnapshot:
     status = workload.get("status") or {}
-    conds = {
-        c["type"]: Condition(
-            c["type"],
-            c["status"],
-            c.get("reason", ""),
-            c.get("message", ""),
-            timestamps.parse(c.get("lastTransitionTime")),
-        )
-        for c in status.get("conditions", [])
-    }
+    conds = workload_model.conditions(status.get("conditions"))
     admission = status.get("admission") or {}
     flavors = tuple(
         sorted(

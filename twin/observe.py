@@ -19,17 +19,16 @@ from datetime import datetime
 from typing import Any
 
 from gpu_finops.facts.kube_keys import KUEUE_GROUP, KUEUE_VERSION
+from gpu_finops.model.workload import (
+    ADMITTED,
+    EVICTED,
+    EVICTED_BY_PREEMPTION,
+    FINISHED,
+    QUOTA_RESERVED,
+    REQUEUED,
+)
 
 log = logging.getLogger(__name__)
-
-QUOTA_RESERVED, ADMITTED, FINISHED, EVICTED, REQUEUED = (
-    "QuotaReserved",
-    "Admitted",
-    "Finished",
-    "Evicted",
-    "Requeued",
-)
-PREEMPTED = "Preempted"
 
 
 @dataclass
@@ -123,7 +122,7 @@ class Observer:
                     seen.finished = now
                 elif kind == EVICTED:
                     seen.evictions.add(at)
-                    if c.get("reason") == PREEMPTED:
+                    if c.get("reason") == EVICTED_BY_PREEMPTION:
                         seen.preemptions.add(at)
                 elif kind == REQUEUED and seen.evictions:
                     seen.requeues.add(at)

@@ -11,6 +11,7 @@ from typing import Any
 
 from gpu_finops.facts.errors import CheckFailed
 from gpu_finops.facts.kube_keys import GPU_RESOURCE, KUEUE_GROUP, KUEUE_VERSION
+from gpu_finops.model import workload
 from harness.waits import WaitTimeout, eventually
 from local.charts import render
 from twin.fleet import NODE_PREFIX, Fleet
@@ -45,9 +46,9 @@ def _unfinished_workloads(kube: Any, namespaces: tuple[str, ...]) -> list[str]:
         for w in kube.custom.list_namespaced_custom_object(KUEUE_GROUP, KUEUE_VERSION, ns, "workloads")[
             "items"
         ]:
-            conds = (w.get("status") or {}).get("conditions") or []
-            if not any(c.get("type") == "Finished" and c.get("status") == "True" for c in conds):
-                reserved = any(c.get("type") == "QuotaReserved" and c.get("status") == "True" for c in conds)
+            conds = workload.conditions((w.get("status") or {}).get("conditions"), with_times=False)
+            if not workload.is_finished(conds):
+                reserved = workload.has_quota_reservation(conds)
                 out.append(f"{ns}/{w['metadata']['name']} ({'holding quota' if reserved else 'waiting'})")
     return out
 

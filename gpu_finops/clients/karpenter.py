@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpu_finops.facts.kube_keys import LABEL_NODEPOOL
+from gpu_finops.model import nodeclaim
 
 GROUP, VERSION, NODECLAIMS = "karpenter.sh", "v1", "nodeclaims"
 
@@ -28,17 +29,10 @@ def nodeclaim_facts(obj: dict[str, Any]) -> NodeClaimFacts:
         name=meta["name"],
         nodepool=(meta.get("labels") or {}).get(LABEL_NODEPOOL),
         node_name=status.get("nodeName"),
-        conditions={c["type"]: c["status"] for c in status.get("conditions", []) or []},
+        conditions=nodeclaim.statuses(status.get("conditions")),
         created=meta.get("creationTimestamp"),
         deleting=bool(meta.get("deletionTimestamp")),
-        launched_at=next(
-            (
-                c.get("lastTransitionTime")
-                for c in status.get("conditions", []) or []
-                if c["type"] == "Launched" and c["status"] == "True"
-            ),
-            None,
-        ),
+        launched_at=nodeclaim.became_true(status.get("conditions"), nodeclaim.LAUNCHED),
     )
 
 

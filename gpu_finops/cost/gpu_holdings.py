@@ -29,6 +29,7 @@ from gpu_finops.facts.kube_keys import (
     SHARED_GPU_RESOURCE,
 )
 from gpu_finops.facts.private_files import write_private
+from gpu_finops.model import holding
 
 TENANT_LABEL, QUEUE_LABEL, REPLICAS_LABEL = LABEL_TENANT, LABEL_QUEUE_NAME, LABEL_GPU_REPLICAS
 KUEUE = (KUEUE_GROUP, KUEUE_VERSION)
@@ -53,7 +54,7 @@ class GpuHolding:
     @property
     def physical_gpus(self) -> Fraction:
         """Physical cards held: a replica holds 1/replicas of its card."""
-        return Fraction(self.gpus, max(1, self.replicas))
+        return holding.physical_gpus(self.gpus, self.replicas)
 
     def seconds_within(self, start: datetime, end: datetime) -> Fraction:
         """Seconds of [start, end) this pod held its GPUs (exact, whole microseconds)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from gpu_finops.diagnose.kueue_visibility import position_text, reason_text
 from gpu_finops.diagnose.model import ADMISSION, Finding, WorkloadFacts
 from gpu_finops.diagnose.view import View
+from gpu_finops.model.workload import ADMITTED, QUOTA_RESERVED
 
 # The next action for KEP-10852's reasons where it differs from the quota one we derive ourselves.
 ACTION_BY_REASON = {
@@ -40,15 +41,15 @@ def check_admission(v: View, workload: WorkloadFacts | None) -> Finding:
             "not managed by Kueue (no Workload owns it): the pod is the scheduler's to place",
             evidence={"workload": None},
         )
-    qr = workload.conditions.get("QuotaReserved")
-    admitted = workload.conditions.get("Admitted")
+    qr = workload.conditions.get(QUOTA_RESERVED)
+    admitted = workload.conditions.get(ADMITTED)
     evidence = {
         "workload": workload.key,
         "queue": workload.queue,
-        "QuotaReserved": None
+        QUOTA_RESERVED: None
         if qr is None
         else {"status": qr.status, "reason": qr.reason, "message": qr.message},
-        "Admitted": None
+        ADMITTED: None
         if admitted is None
         else {"status": admitted.status, "reason": admitted.reason, "message": admitted.message},
         "job_suspended": workload.job_suspended,

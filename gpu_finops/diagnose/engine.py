@@ -42,6 +42,7 @@ from gpu_finops.diagnose.model import (
 )
 from gpu_finops.diagnose.placement import check_placement
 from gpu_finops.diagnose.view import ClusterIndex, View, build_view
+from gpu_finops.model.workload import FINISHED
 
 
 class NotDiagnosable(ValueError):
@@ -157,7 +158,7 @@ def diagnose_all(
             continue
         if (w.namespace, w.name) in seen_workloads or (w.admitted and w.job_suspended is not True):
             continue
-        if w.is_true("Finished"):
+        if w.is_true(FINISHED):
             continue
         out.append(diagnose_workload(w, cluster, order, _shared=shared))
     return out

@@ -22,8 +22,8 @@ from gpu_finops.diagnose.model import (
     WorkloadFacts,
 )
 from gpu_finops.diagnose.owners import by_owner, owner, owner_uid, workload_of
-from gpu_finops.facts.conditions import Condition
 from gpu_finops.facts.kube_keys import KUEUE_GROUP, KUEUE_VERSION
+from gpu_finops.model import workload as workload_model
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
@@ -196,16 +196,7 @@ def workload_facts(wl: dict[str, Any], job_suspended: bool | None) -> WorkloadFa
         namespace=meta.get("namespace") or "",
         name=meta.get("name") or "",
         queue=spec.get("queueName"),
-        conditions={
-            c["type"]: Condition(
-                c["type"],
-                c["status"],
-                c.get("reason") or "",
-                c.get("message") or "",
-                observed_generation=_int_or_none(c.get("observedGeneration")),
-            )
-            for c in status.get("conditions") or ()
-        },
+        conditions=workload_model.conditions(status.get("conditions"), with_times=False),
         job_suspended=job_suspended,
         pod_template=template,
         created=meta.get("creationTimestamp") or None,

@@ -39,6 +39,7 @@ from gpu_finops.facts.kube_keys import (
     KUEUE_VISIBILITY_GROUP,
     KUEUE_VISIBILITY_VERSIONS,
 )
+from gpu_finops.model.workload import ADMITTED, FINISHED, QUOTA_RESERVED
 
 GROUP = KUEUE_VISIBILITY_GROUP
 VERSIONS = KUEUE_VISIBILITY_VERSIONS  # what Kueue v0.19.2 serves, preferred first
@@ -221,7 +222,7 @@ def position_of(
             cause = "Kueue admitted it (Admitted True), so it is past the queue" + (
                 "; its Job is still suspended" if workload.job_suspended else ""
             )
-        elif workload.is_true("QuotaReserved"):
+        elif workload.is_true(QUOTA_RESERVED):
             listed = "does not list it among the pending workloads"
             cause = (
                 "it holds a quota reservation (QuotaReserved True), so it is past the queue; what holds it "
@@ -301,7 +302,7 @@ def position_of(
 
 def waiting_in_kueue(w: WorkloadFacts) -> bool:
     """A workload Kueue still holds back: not admitted (or admitted with its Job still suspended), not done."""
-    return not w.is_true("Finished") and (not w.admitted or w.job_suspended is True)
+    return not w.is_true(FINISHED) and (not w.admitted or w.job_suspended is True)
 
 
 def read_signals(get: Get, workloads: Iterable[WorkloadFacts]) -> dict[str, KueueSignals]:
@@ -352,8 +353,8 @@ def position_text(s: KueueSignals | None) -> tuple[str, tuple[str, ...]]:
 
 def reason_text(w: WorkloadFacts) -> tuple[str, tuple[str, ...]]:
     """Kueue's own reason from the Workload's conditions ('Kueue: reason X: message'), or 'fallback: why'."""
-    qr = w.conditions.get("QuotaReserved")
-    admitted = w.conditions.get("Admitted")
+    qr = w.conditions.get(QUOTA_RESERVED)
+    admitted = w.conditions.get(ADMITTED)
     if qr is None:
         return (
             "fallback: no reason from Kueue: the Workload has no QuotaReserved condition yet (Kueue has not "

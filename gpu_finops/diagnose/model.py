@@ -13,6 +13,7 @@ from typing import Any
 
 from gpu_finops.facts.conditions import Condition
 from gpu_finops.facts.kube_keys import GPU_RESOURCE, LABEL_GPU_REPLICAS, SHARED_GPU_RESOURCE
+from gpu_finops.model import workload
 
 GPU = GPU_RESOURCE  # whole GPUs, or time-slicing replicas when the device plugin does not rename
 GPU_SHARED = SHARED_GPU_RESOURCE  # time-slicing replicas when the device plugin has renameByDefault
@@ -208,12 +209,11 @@ class WorkloadFacts:
         return f"{self.namespace}/{self.name}"
 
     def is_true(self, ctype: str) -> bool:
-        c = self.conditions.get(ctype)
-        return c is not None and c.status == "True"
+        return workload.is_true(self.conditions, ctype)
 
     @property
     def admitted(self) -> bool:
-        return self.is_true("Admitted") and not self.is_true("Finished")
+        return workload.is_active(self.conditions)
 
 
 @dataclass(frozen=True)

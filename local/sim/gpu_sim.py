@@ -31,6 +31,7 @@ from gpu_finops.facts.kube_keys import (
     GPU_RESOURCE,
     LABEL_GPU_COUNT,
 )
+from gpu_finops.model import holding
 from harness.observe import is_gpu_node
 from local.sim.dcgm_sim import DcgmSimulator, SimGpu
 from local.sim.device_plugin import gpu_uuid
@@ -59,7 +60,7 @@ def devices_from_pod_resources(body: dict[str, Any]) -> PodDevices:
         ]
         by_card: dict[str, str] = {}
         for d in ids:
-            by_card.setdefault(d.split("::", 1)[0], d)
+            by_card.setdefault(holding.card_of(d), d)
         if by_card:
             out[(entry["namespace"], entry["name"])] = tuple(by_card.values())
     return out
@@ -122,7 +123,8 @@ def gpus_from_cluster(
             key = f"{pod.metadata.namespace}/{pod.metadata.name}"
             cards = []
             for device_id in allocated.get((pod.metadata.namespace, pod.metadata.name), ()):
-                card, _, n = device_id.partition("::")
+                dev = holding.device(device_id)
+                card, n = dev.card, dev.replica or ""
                 if card in index_of:
                     cards.append(index_of[card])
                     if n:

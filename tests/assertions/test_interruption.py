@@ -122,6 +122,11 @@ def test_holds_and_reports_the_seconds_from_warning_to_cordon_and_replacement():
         ("nothing ran on the node", replace(HOLDS, pods=(AGAIN,)), "nothing to drain"),
         ("no replacement node", replace(HOLDS, replacement=None), "no replacement GPU node"),
         (
+            "the replacement's NodeClaim Launched before it was created",
+            replace(HOLDS, replacement=replace(NEW, nodeclaim_launched_at=t(2))),
+            "replacement gpu-new's NodeClaim gpu-spot-new Launched 2026-",
+        ),
+        (
             "a node that existed before is called the replacement",
             replace(HOLDS, replacement=replace(NEW, created=t(-100))),
             "existed before the warning",

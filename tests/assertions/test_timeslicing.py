@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from assertions.observed import Interval, NodeObs, PodObs, WorkloadObs
+from assertions.observed import Interval, NodeObs, PodObs, WorkloadObs, WorkloadSnapshot
 from assertions.timeslicing import TimeSlicingObs, check_timeslicing
 from tests.assertions.tables import admitted_snap, check, t
 
@@ -124,6 +124,34 @@ def pods(*changed: PodObs) -> tuple[PodObs, ...]:
             "pods without exactly one GPU device",
         ),
         ("only three pods", replace(TS, pods=TS_PODS[:3]), "3 pods observed, expected 4"),
+        (
+            "a Job never seen unsuspended whose pod ran",
+            replace(
+                TS,
+                workloads=(
+                    *TS_WLS[:3],
+                    replace(TS_WLS[3], snapshots=(replace(TS_WLS[3].snapshots[0], job_suspended=True),)),
+                ),
+            ),
+            "job-ts-3's Job was never seen unsuspended, yet pods ran: they are not this Job's admitted pods",
+        ),
+        (
+            "a Job unsuspended while its Workload still waited for quota",
+            replace(
+                TS,
+                workloads=(
+                    *TS_WLS[:3],
+                    replace(
+                        TS_WLS[3],
+                        snapshots=(
+                            WorkloadSnapshot(t(2), {}, False, job_suspended=False, uid="uid-ts-3"),
+                            *TS_WLS[3].snapshots,
+                        ),
+                    ),
+                ),
+            ),
+            "job-ts-3's Job unsuspended at 2026-",
+        ),
         (
             "pods bypassed Kueue (no Workloads)",
             replace(TS, workloads=()),

@@ -1,0 +1,197 @@
+"""A Kueue Workload's lifecycle: its condition types, the predicates over them, the one reader of its status
+conditions, and the invariants an observed history of it must satisfy.
+
+Kueue (`pkg/workload`, `apis/kueue/v1beta1` and `v1beta2`) moves a Workload through these conditions:
+QuotaReserved (a ClusterQueue reserved its quota), Admitted (quota reserved and every admission check
+passed: the Job is unsuspended), Evicted (with a reason: Preempted, PodsReadyTimeout, ...; the Job is
+suspended again), Preempted (why it was evicted, when by preemption), Requeued (it may queue again) and
+Finished. A condition counts only when its status is "True".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+from gpu_finops.facts import timestamps
+from gpu_finops.facts.conditions import Condition
+from gpu_finops.model.time_order import before
+
+QUOTA_RESERVED = "QuotaReserved"
+ADMITTED = "Admitted"
+EVICTED = "Evicted"
+PREEMPTED = "Preempted"
+REQUEUED = "Requeued"
+FINISHED = "Finished"
+PODS_READY = "PodsReady"
+CONDITION_TYPES = (QUOTA_RESERVED, ADMITTED, EVICTED, PREEMPTED, REQUEUED, FINISHED, PODS_READY)
+
+# The Evicted condition's reason when a higher-priority Workload took the quota (Kueue's
+# WorkloadEvictedByPreemption), which is also the Preempted condition's type.
+EVICTED_BY_PREEMPTION = "Preempted"
+# QuotaReserved=False's reason while the Workload waits for quota (Kueue's "Pending").
+PENDING = "Pending"
+
+Conditions = Mapping[str, Condition]
+
+
+def condition(raw: Mapping[str, Any], with_times: bool = True) -> Condition:
+    """One status condition as the API returns it (`metav1.Condition`'s JSON)."""
+    generation = raw.get("observedGeneration")
+    return Condition(
+        raw["type"],
+        raw["status"],
+        raw.get("reason") or "",
+        raw.get("message") or "",
+        timestamps.parse(raw.get("lastTransitionTime")) if with_times else None,
+        generation if isinstance(generation, int) and not isinstance(generation, bool) else None,
+    )
+
+
+def conditions(raw: Iterable[Mapping[str, Any]] | None, with_times: bool = True) -> dict[str, Condition]:
+    """A Workload's `status.conditions`, by type (the API keeps one condition of each type)."""
+    return {c["type"]: condition(c, with_times) for c in raw or ()}
+
+
+def is_true(conds: Conditions, ctype: str, reason: str | None = None) -> bool:
+    """The condition is present with status True (and, when given, that reason)."""
+    c = conds.get(ctype)
+    return c is not None and c.status == "True" and (reason is None or c.reason == reason)
+
+
+def has_quota_reservation(conds: Conditions) -> bool:
+    return is_true(conds, QUOTA_RESERVED)
+
+
+def is_admitted(conds: Conditions) -> bool:
+    return is_true(conds, ADMITTED)
+
+
+def is_evicted(conds: Conditions, reason: str | None = None) -> bool:
+    return is_true(conds, EVICTED, reason)
+
+
+def is_preempted(conds: Conditions) -> bool:
+    """Evicted by preemption, by either condition Kueue writes for it."""
+    return is_true(conds, PREEMPTED) or is_evicted(conds, EVICTED_BY_PREEMPTION)
+
+
+def is_requeued(conds: Conditions) -> bool:
+    return is_true(conds, REQUEUED)
+
+
+def is_finished(conds: Conditions) -> bool:
+    return is_true(conds, FINISHED)
+
+
+def is_active(conds: Conditions) -> bool:
+    """Admitted and not finished: it holds its quota now."""
+    return is_admitted(conds) and not is_finished(conds)
+
+
+def is_waiting(conds: Conditions) -> bool:
+    """Neither admitted nor finished: still queued for quota or admission checks."""
+    return not is_admitted(conds) and not is_finished(conds)
+
+
+def quota_released(conds: Conditions) -> bool:
+    """QuotaReserved is present and False: its quota was given back (after an eviction, or never taken)."""
+    c = conds.get(QUOTA_RESERVED)
+    return c is not None and c.status == "False"
+
+
+def since(conds: Conditions, ctype: str) -> datetime | None:
+    """When the condition last changed status, by its lastTransitionTime; None when absent or unread."""
+    c = conds.get(ctype)
+    return c.last_transition if c is not None else None
+
+
+# --- invariants of an observed history ---------------------------------------------------------------
+
+
+class Observation(Protocol):
+    """One look at a Workload: when, its conditions, and its Job's spec.suspend (None: not read)."""
+
+    @property
+    def at(self) -> datetime: ...
+
+    @property
+    def conditions(self) -> Conditions: ...
+
+    @property
+    def job_suspended(self) -> bool | None: ...
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One way an observed history contradicts the lifecycle: which invariant, at which observation (or
+    condition), and what it showed."""
+
+    invariant: str
+    at: datetime | None
+    observed: str
+
+
+def suspended_until_admitted(history: Sequence[Observation]) -> list[Violation]:
+    """Kueue keeps a Job suspended until its Workload is admitted: a look that shows the Job unsuspended
+    while the Workload is neither admitted nor finished contradicts the gate."""
+    return [
+        Violation(
+            "suspended_until_admitted",
+            s.at,
+            f"Job unsuspended at {timestamps.iso(s.at)} while its Workload was not admitted",
+        )
+        for s in history
+        if s.job_suspended is False and is_waiting(s.conditions)
+    ]
+
+
+def unsuspended_before_its_pods_ran(history: Sequence[Observation], pods_ran: bool) -> list[Violation]:
+    """A Kueue-managed Job's pods run only once Kueue unsuspended it: pods that ran under a Job never seen
+    unsuspended are not that Job's admitted pods."""
+    if pods_ran and not any(s.job_suspended is False for s in history):
+        return [
+            Violation(
+                "unsuspended_before_its_pods_ran", None, "the Job was never seen unsuspended, yet pods ran"
+            )
+        ]
+    return []
+
+
+def transitions_not_before_creation(created: datetime | None, conds: Conditions) -> list[Violation]:
+    """No condition of an object can have changed before the object existed."""
+    if created is None:
+        return []
+    return [
+        Violation(
+            "transitions_not_before_creation",
+            c.last_transition,
+            f"{ctype} changed at {timestamps.iso(c.last_transition)}, before the Workload was created "
+            f"{timestamps.iso(created)}",
+        )
+        for ctype, c in sorted(conds.items())
+        if c.last_transition is not None and before(c.last_transition, created)
+    ]
+
+
+def quota_released_not_after(victim: Sequence[Observation], at: datetime) -> list[Violation]:
+    """A preemptor is admitted only after its victim gave its quota back: the victim's QuotaReserved went
+    False (by its lastTransitionTime) in or before the second of `at`. A victim never seen releasing it,
+    or releasing it later, contradicts the order."""
+    released = [
+        s.conditions[QUOTA_RESERVED].last_transition or s.at for s in victim if quota_released(s.conditions)
+    ]
+    if not released:
+        return [Violation("quota_released_not_after", None, "the victim was never seen releasing its quota")]
+    first = min(released)
+    if before(at, first):
+        return [
+            Violation(
+                "quota_released_not_after",
+                first,
+                f"the victim released its quota at {timestamps.iso(first)}, after {timestamps.iso(at)}",
+            )
+        ]
+    return []

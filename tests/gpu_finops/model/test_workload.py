@@ -1,0 +1,184 @@
+"""A Workload's lifecycle: the one reader of its conditions, the predicates, and each invariant of an observed
+history, with a world that holds it and worlds that break exactly it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from gpu_finops.facts.conditions import Condition
+from gpu_finops.model import workload as w
+
+T0 = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
+
+
+def at(s: float) -> datetime:
+    return T0 + timedelta(seconds=s)
+
+
+def cond(ctype: str, status: str = "True", reason: str = "", t: float | None = None) -> Condition:
+    return Condition(ctype, status, reason or ctype, "", at(t) if t is not None else None)
+
+
+@dataclass(frozen=True)
+class Look:
+    at: datetime
+    conditions: dict[str, Condition] = field(default_factory=dict)
+    job_suspended: bool | None = None
+
+
+def test_the_api_shape_is_read_once_with_times_reasons_and_generation():
+    raw = [
+        {
+            "type": "QuotaReserved",
+            "status": "True",
+            "reason": "QuotaReserved",
+            "message": "m",
+            "lastTransitionTime": "2026-12-01T12:00:05Z",
+            "observedGeneration": 2,
+        },
+        {
+            "type": "Admitted",
+            "status": "False",
+            "reason": None,
+            "lastTransitionTime": None,
+            "observedGeneration": True,
+        },
+    ]
+    got = w.conditions(raw)
+    assert got[w.QUOTA_RESERVED] == Condition("QuotaReserved", "True", "QuotaReserved", "m", at(5), 2)
+    # a null reason is empty, a boolean is no generation
+    assert got[w.ADMITTED] == Condition("Admitted", "False", "", "", None, None)
+    assert w.conditions(raw, with_times=False)[w.QUOTA_RESERVED].last_transition is None
+    assert w.conditions(None) == {}
+
+
+@pytest.mark.parametrize(
+    "conds, expected",
+    [
+        ({}, set()),
+        ({"QuotaReserved": cond("QuotaReserved")}, {"has_quota_reservation", "is_waiting"}),
+        (
+            {"QuotaReserved": cond("QuotaReserved"), "Admitted": cond("Admitted")},
+            {"has_quota_reservation", "is_admitted", "is_active"},
+        ),
+        ({"Admitted": cond("Admitted", "False")}, {"is_waiting"}),
+        ({"Admitted": cond("Admitted"), "Finished": cond("Finished")}, {"is_admitted", "is_finished"}),
+        ({"Evicted": cond("Evicted", reason="Preempted")}, {"is_evicted", "is_preempted", "is_waiting"}),
+        ({"Evicted": cond("Evicted", reason="PodsReadyTimeout")}, {"is_evicted", "is_waiting"}),
+        ({"Preempted": cond("Preempted", reason="InClusterQueue")}, {"is_preempted", "is_waiting"}),
+        ({"Requeued": cond("Requeued")}, {"is_requeued", "is_waiting"}),
+        ({"QuotaReserved": cond("QuotaReserved", "False", "Pending")}, {"quota_released", "is_waiting"}),
+        ({"Admitted": cond("Admitted", "Unknown")}, {"is_waiting"}),
+    ],
+)
+def test_each_predicate_counts_only_a_true_condition(conds, expected):
+    names = (
+        "has_quota_reservation",
+        "is_admitted",
+        "is_evicted",
+        "is_preempted",
+        "is_requeued",
+        "is_finished",
+        "is_active",
+        "is_waiting",
+        "quota_released",
+    )
+    if not conds:
+        expected = {"is_waiting"}
+    assert {n for n in names if getattr(w, n)(conds)} == expected
+
+
+def test_since_is_the_conditions_own_transition_time():
+    conds = {"Admitted": cond("Admitted", t=7)}
+    assert w.since(conds, w.ADMITTED) == at(7)
+    assert w.since(conds, w.FINISHED) is None
+
+
+# --- suspended_until_admitted ---------------------------------------------------------------------------
+def test_a_job_unsuspended_only_once_admitted_holds_the_gate():
+    history = [
+        Look(at(0), {}, True),
+        Look(at(1), {"QuotaReserved": cond("QuotaReserved")}, True),
+        Look(at(2), {"QuotaReserved": cond("QuotaReserved"), "Admitted": cond("Admitted")}, False),
+        Look(at(3), {"Admitted": cond("Admitted"), "Finished": cond("Finished")}, False),
+        Look(at(4), {}, None),  # the Job not read: no evidence either way
+    ]
+    assert w.suspended_until_admitted(history) == []
+
+
+@pytest.mark.parametrize(
+    "conds",
+    [
+        {},
+        {"QuotaReserved": cond("QuotaReserved")},
+        {"Admitted": cond("Admitted", "False")},
+        {"Evicted": cond("Evicted", reason="Preempted")},
+    ],
+)
+def test_a_job_unsuspended_while_its_workload_waits_breaks_the_gate(conds):
+    assert w.suspended_until_admitted([Look(at(9), conds, False)]) == [
+        w.Violation(
+            "suspended_until_admitted",
+            at(9),
+            "Job unsuspended at 2026-12-01T12:00:09Z while its Workload was not admitted",
+        )
+    ]
+
+
+# --- transitions_not_before_creation --------------------------------------------------------------------
+def test_conditions_changing_after_or_in_the_second_of_creation_hold():
+    conds = {"QuotaReserved": cond("QuotaReserved", t=0.9), "Admitted": cond("Admitted", t=5)}
+    assert w.transitions_not_before_creation(at(0.2), conds) == []
+    assert w.transitions_not_before_creation(None, conds) == []  # creation not read
+
+
+def test_a_condition_that_changed_before_the_object_existed_is_named():
+    conds = {"Admitted": cond("Admitted", t=5), "Evicted": cond("Evicted", t=-30)}
+    assert w.transitions_not_before_creation(at(0), conds) == [
+        w.Violation(
+            "transitions_not_before_creation",
+            at(-30),
+            "Evicted changed at 2026-12-01T11:59:30Z, before the Workload was created 2026-12-01T12:00:00Z",
+        )
+    ]
+
+
+# --- quota_released_not_after ---------------------------------------------------------------------------
+def released(t: float, look: float | None = None) -> Look:
+    return Look(
+        at(look if look is not None else t),
+        {"QuotaReserved": cond("QuotaReserved", "False", "Pending", t)},
+        True,
+    )
+
+
+def test_a_victim_that_gave_its_quota_back_before_the_preemptor_was_admitted_holds():
+    victim = [Look(at(0), {"QuotaReserved": cond("QuotaReserved", t=0)}, False), released(10, look=12)]
+    assert w.quota_released_not_after(victim, at(10.5)) == []  # the same second
+    assert w.quota_released_not_after(victim, at(20)) == []
+
+
+def test_a_victim_that_released_its_quota_after_the_preemptor_was_admitted_is_named():
+    victim = [released(30)]
+    assert w.quota_released_not_after(victim, at(10)) == [
+        w.Violation(
+            "quota_released_not_after",
+            at(30),
+            "the victim released its quota at 2026-12-01T12:00:30Z, after 2026-12-01T12:00:10Z",
+        )
+    ]
+
+
+def test_a_victim_never_seen_releasing_its_quota_is_named():
+    victim = [Look(at(0), {"QuotaReserved": cond("QuotaReserved", t=0)}, False)]
+    assert w.quota_released_not_after(victim, at(10)) == [
+        w.Violation("quota_released_not_after", None, "the victim was never seen releasing its quota")
+    ]
+
+
+def test_a_release_without_a_transition_time_counts_from_when_it_was_seen():
+    victim = [Look(at(40), {"QuotaReserved": Condition("QuotaReserved", "False", "Pending")}, True)]
+    assert [v.at for v in w.quota_released_not_after(victim, at(10))] == [at(40)]
