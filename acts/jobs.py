@@ -11,12 +11,10 @@ from gpu_finops.facts.kube_keys import (
     ANNOTATION_SM_ACTIVE,
     GPU_RESOURCE,
     LABEL_ACT_RUN,
-    LABEL_PRIORITY_CLASS,
-    LABEL_QUEUE_NAME,
 )
+from harness.jobs import GPU_TOLERATION, KueueJob, gpu_container
 
 RUN_LABEL = LABEL_ACT_RUN
-GPU_TOLERATION = {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
 # kwok's pod-ready stage waits this long (read from the pod's annotation) before it starts the containers
 NEVER_STARTS = "24h"
 
@@ -40,9 +38,6 @@ def gpu_job(
     DisruptionTarget) is not counted as a failure and the Job makes a new pod, as a workload that must live
     through a spot interruption would be written. `profile`: the workload kind the GPU simulator reports
     for the pod's card (local.sim.profiles); on AWS the workload that makes it (acts.gpu_workloads)."""
-    labels = {LABEL_QUEUE_NAME: queue, RUN_LABEL: run_id}
-    if priority:
-        labels[LABEL_PRIORITY_CLASS] = priority
     pod_annotations = {}
     if t.simulated:
         # kwok's pod-complete stage: the pod stays Running this long, then Succeeds.
@@ -65,39 +60,23 @@ def gpu_job(
             "-c",
             f'echo "visible devices: $NVIDIA_VISIBLE_DEVICES" && /cuda-samples/vectorAdd && sleep {seconds}',
         ]
-    spec_extra: dict[str, Any] = {}
+    job = (
+        KueueJob(name, namespace)
+        .queue(queue)
+        .label(RUN_LABEL, run_id)
+        .priority(priority)
+        .pod_label(RUN_LABEL, run_id)
+        .pod_annotations(pod_annotations)
+        .container(container)
+    )
     if survives_eviction:
-        spec_extra["podFailurePolicy"] = {
-            "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
-        }
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels},
-        "spec": {
-            "suspend": True,  # Kueue unsuspends on admission (also where its mutating webhook is absent)
-            "backoffLimit": 0,
-            **spec_extra,
-            "template": {
-                "metadata": {"labels": {RUN_LABEL: run_id}, "annotations": pod_annotations},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [container],
-                    "tolerations": [GPU_TOLERATION],
-                    "terminationGracePeriodSeconds": 5,
-                },
-            },
-        },
-    }
+        job.survives_eviction()
+    return job.obj()
 
 
 def one_gpu_container(t: Target, resource: str) -> dict[str, Any]:
     """The container of a one-GPU Job or pod: the target's GPU image, one `resource` requested and limited."""
-    return {
-        "name": "gpu",
-        "image": t.gpu_image,
-        "resources": {"limits": {resource: "1"}, "requests": {resource: "1"}},
-    }
+    return gpu_container(t.gpu_image, 1, resource)
 
 
 def gpu_pod(

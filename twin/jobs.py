@@ -10,16 +10,14 @@ from typing import Any
 
 from gpu_finops.facts.kube_keys import (
     ANNOTATION_GPU_PROFILE,
-    GPU_RESOURCE,
     LABEL_ACT_RUN,
-    LABEL_PRIORITY_CLASS,
-    LABEL_QUEUE_NAME,
     LABEL_WORKLOAD_CLASS,
 )
+from harness.jobs import GPU_TOLERATION, PAUSE_IMAGE, KueueJob
 from twin.trace import Trace, TraceJob
 
 RUN_LABEL = LABEL_ACT_RUN  # the pods of one replay, for the observer's watch
-TOLERATION = {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
+TOLERATION = GPU_TOLERATION
 # kwok's pod stages (v0.8.0, kustomize/stage/pod/general) read their delays from pod annotations; kwok
 # uses the jitter when it is <= the delay, so equal values give exactly the delay. pod-complete keeps the
 # pod Running for the job's wall duration; pod-create and pod-ready start it at once, where their defaults
@@ -51,41 +49,17 @@ def stage_delays(complete_after: str) -> dict[str, str]:
     return out
 
 
-def job_object(
-    trace: Trace, job: TraceJob, run_id: str, image: str = "registry.k8s.io/pause:3.10"
-) -> dict[str, Any]:
+def job_object(trace: Trace, job: TraceJob, run_id: str, image: str = PAUSE_IMAGE) -> dict[str, Any]:
     wall = f"{max(trace.wall(job.duration_s), 0.001):.3f}s"
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": job_name(job),
-            "namespace": job.tenant,
-            "labels": {LABEL_QUEUE_NAME: job.tenant, LABEL_PRIORITY_CLASS: job.priority, RUN_LABEL: run_id},
-        },
-        "spec": {
-            "suspend": True,
-            "backoffLimit": 0,
-            "template": {
-                "metadata": {
-                    "labels": {RUN_LABEL: run_id, LABEL_WORKLOAD_CLASS: workload_class(job)},
-                    "annotations": {**stage_delays(wall), ANNOTATION_GPU_PROFILE: job.profile},
-                },
-                "spec": {
-                    "restartPolicy": "Never",
-                    "containers": [
-                        {
-                            "name": "gpu",
-                            "image": image,
-                            "resources": {
-                                "limits": {GPU_RESOURCE: str(job.gpus)},
-                                "requests": {GPU_RESOURCE: str(job.gpus)},
-                            },
-                        }
-                    ],
-                    "tolerations": [TOLERATION],
-                    "terminationGracePeriodSeconds": 0,
-                },
-            },
-        },
-    }
+    return (
+        KueueJob(job_name(job), job.tenant)
+        .queue(job.tenant)
+        .priority(job.priority)
+        .label(RUN_LABEL, run_id)
+        .pod_label(RUN_LABEL, run_id)
+        .pod_label(LABEL_WORKLOAD_CLASS, workload_class(job))
+        .pod_annotations({**stage_delays(wall), ANNOTATION_GPU_PROFILE: job.profile})
+        .gpus(job.gpus, image=image)
+        .grace(0)
+        .obj()
+    )
