@@ -1,4 +1,4 @@
-"""The local target's Go build (`python -m benchmarks build`, issue 28): figures, never pass/fail.
+"""The local target's Go build (`python -m benchmarks build`): figures, never pass/fail.
 
 All eight binaries are mains of one module (local/build/unified/) built by one `go build`. Per main, in build
 order:

@@ -34,7 +34,7 @@ SIZES = (1, 2, 4, 8)
 
 
 def fleet(nodes: int, pending: int, unadmitted: int, seed: int = 1) -> tuple[list[PodFacts], Cluster]:
-    """Every GPU of `nodes` held by pods of sizes 1-8 (the seed decides), so every pending pod's diagnosis
+    """Every GPU of `nodes` held by pods of sizes 1-8 (drawn from a seeded generator), so every pending pod's diagnosis
     walks every node, every holder and every card: the worst case for the engine, and a full fleet's."""
     rng = random.Random(seed)
     taint = (Taint(GPU_RESOURCE, "NoSchedule", "true"),)

@@ -20,7 +20,7 @@ from gpu_finops.facts.dcgm import HOSTNAME_LABELS
 from gpu_finops.ledger.conventions import BUCKETS, DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS, RUNGS
 from gpu_finops.ledger.rules import BUCKET, INPUTS, LARGEST_PLACEABLE, RUNG
 
-# The seed's typical July hour at 10,000 GPUs, as GPUs per bucket (tests/gpu_finops/ledger/july.py backfills it).
+# The source's typical July hour at 10,000 GPUs, as GPUs per bucket (tests/gpu_finops/ledger/july.py backfills it).
 JULY_TYPICAL: dict[str, int] = {
     "unschedulable_repair_queue": 200,
     "unschedulable_driver_rollout": 60,
@@ -154,7 +154,7 @@ DCGM_STATE: dict[str, tuple[float, float, float]] = {
     "serving-traffic": (85.0, 520.0, 1980.0),
     "serving-headroom": (0.0, 95.0, 1980.0),
     "training-stepping": (97.0, 650.0, 1980.0),
-    "stalled": (100.0, 121.0, 345.0),  # the seed's stalled GPU: a kernel spinning in a dead collective
+    "stalled": (100.0, 121.0, 345.0),  # the source's stalled GPU: a kernel spinning in a dead collective
     "training-restart": (0.0, 90.0, 1410.0),
     "unclassified": (50.0, 400.0, 1700.0),
     "free": (0.0, 60.0, 210.0),

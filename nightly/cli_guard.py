@@ -98,7 +98,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     est.add_argument("--json", type=Path, default=None, help="also write the estimate as JSON")
     est.add_argument(
         "--start",
-        type=arguments.aware_time,  # a zone required, extreme years refused (red-team F14)
+        type=arguments.aware_time,  # a zone required, extreme years refused
         default=None,
         help="when the run starts, ISO 8601 with a zone (default: now); prices the EKS control plane "
         "by the version's support window on that day",
@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     print(render(e), flush=True)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        write_private(args.json, json.dumps(e.to_dict(), indent=2).encode())  # never a FIFO (red-team F17)
+        write_private(args.json, json.dumps(e.to_dict(), indent=2).encode())  # never a FIFO
     if not e.within_budget:
         raise CheckFailed(
             f"cost guard: refusing to start: the ceiling ${e.usd:.2f} is over the budget "

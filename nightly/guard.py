@@ -43,7 +43,7 @@ NAT_GATEWAYS = 1  # infra/network.py: one NAT gateway with one Elastic IP
 SYSTEM_ON_DEMAND_USD_H = {"m7i.large": 0.1008}
 
 DEFAULT_MAX_HOURS = 3.0
-# The longest run the guard accepts (red-team F13: a deadline of 1e300 hours is a deadline switched off).
+# The longest run the guard accepts.
 # A GitHub-hosted job stops at 6 h; three days covers a self-hosted runner's longest sensible night.
 MAX_RUN_HOURS = 72.0
 DEFAULT_TEARDOWN_RESERVE_MINUTES = 45  # destroy + resume + verify get at least this much of the wall time
@@ -242,14 +242,14 @@ class Deadline:
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_private(path, json.dumps(self.__dict__).encode())  # never a FIFO or a symlink (red-team F17)
+        write_private(path, json.dumps(self.__dict__).encode())  # never a FIFO or a symlink
 
     @classmethod
     def read(cls, path: Path) -> Deadline:
         """The deadline `guard estimate` wrote; GuardError (exit 2, one line naming the file) otherwise."""
         again = f"write it again with `gpu-finops guard estimate --deadline-file {path}`"
         try:
-            text = read_regular(path, 64 * 1024).decode()  # a FIFO would block the nightly (red-team F9)
+            text = read_regular(path, 64 * 1024).decode()  # a FIFO would block the nightly
         except FileNotFoundError:
             raise GuardError(
                 f"no deadline file at {path}: run `gpu-finops guard estimate --deadline-file {path}` first"
@@ -336,7 +336,7 @@ def run_until(
                 proc, deadline, argv, received, clock, grace_seconds, signal_grace_seconds, echo,
                 since, cancel_by,
             )  # fmt: skip
-        finally:  # what the command left running, ended by itself or not (red-team F11); cancelled: by then
+        finally:  # what the command left running, ended by itself or not; cancelled: by then
             found, stuck = process_group.stop_leftovers(
                 proc.pid, since, signal_grace_seconds, kill_wait=timeouts.GUARD_KILL_WAIT, by=cancel_by
             )

@@ -323,7 +323,7 @@ def _act(ctx: Context, console: Console, args: argparse.Namespace, account: str)
         refused = _confirm(console, account, len(plan))
         if refused:
             return _refuse(refused)
-    # where this plan holds: a journal entry proves nothing for another account or region (red team 3)
+    # where this plan holds: a journal entry proves nothing for another account or region
     journal.write(
         "plan",
         phase=args.action,
@@ -353,7 +353,7 @@ def _act(ctx: Context, console: Console, args: argparse.Namespace, account: str)
 
 def _end_run(console: Console, record: Path) -> None:
     """A destroy verified empty ends the run: its record goes, so "created after this run began" means
-    after the *next* `teardown begin`, not after the first run ever (red-team F5). A destroy that leaves
+    after the *next* `teardown begin`, not after the first run ever. A destroy that leaves
     something keeps it: the next run's `begin` then keeps the earlier start, and what is left stays provable."""
     try:
         record.unlink()

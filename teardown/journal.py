@@ -62,7 +62,7 @@ class Journal:
         """Every whole entry, in order; a torn line is skipped with a warning, the lines after it stand."""
         if not self.path.exists():
             return
-        with open_regular(self.path) as f:  # a FIFO put there would block teardown (red-team F9)
+        with open_regular(self.path) as f:  # a FIFO put there would block teardown
             for line_no, raw in enumerate(f, start=1):
                 if not raw.strip():
                     continue
@@ -84,7 +84,7 @@ class Journal:
 
     def last_plan(self) -> list[Resource]:
         """The resources of the last plan entry; a plan entry without a list of resources each with a type
-        and an id (a hand edit, another tool's line) is a JournalError naming it (red team, round 3)."""
+        and an id (a hand edit, another tool's line) is a JournalError naming it."""
         plan: list[Resource] = []
         for n, e in enumerate(self.events(), start=1):
             if e["event"] == "plan":
@@ -104,7 +104,7 @@ class Journal:
     def proven(self, account: str, region: str) -> dict[str, Planned]:
         """Every key an earlier plan of ours *for this account and region* held, with what identified it
         then. The journal is kept forever and shared by every cluster, region and account: a plan entry
-        without its account and region (older ones), or for another, proves nothing (red team 3). The
+        without its account and region (older ones), or for another, proves nothing. The
         provenance string is only shown: what proves is the identity check in teardown.provenance."""
         out: dict[str, Planned] = {}
         for e in self.events():

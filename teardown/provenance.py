@@ -144,7 +144,7 @@ def write_run_record(path: Path, account: str, region: str, cluster: str, now: d
 
 def _run_doc(path: Path) -> dict[str, Any]:
     try:
-        doc = json.loads(read_regular(path, 64 * 1024))  # a few lines; never a FIFO (red-team F9)
+        doc = json.loads(read_regular(path, 64 * 1024))  # a few lines; never a FIFO
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise EvidenceError(
             f"run record {path}: not readable JSON ({exc}); move it away and run `teardown begin`"
@@ -182,13 +182,13 @@ def _state_ids(state_dir: Path, account: str, region: str) -> dict[str, dict[str
     """Per teardown type, the ids and ARNs of the managed resources of its Terraform types (data sources
     read someone else's resources: never provenance), each with AWS's unique id where the state keeps one.
     A resource whose ARN names another account or region proves nothing here: a same-named table or
-    cluster there is not the one in our state (red team 3). Without an ARN (an EIP, a route table) the
+    cluster there is not the one in our state. Without an ARN (an EIP, a route table) the
     id is AWS-generated and unique anyway."""
     by_tf = {tf: rtype for rtype, tfs in TERRAFORM_TYPES.items() for tf in tfs}
     ids: dict[str, dict[str, str]] = {}
     for path in sorted(state_dir.glob("*.tfstate")):
         try:
-            doc = json.loads(read_regular(path, MAX_STATE_BYTES))  # never a FIFO (red-team F9)
+            doc = json.loads(read_regular(path, MAX_STATE_BYTES))  # never a FIFO
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise EvidenceError(f"Terraform state {path}: not readable JSON ({exc})") from None
         for res in doc.get("resources", []) if isinstance(doc, dict) else []:

@@ -62,7 +62,7 @@ def write_plan(path: Path, account: str, region: str, cluster: str, found: Surve
 
 def read_plan(path: Path) -> ReviewedPlan:
     try:
-        doc = json.loads(read_regular(path, MAX_PLAN_BYTES))  # never a FIFO (red-team F9) nor unbounded
+        doc = json.loads(read_regular(path, MAX_PLAN_BYTES))  # never a FIFO nor unbounded
     except FileNotFoundError:
         raise PlanFileError(
             f"--plan {path}: no such file; write one with `gpu-finops teardown plan --out {path}`"

@@ -70,7 +70,7 @@ class PrometheusClient:
         try:
             body = json.loads(raw)
         except (ValueError, UnicodeDecodeError, RecursionError):  # JSONDecodeError is a ValueError;
-            # RecursionError: JSON nested thousands deep (red-team F14), which no Prometheus answers
+            # RecursionError: JSON nested thousands deep, which no Prometheus answers
             text = raw[:80].decode(errors="replace")
             raise PrometheusQueryError(
                 f"Prometheus at {self.url} answered {path} with something that is not JSON "

@@ -87,7 +87,7 @@ _KINDS = {f.name: (str(f.type).split(" | ")[0], "None" in str(f.type)) for f in 
 def column_problem(name: str, value: Any) -> str | None:
     """Why `value` cannot be column `name` of a record (None if it can): a store another program wrote
     to, or edited by hand, may hold text or NULL where a cost belongs; reading it on would crash a report
-    or show a NaN as a figure (red team, round 3)."""
+    or show a NaN as a figure."""
     kind, optional = _KINDS[name]
     if value is None:
         return None if optional else f"{name} is NULL; expected {kind}"

@@ -39,7 +39,7 @@ def relative_key(bucket: str, key: str, prefix: str, folder: Path) -> PurePosixP
     """`key` below `prefix`, as a relative path that stays under `folder`; a UsageError naming the key if
     it is absolute or has a `..` segment (S3 allows both; a file system resolves them)."""
     rest = key[len(prefix) + 1 :] if prefix else key
-    if "\0" in rest:  # S3 allows it; no file system does (red-team F14: it ended in exit 4)
+    if "\0" in rest:  # S3 allows it; no file system does
         raise UsageError(
             f"s3://{bucket}/{excerpt(repr(key))}: an object key holding a NUL byte, which no local file name "
             "can; nothing was copied: remove or rename that object"

@@ -225,7 +225,7 @@ def _is_wal(path: Path) -> bool:
 
 
 def _connect_without_writing(path: Path) -> sqlite3.Connection:
-    """A connection that writes nothing beside the store (red-team F19). `mode=ro` alone still creates a
+    """A connection that writes nothing beside the store. `mode=ro` alone still creates a
     WAL store's `-wal` and `-shm` files. So a WAL store with no `-wal` (nothing uncommitted) opens
     `immutable` (no locks, no shared memory); one with both opens `mode=ro` (nothing to create); one with a
     `-wal` and no `-shm` is copied, with its `-wal`, into a temporary folder and read into memory from there."""

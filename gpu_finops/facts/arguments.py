@@ -123,7 +123,7 @@ def aware_time(text: str) -> datetime:
         value = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         value = None
-    try:  # year 1 with a positive offset, or 9999 with a negative one, is no UTC time (red-team F14)
+    try:  # year 1 with a positive offset, or 9999 with a negative one, is no UTC time
         utc = value.astimezone(UTC) if value is not None and value.tzinfo is not None else None
     except OverflowError:
         utc = None
@@ -169,7 +169,7 @@ def http_url(text: str) -> str:
 
 
 def suffixed(suffix: str) -> Callable:
-    """A path ending in `suffix` (a chart's format follows its name: `--png out.txt` is refused, red-team F14)."""
+    """A path ending in `suffix` (a chart's format follows its name: `--png out.txt` is refused)."""
 
     def parse(text: str) -> Path:
         if not text.lower().endswith(suffix):

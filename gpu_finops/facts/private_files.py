@@ -13,7 +13,7 @@ from typing import BinaryIO
 
 PRIVATE_MODE = 0o600
 # Never through a symlink (someone's link would have us write, or chmod, the file it points at), never
-# blocking on a FIFO (O_NONBLOCK has no effect on a regular file): red-team F18 and F17.
+# blocking on a FIFO (O_NONBLOCK has no effect on a regular file):.
 _SAFE = os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -31,7 +31,7 @@ class TooLarge(OSError):
 
 
 def open_regular(path: Path) -> BinaryIO:
-    """A regular file opened for reading, never blocking on a FIFO (red-team F9, F10): opened without
+    """A regular file opened for reading, never blocking on a FIFO: opened without
     waiting, then checked to be a regular file before a byte is read (NotAPrivateFile otherwise).
     Symlinks are followed (an input may be one)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))

@@ -40,5 +40,5 @@ GUARD_SIGNAL_GRACE = 6.0  # after a forwarded SIGINT/SIGTERM/SIGHUP: the signal 
 GUARD_KILL_WAIT = 1.0  # after SIGKILL: how long the group may take to be gone before the guard says so
 # The one deadline of a cancel: from the first forwarded signal to the guard's exit, everything included
 # (the group's grace, what left the group by `setsid`, both SIGKILLs and their waits), so the guard is done
-# before the runner's SIGTERM at 7.5 s and its SIGKILL at 10 s (red team 3: it used to take ~13 s).
+# before the runner's SIGTERM at 7.5 s and its SIGKILL at 10 s.
 GUARD_CANCEL_WINDOW = 7.0

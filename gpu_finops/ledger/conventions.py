@@ -144,7 +144,7 @@ class Conventions:
     # busy by the metric: DCGM_FI_DEV_GPU_UTIL strictly above this percentage
     busy_util_percent: float = 10.0
     # live by physics: power strictly above this many watts AND SM clock strictly above this many MHz.
-    # The seed's stalled GPU drew 121 W at 345 MHz against 700 W at 1980 MHz when stepping.
+    # The source's stalled GPU drew 121 W at 345 MHz against 700 W at 1980 MHz when stepping.
     live_power_watts: float = 40.0
     live_sm_clock_mhz: float = 600.0
     # a free GPU is stranded when no GPU request shape seen in this window fits on its node

@@ -2,7 +2,7 @@
 
 All eight binaries are mains of one Go module of ours, local/build/unified/ (go.mod and go.sum committed, written
 from the pins in versions.py by `python -m local.build.gomod`), built by ONE `go build -o DIR/ pkg...`, so every
-package they share compiles once (issue 28; docs/local.md, The build):
+package they share compiles once:
 - kube-apiserver, kube-controller-manager, kube-scheduler: k8s.io/kubernetes/cmd/..., with every Kubernetes
   staging module replaced by its published v0.X.Y (the list read from the published go.mod). Version ldflags
   make /version report a real semver (Kueue refuses `v0.0.0-master`).

@@ -1,4 +1,4 @@
-"""The one Go module the local target's binaries are built in (local/build/unified/, issue 28): write its go.mod
+"""The one Go module the local target's binaries are built in (local/build/unified/): write its go.mod
 from the pins in local/build/versions.py, then `go mod tidy` it. Run it after changing a pin and commit the
 result (go.mod and go.sum); tests/local/build/test_unified_module.py fails while the two disagree.
 

@@ -1,11 +1,11 @@
-"""Progress a person can follow during the local target's one `go build` (issue 28): a line when it starts (the
+"""Progress a person can follow during the local target's one `go build`: a line when it starts (the
 binaries, and the last build's figures: packages compiled and seconds), then every EVERY seconds the count of
 packages compiled so far (`go build -v` prints each one's import path as it compiles it), the elapsed time and
 about how long is left, a line as each binary is written, and the total at the end.
 
 The estimate: the last build's seconds scaled by the share of its package count not compiled yet. Each build's
 figures (seconds, packages compiled, binaries) are recorded in `CACHE/build-times.json`; with no record, the
-unified cold build measured for issue 28 on the 2-core machine stands in (FIRST_BUILD), and the line says
+unified cold build measured on a 2-core machine stands in (FIRST_BUILD), and the line says
 which. A warm build (few packages to compile) ends long before the estimate: it is an upper bound then."""
 
 from __future__ import annotations
@@ -36,13 +36,13 @@ def record_path() -> Path:
 
 def load_record(path: Path) -> dict[str, float] | None:
     """The last build's seconds and packages compiled; a record that is unreadable or of another shape (the
-    per-binary build's, before issue 28's one module) is reported and not used."""
+    per-binary build's, before the one module) is reported and not used."""
     if not path.is_file():
         return None
     try:
         data = json.loads(path.read_text())
     except ValueError as exc:
-        print(f"  (ignoring {path}: not JSON ({exc}); the estimate falls back to issue 28's figures)")
+        print(f"  (ignoring {path}: not JSON ({exc}); the estimate falls back to the measured figures)")
         return None
     last = data.get("unified") if isinstance(data, dict) else None
     if not (
@@ -50,7 +50,7 @@ def load_record(path: Path) -> dict[str, float] | None:
         and all(isinstance(last.get(k), int | float) and last[k] > 0 for k in ("seconds", "packages"))
     ):
         print(
-            f"  (ignoring {path}: no unified build recorded; the estimate falls back to issue 28's figures)"
+            f"  (ignoring {path}: no unified build recorded; the estimate falls back to the measured figures)"
         )
         return None
     return {"seconds": float(last["seconds"]), "packages": float(last["packages"])}
@@ -74,7 +74,7 @@ class Progress:
         self.echo, self.clock, self.every = echo, clock, every
         self.record = record or record_path()
         last = load_record(self.record)
-        self.source = "the last build" if last else "issue 28's unified cold build"
+        self.source = "the last build" if last else "the measured unified cold build"
         self.last = last or FIRST_BUILD
         self.began = self.said = clock()
         self.compiled = 0

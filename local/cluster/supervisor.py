@@ -138,8 +138,7 @@ class Supervisor:
         return [pid for pid in process_group.members(proc.pid) if (start_time(pid) or -1) >= proc.start_time]
 
     def _kill(self, proc: Proc, grace: float) -> None:
-        """SIGTERM the group, SIGKILL what is left of it after `grace`: the leader *and* every member (red-team
-        F12: a member ignoring SIGTERM outlived a leader that obeyed, and `local down` forgot it)."""
+        """SIGTERM the group, SIGKILL what is left of it after `grace`: the leader *and* every member."""
         ours = self.ours(proc)
         members = [] if ours else self._left_behind(proc)
         if not ours and not members:

@@ -88,7 +88,7 @@ _PROFILES: dict[str, dict[str, float]] = {
         dcgm.POWER_USAGE: 330.0,
         dcgm.SM_CLOCK: 2100.0,
     },
-    TRAINING_STALLED: {  # the seed's stalled rank: util pinned, clock down (121 W at 345 MHz on an H100)
+    TRAINING_STALLED: {  # the source's stalled rank: util pinned, clock down (121 W at 345 MHz on an H100)
         dcgm.GPU_UTIL: 100.0,
         dcgm.SM_ACTIVE: 0.01,
         dcgm.SM_OCCUPANCY: 0.01,

@@ -86,7 +86,7 @@ def list_spot_slr(ctx: Context) -> list[Resource]:
     tagged as ours) says we created it. That record is writable by anyone with ssm:PutParameter, so it only
     nominates the role: `teardown.provenance.prove` then needs the role created after our run began (its
     CreateDate against our run record) or an earlier plan of ours for the same role (its RoleId), like any
-    other resource. A role someone else made before our run stays, whatever the record says (red team 3)."""
+    other resource. A role someone else made before our run stays, whatever the record says."""
     record = spot_slr_record_name(ctx.config.cluster_name)
     ssm = ctx.client("ssm")
     value = unless_gone(lambda: ssm.get_parameter(Name=record)["Parameter"])

@@ -10,7 +10,7 @@ from teardown.row import Call, Row
 SQS_PAGE, EVENTS_PAGE, FIS_PAGE = 1000, 100, 100
 
 # ListQueues returns at most 1,000 URLs and no NextToken unless MaxResults is given (AWS API reference):
-# without it, in an account with 1,000 other queues ours is never listed (red team 3). Our stacks name
+# without it, in an account with 1,000 other queues ours is never listed. Our stacks name
 # their one queue `<cluster>-interruption`, so only queues named from the cluster are listed (tags decide).
 register_row(Row(
     "sqs_queue", "sqs", "list_queues", "QueueUrls", None,  # the listed item is the queue's URL, its id

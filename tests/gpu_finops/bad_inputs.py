@@ -32,7 +32,7 @@ CONFIGS = {  # file name -> text of a config that must be refused
     "host-bits.yaml": "vpc_cidr: 10.0.0.1/16\n",
     "empty-project.yaml": 'project: ""\n',
     "bad-account.yaml": "allowed_accounts: [12345]\n",
-    # issue 24, item 7: the input contract of the config file itself
+    # the input contract of the config file itself
     "duplicate.yaml": 'allowed_accounts: ["111111111111"]\nregion: us-east-1\nallowed_accounts: ["222222222222"]\n',
     "nested-duplicate.yaml": "versions:\n  kubernetes: '1.33'\n  kubernetes: '1.34'\n",
     "alias-bomb.yaml": "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"

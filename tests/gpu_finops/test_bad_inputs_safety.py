@@ -1,4 +1,4 @@
-"""The input contract of issue 24 (items 7-12), as a table over tests/gpu_finops/bad_inputs.py: every
+"""The input contract for files, numbers, times and paths, as a table over tests/gpu_finops/bad_inputs.py: every
 case ends with the README's exit code for its class and one stderr line naming the input, no traceback;
 each one ended otherwise before (a wrong code, a huge or multi-line message, a write, a hang)."""
 

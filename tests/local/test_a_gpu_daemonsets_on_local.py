@@ -1,4 +1,4 @@
-"""The DaemonSet placement rehearsal (issue 30): every DaemonSet the addons stack installs for GPU nodes,
+"""The DaemonSet placement rehearsal: every DaemonSet the addons stack installs for GPU nodes,
 rendered by the real Helm from the device plugin chart's source with the values the stack synthesizes,
 placed by the real DaemonSet controller and kube-scheduler on a kwok node shaped like our AWS GPU node,
 stage by stage (local/charts/gpu_node.py says which labels exist at which stage, local/charts/gpu_placement.py
@@ -96,7 +96,7 @@ def test_every_gpu_daemonset_lands_on_the_aws_shaped_gpu_node(control_plane, syn
 def test_the_charts_own_nfd_tolerations_keep_the_worker_and_so_every_gpu_daemonset_off(
     control_plane, synthesized_out, tmp_path
 ):
-    """What main shipped before issue 30's defect 3 was fixed: the chart's NFD worker tolerations
+    """What the chart shipped before its NFD worker tolerations were fixed: the chart's NFD worker tolerations
     (nvidia.com/gpu=present only). The worker never lands, so neither NFD's label nor the device plugin."""
     chart_default = [
         {"key": "node-role.kubernetes.io/master", "operator": "Equal", "value": "", "effect": "NoSchedule"},

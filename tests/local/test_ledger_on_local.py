@@ -94,8 +94,7 @@ NODES = ("ledger-a", "ledger-b", "ledger-c", "ledger-d", "ledger-e")
 
 def remove_fleet(kube) -> None:
     """What this module made, gone before the next module starts: its pods hold GPUs on its kwok nodes
-    (bare pods, never completed), and a later module on the session's target would find 11 more GPUs
-    (issue 29: the twin's ledger counted them free for as long as each policy's run lasted)."""
+    (bare pods, never completed), and a later module on the session's target would find 11 more GPUs."""
     from kubernetes.client.exceptions import ApiException
 
     def quietly(call, *args, **kw) -> None:

@@ -1,4 +1,4 @@
-"""The product on the local target as a newcomer meets it after `make local-up` (issue 25, items 1 and 6):
+"""The product on the local target as a newcomer meets it after `make local-up`:
 the gpu-finops chart installed with `helm install`, the collector running with the chart's args as the chart's
 ServiceAccount and writing records, the local Prometheus loading the rule files of the chart's ConfigMap and
 evaluating them, and `gpus`, `ledger ladder`, `diagnose --all` and `cost report` each answering with exit 0.

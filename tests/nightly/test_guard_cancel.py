@@ -1,4 +1,4 @@
-"""Red team round 3 (`guard_cancel.sh`): GitHub's cancel is SIGINT, SIGTERM 7.5 s later, SIGKILL 2.5 s after
+"""GitHub's cancel is SIGINT, SIGTERM 7.5 s later, SIGKILL 2.5 s after
 that. The guard used to give its group 6 s, then what left the group (`setsid`) another 6 s: ~13 s, so the
 runner's SIGKILL landed first and the setsid'ed descendant outlived the job. Now one deadline,
 `timeouts.GUARD_CANCEL_WINDOW`, bounds it all, and the child has PR_SET_PDEATHSIG: a guard killed any other
@@ -15,7 +15,7 @@ from tests.process_table import kill_group, running
 
 RUNNER_SIGTERM_AT = 7.5  # the runner's cancel: SIGINT, SIGTERM 7.5 s later, SIGKILL 2.5 s after that
 # A command that ignores the polite signals and leaves a descendant in a session of its own that ignores
-# them too (a provider plugin, a background apply): the red team's command.
+# them too (a provider plugin, a background apply): the command that tried it.
 LEAVES = (
     "trap '' INT TERM HUP; echo $$ > {leader}; "
     "setsid bash -c \"trap '' INT TERM HUP; echo \\$\\$ > {grandchild}; exec sleep 300\" & wait"

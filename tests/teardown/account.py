@@ -10,7 +10,7 @@ from pathlib import Path
 import boto3
 
 from teardown.provenance import TERRAFORM_TYPES
-from tests.teardown.account_more import add_lookalikes_and_foreign, add_storage, live
+from tests.teardown.account_storage_and_lookalikes import add_lookalikes_and_foreign, add_storage, live
 
 CLUSTER = "gpu-finops"
 # The stacks' default tags (project and cluster) and a Name.

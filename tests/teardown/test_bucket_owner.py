@@ -1,4 +1,4 @@
-"""Teardown's S3 calls name our account as the bucket owner (issue 24, item 2): a bucket of the export's
+"""Teardown's S3 calls name our account as the bucket owner: a bucket of the export's
 name that another account owns answers 403 on every call, so it is never read, emptied or deleted."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Red-team F1: provenance by Terraform state matches only ids and ARNs of a managed resource of the same
+"""provenance by Terraform state matches only ids and ARNs of a managed resource of the same
 Terraform type. A forged `Name` tag, a foreign role named like our queue or our cluster, a role made again
 under our role's name, a data source's id: none of them is provenance, whichever of our six tag pairs the
 foreign resource carries; the nightly's `destroy --yes` deletes none of them."""
@@ -127,7 +127,7 @@ def test_every_registered_type_maps_to_terraform_or_says_why():
 
 
 def test_f5_a_verified_empty_destroy_ends_the_run(boto_session, capsys):
-    """Red-team F5: the run record outlived a verified-empty destroy, so "created after this run began" meant
+    """the run record outlived a verified-empty destroy, so "created after this run began" meant
     after the first run ever: a role someone made and tagged between two nightlies was deleted by the second."""
     from teardown.provenance import run_record_path
 

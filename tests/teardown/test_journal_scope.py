@@ -1,4 +1,4 @@
-"""Red team round 3 (`journal_other_region.py`): the journal is kept forever and shared by every cluster,
+"""the journal is kept forever and shared by every cluster,
 region and account, so a plan entry proves a resource only for the account and region it was planned in,
 and a name-identified resource (a table, a cluster, a log group, ...) only when AWS's unique id, else its
 creation time, is the one planned; the recorded provenance string is shown, never trusted. Terraform state
@@ -57,7 +57,7 @@ def reason() -> str:
 
 
 def test_our_us_east_1_journal_does_not_prove_a_us_west_2_table(boto_session, capsys):
-    """The red team's path: our own teardown in us-east-1 journals the table; a colleague's same-named
+    """The attack: our own teardown in us-east-1 journals the table; a colleague's same-named
     table in us-west-2 is then left by `destroy --yes --region us-west-2`."""
     table(boto_session, "us-east-1")
     in_state("dynamodb_table", TABLE, arn=f"arn:aws:dynamodb:us-east-1:{ACCOUNT}:table/{TABLE}")

@@ -1,4 +1,4 @@
-"""Red team round 3 (`sqs_pagination.py`): SQS ListQueues returns at most 1,000 URLs and no NextToken
+"""SQS ListQueues returns at most 1,000 URLs and no NextToken
 unless MaxResults is given, so in an account with 1,000 other queues ours was never listed: destroy left
 it and verify said empty. Every list call that pages now gives its page size."""
 

@@ -85,7 +85,7 @@ def admitted_at(w: WorkloadObs):
 
 
 def admit_later(w: WorkloadObs) -> WorkloadObs:
-    """Kueue admitted it 30 s after its pod was already Running (issue 23's act 2 example)."""
+    """Kueue admitted it 30 s after its pod was already Running."""
     late = w.pods[0].running.start + timedelta(seconds=30)
     conds = {**w.snapshots[0].conditions, "Admitted": cond("Admitted", "True", at=late)}
     return snap(w, conditions=conds)

@@ -57,7 +57,7 @@ def all_records(o: CostObs, **changes) -> CostObs:
 
 
 def never_there(o: CostObs) -> CostObs:
-    """The seed's metric that was never there: SM_ACTIVE 0 throughout while the load ran (AWS, no expected value)."""
+    """The source's metric that was never there: SM_ACTIVE 0 throughout while the load ran (AWS, no expected value)."""
     recs = [{**r, "x_SmActive": 0.0, "x_IdleCost": r["EffectiveCost"]} for r in o.records]
     return replace(o, records=recs, expected_sm_active=None)
 

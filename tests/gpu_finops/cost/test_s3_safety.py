@@ -1,4 +1,4 @@
-"""S3 reads and writes of the FOCUS export (issue 24, item 2): a key from the bucket never writes outside
+"""S3 reads and writes of the FOCUS export: a key from the bucket never writes outside
 the folder it is copied to, and every S3 call names the bucket owner it expects."""
 
 from __future__ import annotations

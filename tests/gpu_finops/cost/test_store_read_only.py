@@ -1,9 +1,12 @@
-"""A report never writes (issue 24, item 8), and a window compares times, not their text (item 10)."""
+"""A report never writes: not on a missing store, not on another program's SQLite, not the `-wal` and `-shm`
+files beside a WAL-mode store (`mode=ro` alone creates them), and the writable store never follows a
+symlink; and a window compares times, not their text."""
 
 from __future__ import annotations
 
 import sqlite3
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -71,3 +74,57 @@ def test_the_report_cli_compares_offset_times_as_times(tmp_path, capsys):
     argv = ["cost", "report", "--store", str(tmp_path / "c.sqlite"), "--png", str(tmp_path / "c.png")]
     assert main([*argv, "--since", "2026-11-01T03:00:00+05:00"]) == 0
     assert "n1" in capsys.readouterr().out
+
+
+def wal_store(path: Path) -> None:
+    SqliteCostStore(path).db.close()
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA journal_mode=WAL").fetchone() == ("wal",)
+    db.close()  # the last connection checkpoints and removes -wal and -shm
+
+
+def beside(path: Path) -> set[str]:
+    return {p.name for p in path.parent.iterdir()}
+
+
+def test_a_report_on_a_wal_store_creates_nothing_beside_it(tmp_path):
+    store = tmp_path / "cost.sqlite"
+    wal_store(store)
+    assert beside(store) == {"cost.sqlite"}
+    before = store.read_bytes()
+    ro = SqliteCostStore(store, read_only=True)
+    assert ro.records() == []
+    ro.db.close()
+    assert beside(store) == {"cost.sqlite"} and store.read_bytes() == before
+
+
+def test_a_report_reads_what_a_live_writer_has_not_checkpointed(tmp_path):
+    """A writer holds the store open in WAL mode: -wal and -shm exist; the report reads through them and
+    adds nothing; with -wal left and -shm gone (a crash), it reads a copy."""
+    store = tmp_path / "cost.sqlite"
+    wal_store(store)
+    writer = sqlite3.connect(store)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("CREATE TABLE marker (x)")
+    writer.commit()
+    assert {"cost.sqlite-wal", "cost.sqlite-shm"} <= beside(store)
+    ro = SqliteCostStore(store, read_only=True)
+    assert ro.db.execute("SELECT name FROM sqlite_master WHERE name = 'marker'").fetchall() == [("marker",)]
+    ro.db.close()
+    names = beside(store)
+    (tmp_path / "cost.sqlite-shm").unlink()
+    ro = SqliteCostStore(store, read_only=True)
+    assert ro.db.execute("SELECT name FROM sqlite_master WHERE name = 'marker'").fetchall() == [("marker",)]
+    ro.db.close()
+    assert beside(store) == names - {"cost.sqlite-shm"}
+    writer.close()
+
+
+def test_the_writable_store_never_follows_a_symlink(tmp_path):
+    theirs = tmp_path / "theirs.db"
+    theirs.write_bytes(b"")
+    link = tmp_path / "cost.sqlite"
+    link.symlink_to(theirs)
+    with pytest.raises(UsageError, match="a symlink, not a regular file"):
+        SqliteCostStore(link)
+    assert theirs.read_bytes() == b""

@@ -1,4 +1,4 @@
-"""The seed's July 2026 as recorded-rule output: 10,000 GPUs, one sample an hour for 744 hours.
+"""The source's July 2026 as recorded-rule output: 10,000 GPUs, one sample an hour for 744 hours.
 
 The golden test backfills the rules' OUTPUT series (the aggregates the report reads), not raw
 kube-state-metrics and DCGM input: the rules are proven rule by rule with `promtool test rules`, and
@@ -7,7 +7,7 @@ reconciliation arithmetic. This way the backfill is ~22,000 samples and the test
 
 Every hour is a consistent fleet (buckets sum to installed; schedulable = installed - unschedulable
 with nothing running on cordoned nodes). Hour 0 and the last hour differ from the rest and offset each
-other, so the month's totals are the seed's exactly while the last hour is the seed's ladder snapshot:
+other, so the month's totals are the source's exactly while the last hour is the source's ladder snapshot:
 10,000 installed / 9,600 schedulable / 8,900 allocated / 8,366 busy (94 % of allocated).
 """
 
@@ -23,8 +23,8 @@ START = datetime(2026, 7, 1, tzinfo=UTC)
 HOURS = 744
 STEP = 3600
 
-TYPICAL = JULY_TYPICAL  # the seed's typical hour; the benchmark scales the same one to other fleet sizes
-# the last hour: the seed's ladder snapshot (400 unschedulable, 8,900 allocated)
+TYPICAL = JULY_TYPICAL  # the source's typical hour; the benchmark scales the same one to other fleet sizes
+# the last hour: the source's ladder snapshot (400 unschedulable, 8,900 allocated)
 SNAPSHOT = TYPICAL | {
     "unschedulable_repair_queue": 300,
     "unschedulable_driver_rollout": 100,
@@ -36,7 +36,7 @@ SNAPSHOT = TYPICAL | {
 # the first hour offsets the last, so the month sums to 744 typical hours
 OFFSET = {b: 2 * TYPICAL[b] - SNAPSHOT[b] for b in TYPICAL}
 
-# the seed's table: GPU-hours and share per line
+# the source's table: GPU-hours and share per line
 EXPECTED = {
     "unschedulable_repair_queue": (148_800, "2.0"),
     "unschedulable_driver_rollout": (44_640, "0.6"),

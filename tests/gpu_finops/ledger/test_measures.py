@@ -89,7 +89,7 @@ def test_goodput_table(useful, wall, expected):
 
 
 def test_goodput_sees_restarts_that_mfu_does_not():
-    # the seed: 45 % MFU restarting twice a day loses more than 38 % MFU that never restarts
+    # the source's case: 45 % MFU restarting twice a day loses more than 38 % MFU that never restarts
     per_day = 86400
     lost = 2 * 3 * 3600  # two restarts, each losing three hours since the last checkpoint plus reload
     flaky = 0.45 * goodput(per_day - lost, per_day)

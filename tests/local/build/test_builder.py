@@ -51,7 +51,7 @@ def test_a_build_writes_every_binary_into_the_cache_folder_with_progress_lines(t
     assert sorted(p.name for p in out.iterdir()) == ["etcd", "kwok"] and builder.have("etcd")
     assert [p.name for p in out.parent.iterdir()] == ["unified-x"]  # the staging folder is gone
     assert lines[0].startswith(
-        "  building 2 binaries with one go build (etcd, kwok); issue 28's unified cold build:"
+        "  building 2 binaries with one go build (etcd, kwok); the measured unified cold build:"
     )
     assert lines[1].startswith("  [1/2] etcd written at ") and lines[2].startswith("  [2/2] kwok written at ")
     assert lines[-1].startswith("  built 2 of 2 binaries in ") and lines[-1].endswith("(3 packages compiled)")

@@ -1,4 +1,4 @@
-"""The one build's progress lines: the estimate from the last build's figures (or issue 28's when there are none,
+"""The one build's progress lines: the estimate from the last build's figures (or the measured ones when there are none,
 saying so), a count of compiled packages every so often with the time left, a line per binary written, the
 total at the end, and the record updated for the next build."""
 
@@ -58,7 +58,7 @@ def test_without_a_record_the_estimate_is_issue_28s_and_says_so(tmp_path):
     p.begin()
     first = progress.FIRST_BUILD
     assert lines == [
-        f"  building 1 binaries with one go build (kueue); issue 28's unified cold build: "
+        f"  building 1 binaries with one go build (kueue); the measured unified cold build: "
         f"{first['packages']:,.0f} packages compiled in {progress.minutes(first['seconds'])}"
     ]
 

@@ -1,6 +1,5 @@
 """A journal plan line or a run record that is valid JSON of the right shape but holds what teardown never
-writes ends resume and verify with exit 2 and one line naming the file, not exit 4 "a bug" (red team,
-round 3: /work/redteam-safety/journal_malformed.py and run_record_malformed.py). These are the nightly's
+writes ends resume and verify with exit 2 and one line naming the file, not exit 4 "a bug". These are the nightly's
 recovery path (`make resume`) and its whole cleanup."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Red-team F8 (a key twice in one flow mapping), F10 (a FIFO or /dev/zero as the config), F16 (an unknown
+""", F10 (a FIFO or /dev/zero as the config), F16 (an unknown
 key echoed whole): each a ConfigError naming the file, on one short line."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Red-team F11 (a background or `setsid` child outlived a command that ended by itself) and F13 (a deadline
+"""and F13 (a deadline
 of 1e300 is a deadline switched off; `guard estimate --max-hours 1e308` ended in exit 4)."""
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def test_a_sensible_deadline_still_runs(tmp_path):
 
 
 def test_a_fifo_as_the_deadline_file_or_the_json_is_refused_not_waited_on(tmp_path, capsys):
-    """A variant of F9/F17 the red team did not try: the guard's own files."""
+    """A FIFO or a symlink in place of the guard's own files."""
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     assert main(["guard", "run", "--deadline-file", str(fifo), "--", "true"]) == 2

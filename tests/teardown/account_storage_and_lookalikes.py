@@ -29,7 +29,7 @@ def add_storage(session: boto3.Session, acct: Account, cluster: str) -> None:
         {"Key": "kubernetes.io/created-for/pvc/name", "Value": "checkpoints"},
     ]
     # with our tags too, as the driver's extraVolumeTags must give them: the nightly's role deletes no
-    # volume by the driver's tags alone (anyone may set them; red-team F6)
+    # volume by the driver's tags alone (anyone may set them)
     vol = ec2.create_volume(
         AvailabilityZone="us-east-1a", Size=10,
         TagSpecifications=[{"ResourceType": "volume", "Tags": [*csi, *ours]}],

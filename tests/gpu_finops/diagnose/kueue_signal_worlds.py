@@ -1,5 +1,5 @@
-"""The red team's worlds for Kueue's signals in diagnose: pending-list entries, a LocalQueue's answer, a
-waiting Workload (tests/gpu_finops/diagnose/test_kueue_red_team*.py)."""
+"""Wrong worlds for Kueue's signals in diagnose: pending-list entries, a LocalQueue's answer, a
+waiting Workload (tests/gpu_finops/diagnose/test_kueue_signals*.py)."""
 
 from __future__ import annotations
 

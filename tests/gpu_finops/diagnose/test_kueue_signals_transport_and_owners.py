@@ -1,6 +1,6 @@
-"""The red team's worlds against Kueue's signals in diagnose, part two: the transport (Kube.get_raw, a version
+"""Wrong worlds against Kueue's signals in diagnose, part two: the transport (Kube.get_raw, a version
 that is down), the finding's own claim ("Kueue has not admitted" only when it has not), the derivation with the
-reasons gate off, and ownership beyond batch/v1 Jobs. Part one: test_kueue_red_team.py."""
+reasons gate off, and ownership beyond batch/v1 Jobs. Part one: test_kueue_signals.py."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from gpu_finops.diagnose.model import Cluster, PodFacts, WorkloadFacts
 from gpu_finops.diagnose.view import build_view
 from gpu_finops.facts.conditions import Condition
 from tests.gpu_finops.diagnose import kube_shapes as ks
-from tests.gpu_finops.diagnose.kueue_red_team_worlds import (
+from tests.gpu_finops.diagnose.kueue_signal_worlds import (
     LQ,
     LQ_BODY,
     NS,

@@ -1,6 +1,6 @@
-"""Red team (issue 23, stop 32): wrong worlds written from the acts' words and the real components'
-semantics, before reading the other tests. Each row is a world where the act's claim is false, the clause
-that must refuse it, and why in one line. The holding worlds (redteam_worlds.py) must hold. A row whose
+"""Wrong worlds written from the acts' words and the real components' semantics, independently of the
+other tests. Each row is a world where the act's claim is false, the clause
+that must refuse it, and why in one line. The holding worlds (wrong_worlds.py) must hold. A row whose
 clause starts "refused:" is bad input, refused where the observation is built (a ValueError naming it).
 """
 
@@ -22,8 +22,8 @@ from assertions.observed import Interval, PodObs, WorkloadObs, WorkloadSnapshot
 from assertions.preemption import PreemptionObs, check_preemption
 from assertions.timeslicing import TimeSlicingObs, check_timeslicing
 from assertions.verdict import Verdict
-from tests.assertions import redteam_worlds as rw
-from tests.assertions.redteam_worlds import at, cond, conds
+from tests.assertions import wrong_worlds as rw
+from tests.assertions.wrong_worlds import at, cond, conds
 
 CHECKERS: dict[type, Callable[[Any], Verdict]] = {
     ColdStartObs: check_cold_start,

@@ -1,4 +1,4 @@
-"""Holding worlds for the red-team table (test_redteam_worlds.py): one per act, built from the observation
+"""Holding worlds for the wrong-worlds table (test_wrong_worlds.py): one per act, built from the observation
 dataclasses directly, each a world where the act's claim is true. The table's rows change one thing each."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Red team round 3 (issue 24, /work/redteam-safety/iam_leaks.py parts E and F): a cluster's role names must
+"""a cluster's role names must
 never be another cluster's CI role (`nightly-<cluster>`), and no name the policies write may hold what IAM
 expands there (`${...}` policy variables, `*` and `?` wildcards)."""
 
@@ -27,7 +27,7 @@ def test_e_a_cluster_whose_roles_could_be_a_ci_role_is_refused(name):
 
 
 def test_e_the_script_pair_no_longer_collides_and_no_valid_pair_does():
-    # the red team's pair: cluster `nightly` owned `nightly-fis`, cluster `fis`'s CI role
+    # the colliding pair: cluster `nightly` owned `nightly-fis`, cluster `fis`'s CI role
     names = ["fis", "gpu-finops", "gpu-finops-b", "nightlyx", "a-fis", "night", "b-nightly"]
     configs = [Config(allowed_accounts=(ACCOUNT,), cluster_name=n).validate() for n in names]
     for a, b in itertools.permutations(configs, 2):

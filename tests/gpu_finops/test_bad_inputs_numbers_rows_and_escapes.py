@@ -1,5 +1,5 @@
-"""Bad inputs the third red-team round found still ending in exit 4 ("a bug"), exit 0 with a NaN shown as
-a figure, or raw terminal escapes on stderr (issue 24, items 7 and 8; /work/redteam-safety/bad_inputs.sh).
+"""Bad numbers, store rows and terminal escapes that once ended in exit 4 ("a bug"), exit 0 with a NaN shown
+as a figure, or raw terminal escapes on stderr.
 Each is its README exit with one line naming the input and the precise reason."""
 
 from __future__ import annotations

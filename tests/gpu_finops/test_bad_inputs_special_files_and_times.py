@@ -1,4 +1,4 @@
-"""Red-team F14 and F9/F10 through the CLI, as the input contract's table (tests/gpu_finops/bad_inputs.py):
+"""through the CLI, as the input contract's table (tests/gpu_finops/bad_inputs.py):
 each case ended in exit 4 (the "bug" code) or hung on 5b409c9; now the README's code for its class and one
 stderr line naming the input."""
 
@@ -63,7 +63,7 @@ def test_a_nul_in_an_s3_key_is_a_usage_error_naming_it(tmp_path):
 @pytest.mark.parametrize("flag", ["--journal", "--report"])
 @pytest.mark.usefixtures("fifo")
 def test_teardown_refuses_a_fifo_journal_or_report_before_anything(flag, bad_input):
-    """A variant the red team did not try: refused at the argument, before the first AWS call, not after the
+    """A variant of the same class: refused at the argument, before the first AWS call, not after the
     deletions when the report is written."""
     case = Case(("teardown", "destroy", flag, "{tmp}/fifo"), 2, "{tmp}/fifo is a symlink, FIFO or device",
                 env=AWS_UNREACHABLE)  # fmt: skip

@@ -1,4 +1,4 @@
-"""Red-team worlds against Kueue's signals in the diagnosis (gpu_finops/diagnose/kueue_visibility.py and its callers).
+"""Wrong worlds against Kueue's signals in the diagnosis (gpu_finops/diagnose/kueue_visibility.py and its callers).
 
 Each test builds one wrong world (a malformed or inconsistent answer of the visibility API, a look-alike
 workload, a stale or empty condition) and asserts what the finding must say: a stated fallback with the
@@ -24,7 +24,7 @@ from gpu_finops.diagnose.model import Cluster, PodFacts
 from gpu_finops.diagnose.view import build_view
 from gpu_finops.facts.conditions import Condition
 from tests.gpu_finops.diagnose import kube_shapes as ks
-from tests.gpu_finops.diagnose.kueue_red_team_worlds import (
+from tests.gpu_finops.diagnose.kueue_signal_worlds import (
     LQ,
     NS,
     entry,

@@ -1,4 +1,4 @@
-"""Red-team F12: `local down` forgot a group member that ignores SIGTERM once its leader obeyed; and `local up`
+"""`local down` forgot a group member that ignores SIGTERM once its leader obeyed; and `local up`
 refuses, naming the port and the pid, when a port it needs is held by a process that is not one of ours (a
 stale karpenter-kwok broke a CI run with `bind: address already in use`). No local target is started here."""
 
