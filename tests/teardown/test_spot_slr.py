@@ -1,4 +1,4 @@
-"""Red team round 3 (`spot_slr_forged.py`): the spot service-linked role is account-wide, so our SSM record
+"""the spot service-linked role is account-wide, so our SSM record
 (writable, and taggable with any of our seven tag pairs, by whoever has ssm:PutParameter) only nominates it.
 It is deleted only when it was created after our run began (its CreateDate against our run record) or an
 earlier plan of ours held the same role (its RoleId); otherwise it is a lookalike, left with the reason."""
