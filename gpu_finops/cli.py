@@ -127,7 +127,24 @@ def command_parser(
     parser = parser_class(prog=f"{PROJECT} {command}", description=help_text)
     _verbose_argument(parser)
     module.add_arguments(parser)
+    with_contract(parser)
     return module, parser
+
+
+def with_contract(parser: argparse.ArgumentParser) -> None:
+    """The exit codes at the end of the parser's --help, and of every nested subcommand's: every command
+    keeps the one contract, so every help says it (a parser whose epilog already holds it is left alone)."""
+    if CONTRACT not in (parser.epilog or ""):
+        parser.epilog = f"{parser.epilog}\n\n{CONTRACT}" if parser.epilog else CONTRACT
+        if not issubclass(parser.formatter_class, argparse.RawDescriptionHelpFormatter):
+            # the contract is a table: an epilog rewrapped by the default formatter would scramble it
+            parser.formatter_class = type(
+                "ContractHelpFormatter", (argparse.RawDescriptionHelpFormatter, parser.formatter_class), {}
+            )
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                with_contract(child)
 
 
 def _import_subcommand(command: str, module_name: str) -> ModuleType:
