@@ -377,4 +377,9 @@ def problems_in(file: str, text: str, makefile: Path = ROOT / "Makefile") -> tup
 
 
 def documents(root: Path = ROOT) -> list[Path]:
-    return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    """README.md, the reference docs (docs/*.md) and the dated log (docs/log/*.md)."""
+    return [
+        root / "README.md",
+        *sorted((root / "docs").glob("*.md")),
+        *sorted((root / "docs" / "log").glob("*.md")),
+    ]

@@ -1,7 +1,11 @@
-"""Every file of ours a doc names exists: a path like `gpu_finops/cost/collector.py` or `docs/runbook.md` in README.md
-or docs/*.md whose first folder is one of this repository's tracked top-level entries. Paths under folders
+"""Every file of ours a doc names exists: a path like `gpu_finops/cost/collector.py` or `docs/runbook.md` in README.md,
+docs/*.md or docs/log/*.md whose first folder is one of this repository's tracked top-level entries. Paths under folders
 a run creates (reports/, cdktf.out/, .state/, .local/) are not tracked and so not checked; upstream paths
-(`pkg/providers/instanceprofile`, `charts/karpenter`) start with folders we do not have."""
+(`pkg/providers/instanceprofile`, `charts/karpenter`) start with folders we do not have.
+
+In a table row whose first cell names one folder of ours (`gpu_finops/cost/`, as the room table and
+README's folder table do), a file named without a folder in the row's other cells (`collector.py`) is that
+folder's, and must exist there."""
 
 from __future__ import annotations
 
@@ -9,9 +13,11 @@ import importlib
 import importlib.util
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
+from tests.docs import tables
 from tests.docs.doc_commands import ROOT, documents
 
 PATH = re.compile(
@@ -47,10 +53,46 @@ def test_a_stale_path_is_named_with_its_line():
     ]
 
 
+def missing_bare_names(name: str, text: str, tops: set[str], root: Path = ROOT) -> list[str]:
+    """A bare file name in a table row whose first cell names one folder of ours, resolved in that folder."""
+    out = []
+    for row in tables.rows(text):
+        folders = tables.codes(row.cells[0])
+        if len(folders) != 1 or not folders[0].endswith("/") or folders[0].split("/", 1)[0] not in tops:
+            continue
+        for cell in row.cells[1:]:
+            for code in tables.codes(cell):
+                if tables.BARE_FILE.match(code) and not (root / folders[0] / code).exists():
+                    out.append(f"{name}:{row.line}: {code} is not in {folders[0]} (the row's folder)")
+    return out
+
+
+@pytest.mark.parametrize("doc", documents(), ids=lambda p: p.name)
+def test_every_file_a_table_row_names_is_in_the_rows_folder(doc):
+    problems = missing_bare_names(str(doc.relative_to(ROOT)), doc.read_text(encoding="utf-8"), tracked_tops())
+    assert not problems, "\n".join(problems)
+
+
+def test_a_bare_name_missing_from_its_rows_folder_is_named_with_its_line():
+    text = (
+        "| package | modules |\n|---|---|\n"
+        "| `gpu_finops/cost/` | `collector.py` over `pricing.py`; `store.py` |\n"
+        "| `gpu_finops/ledger/` | `rules.py` (+ `rules.yaml`), `collector.py`, `gpu_finops/cost/store.py` |\n"
+        "| `reports/` | `acts.json` (a run's, not tracked) |\n"
+        "| not a folder | `nothing.py` |\n"
+    )
+    assert missing_bare_names("docs/x.md", text, tracked_tops()) == [
+        "docs/x.md:4: collector.py is not in gpu_finops/ledger/ (the row's folder)"
+    ]
+
+
+# Our top-level packages, and the names the product's rooms had before they moved into gpu_finops/: a doc
+# naming `finops.collector` or `facts.config` names a module that no longer exists, and fails.
 PACKAGES = (
-    "facts|clients|finops|ledger|diagnose|report|infra|teardown|local|acts|harness|assertions|benchmarks"
+    "gpu_finops|infra|iam|nightly|tools|teardown|local|twin|acts|harness|assertions|benchmarks"
+    "|facts|clients|finops|ledger|diagnose|report"
 )
-DOTTED = re.compile(rf"`((?:{PACKAGES}|gpu_finops)(?:\.\w+)+)")
+DOTTED = re.compile(rf"`((?:{PACKAGES})(?:\.\w+)+)")
 FILE_SUFFIXES = {"py", "json", "jsonl", "xml", "md", "yaml", "yml", "txt", "png", "html", "sqlite", "csv"}
 
 

@@ -1,5 +1,5 @@
-"""A doc cannot show a command that does not exist: every `gpu-finops …` and `make …` command in README.md
-and docs/*.md parses with the CLI's real parsers and names targets and variables make knows
+"""A doc cannot show a command that does not exist: every `gpu-finops …` and `make …` command in README.md,
+docs/*.md and docs/log/*.md parses with the CLI's real parsers and names targets and variables make knows
 (tests/docs/doc_commands.py says how, and why parsing rather than running)."""
 
 from __future__ import annotations
