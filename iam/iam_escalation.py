@@ -167,7 +167,7 @@ def destructive_findings(stmt: Mapping[str, Any]) -> list[str]:
     def broad(action: str, resource: str) -> bool:
         if action.endswith(":TagResource") and resource == "*" and _has_key(stmt, "aws:RequestTag/"):
             return (
-                False  # tags given to a create (KMS authorizes CreateKey's tags on "*"); see ci_policies_iam
+                False  # tags given to a create (KMS authorizes CreateKey's tags on "*"); see ci_policies.py
             )
         part = resource.split(":", 5)[-1]
         return _wildcard(resource) and (part.startswith(ACTS_ON.get(action, "")) or part.startswith("*"))

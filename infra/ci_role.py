@@ -32,8 +32,8 @@ from iam.ci_policies import (
     boundary_arn,
     boundary_policy_name,
     by_prefix,
+    deploy_policies,
 )
-from iam.ci_policies_iam import deploy_policies
 from iam.iam_eval import coverage
 
 __all__ = [

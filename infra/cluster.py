@@ -252,7 +252,7 @@ class ClusterStack(TerraformStack):
                 # EKS installs vpc-cni, kube-proxy and CoreDNS itself; take them over instead of failing.
                 resolve_conflicts_on_create="OVERWRITE",
                 # the VPC CNI's interfaces carry our tags, set on create (iam/vpc_cni.py): the boundary
-                # lets it change only what carries them, and its own tag makes nothing ours (issue 24)
+                # lets it change only what carries them, and its own tag makes nothing ours
                 configuration_values=vpc_cni.configuration_values(c) if addon == vpc_cni.ADDON else None,
                 depends_on=[self.system_nodes] if addon == "coredns" else None,
             )

@@ -30,7 +30,7 @@ from gpu_finops.facts.config import Config
 from gpu_finops.facts.kube_keys import LABEL_NODEPOOL
 from gpu_finops.facts.names import TAG_PROJECT
 from iam import iam_policies as pol
-from iam.ci_policies_events import INTERRUPTION_EVENTS
+from iam.ci_policies import INTERRUPTION_EVENTS
 from infra.cluster_node_role import node_role_with_policies
 from infra.jsii_structs import camel
 
@@ -73,7 +73,7 @@ def add_karpenter(scope: Construct, given: KarpenterInputs) -> KarpenterResource
 
     # The policy is set by CreateQueue itself (the provider passes it with the other attributes and calls
     # SetQueueAttributes only on an update): so the nightly role needs no sqs:SetQueueAttributes, with which
-    # it could rewrite the policy to let anyone in (red-team round 3, B).
+    # it could rewrite the policy to let anyone in.
     queue = SqsQueue(
         scope,
         "interruption-queue",

@@ -1,5 +1,4 @@
-"""The tree's shape (docs/architecture.md): small rooms, so no Python file of the repository is over
-MAX_LINES lines; and each shared literal written once, in gpu_finops/facts/.
+"""The tree's shape (docs/architecture.md): each shared literal written once, in gpu_finops/facts/.
 
 The literal rule: every string constant defined at module level in gpu_finops/facts/kube_keys.py and gpu_finops/facts/names.py
 is a shared literal. Outside gpu_finops/facts/, no Python string (an f-string's literal parts included) may equal one,
@@ -17,7 +16,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-MAX_LINES = 400
 FACT_FILES = ("gpu_finops/facts/kube_keys.py", "gpu_finops/facts/names.py")
 OUR_KEYS = "gpu-finops.io/"
 ALLOWED_DIRS = ("gpu_finops/facts/", "tests/")
@@ -36,36 +34,6 @@ def python_files(root: Path = ROOT) -> list[Path]:
     except (OSError, subprocess.CalledProcessError) as exc:
         pytest.fail(f"the tree's shape needs git to list the repository's files in {root}: {exc}")
     return [root / p for p in out.splitlines() if (root / p).is_file()]
-
-
-def files_over(paths: list[Path], limit: int = MAX_LINES, root: Path = ROOT) -> list[str]:
-    """Each file over `limit` lines, named with its count and what to do."""
-    over = []
-    for path in sorted(paths):
-        lines = len(path.read_text(encoding="utf-8").splitlines())
-        if lines > limit:
-            over.append(
-                f"{path.relative_to(root)}: {lines} lines, over {limit}: split it by concern "
-                "(pure moves, a module per concern)"
-            )
-    return over
-
-
-def test_no_python_file_is_over_the_limit():
-    files = python_files()
-    assert len(files) > 100, f"expected the repository's Python files, git listed {len(files)}"
-    over = files_over(files)
-    assert not over, "\n".join(over)
-
-
-def test_a_file_at_the_limit_passes_and_one_line_over_is_named(tmp_path):
-    at, over = tmp_path / "at.py", tmp_path / "over.py"
-    at.write_text("x = 1\n" * MAX_LINES)
-    over.write_text("x = 1\n" * (MAX_LINES + 1))
-    assert files_over([at], root=tmp_path) == []
-    assert files_over([at, over], root=tmp_path) == [
-        f"over.py: {MAX_LINES + 1} lines, over {MAX_LINES}: split it by concern (pure moves, a module per concern)"
-    ]
 
 
 def shared_literals(root: Path = ROOT) -> dict[str, str]:

@@ -11,8 +11,7 @@ states both sums so a reader sees it.
 
 Only the fleet's nodes count: the static nodes the fleet names, and nodes of the fleet's Karpenter pool.
 A GPU node another test or run left in the target would otherwise add its GPUs to "free" for as long as
-each run lasts, so two policies' runs of different lengths would differ by it (issue 29: the ledger
-module's kwok nodes did exactly that to the borrowing case). They are named in `foreign_nodes` instead.
+each run lasts, so two policies' runs of different lengths would differ by it. They are named in `foreign_nodes` instead.
 """
 
 from __future__ import annotations

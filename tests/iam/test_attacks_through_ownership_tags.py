@@ -1,4 +1,4 @@
-"""Red-team findings F2-F7 (issue 24, second round), each as the attacker's requests decided with
+""", each as the attacker's requests decided with
 iam/iam_eval.py against the nightly role's policies or the permissions boundary; and what we need still
 allowed beside each:
 F2 tagging any KMS key as ours, then deleting or re-policying it;
@@ -15,7 +15,7 @@ import pytest
 from gpu_finops.facts.config import Config
 from gpu_finops.facts.names import TAG_CLUSTER, TAG_PROJECT
 from iam.ci_boundary import boundary_policy
-from iam.ci_policies_iam import deploy_policies
+from iam.ci_policies import deploy_policies
 from iam.iam_eval import Request, decide
 
 ACCOUNT = "123456789012"

@@ -34,7 +34,7 @@ from iam.iam_eval import (
         ({"ForAllValues:StringEquals": {"k": ["a"]}}, {}, True),  # IAM's rule: vacuously true
         ({"ForAnyValue:StringEquals": {"k": ["a"]}}, {"k": ["b", "a"]}, True),
         ({"ForAnyValue:StringEquals": {"k": ["a"]}}, {}, False),
-        # an absent key has no value for ForAnyValue to find, negated or not (red team round 3, F)
+        # an absent key has no value for ForAnyValue to find, negated or not
         ({"ForAnyValue:StringNotEquals": {"k": ["x"]}}, {}, False),
         ({"ForAnyValue:StringNotLike": {"k": ["x*"]}}, {}, False),
         ({"ForAnyValue:ArnNotEquals": {"k": ["arn:aws:s3:::b"]}}, {}, False),

@@ -12,8 +12,7 @@ import pytest
 from gpu_finops.facts.config import Config
 from gpu_finops.facts.names import TAG_CLUSTER, TAG_PROJECT
 from iam.ci_boundary import boundary_policy
-from iam.ci_policies import boundary_arn
-from iam.ci_policies_iam import deploy_policies
+from iam.ci_policies import boundary_arn, deploy_policies
 from iam.iam_escalation import boundary_findings, statement_findings
 from iam.iam_eval import Request, decide
 
@@ -171,7 +170,7 @@ def test_5_the_boundary_still_lets_our_roles_act_on_what_is_ours():
     # what Karpenter launches and the system nodes carry both our tags (EC2NodeClass tags, system-lt)
     ours = {f"aws:ResourceTag/{TAG_PROJECT}": C.project, f"aws:ResourceTag/{TAG_CLUSTER}": C.cluster_name}
     assert d([BOUNDARY], "ec2:TerminateInstances", f"{EC2}:instance/i-1", **ours).allowed
-    # the VPC CNI's interfaces carry ours too (iam/vpc_cni.py); its own tag alone is not enough (issue 24)
+    # the VPC CNI's interfaces carry ours too (iam/vpc_cni.py); its own tag alone is not enough
     cni = {"aws:ResourceTag/cluster.k8s.amazonaws.com/name": C.cluster_name}
     assert d(
         [BOUNDARY], "ec2:DeleteNetworkInterface", f"{EC2}:network-interface/eni-1", **cni, **ours
@@ -179,7 +178,7 @@ def test_5_the_boundary_still_lets_our_roles_act_on_what_is_ours():
     assert not d([BOUNDARY], "ec2:DeleteNetworkInterface", f"{EC2}:network-interface/eni-1", **cni).allowed
     assert d([BOUNDARY], "ec2:SendSpotInstanceInterruptions", f"{EC2}:instance/i-1", **ours).allowed
     assert d([BOUNDARY], "ec2:DescribeInstances").allowed
-    # a sibling cluster's tag is not ours, nor is a tag anyone can set (red-team F3, F6)
+    # a sibling cluster's tag is not ours, nor is a tag anyone can set
     sibling = {f"aws:ResourceTag/kubernetes.io/cluster/{SIBLING}": "owned"}
     assert not d([BOUNDARY], "ec2:TerminateInstances", f"{EC2}:instance/i-1", **sibling).allowed
     cluster_tag = {f"aws:ResourceTag/kubernetes.io/cluster/{C.cluster_name}": "owned"}

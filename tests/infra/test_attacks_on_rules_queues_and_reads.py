@@ -1,4 +1,4 @@
-"""Red-team findings of round 3 (issue 24, /work/redteam-safety/iam_leaks.py parts A-F), each as the attacker's
+"""Attacks on the nightly role's event rules, queue, parameter and image reads, each as the attacker's
 request decided with iam/iam_eval.py against the nightly role's policies or the permissions boundary, beside
 the request the stacks make, which must stay allowed:
 A the role could put any pattern on our rules and aim them at any target (another account's bus);
@@ -11,8 +11,7 @@ import pytest
 
 from gpu_finops.facts.config import Config
 from iam.ci_boundary import boundary_policy
-from iam.ci_policies_events import INTERRUPTION_EVENTS
-from iam.ci_policies_iam import deploy_policies
+from iam.ci_policies import INTERRUPTION_EVENTS, deploy_policies
 from iam.iam_eval import Request, decide
 
 ACCOUNT = "123456789012"

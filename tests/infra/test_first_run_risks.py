@@ -1,4 +1,4 @@
-"""Risky items of the first run (issue 30): each a setting upstream documents, checked on the synth."""
+"""Risky items of the first run: each a setting upstream documents, checked on the synth."""
 
 from __future__ import annotations
 

@@ -11,8 +11,7 @@ import pytest
 from gpu_finops.facts.config import Config
 from gpu_finops.facts.names import TAG_CLUSTER, TAG_PROJECT
 from iam.ci_boundary import boundary_policy
-from iam.ci_policies import ATTACHABLE_MANAGED_POLICIES, AWS_MANAGED, boundary_arn
-from iam.ci_policies_iam import deploy_policies
+from iam.ci_policies import ATTACHABLE_MANAGED_POLICIES, AWS_MANAGED, boundary_arn, deploy_policies
 from iam.iam_escalation import boundary_findings, policy_findings, statement_findings
 from iam.iam_eval import Request, decide
 
@@ -23,7 +22,7 @@ OURS = [f"arn:aws:iam::{ACCOUNT}:policy/{C.cluster_name}-*"]
 POLICIES = deploy_policies(C, ACCOUNT)
 ROLE = f"arn:aws:iam::{ACCOUNT}:role/{C.cluster_name}-karpenter-node"
 EC2 = f"arn:aws:ec2:{C.region}:{ACCOUNT}"
-# both our tags: the project's alone is shared by a sibling cluster (red-team F3)
+# both our tags: the project's alone is shared by a sibling cluster
 TAGGED = {f"aws:ResourceTag/{TAG_PROJECT}": C.project, f"aws:ResourceTag/{TAG_CLUSTER}": C.cluster_name}
 ASKED = {f"aws:RequestTag/{TAG_PROJECT}": C.project, f"aws:RequestTag/{TAG_CLUSTER}": C.cluster_name}
 
@@ -228,7 +227,7 @@ def test_ec2_deletes_need_our_tag_on_the_target():
     assert not d("ec2:DeleteVpc", vpc).allowed
     instance = f"{EC2}:instance/i-1"
     assert d("ec2:TerminateInstances", instance, **TAGGED).allowed  # Karpenter's carry the nodeclass tags
-    # a cluster tag anyone can set deletes nothing (red-team F6), the network least of all
+    # a cluster tag anyone can set deletes nothing, the network least of all
     for tag in ({f"aws:ResourceTag/kubernetes.io/cluster/{C.cluster_name}": "owned"},
                 {"aws:ResourceTag/kubernetes.io/cluster/other": "owned"}):  # fmt: skip
         assert not d("ec2:TerminateInstances", instance, **tag).allowed

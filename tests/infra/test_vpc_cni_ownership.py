@@ -14,7 +14,7 @@ import pytest
 from gpu_finops.facts.config import Config, load_config
 from gpu_finops.facts.names import TAG_CLUSTER, TAG_PROJECT
 from iam.ci_boundary import CNI_ENI_CHANGES, RETAG_KEYS, boundary_policy
-from iam.ci_policies_iam import deploy_policies
+from iam.ci_policies import deploy_policies
 from iam.iam_escalation import boundary_findings, ownership_findings
 from iam.iam_eval import Request, decide
 from iam.vpc_cni import ADDITIONAL_ENI_TAGS, CNI_TAG_KEYS, additional_eni_tags, configuration_values

@@ -31,8 +31,7 @@ from local.cluster.product import prometheus_url, store_path
 from twin import fleet as fleet_mod
 from twin.cli_twin import product_line
 from twin.generate import TenantLoad, erlang_trace, generate
-from twin.mmc_claim import check_mmc
-from twin.mmc_run import from_readout
+from twin.mmc_claim import check_mmc, from_readout
 from twin.readout import readout
 from twin.replay import TICK, replay
 from twin.theory import mmc_wait
@@ -40,7 +39,7 @@ from twin.trace import Trace, TraceJob
 
 # `make test` runs the borrowing case (103 s on 2 cores, after the ledger module) and the M/M/16 case at 300
 # jobs; `make twin-test` (GPU_FINOPS_TWIN_LIVE=1) runs the 64-node whole path too.
-# They were out of `make test` while the borrowing case failed after the ledger module (issue 29): that
+# They were out of `make test` while the borrowing case failed after the ledger module: that
 # module's kwok nodes were left in the session's target and the twin's ledger counted their GPUs free for
 # as long as each policy's run lasted. The ledger module now removes them, and the twin counts only its
 # fleet's nodes (twin/accounting.py), naming any other GPU node in `ledger.foreign_gpu_nodes`.

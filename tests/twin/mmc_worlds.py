@@ -8,8 +8,7 @@ import dataclasses
 import heapq
 import random
 
-from twin.mmc_claim import check_mmc
-from twin.mmc_run import MmcJob, MmcRun
+from twin.mmc_claim import MmcJob, MmcRun, check_mmc
 
 C, RHO, MEAN_HOLD, COMPRESSION = 16, 0.8, 600.0, 60.0
 

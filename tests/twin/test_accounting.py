@@ -90,7 +90,7 @@ def test_an_admitted_pod_that_cannot_be_placed_is_demand_too() -> None:
 
 
 def test_only_the_fleets_nodes_count_and_others_are_named() -> None:
-    """A GPU node another module left (issue 29: the ledger module's kwok nodes) adds nothing to installed or
+    """A GPU node another module left adds nothing to installed or
     free; a node of the fleet's Karpenter pool counts by its advertised capacity."""
     obs = _observer()
     pool = {**_node(), "labels": {"karpenter.sh/nodepool": "gpu"}}

@@ -11,8 +11,7 @@ import statistics
 import pytest
 
 from tests.twin.mmc_worlds import COMPRESSION, C, edit, failed, job, simulate
-from twin.mmc_claim import MIN_SAMPLES, check_mmc, measured_latency, predicted_waits
-from twin.mmc_run import MmcRun
+from twin.mmc_claim import MIN_SAMPLES, MmcRun, check_mmc, measured_latency, predicted_waits
 
 
 def test_a_fifo_queue_with_a_noisy_control_plane_holds() -> None:

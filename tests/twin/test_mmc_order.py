@@ -9,8 +9,7 @@ import dataclasses
 import pytest
 
 from tests.twin.mmc_worlds import COMPRESSION, edit, failed, job, simulate
-from twin.mmc_claim import ORDER_SLACK_WALL, check_mmc, served_first_come_first_served
-from twin.mmc_run import MmcRun
+from twin.mmc_claim import ORDER_SLACK_WALL, MmcRun, check_mmc, served_first_come_first_served
 
 
 def test_last_come_first_served_has_the_mean_but_not_the_order() -> None:

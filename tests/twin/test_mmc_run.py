@@ -10,8 +10,7 @@ import math
 import pytest
 
 from tests.twin.mmc_worlds import COMPRESSION, C, job
-from twin.mmc_claim import check_mmc
-from twin.mmc_run import MmcInputError, MmcJob, MmcRun, from_readout
+from twin.mmc_claim import MmcInputError, MmcJob, MmcRun, check_mmc, from_readout
 
 
 @pytest.mark.parametrize(
