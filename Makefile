@@ -94,7 +94,7 @@ $(FOCUS_VALIDATOR_STAMP): | $(UV)
 	@touch $@
 
 $(ACTIONLINT):
-	@command -v go >/dev/null || { echo "actionlint is built from the Go module proxy: install Go (>= 1.24) first"; exit 1; }
+	@command -v go >/dev/null || { echo "actionlint is built from the Go module proxy: install Go (>= 1.21; with GOTOOLCHAIN=local, >= 1.25, actionlint's go.mod) first"; exit 1; }
 	@echo "building actionlint v$(ACTIONLINT_VERSION) from the Go module proxy into $(dir $@)"
 	@GOBIN=$(abspath $(dir $@)) GOFLAGS=-mod=mod go install github.com/rhysd/actionlint/cmd/actionlint@v$(ACTIONLINT_VERSION)
 
@@ -199,7 +199,7 @@ bench: setup ## benchmarks (figures and ratios, never pass/fail): synth, collect
 	$(VENV)/bin/python -m benchmarks
 	$(VENV)/bin/python -m benchmarks build
 
-# The fleet-size figures of docs/benchmarks.md (issue 29) on the local target, brought up fresh for each part
+# The fleet-size figures of docs/benchmarks.md on the local target, brought up fresh for each part
 # (the day and the admission burst; then Karpenter's scale-out from zero). About 90 min at the default 1,250
 # nodes (10,000 GPUs); a quick pass: FLEET_NODES=16 FLEET_DAY=1 FLEET_BURST=100. It uses the target's fixed
 # ports: alone on a machine, or under `flock /tmp/gpu-finops-local.lock make bench-fleet`.
@@ -229,7 +229,7 @@ acts: setup ## run the acts (seven) against TARGET (aws|local); reports in repor
 # The acts run under local/ledger_window.py, which records the ledger of their window (reports/ledger-*.json)
 # for the report; plain `make`, not $(MAKE), so that `make -n demo` does not start it.
 # The local target's Go builds need only python3 and go, so `demo` starts them in the background before setup
-# installs Python (issue 28); `local up` waits for them on the build lock (local/build/binaries.py: build_all).
+# installs Python; `local up` waits for them on the build lock (local/build/binaries.py: build_all).
 prebuild:
 	@mkdir -p "$${GPU_FINOPS_CACHE:-$$HOME/.cache/gpu-finops}/local"
 	@echo "building the local target's Go binaries in the background (log: $${GPU_FINOPS_CACHE:-$$HOME/.cache/gpu-finops}/local/prebuild.log)"
