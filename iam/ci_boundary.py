@@ -6,10 +6,10 @@ make sure no such role can touch what is not ours, whatever policy it is given. 
 roles in infra/cluster*.py need (the EKS cluster and node managed policies, Karpenter's controller policy,
 FIS's spot interruption, the collector), in our region, and no more:
 - EC2, Auto Scaling and ELB reads on `*`; EC2 creates (launching, templates, the VPC CNI's interfaces)
-  only into subnets that carry both our tags (red-team F7: not into any subnet), tagging only while
+  only into subnets that carry both our tags (not into any subnet), tagging only while
   creating or on what already carries our cluster's tag, with only the keys the callers set; and every
   change or deletion of what exists only on what carries both our tags (project *and* cluster: a
-  sibling `<cluster>-b` shares the project tag, red-team F3). The VPC CNI's interfaces carry both too
+  sibling `<cluster>-b` shares the project tag). The VPC CNI's interfaces carry both too
   (`ADDITIONAL_ENI_TAGS`, iam/vpc_cni.py); its own cluster tag unlocks nothing. No Auto Scaling or ELB write: nothing of ours manages groups (EKS's service-linked role
   does) or load balancers (no Service of type LoadBalancer).
 - our queue, our table, keys carrying both our tags; and in IAM only Karpenter's instance profiles under its path
@@ -65,7 +65,7 @@ KMS_USE = (
     "kms:ReEncryptFrom",
     "kms:ReEncryptTo",
 )
-# Parameter and image reads, scoped (red-team round 3, C: on `*` they read every team's secrets and images).
+# Parameter and image reads, scoped (on `*` they read every team's secrets and images).
 SSM_PARAMETER_READS = ("ssm:GetParameter", "ssm:GetParameters")
 ECR_PULLS = ("ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer")
 # The services the cluster, its nodes, Karpenter and the collector read or use, in our region, on what

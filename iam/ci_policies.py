@@ -17,7 +17,7 @@ Least privilege in three layers:
   so the role can put our cluster tag only on what it creates, and a sibling's role (whose requests must
   carry its own cluster's value) never on anything. The tags the cloud integrations set (`eks:...`,
   `karpenter.k8s.aws/cluster`, `kubernetes.io/cluster/<c>`, the VPC CNI's `cluster.k8s.amazonaws.com/name`),
-  which anyone allowed to tag can set, unlock nothing (red-team F6): the VPC CNI's interfaces carry both our
+  which anyone allowed to tag can set, unlock nothing: the VPC CNI's interfaces carry both our
   tags from their creation (iam/vpc_cni.py), so they are changed and deleted as everything else of ours.
 """
 
@@ -73,7 +73,7 @@ _EC2_SPECIAL = {"ec2:CreateTags", "ec2:DeleteTags", "ec2:RunInstances", "ec2:Des
 EKS_CLUSTER_TAG = "aws:eks:cluster-name"
 # The images the nodes boot: the EKS-optimized AL2023 AMIs (Karpenter's EC2NodeClass selects them by alias,
 # c.versions.node_ami_alias; the system node group's AMI type is EKS's too), owned by Amazon (`ec2:Owner`
-# "amazon"), and the snapshots behind them; never another team's image or snapshot (red-team round 3, D).
+# "amazon"), and the snapshots behind them; never another team's image or snapshot.
 AMAZON_OWNED = {"StringEquals": {"ec2:Owner": "amazon"}}
 
 
@@ -84,7 +84,7 @@ def amazon_images(region: str) -> list[str]:
 
 def ours(c: Config, kind: str = "aws:ResourceTag") -> dict[str, str]:
     """Both our tags, as `StringEquals` keys (`aws:ResourceTag/...` or `aws:RequestTag/...`): the project
-    tag alone is shared by every cluster of the project (red-team F3)."""
+    tag alone is shared by every cluster of the project."""
     return {f"{kind}/{TAG_PROJECT}": c.project, f"{kind}/{TAG_CLUSTER}": c.cluster_name}
 
 
@@ -196,7 +196,7 @@ def network_policy(c: Config, account: str) -> dict[str, Any]:
             ),
             # The group EKS creates for the cluster carries none of our tags (EKS propagates none), only
             # EKS's own `aws:eks:cluster-name`, which no caller can set (the `aws:` prefix is reserved):
-            # the stack adds Karpenter's discovery tag to it, that key only (issue 30). No adoption: it never
+            # the stack adds Karpenter's discovery tag to it, that key only. No adoption: it never
             # gets our tags, so nothing else here changes or deletes it.
             _stmt(
                 "TagOnlyTheDiscoveryKeyOnTheGroupEksMadeForOurCluster",
@@ -479,7 +479,7 @@ def services_policy(c: Config, account: str) -> dict[str, Any]:
                 {"ArnEquals": {"eks:principalArn": access_entry_principals(c, account)}},
             ),
             # no SetQueueAttributes: the queue's policy is set at creation (infra/cluster_karpenter.py), and
-            # SetQueueAttributes could rewrite it to let anyone in (red-team round 3, B)
+            # SetQueueAttributes could rewrite it to let anyone in
             scoped("OurQueue", "sqs:", arn("sqs", c.interruption_queue), exclude=["sqs:SetQueueAttributes"]),
             # PutRule and PutTargets: conditioned, in the keys policy (event_rule_writes; size limit)
             scoped("OurEventRules", "events:", rules, exclude=EVENT_RULE_WRITES),
@@ -529,7 +529,7 @@ def event_rule_writes(c: Config, account: str) -> list[dict[str, Any]]:
     """Each of our rules only with the pattern the stack gives it (its `events:source` and
     `events:detail-type`, from INTERRUPTION_EVENTS; a pattern without them, a catch-all, names neither
     key and is refused), and targets only our queue (`events:TargetArn`, every target of the call): a rule
-    of ours can never forward the account's events to another bus or account (red-team round 3, A)."""
+    of ours can never forward the account's events to another bus or account."""
     r = c.region
     rule = f"arn:aws:events:{r}:{account}:rule/{c.cluster_name}"
     queue = f"arn:aws:sqs:{r}:{account}:{c.interruption_queue}"
@@ -576,8 +576,8 @@ def keys_policy(c: Config, account: str) -> dict[str, Any]:
             ),
             # CreateKey with tags needs kms:TagResource in a statement "not restricted to particular KMS keys"
             # (KMS developer guide, "Controlling access to tags"): the request names no key. An existing key
-            # is tagged only when it already carries both our tags (red-team F2: tagging a foreign key ours
-            # and then deleting or re-policying it); the Deny holds for every key ARN, whatever else allows.
+            # is tagged only when it already carries both our tags (else a foreign key tagged ours could then be
+            # deleted or re-policied); the Deny holds for every key ARN, whatever else allows.
             _stmt(
                 "TagNewKeysOnlyAsOursWithOurKeys",
                 "kms:TagResource",
@@ -612,8 +612,8 @@ def keys_policy(c: Config, account: str) -> dict[str, Any]:
 def fis_statements(c: Config, account: str) -> list[dict[str, Any]]:
     """FIS templates and experiments in our region; templates created only tagged as ours, and started,
     tagged, changed or deleted only when they carry both our tags (in the EC2 changes policy, for IAM's
-    size limit: FIS's one action is an EC2 spot interruption). Red-team F4: starting any template, or
-    tagging a foreign one ours to change it."""
+    size limit: FIS's one action is an EC2 spot interruption); otherwise any template could be started, or
+    a foreign one tagged ours and then changed."""
     tagged_ours = {"StringEquals": ours(c)}
     fis_changes = [
         "fis:UpdateExperimentTemplate",

@@ -93,7 +93,7 @@ ACTS_ON = {
     "kms:TagResource": "key/",
     "fis:TagResource": "experiment-template/",
 }
-# Tags the cloud integrations set and anyone allowed to tag can set too (red-team F6): never ownership for a
+# Tags the cloud integrations set and anyone allowed to tag can set too: never ownership for a
 # destructive action (the VPC CNI's interfaces carry our tags, iam/vpc_cni.py: its own tag is no exception).
 FORGEABLE_TAGS = (
     "aws:resourcetag/kubernetes.io/cluster/",
@@ -102,7 +102,7 @@ FORGEABLE_TAGS = (
     "aws:resourcetag/karpenter.sh/managed-by",
     "aws:resourcetag/cluster.k8s.amazonaws.com/name",
 )
-# What a launch creates in a subnet: the subnet must be ours (red-team F7).
+# What a launch creates in a subnet: the subnet must be ours.
 SUBNET_CREATES = ("ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateNetworkInterface")
 # Tagging that decides ownership of IAM resources (teardown's, ours): only with our keys.
 IAM_TAGGING = ("iam:TagRole", "iam:UntagRole", "iam:TagInstanceProfile", "iam:TagPolicy")
@@ -180,8 +180,8 @@ def destructive_findings(stmt: Mapping[str, Any]) -> list[str]:
 
 
 def ownership_findings(stmt: Mapping[str, Any]) -> list[str]:
-    """A destructive Allow whose aws:ResourceTag condition is not both our tags (red-team F3: the project
-    tag alone matches a sibling cluster) or is a tag anyone can set (F6)."""
+    """A destructive Allow whose aws:ResourceTag condition is not both our tags (the project tag alone matches a
+    sibling cluster) or is a tag anyone can set."""
     if stmt.get("Effect") != "Allow":
         return []
     sid = stmt.get("Sid", "(no Sid)")
@@ -201,7 +201,7 @@ def ownership_findings(stmt: Mapping[str, Any]) -> list[str]:
 
 
 def subnet_findings(stmt: Mapping[str, Any]) -> list[str]:
-    """A create into any subnet (red-team F7): the subnet must carry our tags. For the boundary: a bounded
+    """A create into any subnet: the subnet must carry our tags. For the boundary: a bounded
     role's own policy (Karpenter's upstream one) may be broad, the boundary is the ceiling."""
     if stmt.get("Effect") != "Allow" or _has_key(stmt, "aws:ResourceTag/"):
         return []

@@ -264,7 +264,7 @@ def collector(table_arn: str, key_arn: str, region: str) -> str:
         # Reference lists no resource type for them), so `*` is the only resource they can be granted on;
         # the region condition keeps them to ours. DescribeInstances: a node with no capacity-type label
         # (a self-managed node group's) is priced spot or on-demand by its InstanceLifecycle
-        # (gpu_finops/cost/lifecycle.py, issue 25).
+        # (gpu_finops/cost/lifecycle.py).
         {
             "Sid": "SpotHistoryAndInstanceLifecycles",
             "Effect": "Allow",

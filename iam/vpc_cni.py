@@ -3,7 +3,7 @@
 The CNI makes and deletes the secondary interfaces of every node under the permissions boundary, which
 lets it change or delete only what carries both our tags (iam/ci_boundary.py). On its own it tags an
 interface with `cluster.k8s.amazonaws.com/name=<CLUSTER_NAME>` only, a tag any VPC CNI given that name
-sets and anyone allowed to tag can set, so that tag is never ownership (issue 24, finding 6). Instead the
+sets and anyone allowed to tag can set, so that tag is never ownership. Instead the
 add-on is configured with `ADDITIONAL_ENI_TAGS`, our tags, and the CNI puts them on each interface it
 creates, in the CreateNetworkInterface call itself.
 

@@ -43,7 +43,7 @@ NAT_GATEWAYS = 1  # infra/network.py: one NAT gateway with one Elastic IP
 SYSTEM_ON_DEMAND_USD_H = {"m7i.large": 0.1008}
 
 DEFAULT_MAX_HOURS = 3.0
-# The longest run the guard accepts.
+# The longest run the guard accepts (a deadline of 1e300 hours is a deadline switched off).
 # A GitHub-hosted job stops at 6 h; three days covers a self-hosted runner's longest sensible night.
 MAX_RUN_HOURS = 72.0
 DEFAULT_TEARDOWN_RESERVE_MINUTES = 45  # destroy + resume + verify get at least this much of the wall time

@@ -23,8 +23,7 @@ included, and the twin must agree with it on the mean and job by job.
 
 The last two clauses are what a mean cannot see: a queue that serves the last arrival first, or the
 shortest job, has about the same mean wait as a first-come-first-served one, but not the same order. The
-job-by-job clause alone let them through (a red team's finding: at 60x its 5 wall s are 300 trace s, five
-times the case's mean wait), and so did one job starved while the rest were served; the order clause
+job-by-job clause alone let them through, and so did one job starved while the rest were served; the order clause
 refuses both. The ownership column is empty because the run's jobs are the replay's own (one run label).
 
 The case's input (MmcJob, MmcRun, from_readout): a run's jobs in trace seconds, as `twin.readout` gives them,
@@ -62,11 +61,11 @@ JOB_AGREEMENT_SHARE = 0.9  # of the jobs
 # job controller creates each Workload a moment after its Job; closer than this, two jobs' order is a tie
 ORDER_SLACK_WALL = 1.0
 # wall s: two admissions closer than this are one scheduling cycle's, seen by the watch in either order. The
-# queue side needs the second of creationTimestamp; the admission side only the cycle (a red team hid an
-# overtaking of up to 55 trace s in a 1 s slack here)
+# queue side needs the second of creationTimestamp; the admission side only the cycle (a 1 s slack hid an
+# overtaking of up to 55 trace s)
 ADMISSION_SLACK_WALL = 0.25
 # wall s a Workload may appear after its Job: the order is judged by when each appeared, so a late or
-# invented appearance must not be able to hide one (a red team's "appeared just before admission")
+# invented appearance must not be able to hide one
 QUEUED_LAG_WALL_MAX = 5.0
 
 
@@ -122,7 +121,7 @@ def _times(j: MmcJob) -> tuple[float | None, float | None, float | None]:
 
 def _complete(run: MmcRun) -> list[MmcJob]:
     """Jobs with all three times, each a finite number: an infinite or NaN time would pass every `<=` and
-    every `>` bound as NaN (a red team's row of infinities silenced three clauses), so it is never used."""
+    every `>` bound as NaN, so it is never used."""
     return [j for j in run.jobs if all(finite(x) for x in _times(j))]
 
 

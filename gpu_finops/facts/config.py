@@ -54,7 +54,7 @@ CONFIG_ENV = "GPU_FINOPS_CONFIG"  # a config file used instead of the default (t
 __all__ = ["Config", "ConfigError", "Tenant", "Versions", "load_config"]
 # The nightly's role is `nightly-<cluster>`; every other role is `<cluster>-<what>`. So no cluster may be named
 # `nightly` or `nightly-...` (Config.validate refuses it): `nightly`'s `nightly-fis` would be cluster `fis`'s CI
-# role, and `nightly-a`'s `nightly-a-fis` cluster `a-fis`'s (red-team round 3, E).
+# role, and `nightly-a`'s `nightly-a-fis` cluster `a-fis`'s.
 CI_ROLE_PREFIX = "nightly-"
 
 
@@ -331,7 +331,7 @@ class Config:
 
     def _names_cannot_collide_or_expand(self) -> None:
         """No cluster whose roles could be another cluster's CI role; no name IAM would read as a policy
-        variable (`${aws:PrincipalTag/x}`) or a wildcard where the policies write it (red-team round 3, E, F)."""
+        variable (`${aws:PrincipalTag/x}`) or a wildcard where the policies write it."""
         ci = CI_ROLE_PREFIX.rstrip("-")
         if self.cluster_name == ci or self.cluster_name.startswith(CI_ROLE_PREFIX):
             raise ConfigError(
@@ -371,7 +371,7 @@ def _known_keys(loc: tuple) -> list[str]:
 def _config_error(error: dict[str, Any]) -> ConfigError:
     """One pydantic error as the ConfigError naming the key ("tenants.gpu_quota") and the item."""
     loc = tuple(error["loc"])
-    # a key is the file's text: cut short like any value (red-team F16: a 1 MB unknown key, echoed whole)
+    # a key is the file's text: cut short like any value (a 1 MB unknown key would be echoed whole)
     key = excerpt(".".join(str(p) for p in loc if not isinstance(p, int)), 80) or "<root>"
     items = [p for p in loc if isinstance(p, int)]
     item = f" (item {items[0] + 1} of {key.split('.')[0]})" if items else ""
@@ -418,7 +418,7 @@ def load_config(path: str | Path | None = None) -> Config:
     try:
         if path.is_file():
             config_yaml.check_size(path.stat().st_size, str(path))  # before reading a byte
-        # never blocking on a FIFO nor reading /dev/zero without end (red-team F10): regular files only,
+        # never blocking on a FIFO nor reading /dev/zero without end: regular files only,
         # read no further than the size limit (a file that grew since)
         raw = read_regular(path, config_yaml.MAX_CONFIG_BYTES)
         text = raw.decode("utf-8")

@@ -18,7 +18,7 @@ MAX_CONFIG_BYTES = 256 * 1024  # the shipped config is ~3 KB; a config this larg
 MAX_DEPTH = 16  # levels of mappings and lists; the schema's deepest is 3
 # No count, quota or id in the config has more digits (a 12-digit account id quoted or not); a longer
 # integer would be echoed whole in messages, overflow a float in the estimates, or (past 4,300 digits)
-# fail Python's int conversion inside PyYAML with a ValueError (red team, round 3).
+# fail Python's int conversion inside PyYAML with a ValueError.
 MAX_INT_DIGITS = 18
 _INT = re.compile(r"[-+]?(?:0b[01_]+|0x[0-9a-fA-F_]+|0o?[0-7_]+|[0-9][0-9_]*(?::[0-5]?[0-9])*)")
 
@@ -78,7 +78,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 first = seen.setdefault(key, at)
             except TypeError:  # an unhashable key: the base class says so with its own error
                 break
-            if first != at:  # by place, not by line: `{a: 1, a: 2}` is one line (red-team F8)
+            if first != at:  # by place, not by line: `{a: 1, a: 2}` is one line
                 where = (
                     f"on line {first[0]} and line {at[0]}"
                     if first[0] != at[0]

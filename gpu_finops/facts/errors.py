@@ -43,7 +43,7 @@ EXCERPT_CHARS = 80  # a value quoted in a message: enough to recognise it, never
 
 
 # every control character but the line breaks (joined to spaces below) as Python escapes it: a quoted
-# value must not set a terminal's title or clear its screen
+# value must not set a terminal's title or clear its screen (an ESC in a config key would)
 _CONTROLS = {
     c: ascii(chr(c))[1:-1] for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c not in (0x0A, 0x0D)
 }

@@ -167,7 +167,7 @@ def test_f6_integration_tags_unlock_no_ec2_delete(tag, action, resource):
 def test_f6_a_vpc_cni_interface_goes_by_our_tags_never_by_the_cnis():
     eni = f"{EC2}:network-interface/eni-x"
     cni = INTEGRATION_TAGS[3]
-    assert not allowed(ROLE, "ec2:DeleteNetworkInterface", eni, **cni)  # issue 24: F6's residual
+    assert not allowed(ROLE, "ec2:DeleteNetworkInterface", eni, **cni)  # the CNI tag alone is no ownership
     assert allowed(ROLE, "ec2:DeleteNetworkInterface", eni, **cni, **OURS)  # as our CNI now tags them
     assert not allowed(ROLE, "ec2:DeleteNetworkInterface", eni, **INTEGRATION_TAGS[0])
     assert not allowed(ROLE, "ec2:DeleteVolume", f"{EC2}:volume/vol-x", **cni)
@@ -191,13 +191,13 @@ def test_f7_adding_addresses_is_a_change_of_an_interface_that_exists():
     assert not allowed(BOUNDARY, "ec2:AssignPrivateIpAddresses", eni)
     assert not allowed(BOUNDARY, "ec2:AssignPrivateIpAddresses", eni, **SIBLINGS)
     assert allowed(BOUNDARY, "ec2:AssignPrivateIpAddresses", eni, **OURS)  # a node's primary interface
-    # the CNI's own tag is no longer enough: its interfaces carry ours (iam/vpc_cni.py, issue 24)
+    # the CNI's own tag is no longer enough: its interfaces carry ours (iam/vpc_cni.py)
     assert not allowed(BOUNDARY, "ec2:AssignPrivateIpAddresses", eni, **INTEGRATION_TAGS[3])
     assert allowed(BOUNDARY, "ec2:AssignPrivateIpAddresses", eni, **INTEGRATION_TAGS[3], **OURS)
     assert allowed(BOUNDARY, "ec2:UnassignPrivateIpAddresses", eni, **OURS)
 
 
-# --- issue 30: the security group EKS creates for our cluster ------------------------------------------------
+# --- the security group EKS creates for our cluster -------------------------------------------------------
 def test_the_role_adds_only_the_discovery_tag_to_the_group_eks_made_for_our_cluster():
     """EKS's group carries `aws:eks:cluster-name` (no caller can set an `aws:` tag) and none of ours: the stack's
     Ec2Tag adds `karpenter.sh/discovery` to it on the first run and removes it on destroy."""
@@ -254,7 +254,7 @@ P_TAG, C_TAG = f"aws:ResourceTag/{TAG_PROJECT}", f"aws:ResourceTag/{TAG_CLUSTER}
          f"S: ec2:CreateNetworkInterface into any subnet ({EC2}:*)"),
     ],
 )  # fmt: skip
-def test_the_checker_names_each_red_team_class_and_passes_its_fix(stmt, why):
+def test_the_checker_names_each_attack_class_and_passes_its_fix(stmt, why):
     from iam.iam_escalation import boundary_findings
 
     assert why in boundary_findings({"Statement": [stmt]})

@@ -105,7 +105,7 @@ def test_coverage_ignores_scoped_denies_but_not_blanket_ones():
     assert not coverage([POLICY], "ec2:CreateVpc")
 
 
-def test_red_team_f_a_negated_for_any_value_on_an_absent_key_allows_nothing():
+def test_a_negated_for_any_value_on_an_absent_key_allows_nothing():
     stmt = {"Sid": "T", "Effect": "Allow", "Action": "ec2:CreateTags", "Resource": "*",
             "Condition": {"ForAnyValue:StringNotEquals": {"aws:TagKeys": ["x"]}}}  # fmt: skip
     decision = decide([{"Statement": [stmt]}], Request("ec2:CreateTags", "*", {}))

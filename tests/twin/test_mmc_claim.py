@@ -124,7 +124,7 @@ def test_one_gpu_held_back_is_read_as_latency_the_stated_limit() -> None:
 
 @pytest.mark.parametrize("bad", [math.inf, -math.inf, math.nan])
 def test_a_time_that_is_not_finite_is_named_and_silences_nothing(bad: float) -> None:
-    """A red team's finding: one row of infinities made inf - inf = NaN a latency sample and a wait, and
+    """one row of infinities made inf - inf = NaN a latency sample and a wait, and
     every bound compared against NaN passed, so a last-come-first-served run and an 8 wall s admission
     latency were both accepted."""
     ghost = job("ghost", bad, bad, bad, bad)
@@ -156,7 +156,7 @@ def test_a_time_that_is_not_finite_is_named_and_silences_nothing(bad: float) -> 
     ],
 )
 def test_a_job_outside_the_case_is_refused(change: dict, reason: str) -> None:
-    """A red team's finding: another tenant's 2-GPU jobs, or a preempted job whose requeue wait reads as its
+    """another tenant's 2-GPU jobs, or a preempted job whose requeue wait reads as its
     hold, passed through from_readout unseen."""
     v = check_mmc(edit(simulate(), 11, **change))
     assert "the_case_is_one_tenants_one_gpu_jobs" in v.failed_clauses
@@ -180,6 +180,6 @@ def test_an_empty_run_is_named() -> None:
     ],
 )
 def test_a_look_alike_value_is_not_taken_for_the_real_one(change: dict, reason: str) -> None:
-    """A red team's finding: gpus=True, evictions=False, an empty or numeric tenant and a job without a
+    """gpus=True, evictions=False, an empty or numeric tenant and a job without a
     name all passed."""
     assert reason in check_mmc(edit(simulate(), 11, **change)).render()

@@ -24,7 +24,7 @@ def test_last_come_first_served_has_the_mean_but_not_the_order() -> None:
 @pytest.mark.parametrize("order", ["lifo", "shortest", "random"])
 @pytest.mark.parametrize("seed", [29, 5, 0])
 def test_any_other_service_order_is_refused_by_the_order_not_only_the_mean(order: str, seed: int) -> None:
-    """A red team's finding: last-come-first-served and shortest-job-first passed the job-by-job clause on
+    """last-come-first-served and shortest-job-first passed the job-by-job clause on
     the live case's own shape (its 5 wall s are 300 trace s, five times the mean wait)."""
     v = check_mmc(simulate(order=order, seed=seed))
     assert "served_first_come_first_served" in v.failed_clauses, v.render()
@@ -79,7 +79,7 @@ def _pair(a_queued: float, a_admitted: float, b_queued: float, b_admitted: float
     ],
 )
 def test_the_order_clause_on_one_pair(b_queued: float, b_admitted: float, overtaken: bool) -> None:
-    """A red team's finding: a 1 wall s slack on admissions hid overtakings of up to 55 trace s; the
+    """a 1 wall s slack on admissions hid overtakings of up to 55 trace s; the
     admission side now allows one scheduling cycle."""
     misses = served_first_come_first_served(_pair(100.0, 1000.0, b_queued, b_admitted))
     assert bool(misses) is overtaken, misses
@@ -98,7 +98,7 @@ def test_the_order_clause_on_one_pair(b_queued: float, b_admitted: float, overta
     ],
 )
 def test_a_workload_appearing_outside_its_jobs_life_is_refused(change: dict, reason: str) -> None:
-    """A red team's finding: a Workload 'appearing' just before its admission emptied the order clause, so a
+    """a Workload 'appearing' just before its admission emptied the order clause, so a
     last-come-first-served run held. It must appear after its Job, by its admission and within
     QUEUED_LAG_WALL_MAX of the Job."""
     run = _pair(100.0, 1000.0, 200.0, 970.0)

@@ -61,7 +61,7 @@ def test_from_readout_counts_preemptions_and_requeues_as_evictions() -> None:
 
 
 def test_from_readout_refuses_a_compression_other_than_the_runs() -> None:
-    """A red team's finding: the same failing run passed when checked at 120x instead of its own 60x."""
+    """the same failing run passed when checked at 120x instead of its own 60x."""
     with pytest.raises(
         MmcInputError, match=r"^compression: the readout's run states 60.0, the check was given 120.0"
     ):
