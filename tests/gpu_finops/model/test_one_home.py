@@ -7,12 +7,12 @@ for a pod, not a Workload's condition) where the acts' observer reads a pod."""
 from __future__ import annotations
 
 import ast
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from gpu_finops.model import nodeclaim, workload
+from tests.test_architecture import python_files
 
 ROOT = Path(__file__).resolve().parents[3]
 HOME = "gpu_finops/model/"
@@ -21,17 +21,6 @@ TYPES = {t: "workload" for t in workload.CONDITION_TYPES} | {t: "nodeclaim" for 
 ALLOWED = {
     ("harness/observe.py", "Evicted"): "a pod's status.reason, not a Workload condition",
 }
-
-
-def python_files(root: Path = ROOT) -> list[str]:
-    out = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "--", "*.py"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return [p for p in out.splitlines() if (root / p).is_file()]
 
 
 def literals_outside_the_model(paths: list[str], root: Path = ROOT) -> list[str]:
@@ -53,7 +42,7 @@ def literals_outside_the_model(paths: list[str], root: Path = ROOT) -> list[str]
 
 
 def test_condition_types_are_read_only_in_the_model():
-    files = python_files()
+    files = [p.relative_to(ROOT).as_posix() for p in python_files()]
     assert len(files) > 100, f"expected the repository's Python files, git listed {len(files)}"
     found = literals_outside_the_model(files)
     assert not found, "\n".join(found)
