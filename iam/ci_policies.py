@@ -1,4 +1,4 @@
-"""The nightly role's policy documents, as data, and the permissions boundary every role it creates carries.
+"""The nightly role's policy documents, as data, under the permissions boundary (iam/ci_boundary.py) every role it creates carries.
 
 Least privilege in three layers:
 - **The boundary** (`boundary_policy`, a managed policy the ci-role stack creates, named

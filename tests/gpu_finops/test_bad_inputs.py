@@ -2,10 +2,12 @@
 its meaning and one line on stderr naming the input and what is wrong, never a traceback; `-v` adds the
 traceback, Ctrl-C exits 130 saying how to finish. Every subcommand appears in the table.
 
-The table is split by subcommand group, over tests/gpu_finops/bad_inputs.py: here the product's
-subcommands (collect, gpus, reap, diagnose, ledger, cost) and an unknown one; test_bad_inputs_infra.py the
-deploy side (infra, guard, local, check-metrics-csv); test_bad_inputs_teardown.py teardown. The meta-test
-here reads all three tables."""
+The tables are split by subject, over tests/gpu_finops/bad_inputs.py (the cases' shape and how one is run):
+here the product's subcommands (collect, gpus, reap, diagnose, ledger, cost) and an unknown one;
+test_bad_inputs_infra.py the deploy side (infra, guard, local, check-metrics-csv); test_bad_inputs_teardown.py
+teardown; test_bad_inputs_twin.py the twin's files and options; test_bad_inputs_safety.py and
+test_bad_inputs_special_files_and_times.py files, numbers, times and paths. One runner here runs every
+table's cases, and the meta-test reads every table."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from gpu_finops.cli import SUBCOMMANDS
 from tests.gpu_finops import (
     test_bad_inputs_infra,
     test_bad_inputs_safety,
+    test_bad_inputs_special_files_and_times,
     test_bad_inputs_teardown,
     test_bad_inputs_twin,
 )
@@ -127,18 +130,28 @@ CASES: dict[str, Case] = {
 }
 
 
-@pytest.mark.parametrize("name", list(CASES))
-def test_a_bad_input_ends_with_its_code_and_one_line_naming_it(name, bad_input):
-    bad_input(CASES[name])
+TABLES: dict[str, dict[str, Case]] = {
+    "product": CASES,
+    "infra": test_bad_inputs_infra.CASES,
+    "teardown": test_bad_inputs_teardown.CASES,
+    "twin": test_bad_inputs_twin.CASES,
+    "safety": test_bad_inputs_safety.CASES,
+    "special-files-and-times": test_bad_inputs_special_files_and_times.CASES,
+}
+# What a table's cases need in their folder before they run: files to write, fixtures to make.
+WRITE = {"twin": test_bad_inputs_twin.write_files}
+FIXTURES = {"safety": ("fifo",), "special-files-and-times": ("fifo",)}
+
+
+@pytest.mark.parametrize("table, name", [(t, n) for t, cases in TABLES.items() for n in cases])
+def test_a_bad_input_ends_with_its_code_and_one_line_naming_it(table, name, inputs, bad_input, request):
+    for fixture in FIXTURES.get(table, ()):
+        request.getfixturevalue(fixture)
+    if table in WRITE:
+        WRITE[table](inputs)
+    bad_input(TABLES[table][name])
 
 
 def test_every_subcommand_is_in_the_table():
-    tables = (
-        CASES,
-        test_bad_inputs_infra.CASES,
-        test_bad_inputs_teardown.CASES,
-        test_bad_inputs_safety.CASES,
-        test_bad_inputs_twin.CASES,
-    )
-    tried = {case.argv[0] for table in tables for case in table.values()}
+    tried = {case.argv[0] for table in TABLES.values() for case in table.values()}
     assert set(SUBCOMMANDS) <= tried, f"no bad input for: {sorted(set(SUBCOMMANDS) - tried)}"

@@ -216,11 +216,6 @@ CASES: dict[str, Case] = {
 }
 
 
-@pytest.mark.parametrize("name", list(CASES))
-def test_a_bad_input_ends_with_its_code_and_one_line_naming_it(name, bad_input):
-    bad_input(CASES[name])
-
-
 @pytest.mark.parametrize("where", ["before the subcommand", "after its options"])
 def test_verbose_adds_the_traceback(where, inputs, capsys):
     argv = [a.format(**inputs) for a in synth("vcpu0.yaml")]

@@ -4,8 +4,6 @@ each one ended otherwise before (a wrong code, a huge or multi-line message, a w
 
 from __future__ import annotations
 
-import pytest
-
 from tests.gpu_finops.bad_inputs import (
     AWS_UNREACHABLE,
     COLLECT,
@@ -207,12 +205,6 @@ CASES: dict[str, Case] = {
         "cannot read {tmp}/fifo: not a regular file (a FIFO); name the CSV file itself",
     ),
 }
-
-
-@pytest.mark.usefixtures("fifo")
-@pytest.mark.parametrize("name", list(CASES))
-def test_a_bad_input_ends_with_its_code_and_one_line_naming_it(name, bad_input):
-    bad_input(CASES[name])
 
 
 def test_kubernetes_unreachable_is_one_line_without_urllib3_retry_warnings(inputs):

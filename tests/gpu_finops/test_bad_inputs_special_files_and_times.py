@@ -46,12 +46,6 @@ CASES: dict[str, Case] = {
 }
 
 
-@pytest.mark.usefixtures("fifo")
-@pytest.mark.parametrize("name", list(CASES))
-def test_a_bad_input_ends_with_its_code_and_one_line_naming_it(name, bad_input):
-    bad_input(CASES[name])
-
-
 def test_a_nul_in_an_s3_key_is_a_usage_error_naming_it(tmp_path):
     from gpu_finops.cost.s3_access import relative_key
     from gpu_finops.facts.errors import UsageError

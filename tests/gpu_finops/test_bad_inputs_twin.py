@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from tests.gpu_finops.bad_inputs import Case
 from twin import fleet as fleet_mod
 
@@ -75,9 +73,8 @@ CASES: dict[str, Case] = {
 }
 
 
-@pytest.mark.parametrize("name", list(CASES))
-def test_a_bad_twin_input_ends_with_its_code_and_one_line_naming_it(name, inputs, bad_input):
+def write_files(inputs: dict[str, str]) -> None:
+    """The trace and fleet files the table's cases name, in the case's folder."""
     for file, lines in FILES.items():
         Path(inputs["tmp"], file).write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     Path(inputs["tmp"], "p9.yaml").write_text("instance_type: p9.huge\nstatic_nodes: 1\n")
-    bad_input(CASES[name])
