@@ -1,4 +1,5 @@
-"""`gpu-finops local up|down|status|build|validate-charts`: the rehearsal cluster on this machine, and the
+"""`gpu-finops local up|down|status|env|build|validate-charts`: the rehearsal cluster on this machine, the
+product's settings for it (`env`), and the
 check `make up` runs before any apply: the synthesized releases rendered by the pinned charts and dry-run on
 a throwaway API server built from the same binaries."""
 

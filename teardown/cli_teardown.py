@@ -1,4 +1,5 @@
-"""`gpu-finops teardown {plan,destroy,verify,resume}`."""
+"""`gpu-finops teardown {begin,plan,destroy,verify,resume}`: `begin` records that a run starts, before it creates
+anything; the others plan, destroy, verify the account empty and resume a teardown that died."""
 
 from __future__ import annotations
 
