@@ -53,7 +53,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "gpu_finops.report.cli_report",
         "one self-contained HTML page of a run: acts, cost, ledger and diagnosis",
     ),
-    "local": ("local.cli_local", "the local rehearsal cluster: up, down, status, env, build, validate-charts"),
+    "local": (
+        "local.cli_local",
+        "the local rehearsal cluster: up, down, status, env, build, validate-charts",
+    ),
     "twin": (
         "twin.cli_twin",
         "the fleet twin: a workload trace replayed on the local target under Kueue policies, compared",
