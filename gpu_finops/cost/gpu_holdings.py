@@ -23,7 +23,6 @@ from gpu_finops.facts.kube_keys import (
     GPU_RESOURCE,
     KUEUE_GROUP,
     KUEUE_VERSION,
-    LABEL_GPU_REPLICAS,
     LABEL_QUEUE_NAME,
     LABEL_TENANT,
     SHARED_GPU_RESOURCE,
@@ -31,7 +30,7 @@ from gpu_finops.facts.kube_keys import (
 from gpu_finops.facts.private_files import write_private
 from gpu_finops.model import holding
 
-TENANT_LABEL, QUEUE_LABEL, REPLICAS_LABEL = LABEL_TENANT, LABEL_QUEUE_NAME, LABEL_GPU_REPLICAS
+TENANT_LABEL, QUEUE_LABEL = LABEL_TENANT, LABEL_QUEUE_NAME
 KUEUE = (KUEUE_GROUP, KUEUE_VERSION)
 
 
@@ -55,6 +54,13 @@ class GpuHolding:
     def physical_gpus(self) -> Fraction:
         """Physical cards held: a replica holds 1/replicas of its card."""
         return holding.physical_gpus(self.gpus, self.replicas)
+
+    def held(self) -> list[holding.HeldGpu]:
+        """Each device the kubelet gave this pod, as the model holds a GPU: card, holder, share (empty
+        where the node's pod-resources answer was not read)."""
+        return holding.held(
+            holding.Holder(self.namespace, self.pod, self.tenant), self.devices, self.replicas
+        )
 
     def seconds_within(self, start: datetime, end: datetime) -> Fraction:
         """Seconds of [start, end) this pod held its GPUs (exact, whole microseconds)."""
@@ -186,10 +192,10 @@ def gpu_holdings(kube: Any) -> list[GpuHolding]:
     namespace_labels = {
         n.metadata.name: dict(n.metadata.labels or {}) for n in kube.core.list_namespace().items
     }
-    node_replicas = {}
-    for n in kube.core.list_node().items:
-        raw = (n.metadata.labels or {}).get(REPLICAS_LABEL, "1")
-        node_replicas[n.metadata.name] = int(raw) if raw.isdigit() and int(raw) > 0 else 1
+    node_replicas = {
+        n.metadata.name: holding.replicas_per_card(n.metadata.labels or {})
+        for n in kube.core.list_node().items
+    }
     cluster_queues: dict[tuple[str, str], str] = {}
     from kubernetes.client.exceptions import ApiException
 
@@ -222,7 +228,8 @@ def write_holdings_file(holdings: list[GpuHolding], path: str | Path) -> None:
 
 def pod_resources_devices(body: dict[str, Any]) -> dict[tuple[str, str], tuple[str, ...]]:
     """The kubelet pod-resources v1 `List` answer -> the GPU device ids per (namespace, pod), as the
-    kubelet gave them (`GPU-<uuid>`, or `GPU-<uuid>::<replica>` for a time-sliced replica)."""
+    kubelet gave them (`GPU-<uuid>`, or `GPU-<uuid>::<replica>` for a time-sliced replica). An id the
+    device plugin would not write raises `holding.DeviceIdError`: the answer is not read in part."""
     out: dict[tuple[str, str], tuple[str, ...]] = {}
     for entry in body.get("podResources") or ():
         ids = [
@@ -233,6 +240,7 @@ def pod_resources_devices(body: dict[str, Any]) -> dict[tuple[str, str], tuple[s
             for d in dev.get("deviceIds") or ()
         ]
         if ids:
+            holding.cards(ids)  # an id the device plugin would not write raises DeviceIdError, naming it
             out[(entry["namespace"], entry["name"])] = tuple(ids)
     return out
 

@@ -12,8 +12,8 @@ from functools import cached_property
 from typing import Any
 
 from gpu_finops.facts.conditions import Condition
-from gpu_finops.facts.kube_keys import GPU_RESOURCE, LABEL_GPU_REPLICAS, SHARED_GPU_RESOURCE
-from gpu_finops.model import workload
+from gpu_finops.facts.kube_keys import GPU_RESOURCE, SHARED_GPU_RESOURCE
+from gpu_finops.model import holding, workload
 
 GPU = GPU_RESOURCE  # whole GPUs, or time-slicing replicas when the device plugin does not rename
 GPU_SHARED = SHARED_GPU_RESOURCE  # time-slicing replicas when the device plugin has renameByDefault
@@ -113,8 +113,7 @@ class NodeFacts:
     @property
     def replicas_per_gpu(self) -> int:
         """GFD's nvidia.com/gpu.replicas: >1 means time-slicing (a slot is a share, not a card)."""
-        raw = self.labels.get(LABEL_GPU_REPLICAS, "1")
-        return int(raw) if raw.isdigit() and int(raw) > 0 else 1
+        return holding.replicas_per_card(self.labels)
 
 
 @dataclass(frozen=True)

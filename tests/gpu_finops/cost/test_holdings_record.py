@@ -10,6 +10,7 @@ import dataclasses
 import sqlite3
 from datetime import timedelta
 from decimal import Decimal
+from fractions import Fraction
 
 import pytest
 
@@ -22,6 +23,7 @@ from gpu_finops.cost.records import STATUS_OK
 from gpu_finops.cost.store import SCHEMA_VERSION, SqliteCostStore, StoreVersionError
 from gpu_finops.facts import dcgm
 from gpu_finops.facts.timestamps import iso
+from gpu_finops.model.holding import DeviceIdError, Holder, card_shares
 from tests.gpu_finops.cost.conftest import FakeNodes, gpu, node
 from tests.gpu_finops.cost.focus_fixtures import CTX, T0, hold, record
 from tests.gpu_finops.cost.test_collector import RATES, wait_for_series
@@ -147,6 +149,23 @@ def test_pod_resources_answer_gives_device_ids_as_the_kubelet_gave_them():
         {"namespace": "a", "name": "cpu-only", "containers": [{"name": "c", "devices": []}]},
     ]}  # fmt: skip
     assert pod_resources_devices(body) == {("a", "p"): ("GPU-u::0",)}
+
+
+def test_a_pod_resources_id_the_device_plugin_would_not_write_refuses_the_answer_naming_it():
+    body = {"podResources": [{"namespace": "a", "name": "p", "containers": [{"name": "c", "devices": [
+        {"resourceName": "nvidia.com/gpu", "deviceIds": ["GPU-u::0", "::1"]}]}]}]}  # fmt: skip
+    with pytest.raises(DeviceIdError, match=r"device id '::1' names no card"):
+        pod_resources_devices(body)
+
+
+def test_a_holdings_devices_are_held_as_the_model_holds_them_and_sum_to_its_physical_gpus():
+    h = GpuHolding("a", "team-a", "p", "gpu-a", 2, T0, replicas=4, devices=("GPU-u::0", "GPU-u::3"))
+    assert [(x.card, x.holder, x.share) for x in h.held()] == [
+        ("GPU-u", Holder("a", "p", "team-a"), Fraction(1, 4)),
+        ("GPU-u", Holder("a", "p", "team-a"), Fraction(1, 4)),
+    ]
+    assert sum(x.share for x in h.held()) == h.physical_gpus == Fraction(1, 2)
+    assert card_shares(h.held()) == {"GPU-u": Fraction(1, 2)}
 
 
 # --- the collector, against a real Prometheus --------------------------------------------------------

@@ -16,7 +16,7 @@ CARD = "GPU-8a3d6b0e-1111-2222-3333-444455556666"
     [
         (CARD, CARD, h.Kind.WHOLE, None),
         (f"{CARD}::3", CARD, h.Kind.REPLICA, "3"),
-        (f"{CARD}::", CARD, h.Kind.REPLICA, ""),
+        (f"{CARD}::0", CARD, h.Kind.REPLICA, "0"),
     ],
 )
 def test_a_device_id_names_its_physical_card_and_kind(device_id, card, kind, replica):
@@ -24,16 +24,56 @@ def test_a_device_id_names_its_physical_card_and_kind(device_id, card, kind, rep
     assert h.card_of(device_id) == card
 
 
-def test_cards_are_the_distinct_physical_cards_behind_devices():
-    assert h.cards([f"{CARD}::0", f"{CARD}::1", "GPU-b", ""]) == {CARD, "GPU-b"}
-
-
 @pytest.mark.parametrize(
-    "replicas, share", [(1, Fraction(1)), (4, Fraction(1, 4)), (0, Fraction(1)), (-2, Fraction(1))]
+    "device_id, why",
+    [
+        ("", "names no card"),
+        (" ", "names no card"),
+        (f" {CARD}", "names no card"),
+        ("::0", "names no card"),
+        (f"{CARD}::", "replica index '' is not a plain decimal from 0"),
+        (f"{CARD}::01", "replica index '01' is not a plain decimal from 0"),
+        (f"{CARD}::-1", "replica index '-1' is not a plain decimal from 0"),
+        (f"{CARD}::1::2", "replica index '1::2' is not a plain decimal from 0"),
+        (f"{CARD}:::1", "replica index ':1' is not a plain decimal from 0"),
+    ],
 )
+def test_a_device_id_the_device_plugin_would_not_write_is_refused_naming_it(device_id, why):
+    with pytest.raises(h.DeviceIdError) as err:
+        h.device(device_id)
+    assert repr(device_id) in str(err.value) and why in str(err.value)
+    with pytest.raises(h.DeviceIdError):
+        h.cards([f"{CARD}::0", device_id])
+
+
+def test_cards_are_the_distinct_physical_cards_behind_devices():
+    assert h.cards([f"{CARD}::0", f"{CARD}::1", "GPU-b"]) == {CARD, "GPU-b"}
+
+
+@pytest.mark.parametrize("replicas, share", [(1, Fraction(1)), (4, Fraction(1, 4)), (8, Fraction(1, 8))])
 def test_a_device_is_worth_one_replicas_share_of_its_card(replicas, share):
     assert h.share(replicas) == share
     assert h.physical_gpus(2, replicas) == 2 * share
+
+
+@pytest.mark.parametrize("replicas", [0, -2])
+def test_a_card_advertised_as_fewer_than_one_device_is_refused(replicas):
+    with pytest.raises(ValueError, match=rf"replicas per card {replicas}: a card is advertised as 1 or more"):
+        h.share(replicas)
+
+
+@pytest.mark.parametrize(
+    "labels, replicas",
+    [({}, 1), ({"nvidia.com/gpu.replicas": "4"}, 4), ({"nvidia.com/gpu.replicas": "0"}, 1),
+     ({"nvidia.com/gpu.replicas": "four"}, 1), ({"nvidia.com/gpu.replicas": "-4"}, 1)],
+)  # fmt: skip
+def test_a_nodes_replicas_per_card_is_its_gfd_label_else_whole_cards(labels, replicas):
+    assert h.replicas_per_card(labels) == replicas
+
+
+def test_a_replica_index_the_node_does_not_advertise_is_refused():
+    with pytest.raises(h.DeviceIdError, match=r"replica 4 on a node advertising 4 per card \(indexes 0..3\)"):
+        h.held(h.Holder("team-a", "p"), [f"{CARD}::4"], replicas=4)
 
 
 def test_a_pods_devices_are_held_with_their_shares_and_summed_per_card():
