@@ -10,7 +10,7 @@ name and returns one `Verdict` whose `failed_clauses` names each clause that fai
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, is_dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -53,15 +53,30 @@ def compose(
 
 
 def require_aware(obj: Any) -> None:
-    """Refuse an observation holding a timezone-naive timestamp: it cannot be ordered against the API
-    server's UTC, so every clause comparing it would decide nothing. Bad input, named in one line."""
-    for f in fields(obj):
-        value = getattr(obj, f.name)
-        if isinstance(value, datetime) and value.tzinfo is None:
+    """Refuse an observation holding a timezone-naive timestamp anywhere in it (a field, or a condition's
+    lastTransitionTime inside a dict or tuple of them): it cannot be ordered against the API server's UTC,
+    so every clause comparing it would decide nothing. Bad input, named in one line."""
+    for path, value in _timestamps(obj, type(obj).__name__):
+        if value.tzinfo is None:
             raise ValueError(
-                f"{type(obj).__name__}.{f.name} is timezone-naive ({value.isoformat()}): give it in UTC "
+                f"{path} is timezone-naive ({value.isoformat()}): give it in UTC "
                 "(datetime.now(UTC), or the API server's own timestamp)"
             )
+
+
+def _timestamps(value: Any, path: str):
+    """(path, datetime) for every datetime in a dataclass's fields, walking dicts, tuples and lists."""
+    if isinstance(value, datetime):
+        yield path, value
+    elif is_dataclass(value) and not isinstance(value, type):
+        for f in fields(value):
+            yield from _timestamps(getattr(value, f.name), f"{path}.{f.name}")
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _timestamps(v, f"{path}[{k!r}]")
+    elif isinstance(value, (tuple, list)):
+        for i, v in enumerate(value):
+            yield from _timestamps(v, f"{path}[{i}]")
 
 
 def possible(iv: Any, observed_at: datetime | None) -> str | None:

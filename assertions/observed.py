@@ -8,7 +8,7 @@ from datetime import datetime
 from assertions.clauses import require_aware
 from gpu_finops.facts.conditions import Condition
 from gpu_finops.facts.kube_keys import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL
-from gpu_finops.model import workload
+from gpu_finops.model import holding, workload
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,13 @@ class PodObs:
     evicted: bool = False  # an Evicted event or a DisruptionTarget condition was observed
     disruption: str | None = None  # the DisruptionTarget condition's reason (EvictionByEvictionAPI, ...)
     devices: tuple[str, ...] = ()  # device ids the kubelet gave the container (GPU-uuid or GPU-uuid::replica)
+
+    def __post_init__(self) -> None:
+        require_aware(self)
+        try:
+            holding.cards(self.devices)
+        except holding.DeviceIdError as exc:
+            raise ValueError(f"PodObs {self.name}: {exc}") from None
 
 
 @dataclass(frozen=True)

@@ -256,6 +256,17 @@ def each_pod_got_one_replica_of_one_uuid(o: TimeSlicingObs) -> list[Miss]:
     replicas = [d for p in o.pods for d in p.devices if holding.device(d).kind is holding.Kind.REPLICA]
     if len(replicas) != len(set(replicas)):
         misses.append(Miss(want, f"one replica was handed to two pods: {sorted(replicas)}"))
+    whole = sorted(d for p in o.pods for d in p.devices if holding.device(d).kind is holding.Kind.WHOLE)
+    if whole and replicas:  # AWS shows every pod its card's UUID, the local target each its replica: not both
+        misses.append(Miss(want, f"whole-card ids {whole} beside replica ids {sorted(replicas)} on one node"))
+    beyond = sorted(d for d in set(replicas) if int(holding.device(d).replica or 0) >= o.replicas)
+    if beyond:
+        misses.append(
+            Miss(
+                want,
+                f"replica ids {beyond} beyond the {o.replicas} the node advertises (0..{o.replicas - 1})",
+            )
+        )
     return misses
 
 

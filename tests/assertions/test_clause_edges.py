@@ -4,6 +4,7 @@ a row naming the clause and what it says (docs/claims.md, mutation section)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
@@ -72,6 +73,7 @@ from assertions.timeslicing import (
     each_pod_admitted_by_kueue_on_the_shared_flavor,
     node_advertises_one_gpu_as_n_replicas,
 )
+from gpu_finops.facts.conditions import Condition
 from tests.assertions.tables import admitted_snap, cond, pending_wl, running_wl, t
 from tests.assertions.tables import t as ts
 from tests.assertions.test_admission import ADMIT
@@ -255,6 +257,26 @@ def test_a_naive_timestamp_is_refused_in_one_exact_line():
         "Stamped.at is timezone-naive (2026-11-30T12:00:00): give it in UTC "
         "(datetime.now(UTC), or the API server's own timestamp)"
     )
+
+
+def test_a_naive_timestamp_inside_a_condition_a_dict_or_a_tuple_is_refused_naming_its_path():
+    naive = datetime(2026, 11, 30, 12, 0)
+    snap = dict(at=A, has_admission=True)
+    with pytest.raises(
+        ValueError,
+        match=re.escape("WorkloadSnapshot.conditions['Admitted'].last_transition is timezone-naive"),
+    ):
+        WorkloadSnapshot(
+            conditions={"Admitted": Condition("Admitted", "True", last_transition=naive)}, **snap
+        )
+    with pytest.raises(ValueError, match=re.escape("Stamps.ats[1] is timezone-naive")):
+        require_aware(Stamps((A, naive)))
+    require_aware(Stamps((A, B)))
+
+
+@dataclass(frozen=True)
+class Stamps:
+    ats: tuple[datetime, ...]
 
 
 def test_a_run_that_ended_the_second_it_started_is_possible():
@@ -603,9 +625,15 @@ def gpus_of(*devices: str) -> set[str]:
     return cards(WorkloadObs("w", "team-a", pods=(PodObs("p", "gpu-a", "Running", devices=devices),)))
 
 
-def test_cards_take_the_id_before_the_first_separator_and_skip_empty_ones():
-    assert gpus_of("GPU-1::0::1") == {"GPU-1"}
-    assert gpus_of("::x::y", "::0") == set()
+def test_cards_take_the_id_before_the_separator_and_a_malformed_id_is_refused():
+    assert gpus_of("GPU-1::0", "GPU-1::1", "GPU-2") == {"GPU-1", "GPU-2"}
+    for bad, why in (
+        ("GPU-1::0::1", "replica index '0::1'"),
+        ("::0", "names no card"),
+        ("", "names no card"),
+    ):
+        with pytest.raises(ValueError, match=re.escape(f"device id {bad!r}") + ".*" + re.escape(why)):
+            gpus_of(bad)
 
 
 def test_no_jobs_submitted_is_named_even_with_tenants():

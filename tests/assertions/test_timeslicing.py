@@ -123,6 +123,16 @@ def pods(*changed: PodObs) -> tuple[PodObs, ...]:
             replace(TS, pods=pods(replace(TS_PODS[3], devices=()))),
             "pods without exactly one GPU device",
         ),
+        (
+            "a replica index the node does not advertise",
+            replace(TS, pods=pods(replace(TS_PODS[3], devices=("GPU-1111::4",)))),
+            "replica ids ['GPU-1111::4'] beyond the 4 the node advertises (0..3)",
+        ),
+        (
+            "one pod given the whole card beside the replicas",
+            replace(TS, pods=pods(replace(TS_PODS[3], devices=("GPU-1111",)))),
+            "whole-card ids ['GPU-1111'] beside replica ids ['GPU-1111::0', 'GPU-1111::1', 'GPU-1111::2'] on one node",
+        ),
         ("only three pods", replace(TS, pods=TS_PODS[:3]), "3 pods observed, expected 4"),
         (
             "a Job never seen unsuspended whose pod ran",

@@ -279,7 +279,7 @@ ROWS: dict[str, Row] = {
     "a2 admission moved to another tenant's queue": Row(_a_later_other_cq, "one_admitted_per_cluster_queue", "only the first admission's ClusterQueue is compared with the tenant"),
     "a2 runs after the act's last look": Row(_a_future_runs, "admitted_ran_at_once", "timestamps in the future were not observed running"),
     "a2 a run that ended before it started": Row(_a_impossible_interval, "admitted_ran_at_once", "an impossible interval is no evidence of running at once"),
-    "a2 empty device id": Row(lambda: _a_pod(0, devices=("",)), "admitted_ran_on_different_cards", "an empty id names no card"),
+    "a2 empty device id": Row(lambda: _a_pod(0, devices=("",)), "refused: device id '' names no card", "an empty id names no card"),
     "a2 one pod recorded under both Workloads": Row(_a_one_pod_twice, "pods_start_only_after_admission", "one pod object cannot be two Jobs' pods: one Job showed none of its own"),
     "a2 all of nothing": Row(_a_vacuous, "every_job_has_one_workload", "no jobs, no Workloads: nothing was shown"),
     "a2 admitted Job still suspended while its pod ran": Row(lambda: _a_wl(0, snapshots=(replace(rw.admission().workloads[0].snapshots[0], job_suspended=True),)), "pods_start_only_after_admission", "a suspended Job has no running pods: the pod is not this Job's"),
