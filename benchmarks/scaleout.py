@@ -39,7 +39,8 @@ WORKERS = 6  # create threads, as twin/submit.py's pool
 
 def pod_object(name: str, run: str, hold_s: float, gpus: int) -> dict[str, Any]:
     from gpu_finops.facts.kube_keys import ANNOTATION_GPU_PROFILE, GPU_RESOURCE
-    from twin.jobs import TOLERATION, stage_delays
+    from harness.jobs import GPU_TOLERATION
+    from twin.jobs import stage_delays
 
     return {
         "apiVersion": "v1",
@@ -53,7 +54,7 @@ def pod_object(name: str, run: str, hold_s: float, gpus: int) -> dict[str, Any]:
         "spec": {
             "restartPolicy": "Never",
             "terminationGracePeriodSeconds": 0,
-            "tolerations": [TOLERATION],
+            "tolerations": [GPU_TOLERATION],
             "containers": [
                 {
                     "name": "gpu",

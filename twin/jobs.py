@@ -13,11 +13,10 @@ from gpu_finops.facts.kube_keys import (
     LABEL_ACT_RUN,
     LABEL_WORKLOAD_CLASS,
 )
-from harness.jobs import GPU_TOLERATION, PAUSE_IMAGE, KueueJob
+from harness.jobs import PAUSE_IMAGE, KueueJob
 from twin.trace import Trace, TraceJob
 
 RUN_LABEL = LABEL_ACT_RUN  # the pods of one replay, for the observer's watch
-TOLERATION = GPU_TOLERATION
 # kwok's pod stages (v0.8.0, kustomize/stage/pod/general) read their delays from pod annotations; kwok
 # uses the jitter when it is <= the delay, so equal values give exactly the delay. pod-complete keeps the
 # pod Running for the job's wall duration; pod-create and pod-ready start it at once, where their defaults

@@ -1,5 +1,6 @@
 """One model of the objects gpu-finops reasons about, read once for every room: a Kueue Workload's lifecycle
 (`workload`), a Karpenter NodeClaim's (`nodeclaim`), and a held GPU, device -> holder -> share (`holding`).
+What breaks an invariant is one `violation.Violation`.
 
 Each module holds the object's condition types and the small named predicates over them (after Kueue's
 `pkg/workload`: `HasQuotaReservation`, `IsAdmitted`, `IsEvicted`, composed elsewhere), the one reader of its

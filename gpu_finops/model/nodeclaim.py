@@ -15,7 +15,7 @@ from typing import Any
 
 from gpu_finops.facts import timestamps
 from gpu_finops.model.time_order import before
-from gpu_finops.model.workload import Violation
+from gpu_finops.model.violation import Violation
 
 LAUNCHED = "Launched"
 REGISTERED = "Registered"

@@ -11,13 +11,13 @@ Finished. A condition counts only when its status is "True".
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
 from gpu_finops.facts import timestamps
 from gpu_finops.facts.conditions import Condition
 from gpu_finops.model.time_order import before
+from gpu_finops.model.violation import Violation
 
 QUOTA_RESERVED = "QuotaReserved"
 ADMITTED = "Admitted"
@@ -122,16 +122,6 @@ class Observation(Protocol):
 
     @property
     def job_suspended(self) -> bool | None: ...
-
-
-@dataclass(frozen=True)
-class Violation:
-    """One way an observed history contradicts the lifecycle: which invariant, at which observation (or
-    condition), and what it showed."""
-
-    invariant: str
-    at: datetime | None
-    observed: str
 
 
 def suspended_until_admitted(history: Sequence[Observation]) -> list[Violation]:

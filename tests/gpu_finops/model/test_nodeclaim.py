@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from gpu_finops.model import nodeclaim as nc
-from gpu_finops.model.workload import Violation
+from gpu_finops.model.violation import Violation
 
 T0 = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
 

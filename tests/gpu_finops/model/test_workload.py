@@ -10,6 +10,7 @@ import pytest
 
 from gpu_finops.facts.conditions import Condition
 from gpu_finops.model import workload as w
+from gpu_finops.model.violation import Violation
 
 T0 = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
 
@@ -120,7 +121,7 @@ def test_a_job_unsuspended_only_once_admitted_holds_the_gate():
 )
 def test_a_job_unsuspended_while_its_workload_waits_breaks_the_gate(conds):
     assert w.suspended_until_admitted([Look(at(9), conds, False)]) == [
-        w.Violation(
+        Violation(
             "suspended_until_admitted",
             at(9),
             "Job unsuspended at 2026-12-01T12:00:09Z while its Workload was not admitted",
@@ -138,7 +139,7 @@ def test_conditions_changing_after_or_in_the_second_of_creation_hold():
 def test_a_condition_that_changed_before_the_object_existed_is_named():
     conds = {"Admitted": cond("Admitted", t=5), "Evicted": cond("Evicted", t=-30)}
     assert w.transitions_not_before_creation(at(0), conds) == [
-        w.Violation(
+        Violation(
             "transitions_not_before_creation",
             at(-30),
             "Evicted changed at 2026-12-01T11:59:30Z, before the Workload was created 2026-12-01T12:00:00Z",
@@ -164,7 +165,7 @@ def test_a_victim_that_gave_its_quota_back_before_the_preemptor_was_admitted_hol
 def test_a_victim_that_released_its_quota_after_the_preemptor_was_admitted_is_named():
     victim = [released(30)]
     assert w.quota_released_not_after(victim, at(10)) == [
-        w.Violation(
+        Violation(
             "quota_released_not_after",
             at(30),
             "the victim released its quota at 2026-12-01T12:00:30Z, after 2026-12-01T12:00:10Z",
@@ -175,7 +176,7 @@ def test_a_victim_that_released_its_quota_after_the_preemptor_was_admitted_is_na
 def test_a_victim_never_seen_releasing_its_quota_is_named():
     victim = [Look(at(0), {"QuotaReserved": cond("QuotaReserved", t=0)}, False)]
     assert w.quota_released_not_after(victim, at(10)) == [
-        w.Violation("quota_released_not_after", None, "the victim was never seen releasing its quota")
+        Violation("quota_released_not_after", None, "the victim was never seen releasing its quota")
     ]
 
 
