@@ -39,6 +39,7 @@ class KueueJob:
         self._containers: list[dict[str, Any]] = []
         self._grace: int = 5
         self._spec_extra: dict[str, Any] = {}
+        self._pod_spec_extra: dict[str, Any] = {}
 
     def queue(self, local_queue: str) -> Self:
         self._labels[LABEL_QUEUE_NAME] = local_queue
@@ -67,6 +68,11 @@ class KueueJob:
 
     def gpus(self, n: int = 1, resource: str = GPU_RESOURCE, image: str = PAUSE_IMAGE) -> Self:
         return self.container(gpu_container(image, n, resource))
+
+    def node_selector(self, selector: dict[str, str]) -> Self:
+        """Its pods' nodeSelector (one no node carries keeps them Pending: a world to diagnose)."""
+        self._pod_spec_extra["nodeSelector"] = dict(selector)
+        return self
 
     def grace(self, seconds: int) -> Self:
         """terminationGracePeriodSeconds of its pods."""
@@ -102,6 +108,7 @@ class KueueJob:
                             "containers": self._containers,
                             "tolerations": [GPU_TOLERATION],
                             "terminationGracePeriodSeconds": self._grace,
+                            **self._pod_spec_extra,
                         },
                     },
                 },

@@ -36,6 +36,7 @@ def test_priority_labels_eviction_policy_and_grace_land_on_the_job_and_its_pods(
         .pod_annotations({"a": "1"})
         .gpus(1, resource="nvidia.com/gpu.shared", image="img")
         .grace(0)
+        .node_selector({"gpu-finops.io/none": "true"})
         .survives_eviction()
         .obj()
     )
@@ -47,6 +48,7 @@ def test_priority_labels_eviction_policy_and_grace_land_on_the_job_and_its_pods(
     template = job["spec"]["template"]
     assert template["metadata"] == {"labels": {"run": "r1"}, "annotations": {"a": "1"}}
     assert template["spec"]["terminationGracePeriodSeconds"] == 0
+    assert template["spec"]["nodeSelector"] == {"gpu-finops.io/none": "true"}
     assert job["spec"]["podFailurePolicy"]["rules"][0]["onPodConditions"] == [{"type": "DisruptionTarget"}]
 
 

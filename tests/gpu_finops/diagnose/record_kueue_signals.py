@@ -26,7 +26,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from gpu_finops.facts.kube_keys import GPU_RESOURCE, KUEUE_API, KUEUE_GROUP, KUEUE_VERSION, LABEL_QUEUE_NAME
+from gpu_finops.facts.kube_keys import GPU_RESOURCE, KUEUE_API, KUEUE_GROUP, KUEUE_VERSION
+from harness.jobs import KueueJob
 
 OUT = Path(__file__).with_name("recorded")
 # A label no node carries and no NodePool offers: the admitted Job's pods stay Pending and Karpenter launches
@@ -37,28 +38,7 @@ WAIT = 120.0
 
 
 def gpu_job(name: str, namespace: str, queue: str, gpus: int = 1) -> dict[str, Any]:
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name, "namespace": namespace, "labels": {LABEL_QUEUE_NAME: queue}},
-        "spec": {
-            "suspend": True,
-            "backoffLimit": 0,
-            "template": {
-                "spec": {
-                    "restartPolicy": "Never",
-                    "nodeSelector": NO_NODE,
-                    "containers": [
-                        {
-                            "name": "main",
-                            "image": "registry.k8s.io/pause:3.10",
-                            "resources": {"limits": {GPU_RESOURCE: str(gpus)}},
-                        }
-                    ],
-                }
-            },
-        },
-    }
+    return KueueJob(name, namespace).queue(queue).node_selector(NO_NODE).gpus(gpus).obj()
 
 
 def world_objects(name: str) -> list[dict[str, Any]]:
