@@ -8,11 +8,12 @@ from cdktn import App
 
 from gpu_finops.dcgm.metrics_csv import PROJECT_METRICS, MetricRow
 from gpu_finops.facts.config import Config
+from gpu_finops.facts.names import CLUSTER_STACKS
 from infra.addons import AddonsStack, copy_product_chart, write_chart
 from infra.cluster import ClusterStack
 from infra.network import NetworkStack
 
-STACKS = ("network", "cluster", "addons")  # the order `make up` applies; destroy reverses it
+STACKS = CLUSTER_STACKS  # the order `make up` applies; destroy reverses it
 
 
 def build(

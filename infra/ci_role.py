@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gpu_finops.facts.config import Config
-from gpu_finops.facts.names import TAG_CI
+from gpu_finops.facts.names import CI_ROLE_STACK, TAG_CI
 from iam.ci_boundary import boundary_policy
 from iam.ci_policies import (
     ALL_ACTIONS,
@@ -118,8 +118,8 @@ def ci_role_stack(scope: Any, c: Config) -> Any:
 
     from infra.network import local_state
 
-    stack = TerraformStack(scope, "ci-role")
-    local_state(stack, c, "ci-role")
+    stack = TerraformStack(scope, CI_ROLE_STACK)
+    local_state(stack, c, CI_ROLE_STACK)
     AwsProvider(
         stack,
         "aws",

@@ -21,6 +21,7 @@ from constructs import Construct
 
 from gpu_finops.facts.config import Config
 from gpu_finops.facts.kube_keys import LABEL_DISCOVERY, cluster_tag
+from gpu_finops.facts.names import state_file
 
 
 def aws_provider(scope: Construct, c: Config) -> AwsProvider:
@@ -35,7 +36,7 @@ def aws_provider(scope: Construct, c: Config) -> AwsProvider:
 
 def local_state(stack: TerraformStack, c: Config, name: str) -> LocalBackend:
     """State outside the synth folder, so `make synth` never touches what `make up` applied."""
-    return LocalBackend(stack, path=str(Path(c.state_dir).resolve() / f"terraform.{name}.tfstate"))
+    return LocalBackend(stack, path=str(Path(c.state_dir).resolve() / state_file(name)))
 
 
 class NetworkStack(TerraformStack):

@@ -30,7 +30,15 @@ from teardown.engine import (
 )
 from teardown.journal import Journal, JournalError
 from teardown.model import Context, Resource, TeardownConfig
-from teardown.provenance import EvidenceError, Sources, run_record_path, run_started, write_run_record
+from teardown.provenance import (
+    EvidenceError,
+    Sources,
+    UnfinishedTeardown,
+    mark_teardown,
+    run_record_path,
+    run_started,
+    write_run_record,
+)
 from teardown.reviewed import PlanFileError, check_reviewed, read_plan, write_plan
 
 EXIT_CODES = f"""exit codes:
@@ -163,18 +171,34 @@ def _write_report(path: Path, **data) -> None:
 
 
 def _aside(console: Console, found: Survey) -> None:
-    """What is never deleted: lookalikes (our kind of name, not our tags) and ours that counts as gone."""
-    if found.lookalikes:
-        t = Table(title=f"looks like ours, not proven ours: {len(found.lookalikes)} (left alone)")
+    """What is never deleted: lookalikes by name (our kind of name, none of our tags), resources tagged as
+    ours that nothing proves ours, and ours that counts as gone."""
+    if found.named_only:
+        t = Table(title=f"named like ours, none of our tags: {len(found.named_only)} (left alone)")
         for col in ("type", "id", "state", "why it is not ours"):
             t.add_column(col)
-        for r in found.lookalikes:
+        for r in found.named_only:
             t.add_row(r.type, r.id, r.state, r.lookalike)
         console.print(t)
-        console.print("  check each by hand: tag it as ours to have teardown delete it, or leave it")
+    if found.unproven:
+        t = Table(title=f"tagged as ours, not proven ours: {len(found.unproven)} (never deleted by teardown)")
+        for col in ("type", "id", "state", "why it is not proven"):
+            t.add_column(col)
+        for r in found.unproven:
+            t.add_row(r.type, r.id, r.state, r.lookalike)
+        console.print(t)
+        console.print(UNPROVEN_ADVICE)
     for r in found.gone:
         when = r.details.get("deletion_date") or "when its window ends"
         console.print(f"  counts as gone: {r.key} is {r.state} (AWS deletes it {when}); nothing left to do")
+
+
+UNPROVEN_ADVICE = (
+    "  each may be a leftover of ours whose state, run record or journal was lost with its runner, or "
+    "someone else's resource given our tag: check each by hand (its creator in CloudTrail, its creation "
+    "time), then delete it yourself, or remove our tag from it if it is not ours; verify stays red until "
+    'none is left (docs/teardown.md, "Verify")'
+)
 
 
 def _verify(ctx: Context, console: Console, args: argparse.Namespace, outcome: Outcome | None = None) -> int:
@@ -186,6 +210,7 @@ def _verify(ctx: Context, console: Console, args: argparse.Namespace, outcome: O
         "region": ctx.config.region,
         "cluster": ctx.config.cluster_name,
         "left": [r.to_dict() for r in left],
+        "unproven": [r.to_dict() for r in found.unproven],
         "counts_as_gone": [r.to_dict() for r in found.gone],
         "looks_like_ours": [r.to_dict() for r in found.lookalikes],
         "api_calls": ctx.api_calls,
@@ -202,11 +227,17 @@ def _verify(ctx: Context, console: Console, args: argparse.Namespace, outcome: O
             f"report: {args.report}; run `gpu-finops teardown resume` after fixing what blocks them"
         )
         return 1
+    if found.unproven:
+        console.print(
+            f"NOT EMPTY: {len(found.unproven)} resource(s) tagged as ours that nothing proves ours are left "
+            f"in {ctx.config.region} (listed above; teardown never deletes them); report: {args.report}"
+        )
+        return 1
     console.print(
         f"[green]verified empty[/green]: no resource of {ctx.config.project}/{ctx.config.cluster_name} "
         f"left in {ctx.config.region} ({ctx.api_calls} API calls"
         f"{f', {len(found.gone)} counting as gone' if found.gone else ''}"
-        f"{f', {len(found.lookalikes)} looking like ours left alone' if found.lookalikes else ''}); "
+        f"{f', {len(found.named_only)} named like ours left alone' if found.named_only else ''}); "
         f"report: {args.report}"
     )
     return 0
@@ -268,9 +299,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _begin(ctx: Context, console: Console, args: argparse.Namespace, account: str) -> int:
-    started, written = write_run_record(
-        args.run_record, account, ctx.config.region, ctx.config.cluster_name, datetime.now(UTC)
-    )
+    try:
+        started, written = write_run_record(
+            args.run_record, account, ctx.config.region, ctx.config.cluster_name, datetime.now(UTC)
+        )
+    except UnfinishedTeardown as exc:
+        Console(stderr=True, soft_wrap=True).print(f"[red]not begun[/red]: {exc}", highlight=False)
+        return 1
     console.print(
         f"run record {args.run_record}: {'this run began' if written else 'kept: the run began'} {started}; "
         "teardown deletes what carries our tag and was created since, is in our Terraform state "
@@ -324,6 +359,9 @@ def _act(ctx: Context, console: Console, args: argparse.Namespace, account: str)
         refused = _confirm(console, account, len(plan))
         if refused:
             return _refuse(refused)
+    # from now on nothing created is this run's (teardown.provenance.mark_teardown), and `begin` refuses
+    # to carry the run's start over to a next one until a teardown verifies empty
+    mark_teardown(args.run_record, datetime.now(UTC))
     # where this plan holds: a journal entry proves nothing for another account or region
     journal.write(
         "plan",

@@ -86,6 +86,17 @@ class Survey:
     gone: list[Resource] = field(default_factory=list)
     lookalikes: list[Resource] = field(default_factory=list)
 
+    @property
+    def unproven(self) -> list[Resource]:
+        """Lookalikes carrying one of our tags that nothing proves ours: left alone by destroy, and what
+        keeps verify from calling the account empty (a lost runner's leftovers look exactly like this)."""
+        return [r for r in self.lookalikes if r.unproven]
+
+    @property
+    def named_only(self) -> list[Resource]:
+        """Lookalikes by name (or the VPC CNI's tag) alone, without any tag of ours: reported, not a leak."""
+        return [r for r in self.lookalikes if not r.unproven]
+
 
 def evidence(ctx: Context) -> Evidence:
     """The provenance evidence for this context's target, read from its sources now."""

@@ -63,10 +63,9 @@ class TeardownConfig:
         for key in (*CLUSTER_NAME_TAGS, *FOREIGN_ONLY_TAGS):
             if key in tags and tags[key] != c:
                 return f"{key}={tags[key]}"
-        if cluster_tag(c) not in tags:
-            for key, value in tags.items():
-                if key.startswith("kubernetes.io/cluster/") and value == "owned":
-                    return f"{key}={value}"
+        for key, value in tags.items():  # another cluster's `owned` wins beside our cluster's own tag
+            if key.startswith("kubernetes.io/cluster/") and key != cluster_tag(c) and value == "owned":
+                return f"{key}={value}"
         return None
 
     def owns_tags(self, tags: Mapping[str, str]) -> str | None:
@@ -143,6 +142,12 @@ class Resource:
     details: Mapping[str, Any] = field(default_factory=dict, hash=False, compare=False)
     lookalike: str = ""  # why it looks like ours but is not tagged as ours (left alone)
     provenance: str = ""  # what shows we made it (teardown.provenance): our tag alone never suffices
+    tagged_as: str = ""  # the tag of ours an unproven resource carries (owned_by cleared): never deleted
+
+    @property
+    def unproven(self) -> bool:
+        """Tagged as ours, but nothing shows we made it: never deleted, never called gone."""
+        return bool(self.tagged_as) and not self.owned_by
 
     @property
     def ours(self) -> bool:
@@ -162,6 +167,7 @@ class Resource:
             "details": dict(self.details),
             **({"provenance": self.provenance} if self.provenance else {}),
             **({"looks_like_ours": self.lookalike} if self.lookalike else {}),
+            **({"tagged_as": self.tagged_as} if self.tagged_as else {}),
         }
 
     @classmethod
@@ -175,6 +181,7 @@ class Resource:
             d.get("details") or {},
             d.get("looks_like_ours", ""),
             d.get("provenance", ""),
+            d.get("tagged_as", ""),
         )
 
 

@@ -2,10 +2,11 @@
 A resource tagged as ours is deleted only when something we hold, and no tagger can write, shows that we
 made it (docs/teardown.md, "Ownership that a tag alone cannot forge"):
 
-- **our Terraform state**: its id or ARN is that of a *managed* resource of the matching Terraform type in a
-  state file under the state directory (never a name, never a data source: a `Name` tag or a foreign
-  role named like our queue is the tagger's choice; for IAM, AWS's unique id must match too, so a role
-  made again under our role's name by someone else is not ours);
+- **our Terraform state**: its id or ARN is that of a *managed* resource of the matching Terraform type in
+  a cluster stack's state file under the state directory; never the nightly role's bootstrap state, never a
+  name, never a data source (a `Name` tag or a foreign role named like our queue is the tagger's choice);
+  for IAM, AWS's unique id must match too, so a role made again under our role's name by someone else is
+  not ours;
 - **our journal**: an earlier teardown of ours planned it *in this account and region*, and it is the same
   resource: AWS's unique id, else its creation time, as then (a name-identified type planned with neither
   is not proven by the journal); the provenance string recorded is only shown;
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from gpu_finops.facts.errors import excerpt
+from gpu_finops.facts.names import CLUSTER_STACKS, state_file
 from gpu_finops.facts.private_files import read_regular
 from gpu_finops.facts.timestamps import iso, parse
 from teardown.journal import Journal, Planned
@@ -111,13 +113,21 @@ class Evidence:
     # teardown type -> {id or ARN in our state: AWS's unique id there, or "" where the type keeps none}
     terraform: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     started_at: datetime | None = None  # the run record's start
+    teardown_at: datetime | None = None  # when the run's teardown began: nothing created since is the run's
     # key -> how an earlier plan of ours for this account and region held it
     journal: Mapping[str, Planned] = field(default_factory=dict)
 
 
+class UnfinishedTeardown(Exception):
+    """`teardown begin` while an earlier run's teardown began and did not verify empty (exit 1)."""
+
+
 def write_run_record(path: Path, account: str, region: str, cluster: str, now: datetime) -> tuple[str, bool]:
     """Record that a run for this target begins now (whole seconds, rounded down), unless a record for
-    the same target exists: the earliest start is kept. The start and whether it was written."""
+    the same target exists: the earliest start is kept (a `make up` run again after one that failed). A
+    record whose run's teardown began is refused (UnfinishedTeardown): keeping its start would make
+    whatever was tagged as ours between that teardown and now provably ours. The start and whether it
+    was written."""
     if path.exists():
         doc = _run_doc(path)
         for what, want in (("account", account), ("region", region), ("cluster", cluster)):
@@ -126,6 +136,12 @@ def write_run_record(path: Path, account: str, region: str, cluster: str, now: d
                     f"run record {path} is for {what} {doc[what]}, not {want}: move it away to begin a run "
                     "for this target"
                 )
+        if doc.get("teardown_started_at"):
+            raise UnfinishedTeardown(
+                f"run record {path}: the run that began {doc['started_at']} began its teardown "
+                f"{doc['teardown_started_at']} and it has not verified empty; run `make resume` (gpu-finops "
+                "teardown resume) and resolve what verify lists; a resume that verifies empty ends that run"
+            )
         return doc["started_at"], False
     started = iso(now.astimezone(UTC).replace(microsecond=0))
     doc = {
@@ -140,6 +156,23 @@ def write_run_record(path: Path, account: str, region: str, cluster: str, now: d
     with os.fdopen(fd, "w") as f:
         json.dump(doc, f, indent=2)
     return started, True
+
+
+def mark_teardown(path: Path, now: datetime) -> str | None:
+    """Write into the run record that this run's teardown begins now (kept if one began already): from
+    then on, a resource created later is not this run's, whatever tag it carries. None without a record."""
+    if not path.exists():
+        return None
+    doc = _run_doc(path)
+    if doc.get("teardown_started_at"):
+        return doc["teardown_started_at"]
+    doc["teardown_started_at"] = iso(now.astimezone(UTC).replace(microsecond=0))
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(doc, f, indent=2)
+    os.replace(tmp, path)
+    return doc["teardown_started_at"]
 
 
 def _run_doc(path: Path) -> dict[str, Any]:
@@ -160,6 +193,14 @@ def _run_doc(path: Path) -> dict[str, Any]:
         started = None if wrong else parse(doc["started_at"])
     except ValueError:
         started = None
+    teardown = doc.get("teardown_started_at")
+    if teardown is not None:
+        try:
+            ok = isinstance(teardown, str) and parse(teardown).tzinfo is not None
+        except ValueError:
+            ok = False
+        if not ok:
+            wrong.append("teardown_started_at")
     if wrong or started is None or started.tzinfo is None:
         raise EvidenceError(f"run record {path}: {', '.join(wrong) or 'started_at'} is not what `teardown begin` "
                             f"writes (found started_at {excerpt(doc['started_at'], 40)!r}; expected an ISO 8601 UTC "
@@ -179,14 +220,18 @@ def run_started(path: Path) -> str | None:
 
 
 def _state_ids(state_dir: Path, account: str, region: str) -> dict[str, dict[str, str]]:
-    """Per teardown type, the ids and ARNs of the managed resources of its Terraform types (data sources
-    read someone else's resources: never provenance), each with AWS's unique id where the state keeps one.
+    """Per teardown type, the ids and ARNs of the managed resources of its Terraform types in the cluster
+    stacks' state files (`terraform.{network,cluster,addons}.tfstate`: the nightly's own role's bootstrap
+    state, or any other file beside them, is not the cluster's and proves nothing; data sources read someone
+    else's resources: never provenance), each with AWS's unique id where the state keeps one.
     A resource whose ARN names another account or region proves nothing here: a same-named table or
     cluster there is not the one in our state. Without an ARN (an EIP, a route table) the
     id is AWS-generated and unique anyway."""
     by_tf = {tf: rtype for rtype, tfs in TERRAFORM_TYPES.items() for tf in tfs}
     ids: dict[str, dict[str, str]] = {}
-    for path in sorted(state_dir.glob("*.tfstate")):
+    for path in (state_dir / state_file(stack) for stack in CLUSTER_STACKS):
+        if not path.exists():
+            continue
         try:
             doc = json.loads(read_regular(path, MAX_STATE_BYTES))  # never a FIFO
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -208,7 +253,7 @@ def _state_ids(state_dir: Path, account: str, region: str) -> dict[str, dict[str
 
 def gather(sources: Sources, account: str, region: str, cluster: str) -> Evidence:
     """Read the evidence now. A run record for another target is refused, not ignored."""
-    started = None
+    started = teardown = None
     if sources.run_record.exists():
         doc = _run_doc(sources.run_record)
         for what, want in (("account", account), ("region", region), ("cluster", cluster)):
@@ -216,8 +261,9 @@ def gather(sources: Sources, account: str, region: str, cluster: str) -> Evidenc
                 raise EvidenceError(f"run record {sources.run_record} is for {what} {doc[what]}, but this "
                                     f"run is for {what} {want}; nothing deleted")  # fmt: skip
         started = parse(doc["started_at"])
+        teardown = parse(doc["teardown_started_at"]) if doc.get("teardown_started_at") else None
     journal = Journal(sources.journal).proven(account, region) if sources.journal.exists() else {}
-    return Evidence(sources, _state_ids(sources.state_dir, account, region), started, journal)
+    return Evidence(sources, _state_ids(sources.state_dir, account, region), started, teardown, journal)
 
 
 def _same_as_planned(r: Resource, planned: Planned) -> bool:
@@ -242,7 +288,13 @@ def _direct(r: Resource, ev: Evidence) -> str:
         return f"planned by an earlier teardown of ours for this account and region ({planned.provenance})"
     created = r.details.get("created")
     if ev.started_at and created and parse(created) >= ev.started_at:
-        return f"created {created}, after this run began ({iso(ev.started_at)})"
+        if ev.teardown_at is None:
+            return f"created {created}, after this run began ({iso(ev.started_at)})"
+        if parse(created) < ev.teardown_at:
+            return (
+                f"created {created}, after this run began ({iso(ev.started_at)}) and before its teardown "
+                f"began ({iso(ev.teardown_at)})"
+            )
     return ""
 
 
@@ -252,6 +304,8 @@ def _unproven(r: Resource, ev: Evidence, inside: list[str]) -> str:
         when = f"and there is no run record ({ev.sources.run_record}) to compare its creation time with"
     elif not created:
         when = "and AWS gives no creation time to compare with this run's start"
+    elif ev.teardown_at is not None and parse(created) >= ev.teardown_at:
+        when = f"and it was created {created}, after this run's teardown began ({iso(ev.teardown_at)})"
     else:
         when = f"and it was created {created}, before this run began ({iso(ev.started_at)})"
     held = f"; it is inside {', '.join(inside)}, which is not ours" if inside else ""
@@ -281,5 +335,5 @@ def prove(found: Iterable[Resource], ev: Evidence) -> list[Resource]:
             out.append(replace(r, provenance=proven[r.key]))
         else:
             why = _unproven(r, ev, list(r.details.get("inside") or []))
-            out.append(replace(r, owned_by="", lookalike=why))
+            out.append(replace(r, owned_by="", tagged_as=r.owned_by, lookalike=why))
     return out

@@ -13,6 +13,18 @@ TAG_CI = "gpu-finops.io/ci"
 # name (a kops or self-managed cluster too) sets it, and anyone allowed to tag can; it is never ownership.
 TAG_VPC_CNI_CLUSTER = "cluster.k8s.amazonaws.com/name"
 
+# The stacks `make up` applies, in order (destroy reverses it), and the one-time bootstrap stack of the
+# nightly's own role, which teardown never claims. Each keeps its Terraform state in its own file under the
+# config's state_dir; teardown reads only the cluster stacks' files as provenance.
+CLUSTER_STACKS = ("network", "cluster", "addons")
+CI_ROLE_STACK = "ci-role"
+
+
+def state_file(stack: str) -> str:
+    """A stack's Terraform state file name under the state directory."""
+    return f"terraform.{stack}.tfstate"
+
+
 # The EC2 spot service-linked role: account-wide, created by preflight only when absent.
 SPOT_SLR = "AWSServiceRoleForEC2Spot"
 

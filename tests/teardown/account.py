@@ -52,7 +52,7 @@ def in_state(rtype: str, *ids: str, mode: str = "managed", **attrs: str) -> None
         raise RuntimeError(
             "in_state writes .state/ here: run from a temporary directory (fixture teardown_run)"
         )
-    path = Path(".state") / "terraform.test.tfstate"
+    path = Path(".state") / "terraform.cluster.tfstate"
     doc = json.loads(path.read_text()) if path.exists() else {"version": 4, "resources": []}
     (tf, *_) = TERRAFORM_TYPES[rtype]
     doc["resources"].append(

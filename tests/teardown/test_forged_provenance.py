@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from gpu_finops.cli import main
+from gpu_finops.facts.names import CI_ROLE_STACK, state_file
+from gpu_finops.facts.names import TAG_PROJECT as P
 from tests.teardown.account import TRUST, in_state
 from tests.teardown.test_provenance import PAIRS, begin_run_now, cli, exists
 
@@ -22,7 +24,7 @@ QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/gpu-finops-interru
 def our_state() -> None:
     """What `infra up` leaves in state, with the names a tagger can copy: the cluster `gpu-finops`, the
     queue `gpu-finops-interruptions`, the rule, the node role (unique id AROAOURS)."""
-    state = Path(".state") / "terraform.test.tfstate"
+    state = Path(".state") / "terraform.cluster.tfstate"
     state.parent.mkdir(exist_ok=True)
     state.write_text(json.dumps({"version": 4, "resources": [
         {"mode": "managed", "type": "aws_eks_cluster", "name": "c", "instances": [{"attributes": {
@@ -57,7 +59,7 @@ def test_names_in_our_state_prove_nothing(key, value, boto_session, capsys):
     our_state()
     foreign = forged(boto_session, key, value)
     begin_run_now()
-    assert main(cli("destroy")) == 0, capsys.readouterr().out  # the nightly's path: --yes, no --plan
+    assert main(cli("destroy")) == 1, capsys.readouterr().out  # the nightly's path: --yes, no --plan
     capsys.readouterr()
     left = {k: exists(boto_session, k.split("/")[0], rid) for k, rid in foreign.items()}
     assert left == dict.fromkeys(foreign, True)
@@ -75,7 +77,7 @@ def test_a_data_source_in_our_state_proves_nothing(boto_session, capsys):
     ec2.create_tags(Resources=[vpc], Tags=[{"Key": "gpu-finops.io/project", "Value": "gpu-finops"}])
     begin_run_now()
     in_state("vpc", vpc, mode="data")
-    assert main(cli("destroy")) == 0
+    assert main(cli("destroy")) == 1  # unproven, tagged as ours: left, and verify says so
     capsys.readouterr()
     assert exists(boto_session, "vpc", vpc)
     in_state("vpc", vpc)  # the same id as a managed resource: ours
@@ -90,7 +92,7 @@ def test_an_id_of_another_terraform_type_proves_nothing(boto_session, capsys):
                     Tags=[{"Key": "gpu-finops.io/project", "Value": "gpu-finops"}])  # fmt: skip
     begin_run_now()
     in_state("eks_cluster", "gpu-finops")
-    assert main(cli("destroy")) == 0
+    assert main(cli("destroy")) == 1  # unproven, tagged as ours: left, and verify says so
     assert exists(boto_session, "iam_role", "gpu-finops")
     in_state("iam_role", "gpu-finops")  # in state as a role (no unique id kept): ours
     assert main(cli("destroy")) == 0
@@ -110,7 +112,7 @@ def test_a_role_made_again_under_our_roles_name_is_not_ours(boto_session, capsys
     Path("j.jsonl").write_text(json.dumps({"event": "plan", "account": "123456789012", "region": "us-east-1", "resources": [
         {"type": "iam_role", "id": "gpu-finops-node", "provenance": "in our Terraform state (.state)",
          "details": {"unique_id": "AROAOLDONE"}}]}) + "\n")  # fmt: skip
-    assert main(cli("destroy")) == 0
+    assert main(cli("destroy")) == 1  # unproven, tagged as ours: left, and verify says so
     assert exists(boto_session, "iam_role", "gpu-finops-node")
     in_state("iam_role", "gpu-finops-node", unique_id=rid)  # the very role: ours
     assert main(cli("destroy")) == 0
@@ -126,7 +128,7 @@ def test_every_registered_type_maps_to_terraform_or_says_why():
     assert not set(TERRAFORM_TYPES) & set(NOT_IN_STATE)
 
 
-def test_f5_a_verified_empty_destroy_ends_the_run(boto_session, capsys):
+def test_a_verified_empty_destroy_ends_the_run(boto_session, capsys):
     """the run record outlived a verified-empty destroy, so "created after this run began" meant
     after the first run ever: a role someone made and tagged between two nightlies was deleted by the second."""
     from teardown.provenance import run_record_path
@@ -144,22 +146,85 @@ def test_f5_a_verified_empty_destroy_ends_the_run(boto_session, capsys):
                     Tags=[{"Key": "gpu-finops.io/project", "Value": "gpu-finops"}])  # fmt: skip
     time.sleep(1.1)
     assert main(cli("begin")) == 0  # the next nightly's make up
-    assert main(cli("destroy")) == 0
+    assert main(cli("destroy")) == 1  # unproven, tagged as ours: left, and verify says so
     assert exists(boto_session, "iam_role", "their-app")
 
 
-def test_f5_a_destroy_that_leaves_something_keeps_the_run(boto_session, capsys, monkeypatch):
-    """What is left stays provable: the record stays, and the next `begin` keeps its start."""
+def test_a_destroy_that_leaves_something_closes_the_runs_window_and_begin_waits_for_resume(
+    boto_session, capsys, monkeypatch
+):
+    """A destroy made to fail (a foreign subnet blocking our VPC, here an injected refusal) keeps the run
+    record, marked with when its teardown began: what the run made before then stays provable, what anyone
+    tags as ours after it is not, and the next `make up` does not carry the old start over (it would make
+    everything tagged as ours since then provably ours); it waits for a resume."""
     from teardown.provenance import run_record_path
     from teardown.registry import REGISTRY
 
     iam = boto_session.client("iam")
-    iam.create_role(RoleName="gpu-finops-x", AssumeRolePolicyDocument=TRUST,
-                    Tags=[{"Key": "gpu-finops.io/project", "Value": "gpu-finops"}])  # fmt: skip
+    tagged = [{"Key": "gpu-finops.io/project", "Value": "gpu-finops"}]
+    time.sleep(1.1)  # created after the run began (fixture teardown_run): ours by time
+    iam.create_role(RoleName="gpu-finops-x", AssumeRolePolicyDocument=TRUST, Tags=tagged)
+    original = REGISTRY["iam_role"]
 
     def refuse(ctx, r):
         raise RuntimeError("injected: AWS refused")
 
-    monkeypatch.setitem(REGISTRY, "iam_role", replace(REGISTRY["iam_role"], delete=refuse))
+    monkeypatch.setitem(REGISTRY, "iam_role", replace(original, delete=refuse))
     assert main(cli("destroy")) == 1
-    assert run_record_path("gpu-finops").exists()
+    record = run_record_path("gpu-finops")
+    doc = json.loads(record.read_text())
+    assert doc["teardown_started_at"] >= doc["started_at"]
+    time.sleep(1.1)
+    iam.create_role(
+        RoleName="their-app", AssumeRolePolicyDocument=TRUST, Tags=tagged
+    )  # between two nightlies
+    capsys.readouterr()
+    assert main(cli("begin")) == 1  # the next nightly's make up
+    err = capsys.readouterr().err
+    assert f"the run that began {doc['started_at']} began its teardown {doc['teardown_started_at']}" in err
+    assert "run `make resume`" in err
+    assert json.loads(record.read_text()) == doc  # the start is not carried over, nor the record changed
+    monkeypatch.setitem(REGISTRY, "iam_role", original)
+    assert main(cli("resume")) == 1  # ours goes; theirs, tagged after our teardown began, stays and is named
+    assert not exists(boto_session, "iam_role", "gpu-finops-x")
+    assert exists(boto_session, "iam_role", "their-app")
+    (theirs,) = json.loads(Path("resume.json").read_text())["unproven"]
+    assert theirs["id"] == "their-app" and "after this run's teardown began" in theirs["looks_like_ours"]
+    assert record.exists()  # not verified empty: the run has not ended
+    iam.delete_role(RoleName="their-app")  # checked by hand and removed
+    assert main(cli("resume")) == 0
+    assert not record.exists()
+
+
+def test_the_nightly_roles_bootstrap_state_proves_nothing(boto_session, capsys):
+    """The CI role stack's state sits beside the cluster stacks' in a checkout where it was applied; its role
+    and boundary, later given our project tag, are still never ours."""
+    iam = boto_session.client("iam")
+    ours = [{"Key": P, "Value": "gpu-finops"}]
+    role = iam.create_role(RoleName="gpu-finops-ci", AssumeRolePolicyDocument=TRUST, Tags=ours)["Role"]
+    doc = json.dumps(
+        {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
+    )
+    boundary = iam.create_policy(PolicyName="gpu-finops-ci-boundary", PolicyDocument=doc, Tags=ours)["Policy"]
+    state = Path(".state") / state_file(CI_ROLE_STACK)
+    state.parent.mkdir(exist_ok=True)
+    state.write_text(json.dumps({"version": 4, "resources": [
+        {"mode": "managed", "type": "aws_iam_role", "name": "ci", "instances": [{"attributes": {
+            "id": role["RoleName"], "arn": role["Arn"], "unique_id": role["RoleId"]}}]},
+        {"mode": "managed", "type": "aws_iam_policy", "name": "b", "instances": [{"attributes": {
+            "id": boundary["Arn"], "arn": boundary["Arn"], "policy_id": boundary["PolicyId"]}}]},
+    ]}))  # fmt: skip
+    begin_run_now()
+    assert main(cli("destroy")) == 1  # tagged as ours and unproven: verify does not call the account empty
+    capsys.readouterr()
+    assert exists(boto_session, "iam_role", "gpu-finops-ci")
+    assert boundary["Arn"] in {p["Arn"] for p in iam.list_policies(Scope="Local")["Policies"]}
+    unproven = {
+        r["id"]: r["looks_like_ours"] for r in json.loads(Path("destroy.json").read_text())["unproven"]
+    }
+    assert unproven["gpu-finops-ci"].startswith(f"tagged {P}=gpu-finops, but nothing shows we made it")
+    assert boundary["Arn"] in unproven
+    # near miss: the same role in the cluster stack's state is ours, and goes
+    in_state("iam_role", "gpu-finops-ci", unique_id=role["RoleId"])
+    assert main(cli("destroy")) == 1  # the boundary, still unproven, keeps verify red
+    assert not exists(boto_session, "iam_role", "gpu-finops-ci")

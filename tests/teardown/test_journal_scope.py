@@ -65,9 +65,11 @@ def test_our_us_east_1_journal_does_not_prove_a_us_west_2_table(boto_session, ca
     assert tables(boto_session, "us-east-1") == []
     (plan,) = [e for e in Journal("j.jsonl").events() if e["event"] == "plan"]
     assert (plan["account"], plan["region"], plan["cluster"]) == (ACCOUNT, "us-east-1", "gpu-finops")
-    Path(".state/terraform.test.tfstate").unlink()  # terraform destroy empties the state
+    Path(".state/terraform.cluster.tfstate").unlink()  # terraform destroy empties the state
     table(boto_session, "us-west-2")
-    assert main(west("destroy")) == 0, capsys.readouterr().out
+    assert main(west("destroy")) == 1, (
+        capsys.readouterr().out
+    )  # unproven, tagged as ours: left, and verify says so
     assert tables(boto_session, "us-west-2") == [TABLE]
     assert reason() == f"{NOT_PROVEN} there is no run record (west.json) to compare its creation time with"
 
@@ -77,7 +79,7 @@ def test_a_plan_line_for_another_account_or_none_proves_nothing(boto_session, ca
     begin_run_now()  # the table predates the run: only the journal could prove it
     for fields in ({"account": "999999999999", "region": "us-east-1"}, {"region": "us-east-1"}, {}):
         plan_line({"created": created}, **fields)
-        assert main(cli("destroy")) == 0
+        assert main(cli("destroy")) == 1  # unproven, tagged as ours: left, and verify says so
         capsys.readouterr()
         assert tables(boto_session, "us-east-1") == [TABLE]
         assert reason().startswith(NOT_PROVEN), fields
@@ -91,7 +93,7 @@ def test_a_name_identified_resource_must_be_the_one_planned(boto_session, capsys
     here = {"account": ACCOUNT, "region": "us-east-1"}
     for details in ({"created": "2020-01-01T00:00:00Z"}, {}):  # a table made again since; none recorded
         plan_line(details, **here)
-        assert main(cli("destroy")) == 0
+        assert main(cli("destroy")) == 1  # unproven, tagged as ours: left, and verify says so
         capsys.readouterr()
         assert tables(boto_session, "us-east-1") == [TABLE]
         assert reason().startswith(NOT_PROVEN), details
@@ -106,7 +108,9 @@ def test_a_name_identified_resource_must_be_the_one_planned(boto_session, capsys
 def test_state_ids_prove_nothing_for_an_arn_in_another_region(boto_session, capsys):
     table(boto_session, "us-west-2")
     in_state("dynamodb_table", TABLE, arn=f"arn:aws:dynamodb:us-east-1:{ACCOUNT}:table/{TABLE}")
-    assert main(west("destroy")) == 0, capsys.readouterr().out
+    assert main(west("destroy")) == 1, (
+        capsys.readouterr().out
+    )  # unproven, tagged as ours: left, and verify says so
     assert tables(boto_session, "us-west-2") == [TABLE]
     assert reason().startswith(NOT_PROVEN)
     in_state("dynamodb_table", TABLE, arn=f"arn:aws:dynamodb:us-west-2:{ACCOUNT}:table/{TABLE}")

@@ -33,6 +33,20 @@ P, C = "gpu-finops.io/project", "gpu-finops.io/cluster"
         ({"cluster.k8s.amazonaws.com/name": "gpu-finops"}, None),  # the VPC CNI's: anyone's to set
         ({"kubernetes.io/cluster/gpu-finops": "shared"}, None),  # shared subnets are not ours by that tag
         ({"kubernetes.io/cluster/other": "owned", P: "gpu-finops"}, None),
+        # another cluster's tag wins beside our cluster's own (a volume of theirs given ours too)
+        ({"kubernetes.io/cluster/other": "owned", "kubernetes.io/cluster/gpu-finops": "owned"}, None),
+        (
+            {
+                "kubernetes.io/cluster/other": "owned",
+                "kubernetes.io/cluster/gpu-finops": "owned",
+                P: "gpu-finops",
+            },
+            None,
+        ),
+        (
+            {"kubernetes.io/cluster/other": "shared", P: "gpu-finops"},
+            f"{P}=gpu-finops",
+        ),  # shared: not a claim
         ({"eks:eks-cluster-name": "other", P: "gpu-finops"}, None),
         ({"gpu-finops.io/ci": "bootstrap"}, None),  # the nightly's role
         ({"Name": "gpu-finops"}, None),
@@ -78,11 +92,11 @@ def test_foreign_role_named_like_ours_survives_destroy_and_is_reported(
     monkeypatch.setenv("GPU_FINOPS_ALLOWED_ACCOUNTS", ACCOUNT)
     assert main(cli("plan", tmp_path)) == 0
     out = capsys.readouterr().out
-    assert "looks like ours, not proven ours: 6 (left alone)" in out
+    assert "named like ours, none of our tags: 6 (left alone)" in out
     assert f"name 'gpu-finops-reporting' matches ours, but tagged {P}=other-project" in out
     assert main(cli("destroy", tmp_path)) == 0
     out = capsys.readouterr().out
-    assert "verified empty" in out and "6 looking like ours left alone" in out
+    assert "verified empty" in out and "6 named like ours left alone" in out
     roles = {r["RoleName"] for r in iam.list_roles()["Roles"]}
     assert "gpu-finops-reporting" in roles and "gpu-finops-tagged" not in roles
     assert foreign_still_there(boto_session, acct) == {}

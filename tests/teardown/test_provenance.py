@@ -85,12 +85,14 @@ def test_our_tag_on_their_resources_deletes_nothing_of_theirs(key, value, boto_s
     foreign = theirs(boto_session, key, value)
     started = begin_run_now()
     acct = build(boto_session)
-    assert main(cli("destroy")) == 0, capsys.readouterr().out  # the nightly's path: --yes, no --plan
+    assert main(cli("destroy")) == 1, capsys.readouterr().out  # the nightly's path: --yes, no --plan
     out = capsys.readouterr().out
     assert {t: exists(boto_session, t, i) for t, i in foreign.items()} == dict.fromkeys(foreign, True)
     assert ours_left(boto_session, acct) == {}  # ours, still deleted
-    assert "verified empty" in out and "looks like ours, not proven ours" in out
+    assert "verified empty" not in out and f"tagged as ours, not proven ours: {len(foreign)}" in out
+    assert f"NOT EMPTY: {len(foreign)} resource(s) tagged as ours that nothing proves ours are left" in out
     report = json.loads(Path("destroy.json").read_text())
+    assert {(r["type"], r["id"]) for r in report["unproven"]} == set(foreign.items())
     seen = {(r["type"], r["id"]): r for r in report["looks_like_ours"]}
     tagged = f"tagged {key}={value}, {NOT_PROVEN}"
     for rtype in ("ec2_instance", "iam_role"):
