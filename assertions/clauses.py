@@ -9,7 +9,7 @@ name and returns one `Verdict` whose `failed_clauses` names each clause that fai
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -54,10 +54,12 @@ def compose(
 
 def require_aware(obj: Any) -> None:
     """Refuse an observation holding a timezone-naive timestamp anywhere in it (a field, or a condition's
-    lastTransitionTime inside a dict or tuple of them): it cannot be ordered against the API server's UTC,
-    so every clause comparing it would decide nothing. Bad input, named in one line."""
+    lastTransitionTime inside a mapping, a tuple, a list or a set of them, a mapping's keys too): it
+    cannot be ordered against the API server's UTC, so every clause comparing it would decide nothing.
+    Naive is what Python says it is: no tzinfo, or one whose utcoffset() is None. Bad input, named in one
+    line."""
     for path, value in _timestamps(obj, type(obj).__name__):
-        if value.tzinfo is None:
+        if value.utcoffset() is None:
             raise ValueError(
                 f"{path} is timezone-naive ({value.isoformat()}): give it in UTC "
                 "(datetime.now(UTC), or the API server's own timestamp)"
@@ -65,16 +67,18 @@ def require_aware(obj: Any) -> None:
 
 
 def _timestamps(value: Any, path: str):
-    """(path, datetime) for every datetime in a dataclass's fields, walking dicts, tuples and lists."""
+    """(path, datetime) for every datetime in a dataclass's fields, walking mappings (keys and values),
+    tuples, lists, sets and frozensets."""
     if isinstance(value, datetime):
         yield path, value
     elif is_dataclass(value) and not isinstance(value, type):
         for f in fields(value):
             yield from _timestamps(getattr(value, f.name), f"{path}.{f.name}")
-    elif isinstance(value, dict):
+    elif isinstance(value, Mapping):
         for k, v in value.items():
+            yield from _timestamps(k, f"{path} key {k!r}")
             yield from _timestamps(v, f"{path}[{k!r}]")
-    elif isinstance(value, (tuple, list)):
+    elif isinstance(value, (tuple, list, set, frozenset)):
         for i, v in enumerate(value):
             yield from _timestamps(v, f"{path}[{i}]")
 

@@ -17,6 +17,10 @@ class Interval:
     end: datetime | None = None  # None: still running when observed
 
     def __post_init__(self) -> None:
+        if not isinstance(self.start, datetime) or not isinstance(self.end, (datetime, type(None))):
+            raise ValueError(
+                f"Interval({self.start!r}, {self.end!r}): start must be a datetime and end a datetime or None"
+            )
         require_aware(self)
 
     def overlaps(self, other: Interval, now: datetime) -> bool:
@@ -73,7 +77,7 @@ class PodObs:
         require_aware(self)
         try:
             holding.cards(self.devices)
-        except holding.DeviceIdError as exc:
+        except (holding.DeviceIdError, TypeError) as exc:
             raise ValueError(f"PodObs {self.name}: {exc}") from None
 
 

@@ -5,9 +5,10 @@ a row naming the clause and what it says (docs/claims.md, mutation section)."""
 from __future__ import annotations
 
 import re
+from collections import ChainMap
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
-from types import SimpleNamespace
+from datetime import UTC, date, datetime, timedelta, tzinfo
+from types import MappingProxyType, SimpleNamespace
 
 import pytest
 
@@ -276,7 +277,35 @@ def test_a_naive_timestamp_inside_a_condition_a_dict_or_a_tuple_is_refused_namin
 
 @dataclass(frozen=True)
 class Stamps:
-    ats: tuple[datetime, ...]
+    ats: object
+
+
+class NoOffset(tzinfo):
+    """A tzinfo that knows no offset: Python calls such a datetime naive."""
+
+    def utcoffset(self, dt):
+        return None
+
+
+@pytest.mark.parametrize(
+    "ats, path",
+    [
+        (frozenset({datetime(2026, 11, 30, 12, 0)}), "Stamps.ats[0]"),
+        ({datetime(2026, 11, 30, 12, 0): "x"}, "Stamps.ats key"),
+        (MappingProxyType({"a": datetime(2026, 11, 30, 12, 0)}), "Stamps.ats['a']"),
+        (ChainMap({"a": (datetime(2026, 11, 30, 12, 0),)}), "Stamps.ats['a'][0]"),
+        (datetime(2026, 11, 30, 12, 0, tzinfo=NoOffset()), "Stamps.ats"),
+    ],
+)
+def test_a_naive_timestamp_in_any_mapping_set_key_or_offsetless_tzinfo_is_refused(ats, path):
+    with pytest.raises(ValueError, match=re.escape(path) + ".* is timezone-naive"):
+        require_aware(Stamps(ats))
+
+
+@pytest.mark.parametrize("start", [date(2026, 11, 30), "2026-11-30T12:00:00Z", 0, None])
+def test_an_interval_that_does_not_start_at_a_datetime_is_refused(start):
+    with pytest.raises(ValueError, match="start must be a datetime and end a datetime or None"):
+        Interval(start)
 
 
 def test_a_run_that_ended_the_second_it_started_is_possible():
