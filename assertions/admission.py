@@ -7,7 +7,7 @@ rest queued. Decided over the whole observation window, never from the last snap
 | no_workload_finished_in_the_window | per Workload | - | over the whole window | none | Finished condition | same |
 | exactly_n_admitted | per Workload | - | ever, in any snapshot | exactly n | QuotaReserved and Admitted True together | same |
 | one_admitted_per_cluster_queue | per Workload | the ClusterQueue Kueue charged = the tenant that submitted it, in every admitted snapshot; one each | - | one per tenant | status.admission.clusterQueue | same |
-| pods_start_only_after_admission | pods recorded under their Workload's Job, no pod under two Workloads | the Workload's own pods; its Job seen unsuspended | Running start >= Admitted (whole seconds) | every pod | Admitted lastTransitionTime, else the first snapshot showing it | same |
+| pods_start_only_after_admission | pods recorded under their Workload's Job, no pod under two Workloads | the Workload's own pods; its Job seen unsuspended | Running start inside a stretch the Workload was admitted (whole seconds: not before the first admission, not while evicted between two) | every pod | Admitted lastTransitionTime, else the first snapshot showing it | same |
 | admitted_pods_ran_healthy | per pod | - | - | >= 1 healthy run each | container status | same |
 | admitted_ran_at_once | per pod | - | one moment every admitted Workload ran; each run possible (end >= start) and before the act's last look | any number of tenants | recorded intervals | same |
 | admitted_ran_on_different_cards | device ids (an empty id is no device) | - | - | >= 1 device each, no card shared by any pair | kubelet pod-resources (local) / NVIDIA_VISIBLE_DEVICES (AWS) | same clause, different observers |
@@ -174,6 +174,13 @@ def pods_start_only_after_admission(o: AdmissionObs) -> list[Miss]:
                         f"admitted {w.name} at {stamp(at)}: Kueue did not gate it",
                     )
                 )
+            elif p.running is not None and at is not None:
+                misses += [
+                    Miss(
+                        f"{w.name}'s pods Running only while Admitted", f"{v.observed}: Kueue did not gate it"
+                    )
+                    for v in workload.ran_only_while_admitted(w.snapshots, [(p.name, p.running.start)])
+                ]
     return misses
 
 

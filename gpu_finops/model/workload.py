@@ -150,6 +150,48 @@ def unsuspended_before_its_pods_ran(history: Sequence[Observation], pods_ran: bo
     return []
 
 
+def admitted_intervals(history: Sequence[Observation]) -> list[tuple[datetime, datetime | None]]:
+    """[from, until) of each stretch the history shows the Workload admitted, in order: from the Admitted
+    condition's lastTransitionTime in the first look showing it True (else that look's time), until its
+    lastTransitionTime in the next look showing it not admitted (else that look's time: the later bound,
+    so a stretch is never cut short by a look's lateness); until None: admitted at the last look."""
+    out: list[tuple[datetime, datetime | None]] = []
+    start: datetime | None = None
+    for s in history:
+        c = s.conditions.get(ADMITTED)
+        moved = c.last_transition if c is not None and c.last_transition is not None else s.at
+        if is_admitted(s.conditions) and start is None:
+            start = moved
+        elif not is_admitted(s.conditions) and start is not None:
+            out.append((start, moved))
+            start = None
+    if start is not None:
+        out.append((start, None))
+    return out
+
+
+def ran_only_while_admitted(
+    history: Sequence[Observation], starts: Sequence[tuple[str, datetime]]
+) -> list[Violation]:
+    """Kueue lets a Job's pods start only while its Workload is admitted: each pod's start (name, when)
+    falls in a stretch the history shows it admitted (whole seconds: the API server's grain). A pod that
+    started before the first admission, or while the Workload was evicted between two, was not gated."""
+    stretches = admitted_intervals(history)
+    shown = ", ".join(
+        f"{timestamps.iso(lo)}..{timestamps.iso(hi) if hi is not None else 'now'}" for lo, hi in stretches
+    )
+    return [
+        Violation(
+            "ran_only_while_admitted",
+            at,
+            f"pod {name} started {timestamps.iso(at)}, outside every stretch its Workload was admitted "
+            f"({shown or 'never admitted'})",
+        )
+        for name, at in starts
+        if not any(not before(at, lo) and (hi is None or before(at, hi)) for lo, hi in stretches)
+    ]
+
+
 def transitions_not_before_creation(created: datetime | None, conds: Conditions) -> list[Violation]:
     """No condition of an object can have changed before the object existed."""
     if created is None:

@@ -8,7 +8,7 @@ import pytest
 
 from assertions.observed import Interval, NodeObs, PodObs, WorkloadObs, WorkloadSnapshot
 from assertions.timeslicing import TimeSlicingObs, check_timeslicing
-from tests.assertions.tables import admitted_snap, check, t
+from tests.assertions.tables import admitted_snap, check, cond, t
 
 TS_NODE = NodeObs(
     "gpu-ts",
@@ -134,6 +134,34 @@ def pods(*changed: PodObs) -> tuple[PodObs, ...]:
             "whole-card ids ['GPU-1111'] beside replica ids ['GPU-1111::0', 'GPU-1111::1', 'GPU-1111::2'] on one node",
         ),
         ("only three pods", replace(TS, pods=TS_PODS[:3]), "3 pods observed, expected 4"),
+        (
+            "a pod that started while its Workload was evicted between two admissions",
+            replace(
+                TS,
+                workloads=(
+                    *TS_WLS[:3],
+                    replace(
+                        TS_WLS[3],
+                        snapshots=(
+                            TS_WLS[3].snapshots[0],
+                            WorkloadSnapshot(
+                                t(12),
+                                {"Admitted": cond("Admitted", "False", "NoReservation", at=t(11))},
+                                False,
+                                True,
+                            ),
+                            replace(
+                                TS_WLS[3].snapshots[0],
+                                at=t(20),
+                                conditions={"Admitted": cond("Admitted", "True", "Admitted", at=t(18))},
+                            ),
+                        ),
+                    ),
+                ),
+            ),
+            "pod ts-3 started 2026-11-30T12:00:13Z, outside every stretch its Workload was admitted "
+            "(2026-11-30T12:00:05Z..2026-11-30T12:00:11Z, 2026-11-30T12:00:18Z..now): Kueue did not gate it",
+        ),
         (
             "a Job never seen unsuspended whose pod ran",
             replace(

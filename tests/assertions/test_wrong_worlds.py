@@ -87,6 +87,24 @@ def _a_three_shared_card() -> AdmissionObs:
     return replace(o, workloads=tuple(ws))
 
 
+def _a_started_while_evicted() -> AdmissionObs:
+    """Admitted at 5, evicted at 15, admitted again at 25; its pod started at 20, in between."""
+    first = rw.admission().workloads[0].snapshots[0]
+    evicted = replace(
+        first,
+        at=at(16),
+        conditions=conds(
+            cond("QuotaReserved", "False", "Pending", 15),
+            cond("Admitted", "False", "NoReservation", 15),
+            cond("Evicted", "True", "Preempted", 15),
+        ),
+        has_admission=False,
+        job_suspended=True,
+    )
+    again = replace(first, at=at(30), conditions=conds(cond("QuotaReserved", lt=25), cond("Admitted", lt=25)))
+    return _a_wl(0, snapshots=(first, evicted, again))
+
+
 def _a_pod(i: int, **pod: Any) -> AdmissionObs:
     o = rw.admission()
     w = o.workloads[i]
@@ -279,6 +297,7 @@ ROWS: dict[str, Row] = {
     "a2 admission moved to another tenant's queue": Row(_a_later_other_cq, "one_admitted_per_cluster_queue", "only the first admission's ClusterQueue is compared with the tenant"),
     "a2 runs after the act's last look": Row(_a_future_runs, "admitted_ran_at_once", "timestamps in the future were not observed running"),
     "a2 a run that ended before it started": Row(_a_impossible_interval, "admitted_ran_at_once", "an impossible interval is no evidence of running at once"),
+    "a2 pod started while its Workload was evicted between two admissions": Row(_a_started_while_evicted, "pods_start_only_after_admission", "a pod that starts while its Workload is evicted was not gated by Kueue, whenever the first admission was"),
     "a2 empty device id": Row(lambda: _a_pod(0, devices=("",)), "refused: device id '' names no card", "an empty id names no card"),
     "a2 one pod recorded under both Workloads": Row(_a_one_pod_twice, "pods_start_only_after_admission", "one pod object cannot be two Jobs' pods: one Job showed none of its own"),
     "a2 all of nothing": Row(_a_vacuous, "every_job_has_one_workload", "no jobs, no Workloads: nothing was shown"),

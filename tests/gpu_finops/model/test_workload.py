@@ -183,3 +183,50 @@ def test_a_victim_never_seen_releasing_its_quota_is_named():
 def test_a_release_without_a_transition_time_counts_from_when_it_was_seen():
     victim = [Look(at(40), {"QuotaReserved": Condition("QuotaReserved", "False", "Pending")}, True)]
     assert [v.at for v in w.quota_released_not_after(victim, at(10))] == [at(40)]
+
+
+# --- ran_only_while_admitted ------------------------------------------------------------------------------
+ADMITTED_AT_5 = Look(at(6), {w.ADMITTED: cond(w.ADMITTED, t=5)})
+EVICTED_AT_20 = Look(
+    at(21), {w.ADMITTED: cond(w.ADMITTED, "False", "NoReservation", t=20), w.EVICTED: cond(w.EVICTED, t=20)}
+)
+READMITTED_AT_40 = Look(at(41), {w.ADMITTED: cond(w.ADMITTED, t=40)})
+HISTORY = (ADMITTED_AT_5, EVICTED_AT_20, READMITTED_AT_40)
+
+
+def test_admitted_stretches_are_read_from_the_condition_times_in_order():
+    assert w.admitted_intervals(HISTORY) == [(at(5), at(20)), (at(40), None)]
+    # a look without the condition's time ends the stretch at the look (the later bound)
+    late = Look(at(25), {w.ADMITTED: cond(w.ADMITTED, "False")})
+    assert w.admitted_intervals((ADMITTED_AT_5, late)) == [(at(5), at(25))]
+    assert w.admitted_intervals(()) == []
+
+
+def test_pods_that_start_while_admitted_hold():
+    assert (
+        w.ran_only_while_admitted(HISTORY, [("p1", at(5)), ("p2", at(19)), ("p3", at(40)), ("p4", at(99))])
+        == []
+    )
+
+
+@pytest.mark.parametrize(
+    "start, shown",
+    [
+        (4, "2026-12-01T12:00:05Z..2026-12-01T12:00:20Z, 2026-12-01T12:00:40Z..now"),  # before the first
+        (20, "2026-12-01T12:00:05Z..2026-12-01T12:00:20Z, 2026-12-01T12:00:40Z..now"),  # evicted that second
+        (30, "2026-12-01T12:00:05Z..2026-12-01T12:00:20Z, 2026-12-01T12:00:40Z..now"),  # while evicted
+    ],
+)
+def test_a_pod_that_starts_outside_every_admitted_stretch_breaks_it(start, shown):
+    assert w.ran_only_while_admitted(HISTORY, [("p", at(start))]) == [
+        Violation(
+            "ran_only_while_admitted",
+            at(start),
+            f"pod p started {w.timestamps.iso(at(start))}, outside every stretch its Workload was admitted ({shown})",
+        )
+    ]
+
+
+def test_a_pod_of_a_workload_never_admitted_breaks_it():
+    (v,) = w.ran_only_while_admitted((Look(at(1)),), [("p", at(3))])
+    assert v.observed.endswith("outside every stretch its Workload was admitted (never admitted)")
