@@ -192,7 +192,7 @@ def test_admission_holds_while_queued_workloads_have_no_quota_condition_yet():
 
 
 def test_pods_running_before_their_workloads_were_admitted_fail():
-    """Issue 23: the admitted jobs' pods were Running before Kueue admitted their Workloads."""
+    """Pods before admission: the admitted jobs' pods were Running before Kueue admitted their Workloads."""
     late = tuple(
         replace(w, snapshots=(admitted_snap(30, w.tenant, uid=f"uid-{w.name}"),))
         if w.snapshots[0].has_admission

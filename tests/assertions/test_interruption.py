@@ -179,7 +179,7 @@ def test_a_completed_fis_experiment_holds():
 
 
 def test_the_interrupted_node_under_its_old_name_is_no_replacement():
-    """Issue 23: the 'replacement' is the interrupted node itself, and the only pod seen is the evicted one."""
+    """A look-alike replacement: the 'replacement' is the interrupted node itself, and the only pod seen is the evicted one."""
     v = check_interruption(
         replace(HOLDS, replacement=replace(NODE, created=t(5), ready_at=t(6)), pods=(VICTIM,))
     )

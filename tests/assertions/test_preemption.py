@@ -177,7 +177,7 @@ def test_a_failed_victim_pod_without_disruption_target_is_not_a_kill_when_the_wo
 
 
 def test_a_victim_deleted_and_recreated_fresh_is_not_requeued():
-    """Issue 23: the victim Workload deleted and re-created fresh, with no eviction or requeue in its history."""
+    """A look-alike victim: the victim Workload deleted and re-created fresh, with no eviction or requeue in its history."""
     fresh = WorkloadSnapshot(
         t(33), {"QuotaReserved": cond("QuotaReserved", "False", "Pending")}, False, True, uid="uid-2"
     )

@@ -268,7 +268,7 @@ def test_actionlint_passes():
 
 
 def test_the_go_builds_of_chart_validation_run_before_the_guards_clock_starts():
-    """Issue 30's risky item: `make up` validated the releases first, building kube-apiserver and etcd from
+    """The chart validation's build inside the budget: `make up` validated the releases first, building kube-apiserver and etcd from
     source on a cacheless runner inside the guard's budget. The nightly validates before the estimate that
     writes the deadline, and `make up` then finds the binaries built."""
     wf = load()

@@ -1,12 +1,12 @@
-""", each as the attacker's requests decided with
-iam/iam_eval.py against the nightly role's policies or the permissions boundary; and what we need still
-allowed beside each:
-F2 tagging any KMS key as ours, then deleting or re-policying it;
-F3 a sibling cluster `<cluster>-b` shares the project tag: its VPC, subnets, instances, groups, keys,
+"""Ways our ownership tags could hand someone else's resources to the nightly role, each as the attacker's
+requests decided with iam/iam_eval.py against the nightly role's policies or the permissions boundary; and
+what we need still allowed beside each:
+- tagging any KMS key as ours, then deleting or re-policying it;
+- a sibling cluster `<cluster>-b` shares the project tag: its VPC, subnets, instances, groups, keys,
    templates were "ours"; the boundary let bounded roles terminate its instances and use its keys;
-F4 FIS: starting any template, tagging a foreign one ours and then changing it;
-F6 the tags the cloud integrations set (anyone allowed to tag can set them) unlocked EC2 deletes;
-F7 the boundary allowed interfaces and instances in any subnet."""
+- FIS: starting any template, tagging a foreign one ours and then changing it;
+- the tags the cloud integrations set (anyone allowed to tag can set them) unlocked EC2 deletes;
+- the boundary allowed interfaces and instances in any subnet."""
 
 from __future__ import annotations
 
@@ -40,9 +40,9 @@ def allowed(policies, action, resource="*", **context) -> bool:
     return d(policies, action, resource, **context).allowed
 
 
-# --- F2: KMS take-over by tagging --------------------------------------------------------------------------
+# --- KMS take-over by tagging --------------------------------------------------------------------------
 @pytest.mark.parametrize("existing", [{}, {"aws:ResourceTag/team": "payments"}, SIBLINGS])
-def test_f2_no_existing_key_that_is_not_ours_can_be_tagged_or_untagged(existing):
+def test_no_existing_key_that_is_not_ours_can_be_tagged_or_untagged(existing):
     claim = {**ASK_OURS, "aws:TagKeys": [TAG_PROJECT, TAG_CLUSTER]}
     assert not allowed(ROLE, "kms:TagResource", KEY, **existing, **claim), d(
         ROLE, "kms:TagResource", KEY, **claim
@@ -52,7 +52,7 @@ def test_f2_no_existing_key_that_is_not_ours_can_be_tagged_or_untagged(existing)
         assert not allowed(ROLE, action, KEY, **existing), action
 
 
-def test_f2_our_keys_are_created_tagged_and_still_managed():
+def test_our_keys_are_created_tagged_and_still_managed():
     claim = {**ASK_OURS, "aws:TagKeys": [TAG_PROJECT, TAG_CLUSTER]}
     # CreateKey's tags: kms:TagResource in a statement not restricted to particular keys (the request names none)
     assert allowed(ROLE, "kms:CreateKey", "*", **ASK_OURS)
@@ -64,7 +64,7 @@ def test_f2_our_keys_are_created_tagged_and_still_managed():
         assert allowed(ROLE, action, KEY, **OURS), action
 
 
-# --- F3: a sibling cluster shares the project tag ------------------------------------------------------------
+# --- a sibling cluster shares the project tag ------------------------------------------------------------
 @pytest.mark.parametrize(
     "action, resource",
     [
@@ -80,12 +80,12 @@ def test_f2_our_keys_are_created_tagged_and_still_managed():
         ("iam:DeletePolicy", f"arn:aws:iam::{ACCOUNT}:policy/{SIBLING}-x"),
     ],
 )  # fmt: skip
-def test_f3_the_siblings_resources_are_not_ours(action, resource):
+def test_the_siblings_resources_are_not_ours(action, resource):
     assert not allowed(ROLE, action, resource, **SIBLINGS), d(ROLE, action, resource, **SIBLINGS).reason
     assert allowed(ROLE, action, resource, **OURS), action  # ours still
 
 
-def test_f3_the_role_puts_our_cluster_tag_only_on_what_it_creates():
+def test_the_role_puts_our_cluster_tag_only_on_what_it_creates():
     keys = {"aws:TagKeys": [TAG_PROJECT, TAG_CLUSTER]}
     creating = {"ec2:CreateAction": "CreateVpc", **ASK_OURS, **keys}
     assert allowed(ROLE, "ec2:CreateTags", f"{EC2}:vpc/vpc-new", **creating)
@@ -112,16 +112,16 @@ def test_f3_the_role_puts_our_cluster_tag_only_on_what_it_creates():
         ("kms:CreateGrant", KEY),
     ],
 )  # fmt: skip
-def test_f3_bounded_roles_cannot_touch_the_siblings_instances_or_keys(action, resource):
+def test_bounded_roles_cannot_touch_the_siblings_instances_or_keys(action, resource):
     assert not allowed(BOUNDARY, action, resource, **SIBLINGS), d(
         BOUNDARY, action, resource, **SIBLINGS
     ).reason
     assert allowed(BOUNDARY, action, resource, **OURS), action
 
 
-# --- F4: FIS -----------------------------------------------------------------------------------------------
+# --- FIS -----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("tags", [{}, {"aws:ResourceTag/team": "chaos"}, SIBLINGS])
-def test_f4_foreign_templates_cannot_be_started_tagged_or_changed(tags):
+def test_foreign_templates_cannot_be_started_tagged_or_changed(tags):
     for action in ("fis:StartExperiment", "fis:UpdateExperimentTemplate", "fis:DeleteExperimentTemplate",
                    "fis:UntagResource"):  # fmt: skip
         assert not allowed(ROLE, action, TEMPLATE, **tags), (action, d(ROLE, action, TEMPLATE, **tags).reason)
@@ -129,7 +129,7 @@ def test_f4_foreign_templates_cannot_be_started_tagged_or_changed(tags):
     assert not allowed(ROLE, "fis:TagResource", TEMPLATE, **tags, **claim)
 
 
-def test_f4_our_templates_are_created_tagged_and_started():
+def test_our_templates_are_created_tagged_and_started():
     assert allowed(
         ROLE, "fis:CreateExperimentTemplate", f"arn:aws:fis:{R}:{ACCOUNT}:experiment-template/*", **ASK_OURS
     )
@@ -141,7 +141,7 @@ def test_f4_our_templates_are_created_tagged_and_started():
     assert allowed(ROLE, "fis:GetExperimentTemplate", TEMPLATE)
 
 
-# --- F6: tags anyone can set -------------------------------------------------------------------------------
+# --- tags anyone can set -------------------------------------------------------------------------------
 INTEGRATION_TAGS = [
     {f"aws:ResourceTag/kubernetes.io/cluster/{C.cluster_name}": "owned"},
     {"aws:ResourceTag/eks:eks-cluster-name": C.cluster_name},
@@ -160,11 +160,11 @@ INTEGRATION_TAGS = [
         ("ec2:DetachNetworkInterface", f"{EC2}:network-interface/eni-x"),
     ],
 )  # fmt: skip
-def test_f6_integration_tags_unlock_no_ec2_delete(tag, action, resource):
+def test_integration_tags_unlock_no_ec2_delete(tag, action, resource):
     assert not allowed(ROLE, action, resource, **tag), d(ROLE, action, resource, **tag).reason
 
 
-def test_f6_a_vpc_cni_interface_goes_by_our_tags_never_by_the_cnis():
+def test_a_vpc_cni_interface_goes_by_our_tags_never_by_the_cnis():
     eni = f"{EC2}:network-interface/eni-x"
     cni = INTEGRATION_TAGS[3]
     assert not allowed(ROLE, "ec2:DeleteNetworkInterface", eni, **cni)  # the CNI tag alone is no ownership
@@ -176,9 +176,9 @@ def test_f6_a_vpc_cni_interface_goes_by_our_tags_never_by_the_cnis():
         assert allowed(ROLE, action, f"{EC2}:{res}", **OURS), action  # Karpenter's carry the nodeclass's tags
 
 
-# --- F7: the boundary's creates only in our subnets -----------------------------------------------------------
+# --- the boundary's creates only in our subnets -----------------------------------------------------------
 @pytest.mark.parametrize("action", ["ec2:RunInstances", "ec2:CreateFleet", "ec2:CreateNetworkInterface"])
-def test_f7_bounded_roles_create_only_in_our_subnets(action):
+def test_bounded_roles_create_only_in_our_subnets(action):
     theirs = f"{EC2}:subnet/subnet-theirs"
     for tags in ({}, SIBLINGS, {f"aws:ResourceTag/{TAG_PROJECT}": C.project}):
         assert not allowed(BOUNDARY, action, theirs, **tags), (action, tags)
@@ -186,7 +186,7 @@ def test_f7_bounded_roles_create_only_in_our_subnets(action):
     assert allowed(BOUNDARY, action, f"{EC2}:network-interface/*")  # what the call creates
 
 
-def test_f7_adding_addresses_is_a_change_of_an_interface_that_exists():
+def test_adding_addresses_is_a_change_of_an_interface_that_exists():
     eni = f"{EC2}:network-interface/eni-theirs"
     assert not allowed(BOUNDARY, "ec2:AssignPrivateIpAddresses", eni)
     assert not allowed(BOUNDARY, "ec2:AssignPrivateIpAddresses", eni, **SIBLINGS)

@@ -1,9 +1,10 @@
-"""Issue 24's findings 3-5, each as the attacker's requests decided with iam/iam_eval.py against the nightly
-role's policies or the permissions boundary, and as a rule of the escalation checker with its near miss:
-3. tagging a foreign security group to adopt it, then changing or deleting it as ours;
-4. name-prefix grants that also match a sibling cluster `<cluster>-b`; RunInstances into any subnet with any
+"""Three ways the nightly role could take over what is not ours, each as the attacker's requests decided
+with iam/iam_eval.py against the nightly role's policies or the permissions boundary,
+and as a rule of the escalation checker with its near miss:
+1. tagging a foreign security group to adopt it, then changing or deleting it as ours;
+2. name-prefix grants that also match a sibling cluster `<cluster>-b`; RunInstances into any subnet with any
    instance profile; TagRole making a foreign role "ours";
-5. a boundary that allows ec2:*, autoscaling:*, elasticloadbalancing:* on every resource."""
+3. a boundary that allows ec2:*, autoscaling:*, elasticloadbalancing:* on every resource."""
 
 from __future__ import annotations
 

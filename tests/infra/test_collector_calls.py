@@ -1,4 +1,4 @@
-"""Issue 25: every AWS call the collector makes, recorded from its code, is allowed by its role's policy
+"""Every AWS call the collector makes, recorded from its code, is allowed by its role's policy
 (synthesized) and by the permissions boundary, decided with iam/iam_eval.py.
 
 The calls are not a hand-written list: `gpu-finops collect --once --rates aws --store dynamodb:...` runs

@@ -1,4 +1,4 @@
-"""Issue 30's leftover: the system nodes' primary interfaces carry our tags (system-lt's tag
+"""The system nodes' primary interfaces carry our tags (system-lt's tag
 specification), so the VPC CNI, under the permissions boundary, may add and remove their addresses; the
 same request on an untagged interface (how system-lt launched them before) is refused."""
 

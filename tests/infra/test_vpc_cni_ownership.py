@@ -1,4 +1,4 @@
-"""Issue 24, finding 6's residual: the VPC CNI's tag `cluster.k8s.amazonaws.com/name=<cluster>` is no
+"""The VPC CNI's tag `cluster.k8s.amazonaws.com/name=<cluster>` is no
 proof of ownership. Anyone allowed to tag can put it on an interface (and any VPC CNI named `<cluster>`
 sets it), so neither the nightly's role nor a role under the boundary may change or delete an interface
 by it; the CNI's interfaces carry our tags instead, from the add-on's ADDITIONAL_ENI_TAGS, and go by

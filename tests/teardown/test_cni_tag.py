@@ -1,4 +1,4 @@
-"""Issue 24, finding 6's residual, teardown's side: the VPC CNI's tag `cluster.k8s.amazonaws.com/name=
+"""Teardown's side of the VPC CNI's tag `cluster.k8s.amazonaws.com/name=
 <cluster>` makes nothing ours. A foreign interface carrying only it, even inside our subnet (where
 containment would prove it ours were the tag ours), is not planned for deletion but reported, with the
 reason; an interface as our CNI now makes it (its own tags and ours, iam/vpc_cni.py) is planned. The

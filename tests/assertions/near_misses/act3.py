@@ -69,7 +69,7 @@ def after(o: PreemptionObs) -> tuple[WorkloadSnapshot, ...]:
 
 
 def recreated_fresh(o: PreemptionObs) -> PreemptionObs:
-    """Issue 23's act 3 example: the victim deleted and re-created fresh, no eviction nor requeue in its
+    """A look-alike victim: the victim deleted and re-created fresh, no eviction nor requeue in its
     history after the preemptor came, only a new object waiting suspended."""
     pending = WorkloadSnapshot(o.preemptor_submitted + timedelta(seconds=2),
                                {"QuotaReserved": cond("QuotaReserved", "False", "Pending")}, False, True, uid="uid-low-2")  # fmt: skip

@@ -48,7 +48,7 @@ def replacement(o: InterruptionObs, **changes) -> InterruptionObs:
 
 
 def the_old_node_again(o: InterruptionObs) -> InterruptionObs:
-    """Issue 23's act 5 example: the 'replacement' is the interrupted node under its old name, and the only
+    """A look-alike replacement: the 'replacement' is the interrupted node under its old name, and the only
     pod seen is the evicted one."""
     return replace(o, replacement=replace(o.node, created=o.warned_at + timedelta(seconds=5),
                                           ready_at=o.warned_at + timedelta(seconds=6)), pods=o.pods[:1])  # fmt: skip

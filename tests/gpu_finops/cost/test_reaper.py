@@ -140,7 +140,7 @@ def test_node_without_nodeclaim_is_not_touched():
 
 
 def test_reap_with_no_gpu_node_says_so_instead_of_an_empty_table(tmp_path, capsys):
-    """Issue 25: a command with nothing to show says so (exit 0), and never reaches Karpenter."""
+    """A command with nothing to show says so (exit 0), and never reaches Karpenter."""
     import json
 
     from gpu_finops.cli import main

@@ -171,7 +171,7 @@ def test_gpus_without_prometheus_exits_3(cluster, capsys):
 
 
 def test_all_with_nothing_pending_says_so_and_exits_0_even_without_prometheus(cluster, capsys):
-    """Issue 25: nothing pending needs no DCGM series, so an unreachable Prometheus is no failure then."""
+    """Nothing pending needs no DCGM series, so an unreachable Prometheus is no failure then."""
     cluster["why"] = UNREACHABLE
     code, out, err = run(capsys, "diagnose", "--all", "-n", "nobody-here")
     assert code == 0, err
