@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from gpu_finops.facts.config import load_config
+from gpu_finops.facts.names import CI_ROLE_STACK
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"synthesized {out / 'stacks' / stack / 'cdk.tf.json'}")
         if config.github_repository:
             print(
-                f"synthesized {out / 'stacks' / 'ci-role' / 'cdk.tf.json'} (apply once, as an administrator)"
+                f"synthesized {out / 'stacks' / CI_ROLE_STACK / 'cdk.tf.json'} (apply once, as an administrator)"
             )
         else:
             print(

@@ -299,6 +299,21 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _begin(ctx: Context, console: Console, args: argparse.Namespace, account: str) -> int:
+    if not args.run_record.exists():  # a new run: nothing of an earlier one may be left, proven or not
+        found = survey(ctx)
+        if found.ours or found.unproven:
+            if found.ours:
+                console.print(
+                    _table(f"left of an earlier run: {len(found.ours)} resource(s) of ours", found.ours)
+                )
+            _aside(console, found)
+            Console(stderr=True, soft_wrap=True).print(
+                f"[red]not begun[/red]: {len(found.ours)} resource(s) of ours and {len(found.unproven)} tagged as "
+                f"ours but unproven are left in {ctx.config.region} (listed above); run `make resume` "
+                "(gpu-finops teardown resume) and resolve what its verify lists before a new run begins",
+                highlight=False,
+            )
+            return 1
     try:
         started, written = write_run_record(
             args.run_record, account, ctx.config.region, ctx.config.cluster_name, datetime.now(UTC)

@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Planned:
-    """A resource as an earlier plan of ours for this account and region held it."""
+    """A resource as an earlier plan of ours for this account, region and cluster held it."""
 
     provenance: str  # shown, never trusted: a hand-edited string proves nothing by itself
     unique_id: str  # AWS's unique id then (IAM's RoleId, ...), or ""
@@ -68,7 +68,7 @@ class Journal:
                     continue
                 try:
                     entry = json.loads(raw)
-                except (json.JSONDecodeError, UnicodeDecodeError):
+                except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
                     entry = None
                 if not isinstance(entry, dict) or not isinstance(entry.get("event"), str):
                     if line_no not in self._warned:
@@ -101,14 +101,20 @@ class Journal:
                 plan = [Resource.from_dict(r) for r in rows]
         return plan
 
-    def proven(self, account: str, region: str) -> dict[str, Planned]:
-        """Every key an earlier plan of ours *for this account and region* held, with what identified it
-        then. The journal is kept forever and shared by every cluster, region and account: a plan entry
-        without its account and region (older ones), or for another, proves nothing. The
-        provenance string is only shown: what proves is the identity check in teardown.provenance."""
+    def proven(self, account: str, region: str, cluster: str) -> dict[str, Planned]:
+        """Every key an earlier plan of ours *for this account, region and cluster* held, with what
+        identified it then. The journal is kept forever and shared by every cluster, region and account: a
+        plan entry without its account, region and cluster (older ones), or for another, proves nothing
+        (another cluster's plan is its own: a resource of it with its cluster tag removed is still not
+        ours). The provenance string is only shown: what proves is the identity check in
+        teardown.provenance."""
         out: dict[str, Planned] = {}
         for e in self.events():
-            if e["event"] != "plan" or e.get("account") != account or e.get("region") != region:
+            if e["event"] != "plan" or (e.get("account"), e.get("region"), e.get("cluster")) != (
+                account,
+                region,
+                cluster,
+            ):
                 continue
             resources = e.get("resources")
             for r in resources if isinstance(resources, list) else []:
@@ -124,7 +130,7 @@ class Journal:
         return out
 
     def deleted(self) -> set[str]:
-        return {e["key"] for e in self.events() if e["event"] == "deleted"}
+        return {e["key"] for e in self.events() if e["event"] == "deleted" and isinstance(e.get("key"), str)}
 
     def finished(self) -> bool:
         """True when the last destroy or resume in the journal ran to its end."""

@@ -86,6 +86,19 @@ class TeardownConfig:
                 return f"{key}={value}"
         return None
 
+    def names_our_cluster(self, tags: Mapping[str, str]) -> str | None:
+        """A tag of ours that names this cluster itself (not the project tag, which every cluster of the
+        project shares), whatever else the resource carries; None without one."""
+        c = self.cluster_name
+        for key, value in (
+            (TAG_CLUSTER, c),
+            (cluster_tag(c), "owned"),
+            *((key, c) for key in CLUSTER_NAME_TAGS),
+        ):
+            if tags.get(key) == value:
+                return f"{key}={value}"
+        return None
+
     def owns_name(self, name: str | None) -> bool:
         """Named the way our stacks and Karpenter name things. A name alone never makes a resource ours:
         it only marks one that *looks like ours* (reported, left alone) when its tags do not agree."""
@@ -108,10 +121,17 @@ class TeardownConfig:
         rule = self.owns_tags(tags)
         if rule:
             return Resource(rtype, rid, state, name, rule, details)
+        foreign = self.foreign_tag(tags)
+        ours = self.names_our_cluster(tags)
+        if foreign and ours:  # never deleted (the foreign tag wins), never invisible (verify fails on it)
+            return Resource(
+                rtype, rid, state, name, "", details,
+                lookalike=f"tagged {ours} and {foreign}: tags naming our cluster and someone else's; never deleted",
+                tagged_as=ours,
+            )  # fmt: skip
         cni = next((k for k in FOREIGN_ONLY_TAGS if tags.get(k) == self.cluster_name), None)
         if not self.owns_name(name) and not cni:
             return None
-        foreign = self.foreign_tag(tags)
         why = (
             f"tagged {foreign}"
             if foreign

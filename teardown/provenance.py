@@ -114,7 +114,7 @@ class Evidence:
     terraform: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     started_at: datetime | None = None  # the run record's start
     teardown_at: datetime | None = None  # when the run's teardown began: nothing created since is the run's
-    # key -> how an earlier plan of ours for this account and region held it
+    # key -> how an earlier plan of ours for this account, region and cluster held it
     journal: Mapping[str, Planned] = field(default_factory=dict)
 
 
@@ -178,7 +178,7 @@ def mark_teardown(path: Path, now: datetime) -> str | None:
 def _run_doc(path: Path) -> dict[str, Any]:
     try:
         doc = json.loads(read_regular(path, 64 * 1024))  # a few lines; never a FIFO
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise EvidenceError(
             f"run record {path}: not readable JSON ({exc}); move it away and run `teardown begin`"
         ) from None
@@ -188,24 +188,25 @@ def _run_doc(path: Path) -> dict[str, Any]:
     if not isinstance(doc, dict) or doc.get("format") != RUN_FORMAT or missing:
         raise EvidenceError(f"run record {path}: expected format {RUN_FORMAT!r} with {missing or 'its keys'}; "
                             "was it written by `teardown begin`?")  # fmt: skip
-    wrong = [k for k in ("account", "region", "cluster", "started_at") if not isinstance(doc[k], str)]
-    try:
-        started = None if wrong else parse(doc["started_at"])
-    except ValueError:
-        started = None
-    teardown = doc.get("teardown_started_at")
-    if teardown is not None:
-        try:
-            ok = isinstance(teardown, str) and parse(teardown).tzinfo is not None
-        except ValueError:
-            ok = False
-        if not ok:
-            wrong.append("teardown_started_at")
-    if wrong or started is None or started.tzinfo is None:
-        raise EvidenceError(f"run record {path}: {', '.join(wrong) or 'started_at'} is not what `teardown begin` "
-                            f"writes (found started_at {excerpt(doc['started_at'], 40)!r}; expected an ISO 8601 UTC "
-                            "time and text for account, region, cluster); move it away and run `teardown begin`")  # fmt: skip
+    wrong = [k for k in ("account", "region", "cluster") if not isinstance(doc[k], str)]
+    wrong += [k for k in ("started_at", "teardown_started_at") if k in doc and not _aware(doc[k])]
+    if "teardown_started_at" in wrong and doc.get("teardown_started_at") is None:
+        wrong.remove("teardown_started_at")  # null: no teardown began (as absent)
+    if wrong:
+        found = ", ".join(f"{k} {excerpt(doc[k], 40)!r}" for k in wrong)
+        raise EvidenceError(f"run record {path}: {', '.join(wrong)} is not what `teardown begin` writes (found "
+                            f"{found}; expected an ISO 8601 UTC time for started_at and teardown_started_at, and text for "
+                            "account, region, cluster); move it "
+                            "away and run `teardown begin`")  # fmt: skip
     return doc
+
+
+def _aware(value: Any) -> bool:
+    """An ISO 8601 time with its offset, that UTC can hold."""
+    try:
+        return isinstance(value, str) and parse(value).tzinfo is not None
+    except ValueError:
+        return False
 
 
 def _elsewhere(arn: Any, account: str, region: str) -> bool:
@@ -234,21 +235,37 @@ def _state_ids(state_dir: Path, account: str, region: str) -> dict[str, dict[str
             continue
         try:
             doc = json.loads(read_regular(path, MAX_STATE_BYTES))  # never a FIFO
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise EvidenceError(f"Terraform state {path}: not readable JSON ({exc})") from None
-        for res in doc.get("resources", []) if isinstance(doc, dict) else []:
-            rtype = by_tf.get(res.get("type")) if isinstance(res, dict) else None
-            if rtype is None or res.get("mode", "managed") != "managed":
-                continue
-            for inst in res.get("instances") or []:
-                attrs = (inst.get("attributes") if isinstance(inst, dict) else None) or {}
-                if _elsewhere(attrs.get("arn"), account, region):
-                    continue
-                unique = str(attrs.get(UNIQUE_ID.get(res["type"], ""), "") or "")
-                for k in ("id", "arn"):
-                    if isinstance(attrs.get(k), str) and attrs[k]:
-                        ids.setdefault(rtype, {})[attrs[k]] = unique
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+            raise EvidenceError(
+                f"Terraform state {path}: not readable JSON ({excerpt(str(exc), 120)})"
+            ) from None
+        try:
+            _add_state_ids(ids, doc, by_tf, account, region)
+        except (TypeError, AttributeError, KeyError) as exc:
+            raise EvidenceError(
+                f"Terraform state {path}: not a Terraform state's shape ({type(exc).__name__}: "
+                f"{excerpt(str(exc), 120)}); expected resources, each with type, mode and instances of attributes"
+            ) from None
     return ids
+
+
+def _add_state_ids(
+    ids: dict[str, dict[str, str]], doc: Any, by_tf: Mapping[str, str], account: str, region: str
+) -> None:
+    if not isinstance(doc, dict):
+        raise TypeError(f"the document is a {type(doc).__name__}, not an object")
+    for res in doc.get("resources", []):
+        rtype = by_tf.get(res.get("type")) if isinstance(res, dict) else None
+        if rtype is None or res.get("mode", "managed") != "managed":
+            continue
+        for inst in res.get("instances") or []:
+            attrs = (inst.get("attributes") if isinstance(inst, dict) else None) or {}
+            if _elsewhere(attrs.get("arn"), account, region):
+                continue
+            unique = str(attrs.get(UNIQUE_ID.get(res["type"], ""), "") or "")
+            for k in ("id", "arn"):
+                if isinstance(attrs.get(k), str) and attrs[k]:
+                    ids.setdefault(rtype, {})[attrs[k]] = unique
 
 
 def gather(sources: Sources, account: str, region: str, cluster: str) -> Evidence:
@@ -262,7 +279,7 @@ def gather(sources: Sources, account: str, region: str, cluster: str) -> Evidenc
                                     f"run is for {what} {want}; nothing deleted")  # fmt: skip
         started = parse(doc["started_at"])
         teardown = parse(doc["teardown_started_at"]) if doc.get("teardown_started_at") else None
-    journal = Journal(sources.journal).proven(account, region) if sources.journal.exists() else {}
+    journal = Journal(sources.journal).proven(account, region, cluster) if sources.journal.exists() else {}
     return Evidence(sources, _state_ids(sources.state_dir, account, region), started, teardown, journal)
 
 
@@ -285,7 +302,7 @@ def _direct(r: Resource, ev: Evidence) -> str:
         return f"in our Terraform state ({ev.sources.state_dir})"
     planned = ev.journal.get(r.key)
     if planned is not None and _same_as_planned(r, planned):
-        return f"planned by an earlier teardown of ours for this account and region ({planned.provenance})"
+        return f"planned by an earlier teardown of ours for this account, region and cluster ({planned.provenance})"
     created = r.details.get("created")
     if ev.started_at and created and parse(created) >= ev.started_at:
         if ev.teardown_at is None:

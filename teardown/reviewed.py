@@ -67,7 +67,7 @@ def read_plan(path: Path) -> ReviewedPlan:
         raise PlanFileError(
             f"--plan {path}: no such file; write one with `gpu-finops teardown plan --out {path}`"
         ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise PlanFileError(f"--plan {path}: not a readable JSON plan ({exc})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__

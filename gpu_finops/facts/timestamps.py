@@ -16,7 +16,10 @@ def parse(value: str | datetime | None) -> datetime | None:
     if value is None or isinstance(value, datetime):
         return value
     t = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    return t.astimezone(UTC) if t.tzinfo else t
+    try:
+        return t.astimezone(UTC) if t.tzinfo else t
+    except OverflowError:  # 0001-01-01T00:00:00+01:00, 9999-12-31T23:59:59-05:00: no such UTC time
+        raise ValueError(f"{value!r} is outside the datetimes UTC can hold") from None
 
 
 def iso(t: datetime) -> str:

@@ -106,7 +106,8 @@ register_row(Row(
     "delete_internet_gateway", "InternetGatewayId", prepare=detach_igw,
     state=lambda g: "attached" if g.get("Attachments") else "detached",
     details={"vpcs": lambda g: [a["VpcId"] for a in g.get("Attachments", [])]},
-    inside={"vpc": lambda g: [a["VpcId"] for a in g.get("Attachments", [])]},
+    # no `inside`: whoever made a gateway can attach it to our VPC, so being attached proves nothing (ours is
+    # in the network stack's state, or in the journal's plan)
     depends_on=("nat_gateway", "eip", "ec2_instance"),
     why_left="cannot detach while public addresses (EIPs, NAT) remain mapped in the VPC",
 ))  # fmt: skip

@@ -145,9 +145,35 @@ def test_a_verified_empty_destroy_ends_the_run(boto_session, capsys):
     iam.create_role(RoleName="their-app", AssumeRolePolicyDocument=TRUST,
                     Tags=[{"Key": "gpu-finops.io/project", "Value": "gpu-finops"}])  # fmt: skip
     time.sleep(1.1)
-    assert main(cli("begin")) == 0  # the next nightly's make up
+    capsys.readouterr()
+    assert main(cli("begin")) == 1  # the next nightly's make up: something tagged as ours is left
+    out, err = capsys.readouterr()
+    assert "their-app" in out and "0 resource(s) of ours and 1 tagged as ours but unproven are left" in err
+    assert not record.exists()  # no run begun: their role cannot become ours by time
     assert main(cli("destroy")) == 1  # unproven, tagged as ours: left, and verify says so
     assert exists(boto_session, "iam_role", "their-app")
+    iam.delete_role(RoleName="their-app")  # checked by hand and removed
+    assert main(cli("begin")) == 0
+
+
+def test_a_new_run_does_not_begin_while_a_leftover_of_ours_is_there(boto_session, capsys):
+    """A leftover proven ours by the cluster stack's state (a lost runner's later checkout, state kept)
+    stops `make up` too: resume first."""
+    from teardown.provenance import run_record_path
+
+    vpc = boto_session.client("ec2").create_vpc(
+        CidrBlock="10.96.0.0/16",
+        TagSpecifications=[{"ResourceType": "vpc", "Tags": [{"Key": P, "Value": "gpu-finops"}]}],
+    )["Vpc"]["VpcId"]
+    in_state("vpc", vpc)
+    run_record_path("gpu-finops").unlink()
+    capsys.readouterr()
+    assert main(cli("begin")) == 1
+    out, err = capsys.readouterr()
+    assert vpc in out and "1 resource(s) of ours and 0 tagged as ours but unproven are left" in err
+    assert "run `make resume`" in err
+    assert main(cli("resume")) == 0
+    assert main(cli("begin")) == 0
 
 
 def test_a_destroy_that_leaves_something_closes_the_runs_window_and_begin_waits_for_resume(

@@ -98,3 +98,17 @@ def test_the_journal_is_created_readable_by_its_owner_only(journal, private_file
     journal.write("deleted", key="vpc/vpc-1")
     assert journal.path.stat().st_mode & 0o777 == 0o600
     assert [e["event"] for e in journal.events()] == ["destroy-start", "deleted"]
+
+
+def test_a_deleted_entry_without_a_key_of_text_counts_for_nothing(journal):
+    journal.path.write_text(
+        '{"event": "deleted"}\n{"event": "deleted", "key": ["vpc/x"]}\n{"event": "deleted", "key": "vpc/y"}\n'
+    )
+    assert journal.deleted() == {"vpc/y"}
+
+
+def test_a_line_nested_past_pythons_limit_is_skipped_as_not_an_entry(journal, caplog):
+    journal.path.write_text("[" * 40_000 + "]" * 40_000 + '\n{"event": "deleted", "key": "vpc/y"}\n')
+    with caplog.at_level(logging.WARNING):
+        assert journal.deleted() == {"vpc/y"}
+    assert "line 1 is torn or not an entry" in caplog.text

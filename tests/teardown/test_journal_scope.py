@@ -1,5 +1,5 @@
-"""the journal is kept forever and shared by every cluster,
-region and account, so a plan entry proves a resource only for the account and region it was planned in,
+"""The journal is kept forever and shared by every cluster, region and account, so a plan entry proves a
+resource only for the account, region and cluster it was planned for,
 and a name-identified resource (a table, a cluster, a log group, ...) only when AWS's unique id, else its
 creation time, is the one planned; the recorded provenance string is shown, never trusted. Terraform state
 ids likewise prove nothing for a resource whose ARN names another region or account."""
@@ -77,7 +77,13 @@ def test_our_us_east_1_journal_does_not_prove_a_us_west_2_table(boto_session, ca
 def test_a_plan_line_for_another_account_or_none_proves_nothing(boto_session, capsys):
     created = table(boto_session, "us-east-1")
     begin_run_now()  # the table predates the run: only the journal could prove it
-    for fields in ({"account": "999999999999", "region": "us-east-1"}, {"region": "us-east-1"}, {}):
+    for fields in (
+        {"account": "999999999999", "region": "us-east-1", "cluster": "gpu-finops"},
+        {"account": ACCOUNT, "region": "us-east-1", "cluster": "alpha"},  # another cluster of the project
+        {"account": ACCOUNT, "region": "us-east-1"},  # an older entry, without its cluster
+        {"region": "us-east-1"},
+        {},
+    ):
         plan_line({"created": created}, **fields)
         assert main(cli("destroy")) == 1  # unproven, tagged as ours: left, and verify says so
         capsys.readouterr()
@@ -90,7 +96,7 @@ def test_a_name_identified_resource_must_be_the_one_planned(boto_session, capsys
     hand-edited provenance string with no creation time proves nothing by itself."""
     created = table(boto_session, "us-east-1")
     begin_run_now()
-    here = {"account": ACCOUNT, "region": "us-east-1"}
+    here = {"account": ACCOUNT, "region": "us-east-1", "cluster": "gpu-finops"}
     for details in ({"created": "2020-01-01T00:00:00Z"}, {}):  # a table made again since; none recorded
         plan_line(details, **here)
         assert main(cli("destroy")) == 1  # unproven, tagged as ours: left, and verify says so
@@ -101,7 +107,7 @@ def test_a_name_identified_resource_must_be_the_one_planned(boto_session, capsys
     assert main(cli("plan", "--out", "out.json")) == 0
     (r,) = json.loads(Path("out.json").read_text())["resources"]
     assert r["provenance"] == (
-        "planned by an earlier teardown of ours for this account and region (in our Terraform state (.state))"
+        "planned by an earlier teardown of ours for this account, region and cluster (in our Terraform state (.state))"
     )
 
 

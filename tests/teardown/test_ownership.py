@@ -57,6 +57,24 @@ def test_tags_decide(tags, want):
     assert CONFIG.owns_tags(tags) == want
 
 
+@pytest.mark.parametrize(
+    "tags, tagged_as",
+    [
+        ({C: "gpu-finops", "kubernetes.io/cluster/zz": "owned"}, f"{C}=gpu-finops"),
+        ({"kubernetes.io/cluster/gpu-finops": "owned", P: "other"}, "kubernetes.io/cluster/gpu-finops=owned"),
+        ({"eks:eks-cluster-name": "gpu-finops", C: "demo"}, "eks:eks-cluster-name=gpu-finops"),
+    ],
+)
+def test_tags_naming_our_cluster_beside_a_foreign_one_are_never_deleted_and_never_invisible(tags, tagged_as):
+    r = CONFIG.classify("ec2_instance", "i-1", tags, None)
+    assert r is not None and not r.ours and r.unproven and r.tagged_as == tagged_as
+    assert r.lookalike.startswith(f"tagged {tagged_as} and ")
+
+
+def test_another_cluster_of_our_project_is_not_ours_and_not_our_leftover():
+    assert CONFIG.classify("ec2_instance", "i-1", {P: "gpu-finops", C: "demo"}, None) is None
+
+
 def test_a_name_alone_only_marks_a_lookalike():
     ours = CONFIG.classify("iam_role", "gpu-finops-x", {P: "gpu-finops"}, "gpu-finops-x")
     assert ours.ours and ours.owned_by == f"{P}=gpu-finops" and not ours.lookalike
@@ -249,6 +267,6 @@ def test_a_resource_retagged_away_after_the_plan_is_not_deleted(boto_session, tm
     assert skipped == {
         **skipped,
         "key": "iam_role/gpu-finops-karpenter-node",
-        "note": "looks like ours, not tagged as ours: name 'gpu-finops-karpenter-node' matches ours, but tagged "
-        f"{P}=other-project",
+        "note": f"looks like ours, not tagged as ours: tagged {C}=gpu-finops and {P}=other-project: tags naming "
+        "our cluster and someone else's; never deleted",
     }

@@ -129,11 +129,11 @@ def test_each_provenance_where_it_holds_and_where_it_is_missing(boto_session, ca
     assert role not in proven
     # our journal: an earlier plan of ours, for this account and region, held this very role (its RoleId)
     role_id = boto_session.client("iam").get_role(RoleName="their-app")["Role"]["RoleId"]
-    Path("j.jsonl").write_text(json.dumps({"event": "plan", "account": ACCOUNT, "region": "us-east-1",
+    Path("j.jsonl").write_text(json.dumps({"event": "plan", "account": ACCOUNT, "region": "us-east-1", "cluster": "gpu-finops",
         "resources": [{"type": "iam_role", "id": "their-app", "details": {"unique_id": role_id},
                        "provenance": "created 2026-12-01T00:00:00Z, after ..."}]}) + "\n")  # fmt: skip
     assert plan_keys(capsys)[role] == (
-        "planned by an earlier teardown of ours for this account and region "
+        "planned by an earlier teardown of ours for this account, region and cluster "
         "(created 2026-12-01T00:00:00Z, after ...)"
     )
     # an entry without provenance (an older journal) proves nothing
@@ -176,6 +176,10 @@ def test_begin_writes_the_run_record_once_and_keeps_the_earliest(boto_session, c
     assert json.loads(path.read_text()) == first
 
 
+RECORD = {"format": "gpu-finops-teardown-run/1", "account": ACCOUNT, "region": "us-east-1", "cluster": "gpu-finops",
+          "started_at": "2026-01-01T00:00:00Z"}  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [
@@ -184,6 +188,13 @@ def test_begin_writes_the_run_record_once_and_keeps_the_earliest(boto_session, c
         (json.dumps({"format": "gpu-finops-teardown-run/1", "account": "999999999999", "region": "us-east-1",
                      "cluster": "gpu-finops", "started_at": "2026-01-01T00:00:00Z"}),
          "is for account 999999999999, but this run is for account 123456789012; nothing deleted"),
+        (json.dumps({**RECORD, "started_at": "0001-01-01T00:00:00+01:00"}),
+         "started_at is not what `teardown begin` writes (found started_at '0001-01-01T00:00:00+01:00'"),
+        (json.dumps({**RECORD, "teardown_started_at": "9999-12-31T23:59:59-05:00"}),
+         "teardown_started_at is not what `teardown begin` writes (found teardown_started_at '9999-12-31T23:59:59-05:00'"),
+        (json.dumps({**RECORD, "teardown_started_at": True}),
+         "teardown_started_at is not what `teardown begin` writes (found teardown_started_at 'True'"),
+        ("[" * 40_000 + "]" * 40_000, "run record reports/teardown-run-gpu-finops.json: not readable JSON"),
     ],
 )  # fmt: skip
 def test_a_bad_run_record_refuses_teardown(boto_session, capsys, content, message):
@@ -201,3 +212,29 @@ def test_make_up_records_the_run_before_it_creates_anything():
     recipe = re.search(r"^up:.*\n((?:\t.*\n)+)", makefile, re.M).group(1).splitlines()
     begin = next(i for i, line in enumerate(recipe) if "gpu-finops teardown begin" in line)
     assert begin < next(i for i, line in enumerate(recipe) if "gpu-finops infra up" in line)
+
+
+@pytest.mark.parametrize(
+    "state, shape",
+    [
+        ('{"resources": 5}', "TypeError"),
+        ('{"resources": [{"type": ["aws_vpc"], "instances": []}]}', "TypeError"),
+        ('{"resources": [{"type": "aws_vpc", "instances": 7}]}', "TypeError"),
+        ('{"resources": [{"type": "aws_vpc", "instances": [{"attributes": [1]}]}]}', "AttributeError"),
+        ("[]", "TypeError"),
+    ],
+)
+def test_a_state_file_of_another_shape_refuses_teardown_naming_it(boto_session, capsys, state, shape):
+    Path(".state").mkdir(exist_ok=True)
+    Path(".state/terraform.network.tfstate").write_text(state)
+    assert main(cli("verify")) == 2
+    err = capsys.readouterr().err
+    assert f"Terraform state .state/terraform.network.tfstate: not a Terraform state's shape ({shape}" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_a_state_file_nested_past_pythons_limit_refuses_teardown_naming_it(boto_session, capsys):
+    Path(".state").mkdir(exist_ok=True)
+    Path(".state/terraform.cluster.tfstate").write_text("[" * 40_000 + "]" * 40_000)
+    assert main(cli("verify")) == 2
+    assert "Terraform state .state/terraform.cluster.tfstate: not readable JSON" in capsys.readouterr().err

@@ -90,3 +90,12 @@ def test_a_registration_neither_row_nor_irregular_is_refused(monkeypatch, extra,
         f"got {got}"
     )
     register(ResourceType("made_up", dummy, dummy, irregular="a test type"))  # with a reason it registers
+
+
+def test_an_internet_gateway_is_never_proven_by_the_vpc_it_is_attached_to():
+    """Whoever made a gateway can attach it to our VPC: its attachment is no containment."""
+    import teardown.types  # noqa: F401  (registers every type)
+    from teardown.registry import REGISTRY
+
+    assert not REGISTRY["internet_gateway"].row.inside
+    assert REGISTRY["subnet"].row.inside  # near miss: a subnet cannot move to another VPC
