@@ -85,7 +85,14 @@ def node_is_new_and_launched_by_our_nodeclaim(o: ColdStartObs) -> list[Miss]:
                 f"began {stamp(o.act_started)}: Karpenter did not launch it for this job",
             )
         )
-    misses += claim_came_before_its_node(n, want)
+    misses += claim_launched_its_node(n, want)
+    return misses
+
+
+def claim_launched_its_node(n: NodeObs, want: str) -> list[Miss]:
+    """The node's NodeClaim made it: the claim existed before it Launched and before the node, it reported
+    Launched, and the node was Ready only after that. Acts 1 and 5 (the replacement) both hold a node to it."""
+    misses = claim_came_before_its_node(n, want)
     if n.nodeclaim_launched_at is None:
         misses.append(Miss(want, f"NodeClaim {n.nodeclaim} never reported Launched"))
     elif n.ready_at is not None and before(n.ready_at, n.nodeclaim_launched_at):

@@ -9,7 +9,7 @@ replacement spot GPU node of our NodePool.
 | node_cordoned_within_the_notice | the interrupted node | - | warning - 1 s <= taint <= warning + notice | - | the act's own poll of the taint | same |
 | nodeclaim_of_the_node_deleted | the node's own NodeClaim | the node's NodePool label = its NodeClaim's = ours (unobserved fails) | deleted at/after the warning | - | the act's poll | same |
 | workload_evicted_through_the_eviction_api | pods on the interrupted node | the workload's Job | still running at the warning (not stopped before it) | >= 1, each evicted | DisruptionTarget reason, container end | same |
-| replacement_is_a_new_spot_node_of_ours | another name, another uid, another NodeClaim | node label NodePool = its NodeClaim's = ours (unobserved fails) | node and its NodeClaim created at/after the warning, the claim Launched after created, Ready after created | one | node and NodeClaim status | same |
+| replacement_is_a_new_spot_node_of_ours | another name, another uid, another NodeClaim | node label NodePool = its NodeClaim's = ours (unobserved fails) | node and its NodeClaim created at/after the warning; the claim created before the node, Launched (unobserved fails) after created, the node Ready after created and after Launched (the checks act 1 holds its node to) | one | node and NodeClaim status | same |
 | workload_ran_again_on_the_replacement | a pod not among the evicted ones, not crashed | the workload's Job | Running at/after the warning and the replacement's Ready, before its deletion | >= 1 | container status | same |
 """
 
@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from assertions.clauses import Miss, before, compose, require_aware, seconds, stamp
+from assertions.cold_start import claim_launched_its_node
 from assertions.observed import EventObs, NodeObs, PodObs
 from assertions.verdict import Verdict
 from gpu_finops.facts.kube_keys import TAINT_DISRUPTED
-from gpu_finops.model import nodeclaim
 
 CLAIM = (
     "the spot interruption warning reached Karpenter through its queue: it cordoned the node within the "
@@ -236,12 +236,7 @@ def replacement_is_a_new_spot_node_of_ours(o: InterruptionObs) -> list[Miss]:
                 f"not after the warning {stamp(o.warned_at)}: not launched to replace the interrupted node",
             )
         )
-    for v in nodeclaim.in_lifecycle_order(
-        r.nodeclaim or "?", r.nodeclaim_created, {nodeclaim.LAUNCHED: r.nodeclaim_launched_at}
-    ):
-        misses.append(
-            Miss(want, f"replacement {r.name}'s {v.observed}: the timestamps contradict each other")
-        )
+    misses += claim_launched_its_node(r, want)
     if r.nodepool != o.nodepool or r.nodeclaim_nodepool != o.nodepool:
         misses.append(
             Miss(

@@ -39,6 +39,7 @@ NEW = NodeObs(
     nodeclaim="gpu-spot-new",
     nodeclaim_nodepool="gpu-spot",
     nodeclaim_created=t(5),
+    nodeclaim_launched_at=t(8),
     uid="uid-new",
 )
 VICTIM = PodObs(
@@ -124,7 +125,25 @@ def test_holds_and_reports_the_seconds_from_warning_to_cordon_and_replacement():
         (
             "the replacement's NodeClaim Launched before it was created",
             replace(HOLDS, replacement=replace(NEW, nodeclaim_launched_at=t(2))),
-            "replacement gpu-new's NodeClaim gpu-spot-new Launched 2026-",
+            "NodeClaim gpu-spot-new Launched 2026-11-30T12:00:02.400000+00:00 before it was created "
+            "2026-11-30T12:00:05.400000+00:00: the timestamps contradict each other",
+        ),
+        (
+            "the replacement's NodeClaim never Launched",
+            replace(HOLDS, replacement=replace(NEW, nodeclaim_launched_at=None)),
+            "NodeClaim gpu-spot-new never reported Launched",
+        ),
+        (
+            "the replacement node was created before its NodeClaim (adopted, not launched)",
+            replace(HOLDS, replacement=replace(NEW, nodeclaim_created=t(25), nodeclaim_launched_at=t(26))),
+            "node gpu-new was created 2026-11-30T12:00:20.400000+00:00, before its NodeClaim gpu-spot-new "
+            "2026-11-30T12:00:25.400000+00:00: adopted, not launched by that claim",
+        ),
+        (
+            "the replacement was Ready before its NodeClaim Launched",
+            replace(HOLDS, replacement=replace(NEW, nodeclaim_launched_at=t(45))),
+            "node gpu-new was Ready 2026-11-30T12:00:40.400000+00:00 before its NodeClaim gpu-spot-new Launched "
+            "2026-11-30T12:00:45.400000+00:00: not the node that claim launched",
         ),
         (
             "a node that existed before is called the replacement",

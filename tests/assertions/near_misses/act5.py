@@ -32,7 +32,8 @@ def holding(draw: st.DrawFn) -> InterruptionObs:
                   nodeclaim="gpu-spot-int", nodeclaim_nodepool="gpu-spot", uid="uid-int")  # fmt: skip
     new = NodeObs(draw(st.sampled_from(["gpu-new", "ip-10-0-2-9.ec2.internal"])), at(created), SPOT,
                   allocatable_gpu=1, capacity_gpu=1, ready_at=at(ready), nodeclaim="gpu-spot-new",
-                  nodeclaim_nodepool="gpu-spot", nodeclaim_created=at(created), uid="uid-new")  # fmt: skip
+                  nodeclaim_nodepool="gpu-spot", nodeclaim_created=at(created), nodeclaim_launched_at=at(created),
+                  uid="uid-new")  # fmt: skip
     victim = PodObs("w-1", "gpu-int", "Failed", Interval(at(-200), at(cordon + 1)), evicted=True,
                     disruption="EvictionByEvictionAPI")  # fmt: skip
     events = (EventObs("SpotInterrupted", "NodeClaim", "gpu-spot-int", warned.replace(microsecond=0)),
