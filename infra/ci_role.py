@@ -50,10 +50,13 @@ __all__ = [
 
 GITHUB_OIDC_HOST = "token.actions.githubusercontent.com"
 GITHUB_OIDC_AUDIENCE = "sts.amazonaws.com"
-# The one workflow, on the one branch, that may assume the role (job_workflow_ref and ref claims; AWS STS
-# validates GitHub's claims as condition keys since January 2026). The `sandbox` environment is restricted
-# to the same branch in GitHub (docs/runbook.md), which is what the `sub` claim names.
+# The workflows, on the one branch, that may assume the role (job_workflow_ref and ref claims; AWS STS
+# validates GitHub's claims as condition keys since January 2026): the nightly, and the leak check, which
+# runs `teardown verify` alone (tests/ci/test_leak_check_workflow.py holds it to that). The `sandbox`
+# environment is restricted to the same branch in GitHub (docs/runbook.md), which is what `sub` names.
 CI_WORKFLOW_PATH = ".github/workflows/nightly.yml"
+LEAK_CHECK_WORKFLOW_PATH = ".github/workflows/leak-check.yml"
+CI_WORKFLOW_PATHS = (CI_WORKFLOW_PATH, LEAK_CHECK_WORKFLOW_PATH)
 CI_BRANCH_REF = "refs/heads/main"
 MAX_SESSION_SECONDS = 4 * 3600  # covers the workflow's job timeout: credentials must outlive teardown
 MANAGED_POLICY_MAX_CHARS = 6144  # IAM's limit for one managed policy document, whitespace excluded
@@ -61,8 +64,8 @@ CI_TAG = {TAG_CI: "bootstrap"}
 
 
 def trust_policy(c: Config, account: str) -> dict[str, Any]:
-    """Only this repository's nightly workflow, run from the default branch in the GitHub environment
-    `c.ci_environment`, may assume the role."""
+    """Only this repository's nightly and leak-check workflows, run from the default branch in the GitHub
+    environment `c.ci_environment`, may assume the role."""
     if not c.github_repository:
         raise ValueError(
             "config key 'github_repository' is empty: set it to owner/name of the repository whose "
@@ -80,9 +83,9 @@ def trust_policy(c: Config, account: str) -> dict[str, Any]:
                     "StringEquals": {
                         f"{GITHUB_OIDC_HOST}:aud": GITHUB_OIDC_AUDIENCE,
                         f"{GITHUB_OIDC_HOST}:sub": f"repo:{c.github_repository}:environment:{c.ci_environment}",
-                        f"{GITHUB_OIDC_HOST}:job_workflow_ref": (
-                            f"{c.github_repository}/{CI_WORKFLOW_PATH}@{CI_BRANCH_REF}"
-                        ),
+                        f"{GITHUB_OIDC_HOST}:job_workflow_ref": [
+                            f"{c.github_repository}/{path}@{CI_BRANCH_REF}" for path in CI_WORKFLOW_PATHS
+                        ],
                         f"{GITHUB_OIDC_HOST}:ref": CI_BRANCH_REF,
                     }
                 },
@@ -156,6 +159,40 @@ def ci_role_stack(scope: Any, c: Config) -> Any:
     for policy_name, document in deploy_policies(c, account).items():
         policy = IamPolicy(stack, policy_name, name=policy_name, policy=json.dumps(document))
         IamRolePolicyAttachment(stack, f"{policy_name}-attach", role=role.name, policy_arn=policy.arn)
+    sandbox_budget(stack, c)
     TerraformOutput(stack, "role_arn", value=role.arn, description="vars.GPU_FINOPS_ROLE_ARN in GitHub")
     TerraformOutput(stack, "boundary_arn", value=boundary.arn, description="on every role the stacks create")
     return stack
+
+
+def sandbox_budget(stack: Any, c: Config) -> Any:
+    """The sandbox account's monthly cost budget, apart from any run: a leak no nightly and no leak check saw
+    still reaches a person as money. E-mails at 80 % of the budget spent and at 100 % forecast; without
+    `budget_alert_emails` the budget is still there to see in the console, and notifies no one."""
+    from cdktn_provider_aws.budgets_budget import BudgetsBudget, BudgetsBudgetNotification
+
+    emails = list(c.budget_alert_emails)
+    notifications = (
+        [
+            BudgetsBudgetNotification(
+                comparison_operator="GREATER_THAN",
+                notification_type=kind,
+                threshold=percent,
+                threshold_type="PERCENTAGE",
+                subscriber_email_addresses=emails,
+            )
+            for kind, percent in (("ACTUAL", 80), ("FORECASTED", 100))
+        ]
+        if emails
+        else None
+    )
+    return BudgetsBudget(
+        stack,
+        "sandbox-budget",
+        name=f"{c.project}-{c.cluster_name}-sandbox",
+        budget_type="COST",
+        limit_amount=str(c.sandbox_monthly_budget_usd),
+        limit_unit="USD",
+        time_unit="MONTHLY",
+        notification=notifications,
+    )

@@ -32,6 +32,8 @@ from gpu_finops.facts.config_types import (
     Cidr,
     ClusterName,
     Count,
+    Dollars,
+    Email,
     Flag,
     GithubEnvironment,
     GithubRepository,
@@ -144,6 +146,11 @@ class Config:
     github_repository: GithubRepository = ""
     ci_environment: GithubEnvironment = "sandbox"
     ci_create_oidc_provider: Flag = True  # False when the account already has GitHub's OIDC provider
+    # The sandbox account's monthly cost budget (AWS Budgets, in the ci-role stack): an alert at 80 % of it
+    # actual and 100 % forecast, e-mailed to `budget_alert_emails`. The default is 31 nightly runs at the
+    # guard's default ceiling and more (tests/infra/test_ci_role.py holds it above `guard estimate`'s).
+    sandbox_monthly_budget_usd: Dollars = 800
+    budget_alert_emails: tuple[Email, ...] = ()
     state_dir: Name = ".state"  # Terraform local state, one file per stack, outside cdktf.out
     versions: Versions = field(default_factory=Versions)
 

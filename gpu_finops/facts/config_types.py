@@ -93,3 +93,5 @@ AddonVersion = Annotated[
 ]
 GithubRepository = Annotated[str, _matches(r"([\w.-]+/[\w.-]+)?", "owner/name")]
 GithubEnvironment = Annotated[str, _matches(r"[\w.-]{1,255}", "a GitHub environment name")]
+Email = Annotated[str, _matches(r"[^@\s]+@[^@\s]+\.[^@\s]+", "an e-mail address")]
+Dollars = Annotated[StrictInt, Field(ge=1, le=1_000_000)]  # whole US dollars

@@ -28,7 +28,7 @@ from iam.ci_policies import (
 from iam.iam_eval import Request, decide
 from infra.ci_role import (
     CI_TAG,
-    CI_WORKFLOW_PATH,
+    CI_WORKFLOW_PATHS,
     HARNESS_ACTIONS,
     MANAGED_POLICY_MAX_CHARS,
     MAX_SESSION_SECONDS,
@@ -39,6 +39,7 @@ from infra.ci_role import (
     role_name,
     trust_policy,
 )
+from tests.infra.conftest import CI_CONFIG, Synth
 from tests.infra.ec2_requests import requests_for
 
 ACCOUNT = "123456789012"
@@ -106,9 +107,10 @@ def test_trust_admits_only_this_repository_and_environment_through_oidc():
         "StringEquals": {
             "token.actions.githubusercontent.com:aud": "sts.amazonaws.com",
             "token.actions.githubusercontent.com:sub": "repo:acme/gpu-finops:environment:sandbox",
-            "token.actions.githubusercontent.com:job_workflow_ref": (
-                "acme/gpu-finops/.github/workflows/nightly.yml@refs/heads/main"
-            ),
+            "token.actions.githubusercontent.com:job_workflow_ref": [
+                "acme/gpu-finops/.github/workflows/nightly.yml@refs/heads/main",
+                "acme/gpu-finops/.github/workflows/leak-check.yml@refs/heads/main",
+            ],
             "token.actions.githubusercontent.com:ref": "refs/heads/main",
         }
     }  # StringEquals, never StringLike with a '*': any branch or fork would match that
@@ -132,6 +134,7 @@ GOOD_CLAIMS = {
         ("ref", "refs/heads/feature"),  # dispatched from another branch
         ("job_workflow_ref", "acme/gpu-finops/.github/workflows/other.yml@refs/heads/main"),
         ("job_workflow_ref", "acme/gpu-finops/.github/workflows/nightly.yml@refs/heads/feature"),
+        ("job_workflow_ref", "acme/gpu-finops/.github/workflows/leak-check.yml@refs/heads/feature"),
         ("aud", "https://github.com/acme"),
     ],
 )
@@ -145,9 +148,17 @@ def test_trust_refuses_each_near_miss_claim(claim, value):
     assert not decide(trust, Request(assume, context=missing)).allowed
 
 
-def test_the_trusted_workflow_path_exists():
+def test_the_leak_check_workflow_is_admitted_too():
+    trust = [trust_policy(CONFIG, ACCOUNT)]
+    leak = {**GOOD_CLAIMS, "token.actions.githubusercontent.com:job_workflow_ref": (
+        "acme/gpu-finops/.github/workflows/leak-check.yml@refs/heads/main")}  # fmt: skip
+    assert decide(trust, Request("sts:AssumeRoleWithWebIdentity", context=leak)).allowed
+
+
+def test_the_trusted_workflow_paths_exist():
     root = Path(__file__).resolve().parents[2]
-    assert (root / CI_WORKFLOW_PATH).is_file(), CI_WORKFLOW_PATH
+    for path in CI_WORKFLOW_PATHS:
+        assert (root / path).is_file(), path
 
 
 def test_trust_without_a_repository_is_an_error_naming_the_key(tmp_path):
@@ -370,3 +381,56 @@ def test_the_roles_ownership_tags_are_teardowns():
     for key, value in ownership_tags(CONFIG):
         assert tc.owns_tags({key: value}), (key, value)
     assert tc.owns_tags({TAG_PROJECT: CONFIG.project})
+
+
+def test_the_ci_stack_holds_the_sandbox_budget_that_e_mails_at_80_percent_spent_and_100_forecast(tmp_path):
+    from gpu_finops.facts.config import load_config
+    from infra.app import synth
+
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump({**CI_CONFIG, "budget_alert_emails": ["finops@example.com"]}))
+    stack = Synth(synth(load_config(path), tmp_path / "out")).stack("ci-role")
+    (budget,) = stack["resource"]["aws_budgets_budget"].values()
+    assert (budget["budget_type"], budget["limit_amount"], budget["limit_unit"], budget["time_unit"]) == (
+        "COST", "800", "USD", "MONTHLY")  # fmt: skip
+    assert [
+        (n["notification_type"], n["threshold"], n["subscriber_email_addresses"])
+        for n in budget["notification"]
+    ] == [
+        ("ACTUAL", 80, ["finops@example.com"]),
+        ("FORECASTED", 100, ["finops@example.com"]),
+    ]
+
+
+def test_without_alert_addresses_the_budget_exists_and_notifies_no_one(synthesized_with_ci):
+    (budget,) = synthesized_with_ci.stack("ci-role")["resource"]["aws_budgets_budget"].values()
+    assert budget["limit_amount"] == "800" and "notification" not in budget
+
+
+def test_the_default_budget_covers_a_month_of_nightly_runs_at_the_guards_ceiling():
+    from nightly.cli_guard import _price_source
+    from nightly.guard import DEFAULT_MAX_HOURS, estimate
+
+    c = Config()
+    run = estimate(c, _price_source("catalog", c.region), max_hours=DEFAULT_MAX_HOURS)
+    assert c.sandbox_monthly_budget_usd >= 31 * run.usd, (c.sandbox_monthly_budget_usd, run.usd)
+    assert c.sandbox_monthly_budget_usd <= 62 * run.usd  # and not so loose a leak hides under it
+
+
+@pytest.mark.parametrize(
+    "key, value, why",
+    [
+        ("budget_alert_emails", ["not-an-address"], "an e-mail address"),
+        ("sandbox_monthly_budget_usd", 0, "must be >= 1, found 0"),
+        ("sandbox_monthly_budget_usd", "800", "expected an integer, found str '800'"),
+    ],
+)
+def test_a_bad_budget_key_is_refused_naming_it(tmp_path, key, value, why):
+    from gpu_finops.facts.config import load_config
+    from gpu_finops.facts.errors import ConfigError
+
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump({key: value}))
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert key in str(err.value) and why in str(err.value), str(err.value)
