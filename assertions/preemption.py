@@ -8,7 +8,7 @@
 | victim_history_shows_eviction_then_requeue | the same uid | - | Evicted(Preempted) after the submission, then (later or same snapshot) suspended, no admission, QuotaReserved False | >= 1 each, in that order | conditions as recorded, not inferred | same |
 | victim_preempted_for_the_policy_reason | the victim; Kueue's Preempted/Evicted message names the preemptor's uid | ClusterQueues observed; InClusterQueue: both in the victim's tenant's own; a cohort reason: two ClusterQueues | the eviction window | - | Preempted condition's reason and message | same |
 | victim_never_finished | the victim | - | after the submission | none | Finished condition | same |
-| preemptor_admitted_only_after_the_eviction | the preemptor | - | Admitted >= Evicted (whole seconds) | - | lastTransitionTimes | same |
+| preemptor_admitted_only_after_the_eviction | the preemptor | - | Admitted >= Evicted, and >= the victim's QuotaReserved False (its lastTransitionTime; untimed, the last look still holding it bounds it from below), whole seconds | - | lastTransitionTimes | same |
 | preemptor_admitted_and_running | the preemptor | - | its pod Running >= its Admitted | >= 1 running pod that did not crash | container status | same |
 
 The victim's pods are not a clause: the Job controller deletes a suspended Job's pod without a
@@ -25,6 +25,7 @@ from datetime import datetime
 from assertions.clauses import Miss, before, compose, require_aware, stamp
 from assertions.observed import WorkloadObs, WorkloadSnapshot
 from assertions.verdict import Verdict
+from gpu_finops.model import workload
 from gpu_finops.model.workload import (
     ADMITTED,
     EVICTED,
@@ -257,19 +258,32 @@ def victim_never_finished(o: PreemptionObs) -> list[Miss]:
 
 
 def preemptor_admitted_only_after_the_eviction(o: PreemptionObs) -> list[Miss]:
+    """The preemptor is admitted once the victim was evicted and, the moment that matters for quota, once
+    the victim gave its quota back (the model's quota_released_not_after, over the victim's looks after
+    the preemptor came: a release while it still waited at the start proves nothing)."""
     window = eviction_window(o)
     admitted_at = o.preemptor.since(ADMITTED)
     if not window or admitted_at is None:
         return []  # the eviction and admission clauses say which is missing
-    if not before(admitted_at, evicted_at(window[0])):
-        return []
-    return [
-        Miss(
-            "the preemptor admitted once the victim was evicted",
-            f"preemptor {o.preemptor.name} was admitted at {stamp(admitted_at)}, before {o.victim.name} was "
-            f"evicted at {stamp(evicted_at(window[0]))}: the quota was free, nothing needed preempting",
+    misses = []
+    if before(admitted_at, evicted_at(window[0])):
+        misses.append(
+            Miss(
+                "the preemptor admitted once the victim was evicted",
+                f"preemptor {o.preemptor.name} was admitted at {stamp(admitted_at)}, before {o.victim.name} was "
+                f"evicted at {stamp(evicted_at(window[0]))}: the quota was free, nothing needed preempting",
+            )
         )
+    misses += [
+        Miss(
+            "the preemptor admitted once the victim gave its quota back",
+            f"preemptor {o.preemptor.name} was admitted at {stamp(admitted_at)}, but {o.victim.name}: "
+            f"{v.observed}: the preemptor was admitted on quota still held",
+        )
+        for v in workload.quota_released_not_after(after_submission(o), admitted_at)
+        if v.at is not None  # never released: victim_history_shows_eviction_then_requeue names it
     ]
+    return misses
 
 
 def preemptor_admitted_and_running(o: PreemptionObs) -> list[Miss]:

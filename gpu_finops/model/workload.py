@@ -210,20 +210,28 @@ def transitions_not_before_creation(created: datetime | None, conds: Conditions)
 
 def quota_released_not_after(victim: Sequence[Observation], at: datetime) -> list[Violation]:
     """A preemptor is admitted only after its victim gave its quota back: the victim's QuotaReserved went
-    False (by its lastTransitionTime) in or before the second of `at`. A victim never seen releasing it,
-    or releasing it later, contradicts the order."""
-    released = [
-        s.conditions[QUOTA_RESERVED].last_transition or s.at for s in victim if quota_released(s.conditions)
-    ]
+    False in or before the second of `at`. The release's time is its lastTransitionTime; a look without
+    one bounds it from below only, by the last look that still showed the quota held (a look's own time
+    is when it was seen, not when it changed: never held against the order). A victim never seen
+    releasing it, or seen holding it after `at`, contradicts the order."""
+    held_at: datetime | None = None
+    released: list[tuple[datetime, str]] = []
+    for s in victim:
+        if is_true(s.conditions, QUOTA_RESERVED):
+            held_at = s.at
+        elif quota_released(s.conditions):
+            moved = s.conditions[QUOTA_RESERVED].last_transition
+            if moved is not None:
+                released.append((moved, f"released its quota at {timestamps.iso(moved)}"))
+            elif held_at is not None:
+                released.append((held_at, f"was still seen holding its quota at {timestamps.iso(held_at)}"))
+            else:
+                released.append((s.at, ""))  # released by the time of this look, no earlier bound: no verdict
     if not released:
         return [Violation("quota_released_not_after", None, "the victim was never seen releasing its quota")]
-    first = min(released)
-    if before(at, first):
+    first, said = min(released)
+    if said and before(at, first):
         return [
-            Violation(
-                "quota_released_not_after",
-                first,
-                f"the victim released its quota at {timestamps.iso(first)}, after {timestamps.iso(at)}",
-            )
+            Violation("quota_released_not_after", first, f"the victim {said}, after {timestamps.iso(at)}")
         ]
     return []

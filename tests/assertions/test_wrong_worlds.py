@@ -162,6 +162,13 @@ def _p(victim: dict | None = None, preemptor: dict | None = None, **obs: Any) ->
     )
 
 
+def _p_quota_released_after_the_preemptor_was_admitted() -> PreemptionObs:
+    """Evicted at 65, the preemptor admitted at 66, but the victim's QuotaReserved went False only at 68."""
+    admitted, evicted = rw.victim_snapshots()
+    late = {**evicted.conditions, "QuotaReserved": cond("QuotaReserved", "False", "Pending", 68)}
+    return _p({"snapshots": (admitted, replace(evicted, conditions=late))})
+
+
 def _p_cq(v: str | None, h: str | None, reason: str = "InClusterQueue", **kw: Any) -> PreemptionObs:
     return _p(
         {"snapshots": rw.victim_snapshots(v, reason=reason)}, {"snapshots": rw.preemptor_snapshots(h)}, **kw
@@ -309,6 +316,7 @@ ROWS: dict[str, Row] = {
     "p3 preemptor's pod crashed": Row(_p_crashed, "preemptor_admitted_and_running", "a pod that failed at once is not a running preemptor"),
     "p3 preempted for another workload": Row(lambda: _p({"snapshots": rw.victim_snapshots(msg=rw.PREEMPTED_MSG.replace(rw.PREEMPTOR_UID, "uid-other"))}), "victim_preempted_for_the_policy_reason", "Kueue names the preemptor's UID; another one made room"),
     "p3 preemptor naming no UID": Row(lambda: _p({"snapshots": rw.victim_snapshots(msg="preempted")}), "victim_preempted_for_the_policy_reason", "which workload the victim made room for is unobserved"),
+    "p3 preemptor admitted before the victim gave its quota back": Row(_p_quota_released_after_the_preemptor_was_admitted, "preemptor_admitted_only_after_the_eviction", "quota is free when the victim releases it, not when it is evicted"),
     "p3 submission clock naive": Row(lambda: _p(preemptor_submitted=at(60).replace(tzinfo=None)), "refused: PreemptionObs.preemptor_submitted is timezone-naive", "a naive clock cannot be ordered against condition times"),
     # act 4
     "t4 flavor never observed": Row(lambda: _t_workloads(lambda i, p: rw.ts_workload(i, (p,), flavors=())), "each_pod_admitted_by_kueue_on_the_shared_flavor", "no ResourceFlavor seen is not the shared flavor"),

@@ -180,9 +180,19 @@ def test_a_victim_never_seen_releasing_its_quota_is_named():
     ]
 
 
-def test_a_release_without_a_transition_time_counts_from_when_it_was_seen():
-    victim = [Look(at(40), {"QuotaReserved": Condition("QuotaReserved", "False", "Pending")}, True)]
-    assert [v.at for v in w.quota_released_not_after(victim, at(10))] == [at(40)]
+def test_a_release_without_a_transition_time_counts_from_the_last_look_that_still_held_it():
+    untimed = Look(at(40), {"QuotaReserved": Condition("QuotaReserved", "False", "Pending")}, True)
+    held = Look(at(30), {"QuotaReserved": cond("QuotaReserved", t=0)}, False)
+    assert w.quota_released_not_after([held, untimed], at(10)) == [
+        Violation(
+            "quota_released_not_after",
+            at(30),
+            "the victim was still seen holding its quota at 2026-12-01T12:00:30Z, after 2026-12-01T12:00:10Z",
+        )
+    ]
+    assert w.quota_released_not_after([held, untimed], at(35)) == []  # released between 30 and 40: no verdict
+    # seen released at 40, with no look before: when it changed is unknown, the look's time is no evidence
+    assert w.quota_released_not_after([untimed], at(10)) == []
 
 
 # --- ran_only_while_admitted ------------------------------------------------------------------------------
