@@ -31,7 +31,14 @@ import yaml
 
 from gpu_finops.facts.config import Config
 from gpu_finops.facts.kube_keys import LABEL_DISCOVERY, cluster_tag
-from gpu_finops.facts.names import PROJECT, SPOT_SLR, TAG_CLUSTER, TAG_PROJECT
+from gpu_finops.facts.names import (
+    PROJECT,
+    RUN_RECORD_OBJECT,
+    SPOT_SLR,
+    TAG_CLUSTER,
+    TAG_PROJECT,
+    state_prefix,
+)
 from iam.iam_policies import karpenter_profile_path
 
 _ACTIONS = yaml.safe_load(Path(__file__).with_name("ci_actions.yaml").read_text())
@@ -650,12 +657,31 @@ def fis_statements(c: Config, account: str) -> list[dict[str, Any]]:
     ]
 
 
+def state_statements(c: Config, account: str) -> list[dict[str, Any]]:
+    """The state bucket (`state_backend: s3`, infra/state.py): list it, read and write under this region's
+    cluster prefix, and delete only what is meant to go: Terraform's lock files and the run record a
+    verified-empty teardown ends. Never a state or journal object, nor any object version: what proves a
+    resource ours cannot be erased by the role (versioning keeps every overwritten state)."""
+    bucket = f"arn:aws:s3:::{c.state_bucket(account)}"
+    prefix = f"{bucket}/{state_prefix(c.region, c.cluster_name)}"
+    return [
+        _stmt("ListOurStateBucketAndSeeItVersioned", ["s3:ListBucket", "s3:GetBucketVersioning"], bucket),
+        _stmt("ReadAndWriteOurStateAndEvidence", ["s3:GetObject", "s3:PutObject"], f"{prefix}*"),
+        _stmt(
+            "DeleteOnlyStateLocksAndTheEndedRunRecord",
+            "s3:DeleteObject",
+            [f"{prefix}*.tflock", f"{prefix}{RUN_RECORD_OBJECT}"],
+        ),
+    ]
+
+
 def deploy_policies(c: Config, account: str) -> dict[str, dict[str, Any]]:
     """The role's managed policies, by name, each under IAM's size limit."""
     changes = ec2_changes_policy(c, account)
     changes["Statement"] += fis_statements(c, account)
     keys = keys_policy(c, account)
     keys["Statement"] += event_rule_writes(c, account)  # the services policy is near IAM's size limit
+    keys["Statement"] += state_statements(c, account)
     return {
         f"{c.ci_role}-network": network_policy(c, account),
         f"{c.ci_role}-ec2-changes": changes,

@@ -21,7 +21,6 @@ from gpu_finops.dcgm.metrics_csv import render as render_metrics_csv
 from gpu_finops.facts.config import Config
 from infra.cluster import ClusterStack
 from infra.jsii_structs import camel
-from infra.network import local_state
 from infra.objects.device_plugin import device_plugin_values
 from infra.objects.karpenter import ec2nodeclass, karpenter_objects, karpenter_values
 from infra.objects.kueue import kueue_objects, kueue_values
@@ -89,7 +88,6 @@ class AddonsStack(TerraformStack):
         self, scope: Construct, c: Config, cluster: ClusterStack, chart_path: str, product_chart_path: str
     ):
         super().__init__(scope, "addons")
-        local_state(self, c, "addons")
         eks = cluster.cluster
         ca = Fn.base64decode(eks.certificate_authority.get(0).data)
         token_args = ["eks", "get-token", "--cluster-name", eks.name, "--region", c.region]

@@ -12,17 +12,27 @@ from gpu_finops.facts.names import CLUSTER_STACKS
 from infra.addons import AddonsStack, copy_product_chart, write_chart
 from infra.cluster import ClusterStack
 from infra.network import NetworkStack
+from infra.state import cluster_state, state_account
 
 STACKS = CLUSTER_STACKS  # the order `make up` applies; destroy reverses it
+# The Terraform-compatible runtimes the stacks are written for: S3's native state lock (`use_lockfile`) came in
+# 1.10 of both; the nightly pins a newer Terraform (.github/workflows/nightly.yml). cdktn checks each feature
+# a stack uses against these ranges at synth.
+TARGET_VERSIONS = {"terraform": ">=1.10.0", "opentofu": ">=1.10.0"}
 
 
 def build(
-    c: Config, outdir: str | Path = "cdktf.out", metrics: tuple[MetricRow, ...] = PROJECT_METRICS
+    c: Config,
+    outdir: str | Path = "cdktf.out",
+    metrics: tuple[MetricRow, ...] = PROJECT_METRICS,
+    account: str | None = None,
 ) -> App:
+    """The app; `account` names the state bucket when state_backend is s3 (infra/state.py)."""
     outdir = Path(outdir)
-    product = copy_product_chart(outdir, metrics)  # first: a bad metrics row fails before anything else
+    holder = state_account(c, account)  # first: an s3 backend with no account refuses before any file
+    product = copy_product_chart(outdir, metrics)  # then a bad metrics row fails before any stack
     chart = write_chart(c, outdir)
-    app = App(outdir=str(outdir))
+    app = App(outdir=str(outdir), context={"targetVersions": TARGET_VERSIONS})
     network = NetworkStack(app, c)
     cluster = ClusterStack(app, c, network)
     cluster.add_dependency(network)
@@ -34,6 +44,8 @@ def build(
         product_chart_path=str(Path("..") / ".." / product.relative_to(outdir)),
     )
     addons.add_dependency(cluster)
+    for name, stack in zip(STACKS, (network, cluster, addons), strict=True):
+        cluster_state(stack, c, name, holder)
     if c.github_repository:  # applied once by an administrator, never by up/destroy (docs/runbook.md)
         from infra.ci_role import ci_role_stack
 
@@ -41,6 +53,6 @@ def build(
     return app
 
 
-def synth(c: Config, outdir: str | Path = "cdktf.out") -> Path:
-    build(c, outdir).synth()
+def synth(c: Config, outdir: str | Path = "cdktf.out", account: str | None = None) -> Path:
+    build(c, outdir, account=account).synth()
     return Path(outdir)

@@ -119,7 +119,7 @@ def ci_role_stack(scope: Any, c: Config) -> Any:
     from cdktn_provider_aws.iam_role_policy_attachment import IamRolePolicyAttachment
     from cdktn_provider_aws.provider import AwsProvider
 
-    from infra.network import local_state
+    from infra.state import local_state
 
     stack = TerraformStack(scope, CI_ROLE_STACK)
     local_state(stack, c, CI_ROLE_STACK)
@@ -160,9 +160,112 @@ def ci_role_stack(scope: Any, c: Config) -> Any:
         policy = IamPolicy(stack, policy_name, name=policy_name, policy=json.dumps(document))
         IamRolePolicyAttachment(stack, f"{policy_name}-attach", role=role.name, policy_arn=policy.arn)
     sandbox_budget(stack, c)
+    bucket = state_bucket(stack, c, account)
     TerraformOutput(stack, "role_arn", value=role.arn, description="vars.GPU_FINOPS_ROLE_ARN in GitHub")
+    TerraformOutput(
+        stack, "state_bucket", value=bucket.bucket, description="state_backend s3 keeps state here"
+    )
     TerraformOutput(stack, "boundary_arn", value=boundary.arn, description="on every role the stacks create")
     return stack
+
+
+STATE_NONCURRENT_DAYS = (
+    90  # a state's earlier versions: how far back a bad apply or a lost object is recoverable
+)
+
+
+def state_bucket(stack: Any, c: Config, account: str) -> Any:
+    """The bucket of the cluster stacks' Terraform state and teardown's run record and journal
+    (`state_backend: s3`, infra/state.py): off the runner, so a lost runner loses no evidence. Versioned (a
+    state overwritten or deleted is recoverable), encrypted with S3's AWS-managed KMS key, no public access,
+    TLS only, objects owned by the bucket's account; earlier versions expire after STATE_NONCURRENT_DAYS.
+    Terraform may never destroy it (`prevent_destroy`): it is the evidence teardown proves ownership by.
+    Tagged as the CI role is, never with the project tag, and named `nightly-...`: teardown never claims it."""
+    from cdktn import TerraformResourceLifecycle
+    from cdktn_provider_aws.s3_bucket import S3Bucket
+    from cdktn_provider_aws.s3_bucket_lifecycle_configuration import S3BucketLifecycleConfiguration
+    from cdktn_provider_aws.s3_bucket_ownership_controls import S3BucketOwnershipControls
+    from cdktn_provider_aws.s3_bucket_policy import S3BucketPolicy
+    from cdktn_provider_aws.s3_bucket_public_access_block import S3BucketPublicAccessBlock
+    from cdktn_provider_aws.s3_bucket_server_side_encryption_configuration import (
+        S3BucketServerSideEncryptionConfigurationA,
+    )
+    from cdktn_provider_aws.s3_bucket_versioning import S3BucketVersioningA
+
+    from infra.jsii_structs import camel
+
+    bucket = S3Bucket(
+        stack,
+        "state",
+        bucket=c.state_bucket(account),
+        lifecycle=TerraformResourceLifecycle(prevent_destroy=True),
+    )
+    name = bucket.id
+    S3BucketPublicAccessBlock(
+        stack,
+        "state-public-access",
+        bucket=name,
+        block_public_acls=True,
+        block_public_policy=True,
+        ignore_public_acls=True,
+        restrict_public_buckets=True,
+    )
+    S3BucketOwnershipControls(
+        stack, "state-ownership", bucket=name, rule={"object_ownership": "BucketOwnerEnforced"}
+    )
+    S3BucketVersioningA(
+        stack, "state-versioning", bucket=name, versioning_configuration={"status": "Enabled"}
+    )
+    S3BucketServerSideEncryptionConfigurationA(
+        stack,
+        "state-sse",
+        bucket=name,
+        rule=camel(
+            [
+                {
+                    "apply_server_side_encryption_by_default": {"sse_algorithm": "aws:kms"},
+                    "bucket_key_enabled": True,
+                }
+            ]
+        ),
+    )
+    S3BucketPolicy(
+        stack,
+        "state-tls-only",
+        bucket=name,
+        policy=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Sid": "TlsOnly",
+                        "Effect": "Deny",
+                        "Principal": "*",
+                        "Action": "s3:*",
+                        "Resource": [bucket.arn, f"{bucket.arn}/*"],
+                        "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                    }
+                ],
+            }
+        ),
+    )
+    S3BucketLifecycleConfiguration(
+        stack,
+        "state-lifecycle",
+        bucket=name,
+        rule=camel(
+            [
+                {
+                    "id": "expire-noncurrent-and-abort-uploads",
+                    "status": "Enabled",
+                    "filter": [{"prefix": ""}],
+                    "noncurrent_version_expiration": [{"noncurrent_days": STATE_NONCURRENT_DAYS}],
+                    "abort_incomplete_multipart_upload": [{"days_after_initiation": 7}],
+                }
+            ]
+        ),
+    )
+    return bucket
 
 
 def sandbox_budget(stack: Any, c: Config) -> Any:

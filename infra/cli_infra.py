@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from gpu_finops.facts import arguments
 from gpu_finops.facts.config import load_config
 from gpu_finops.facts.names import CI_ROLE_STACK
 
@@ -13,6 +14,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("action", choices=["synth", "preflight", "up", "destroy"])
     parser.add_argument("--config", default=None, help="config YAML (default gpu_finops/facts/config.yaml)")
     parser.add_argument("--outdir", type=Path, default=Path("cdktf.out"))
+    parser.add_argument(
+        "--account",
+        type=arguments.account_id,
+        default=None,
+        help="synth: the account whose state bucket the stacks use (state_backend s3; default: the one "
+        "account in allowed_accounts)",
+    )
     parser.epilog = (
         "exit 0 done; 1 a Terraform step failed; 2 preflight or configuration refused (nothing applied); "
         "3 AWS unreachable or refusing us; 130 interrupted (a line says how to finish)"
@@ -35,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "synth":
         from infra.app import STACKS, synth
 
-        out = synth(config, args.outdir)
+        out = synth(config, args.outdir, args.account)
         for stack in STACKS:
             print(f"synthesized {out / 'stacks' / stack / 'cdk.tf.json'}")
         if config.github_repository:

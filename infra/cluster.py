@@ -39,14 +39,13 @@ from infra.cluster_data import CostDataInputs, add_cost_data
 from infra.cluster_karpenter import KarpenterInputs, add_karpenter
 from infra.cluster_node_role import MANAGED, node_role_with_policies
 from infra.jsii_structs import camel
-from infra.network import NetworkStack, aws_provider, local_state
+from infra.network import NetworkStack, aws_provider
 
 
 class ClusterStack(TerraformStack):
     def __init__(self, scope: Construct, c: Config, net: NetworkStack):
         super().__init__(scope, "cluster")
         aws_provider(self, c)
-        local_state(self, c, "cluster")
         self.account = DataAwsCallerIdentity(self, "account").account_id
         # Every role here carries the nightly's permissions boundary (iam/ci_boundary.py).
         self.boundary = boundary_arn(c, self.account)

@@ -51,7 +51,9 @@ def up(c: Config, outdir: Path = Path("cdktf.out")) -> int:
     if not report(Preflight(c, session).run(create_spot_role=True)):
         print("preflight failed: nothing was applied")
         return 2
-    synth(c, outdir)
+    # an s3 backend's bucket is the caller's account's (infra/state.py); local state needs no account
+    account = session.client("sts").get_caller_identity()["Account"] if c.state_backend == "s3" else None
+    synth(c, outdir, account)
     for stack in STACKS:
         if stack == "addons":
             ensure_collector_image(c, session)
@@ -135,7 +137,7 @@ def destroy(c: Config, outdir: Path = Path("cdktf.out")) -> int:
     if not (cred.ok and allowed.ok):
         report([cred, allowed])
         return 2
-    synth(c, outdir)  # the same config, so every variable `up` used is there
+    synth(c, outdir, account)  # the same config and state, so every variable `up` used is there
     # Every step runs whatever failed before it: after a partial `up` (or a stuck release) the cluster and
     # the network must still go. Each failure is recorded and reported at the end (exit 1).
     failures: list[tuple[str, str]] = []

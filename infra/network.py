@@ -5,9 +5,8 @@ depends on `egress_route_ids`."""
 from __future__ import annotations
 
 import ipaddress
-from pathlib import Path
 
-from cdktn import LocalBackend, TerraformOutput, TerraformStack
+from cdktn import TerraformOutput, TerraformStack
 from cdktn_provider_aws.eip import Eip
 from cdktn_provider_aws.internet_gateway import InternetGateway
 from cdktn_provider_aws.nat_gateway import NatGateway
@@ -21,7 +20,6 @@ from constructs import Construct
 
 from gpu_finops.facts.config import Config
 from gpu_finops.facts.kube_keys import LABEL_DISCOVERY, cluster_tag
-from gpu_finops.facts.names import state_file
 
 
 def aws_provider(scope: Construct, c: Config) -> AwsProvider:
@@ -34,16 +32,10 @@ def aws_provider(scope: Construct, c: Config) -> AwsProvider:
     )
 
 
-def local_state(stack: TerraformStack, c: Config, name: str) -> LocalBackend:
-    """State outside the synth folder, so `make synth` never touches what `make up` applied."""
-    return LocalBackend(stack, path=str(Path(c.state_dir).resolve() / state_file(name)))
-
-
 class NetworkStack(TerraformStack):
     def __init__(self, scope: Construct, c: Config):
         super().__init__(scope, "network")
         aws_provider(self, c)
-        local_state(self, c, "network")
         name = c.cluster_name
         self.vpc = Vpc(
             self,

@@ -19,7 +19,7 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from gpu_finops.facts.config import Config
-from gpu_finops.facts.names import SPOT_SLR
+from gpu_finops.facts.names import SPOT_SLR, state_prefix
 from iam.ci_policies import boundary_arn
 
 GVT_SPOT_QUOTA_CODE = "L-3819A6DF"  # EC2: All G and VT Spot Instance Requests (vCPUs)
@@ -142,6 +142,42 @@ class Preflight:
             return Check(name, False, f"cannot read {arn}: {exc}")
         return Check(name, True, f"{arn} exists")
 
+    def state_bucket(self, account: str) -> Check:
+        """With state_backend s3, the bootstrap stack's bucket: there, in this account, versioned (a lost or
+        overwritten state is recoverable). Without it `terraform init` would fail, and teardown could not
+        keep its evidence off this machine."""
+        c, name = self.config, "state bucket"
+        if c.state_backend == "local":
+            return Check(
+                name,
+                True,
+                f"state_backend local: state, run record and journal are on this machine only ({c.state_dir}, "
+                "reports/); a lost machine takes them with it (docs/teardown.md)",
+            )
+        bucket = c.state_bucket(account)
+        s3 = self.session.client("s3")
+        try:
+            status = s3.get_bucket_versioning(Bucket=bucket, ExpectedBucketOwner=account).get("Status")
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] in ("NoSuchBucket", "404"):
+                return Check(
+                    name,
+                    False,
+                    f"{bucket} does not exist in account {account}: apply the ci-role stack first, which creates "
+                    "it (docs/runbook.md, section 2), or set state_backend: local",
+                )
+            return Check(name, False, f"cannot read {bucket}: {exc}")
+        except BotoCoreError as exc:
+            return Check(name, False, f"cannot read {bucket}: {exc}")
+        if status != "Enabled":
+            return Check(
+                name,
+                False,
+                f"{bucket} has versioning {status or 'never enabled'}, expected Enabled: an overwritten state would "
+                "be lost; apply the ci-role stack again",
+            )
+        return Check(name, True, f"s3://{bucket}/{state_prefix(c.region, c.cluster_name)} (versioned)")
+
     def spot_offerings(self) -> Check:
         """Each GPU instance type we ask for is offered, and has a spot price, in each zone of our subnets.
         Offerings say the type exists in the zone; the spot price history says spot capacity is sold there."""
@@ -242,6 +278,7 @@ class Preflight:
             checks += [self.quota(), self.spot_offerings()]
         if cred.ok and checks[1].ok:
             checks.append(self.boundary(account))  # type: ignore[arg-type]
+            checks.append(self.state_bucket(account))  # type: ignore[arg-type]
         if cred.ok and checks[1].ok:
             checks.append(self.spot_role(create=create_spot_role and all(c.ok for c in checks)))
         return checks

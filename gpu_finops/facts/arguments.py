@@ -80,6 +80,12 @@ def cluster_name(text: str) -> str:
     return text
 
 
+def account_id(text: str) -> str:
+    if not (len(text) == 12 and text.isascii() and text.isdigit()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an AWS account id: expected 12 digits")
+    return text
+
+
 def writable_file(text: str) -> Path:
     """A file path this process can create or overwrite: checked now, not after the work is done."""
     if not text.strip():

@@ -19,7 +19,7 @@ import ipaddress
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -57,7 +57,7 @@ __all__ = ["Config", "ConfigError", "Tenant", "Versions", "load_config"]
 # The nightly's role is `nightly-<cluster>`; every other role is `<cluster>-<what>`. So no cluster may be named
 # `nightly` or `nightly-...` (Config.validate refuses it): `nightly`'s `nightly-fis` would be cluster `fis`'s CI
 # role, and `nightly-a`'s `nightly-a-fis` cluster `a-fis`'s.
-CI_ROLE_PREFIX = "nightly-"
+CI_ROLE_PREFIX = names.CI_ROLE_PREFIX
 
 
 @dataclass(frozen=True)
@@ -151,6 +151,11 @@ class Config:
     # guard's default ceiling and more (tests/infra/test_ci_role.py holds it above `guard estimate`'s).
     sandbox_monthly_budget_usd: Dollars = 800
     budget_alert_emails: tuple[Email, ...] = ()
+    # Where the cluster stacks keep their Terraform state, and teardown its run record and journal beside it:
+    # "s3", the bootstrap stack's versioned, locked bucket (`state_bucket`), read back by a runner that has
+    # nothing on its disk; "local", files under state_dir alone, which a lost machine takes with it
+    # (docs/teardown.md, "Where state and evidence live"). The nightly writes "s3".
+    state_backend: Literal["local", "s3"] = "local"
     state_dir: Name = ".state"  # Terraform local state, one file per stack, outside cdktf.out
     versions: Versions = field(default_factory=Versions)
 
@@ -260,6 +265,10 @@ class Config:
         it). Bucket names are global: the account in the name means nobody else can have taken it first,
         and a reader or writer naming it expects that account as the owner."""
         return f"{self.cluster_name}-focus-{account}"
+
+    def state_bucket(self, account: str) -> str:
+        """The bucket of the cluster stacks' Terraform state and teardown's evidence (state_backend s3)."""
+        return names.state_bucket(self.cluster_name, account)
 
     @property
     def ci_role(self) -> str:

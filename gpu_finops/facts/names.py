@@ -13,6 +13,9 @@ TAG_CI = "gpu-finops.io/ci"
 # name (a kops or self-managed cluster too) sets it, and anyone allowed to tag can; it is never ownership.
 TAG_VPC_CNI_CLUSTER = "cluster.k8s.amazonaws.com/name"
 
+# The nightly's own things are named `nightly-<cluster>...`, never `<cluster>-...` (teardown's name rule).
+CI_ROLE_PREFIX = "nightly-"
+
 # The stacks `make up` applies, in order (destroy reverses it), and the one-time bootstrap stack of the
 # nightly's own role, which teardown never claims. Each keeps its Terraform state in its own file under the
 # config's state_dir; teardown reads only the cluster stacks' files as provenance.
@@ -21,8 +24,32 @@ CI_ROLE_STACK = "ci-role"
 
 
 def state_file(stack: str) -> str:
-    """A stack's Terraform state file name under the state directory."""
+    """A stack's Terraform state file name under the state directory (and under state_prefix in the bucket)."""
     return f"terraform.{stack}.tfstate"
+
+
+def state_bucket(cluster: str, account: str) -> str:
+    """The bucket of a cluster's Terraform state and teardown's evidence in `account`, created by the bootstrap
+    stack and tagged as the CI role is (never the project tag): `nightly-` like the role, so teardown's
+    `<cluster>-` name rule never takes it for ours. At most 63 characters: the longest cluster name (39) fits."""
+    return f"{CI_ROLE_PREFIX}{cluster}-tf-{account}"
+
+
+def state_prefix(region: str, cluster: str) -> str:
+    """Where one cluster's state and evidence lie in the state bucket: its stacks' state files, the run
+    record, the journal's parts. The region is in it: one account's bucket holds every region's clusters."""
+    return f"{region}/{cluster}/"
+
+
+# Teardown's evidence beside the state (teardown/remote.py): the run record, and the journal's parts, one object
+# per teardown process under JOURNAL_FOLDER (S3 has no append).
+RUN_RECORD_OBJECT = "run.json"
+JOURNAL_FOLDER = "journal/"
+
+
+def state_key(region: str, cluster: str, stack: str) -> str:
+    """A cluster stack's Terraform state object (the S3 backend's `key`; its lock is this key + ".tflock")."""
+    return state_prefix(region, cluster) + state_file(stack)
 
 
 # The EC2 spot service-linked role: account-wide, created by preflight only when absent.

@@ -59,6 +59,7 @@ def synthesized(tmp_path_factory, supported_node) -> Synth:
 
 CI_CONFIG = {
     "allowed_accounts": ["123456789012"],
+    "state_backend": "s3",
     "github_repository": "acme/gpu-finops",
     "admin_principal_arns": ["arn:aws:iam::123456789012:role/platform-admin"],
 }

@@ -68,7 +68,7 @@ def test_every_mapped_and_harness_action_is_allowed():
 def test_allows_is_not_a_rubber_stamp():
     assert not allows(POLICIES.values(), "iam:CreateUser")
     assert not allows(POLICIES.values(), "ec2:CreateVpcPeeringConnection")
-    assert not allows(POLICIES.values(), "s3:PutObject")
+    assert not allows(POLICIES.values(), "s3:PutBucketPolicy")
     denying = [{"Statement": [{"Effect": "Deny", "Action": "ec2:*", "Resource": "*"}]}]
     assert not allows([*POLICIES.values(), *denying], "ec2:CreateVpc")
 

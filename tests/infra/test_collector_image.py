@@ -150,7 +150,7 @@ def test_up_checks_the_image_after_the_cluster_stack_and_before_the_addons(monke
     order: list[str] = []
     monkeypatch.setattr(deploy, "report", lambda checks: True)
     monkeypatch.setattr(deploy.Preflight, "run", lambda self, **kw: [])
-    monkeypatch.setattr(deploy, "synth", lambda c, outdir: outdir)
+    monkeypatch.setattr(deploy, "synth", lambda c, outdir, account=None: outdir)
     monkeypatch.setattr(deploy, "tf", lambda d, *args: order.append(f"{d.name} {args[0]}"))
     monkeypatch.setattr(deploy, "ensure_collector_image", lambda c, session: order.append("collector image"))
     monkeypatch.setattr(deploy, "write_kubeconfig", lambda c: tmp_path / "kubeconfig")

@@ -27,7 +27,7 @@ def destroy_world(monkeypatch, tmp_path):
             raise deploy.DeployError(f"terraform {step} failed")
 
     monkeypatch.setattr(deploy, "tf", tf)
-    monkeypatch.setattr(deploy, "synth", lambda c, outdir: outdir)
+    monkeypatch.setattr(deploy, "synth", lambda c, outdir, account=None: outdir)
     monkeypatch.setattr(deploy.Preflight, "credentials", lambda self: (Check("credentials", True, "x"), "1"))
     monkeypatch.setattr(deploy.Preflight, "account", lambda self, a: Check("account allowlist", True, a))
     monkeypatch.setattr(deploy, "karpenter_instances", lambda session, c: [])

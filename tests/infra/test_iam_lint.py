@@ -25,6 +25,7 @@ TOKENS = {
     r"\$\{aws_sqs_queue\.[\w-]+\.arn\}": f"arn:aws:sqs:us-east-1:{ACCOUNT}:gpu-finops-interruption",
     r"\$\{aws_dynamodb_table\.[\w-]+\.arn\}": f"arn:aws:dynamodb:us-east-1:{ACCOUNT}:table/gpu-finops-cost",
     r"\$\{aws_kms_key\.[\w-]+\.arn\}": f"arn:aws:kms:us-east-1:{ACCOUNT}:key/0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0",
+    r"\$\{aws_s3_bucket\.[\w-]+\.arn\}": f"arn:aws:s3:::nightly-gpu-finops-tf-{ACCOUNT}",
 }
 # Documents Terraform builds with an HCL function: not JSON until apply. Listed so a new one shows up.
 NOT_JSON = {"cluster/aws_kms_key.kms.policy"}
