@@ -176,11 +176,18 @@ def bench_verify(resources: int) -> None:
     state.mkdir()
     groups = [g["GroupId"] for g in ec2.describe_security_groups()["SecurityGroups"]]
     instances = [{"attributes": {"id": g}} for g in groups]
-    (state / "terraform.bench.tfstate").write_text(json.dumps({"resources": [{"instances": instances}]}))
+    (state / "terraform.bench.tfstate").write_text(
+        json.dumps(
+            {
+                "version": 4,
+                "resources": [{"mode": "managed", "type": "aws_security_group", "instances": instances}],
+            }
+        )
+    )
     ctx = Context(
         TeardownConfig(region="us-east-1", allowed_accounts=("123456789012",)),
         session,
-        sources=Sources(state, state.parent / "run.json", state.parent / "journal.jsonl"),
+        sources=Sources(state, state.parent / "teardown-run.json", state.parent / "journal.jsonl"),
     )
     t = time.perf_counter()
     found = inventory(ctx)

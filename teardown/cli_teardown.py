@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from rich.table import Table
 from gpu_finops.facts import arguments
 from gpu_finops.facts.config import CONFIG_ENV, ConfigError, load_config
 from gpu_finops.facts.errors import CONTRACT
-from gpu_finops.facts.names import TAG_PROJECT
+from gpu_finops.facts.names import RUN_RECORD_OBJECT, TAG_PROJECT, state_bucket
 from gpu_finops.facts.private_files import write_private
 from teardown.engine import (
     AccountNotAllowed,
@@ -34,11 +35,13 @@ from teardown.provenance import (
     EvidenceError,
     Sources,
     UnfinishedTeardown,
+    end_run,
     mark_teardown,
     run_record_path,
     run_started,
     write_run_record,
 )
+from teardown.remote import Remote, RemoteEvidenceError
 from teardown.reviewed import PlanFileError, check_reviewed, read_plan, write_plan
 
 EXIT_CODES = f"""exit codes:
@@ -46,7 +49,8 @@ EXIT_CODES = f"""exit codes:
      verify: nothing of ours is left
   1  something of ours is left (a table says what, its state and why it is likely there)
   2  refused: account not on the allowlist, a bad config or argument (--cluster, --wait, an unwritable
-     --journal), a --plan that does not hold what would be deleted, no confirmation (destroy and resume
+     --journal), evidence that does not read (run record, state, journal; with state_backend s3, no state
+     bucket), a --plan that does not hold what would be deleted, no confirmation (destroy and resume
      ask for the account id unless --yes; without a terminal they need --yes)
   3  AWS unreachable or refusing us: no credentials, no endpoint, access denied (nothing more deleted)
   130  interrupted: destroy/resume say how to finish (`gpu-finops teardown resume`, make resume)
@@ -292,14 +296,21 @@ def run(args: argparse.Namespace) -> int:
         account = check_account(ctx)
     except AccountNotAllowed as exc:
         return _refuse(str(exc))
+    if config.state_backend == "s3":  # the evidence a lost runner would have taken with it
+        c = config
+        remote = Remote(
+            ctx.client("s3"), state_bucket(c.cluster_name, account), account, c.region, c.cluster_name
+        )
+        ctx.sources = replace(sources, remote=remote)
     try:
         return _act(ctx, console, args, account)
-    except (EvidenceError, JournalError) as exc:
+    except (EvidenceError, JournalError, RemoteEvidenceError) as exc:
         return _refuse(str(exc))
 
 
 def _begin(ctx: Context, console: Console, args: argparse.Namespace, account: str) -> int:
-    if not args.run_record.exists():  # a new run: nothing of an earlier one may be left, proven or not
+    if run_started(args.run_record, ctx.sources.remote) is None:  # a new run: nothing of an earlier one may
+        # be left, proven or not
         found = survey(ctx)
         if found.ours or found.unproven:
             if found.ours:
@@ -316,15 +327,22 @@ def _begin(ctx: Context, console: Console, args: argparse.Namespace, account: st
             return 1
     try:
         started, written = write_run_record(
-            args.run_record, account, ctx.config.region, ctx.config.cluster_name, datetime.now(UTC)
+            args.run_record,
+            account,
+            ctx.config.region,
+            ctx.config.cluster_name,
+            datetime.now(UTC),
+            ctx.sources.remote,
         )
     except UnfinishedTeardown as exc:
         Console(stderr=True, soft_wrap=True).print(f"[red]not begun[/red]: {exc}", highlight=False)
         return 1
+    remote = ctx.sources.remote
+    also = f" and {remote.uri(RUN_RECORD_OBJECT)}" if remote is not None else ""
     console.print(
-        f"run record {args.run_record}: {'this run began' if written else 'kept: the run began'} {started}; "
+        f"run record {args.run_record}{also}: {'this run began' if written else 'kept: the run began'} {started}; "
         "teardown deletes what carries our tag and was created since, is in our Terraform state "
-        f"({ctx.sources.state_dir}) or our journal, or lies inside one of those"
+        f"({ctx.sources.where()}) or our journal, or lies inside one of those"
     )
     return 0
 
@@ -334,7 +352,7 @@ def _act(ctx: Context, console: Console, args: argparse.Namespace, account: str)
         return _begin(ctx, console, args, account)
     # No credentials, no endpoint, access denied: exit 3, one line naming the call (gpu_finops/failures.py).
     reviewed = args.reviewed  # read in run(), before the first AWS call
-    journal = Journal(args.journal)
+    journal = Journal(args.journal, ctx.sources.remote)
     if args.action == "verify":
         return _verify(ctx, console, args)
     found = survey(ctx)
@@ -376,7 +394,7 @@ def _act(ctx: Context, console: Console, args: argparse.Namespace, account: str)
             return _refuse(refused)
     # from now on nothing created is this run's (teardown.provenance.mark_teardown), and `begin` refuses
     # to carry the run's start over to a next one until a teardown verifies empty
-    mark_teardown(args.run_record, datetime.now(UTC))
+    mark_teardown(args.run_record, datetime.now(UTC), ctx.sources.remote)
     # where this plan holds: a journal entry proves nothing for another account or region
     journal.write(
         "plan",
@@ -384,7 +402,7 @@ def _act(ctx: Context, console: Console, args: argparse.Namespace, account: str)
         account=account,
         region=ctx.config.region,
         cluster=ctx.config.cluster_name,
-        run=run_started(args.run_record),
+        run=run_started(args.run_record, ctx.sources.remote),
         resources=[r.to_dict() for r in plan],
     )
     wait_kwargs = {"wait_for": args.wait} if args.wait is not None else {}
@@ -401,16 +419,14 @@ def _act(ctx: Context, console: Console, args: argparse.Namespace, account: str)
         console.print(f"[red]failed[/red] {r.key}: {err}")
     code = _verify(ctx, console, args, outcome)
     if code == 0 and outcome.ok:
-        _end_run(console, args.run_record)
+        _end_run(console, args.run_record, ctx.sources.remote)
     return code if outcome.ok else 1
 
 
-def _end_run(console: Console, record: Path) -> None:
-    """A destroy verified empty ends the run: its record goes, so "created after this run began" means
-    after the *next* `teardown begin`, not after the first run ever. A destroy that leaves
-    something keeps it: the next run's `begin` then keeps the earlier start, and what is left stays provable."""
-    try:
-        record.unlink()
-    except FileNotFoundError:
-        return
-    console.print(f"run record {record} removed: this run has ended (the next `make up` begins a new one)")
+def _end_run(console: Console, record: Path, remote: Remote | None) -> None:
+    """A destroy verified empty ends the run: its record goes (here and in the state bucket), so "created
+    after this run began" means after the *next* `teardown begin`, not after the first run ever. A destroy
+    that leaves something keeps it: the next run's `begin` then keeps the earlier start, and what is left
+    stays provable."""
+    for where in end_run(record, remote):
+        console.print(f"run record {where} removed: this run has ended (the next `make up` begins a new one)")

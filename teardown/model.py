@@ -41,6 +41,7 @@ class TeardownConfig:
     allowed_accounts: tuple[str, ...] = ()
     project_tag: str = TAG_PROJECT
     state_dir: str = ".state"  # infra's Terraform state: provenance (teardown.provenance)
+    state_backend: str = "local"  # "s3": the state bucket holds state, run record and journal too
 
     @classmethod
     def from_config(cls, c: Config, **overrides: Any) -> TeardownConfig:
@@ -51,6 +52,7 @@ class TeardownConfig:
             "project": c.project,
             "allowed_accounts": tuple(c.allowed_accounts),
             "state_dir": c.state_dir,
+            "state_backend": c.state_backend,
         }
         return cls(**{**base, **{k: v for k, v in overrides.items() if v is not None}})
 

@@ -3,8 +3,8 @@ A resource tagged as ours is deleted only when something we hold, and no tagger 
 made it (docs/teardown.md, "Ownership that a tag alone cannot forge"):
 
 - **our Terraform state**: its id or ARN is that of a *managed* resource of the matching Terraform type in
-  a cluster stack's state file under the state directory; never the nightly role's bootstrap state, never a
-  name, never a data source (a `Name` tag or a foreign role named like our queue is the tagger's choice);
+  a cluster stack's state, its file under the state directory or its object in the state bucket
+  (teardown/remote.py); never the nightly role's bootstrap state, never a name, never a data source (a `Name` tag or a foreign role named like our queue is the tagger's choice);
   for IAM, AWS's unique id must match too, so a role made again under our role's name by someone else is
   not ours;
 - **our journal**: an earlier teardown of ours planned it *in this account and region*, and it is the same
@@ -21,21 +21,24 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from gpu_finops.facts.errors import excerpt
-from gpu_finops.facts.names import CLUSTER_STACKS, state_file
+from gpu_finops.facts import json_text
+from gpu_finops.facts.errors import excerpt, shown
+from gpu_finops.facts.names import CLUSTER_STACKS, RUN_RECORD_OBJECT, state_file
 from gpu_finops.facts.private_files import read_regular
 from gpu_finops.facts.timestamps import iso, parse
 from teardown.journal import Journal, Planned
 from teardown.model import Resource
+from teardown.remote import RecordExists, Remote
 
 RUN_FORMAT = "gpu-finops-teardown-run/1"
 MAX_STATE_BYTES = 256 * 1024 * 1024  # a Terraform state of three stacks is well under this
+MAX_RECORD_BYTES = 64 * 1024  # a run record is a few lines
 
 
 class EvidenceError(ValueError):
@@ -44,11 +47,18 @@ class EvidenceError(ValueError):
 
 @dataclass(frozen=True)
 class Sources:
-    """Where the evidence lies: read again at every survey (never cached)."""
+    """Where the evidence lies: read again at every survey (never cached). With `remote` (state_backend s3),
+    the state bucket too: its run record wins over the local file, and its state objects and journal parts
+    are read beside the local ones, so a runner with an empty disk proves what an earlier one created."""
 
     state_dir: Path
     run_record: Path
     journal: Path = Path("reports/teardown-journal.jsonl")
+    remote: Remote | None = None
+
+    def where(self) -> str:
+        """Where the state is read, for messages."""
+        return f"{self.state_dir}" + (f" and {self.remote.uri()}" if self.remote is not None else "")
 
 
 def run_record_path(cluster: str) -> Path:
@@ -122,26 +132,32 @@ class UnfinishedTeardown(Exception):
     """`teardown begin` while an earlier run's teardown began and did not verify empty (exit 1)."""
 
 
-def write_run_record(path: Path, account: str, region: str, cluster: str, now: datetime) -> tuple[str, bool]:
+def write_run_record(
+    path: Path, account: str, region: str, cluster: str, now: datetime, remote: Remote | None = None
+) -> tuple[str, bool]:
     """Record that a run for this target begins now (whole seconds, rounded down), unless a record for
     the same target exists: the earliest start is kept (a `make up` run again after one that failed). A
     record whose run's teardown began is refused (UnfinishedTeardown): keeping its start would make
-    whatever was tagged as ours between that teardown and now provably ours. The start and whether it
-    was written."""
-    if path.exists():
-        doc = _run_doc(path)
+    whatever was tagged as ours between that teardown and now provably ours. With `remote`, the bucket's
+    record is the only one read (the local file is its copy, replaced), and a new one is created there only
+    if none appeared meanwhile (another runner's wins). The start and whether it was written."""
+    found = _read_record(path, remote)
+    if found is not None:
+        where, doc = found
         for what, want in (("account", account), ("region", region), ("cluster", cluster)):
             if doc[what] != want:
                 raise EvidenceError(
-                    f"run record {path} is for {what} {doc[what]}, not {want}: move it away to begin a run "
+                    f"run record {where} is for {what} {doc[what]}, not {want}: move it away to begin a run "
                     "for this target"
                 )
         if doc.get("teardown_started_at"):
             raise UnfinishedTeardown(
-                f"run record {path}: the run that began {doc['started_at']} began its teardown "
+                f"run record {where}: the run that began {doc['started_at']} began its teardown "
                 f"{doc['teardown_started_at']} and it has not verified empty; run `make resume` (gpu-finops "
                 "teardown resume) and resolve what verify lists; a resume that verifies empty ends that run"
             )
+        if remote is not None:
+            _write_local(path, doc)  # the bucket's, over whatever an earlier run left here
         return doc["started_at"], False
     started = iso(now.astimezone(UTC).replace(microsecond=0))
     doc = {
@@ -151,6 +167,13 @@ def write_run_record(path: Path, account: str, region: str, cluster: str, now: d
         "cluster": cluster,
         "started_at": started,
     }
+    if remote is not None:
+        try:
+            _put_remote(remote, doc, create=True)
+        except RecordExists:  # another runner began meanwhile: its record holds
+            return write_run_record(path, account, region, cluster, now, remote)
+        _write_local(path, doc)  # a copy: a local file an earlier run left is never evidence
+        return started, True
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as f:
@@ -158,27 +181,81 @@ def write_run_record(path: Path, account: str, region: str, cluster: str, now: d
     return started, True
 
 
-def mark_teardown(path: Path, now: datetime) -> str | None:
+def mark_teardown(path: Path, now: datetime, remote: Remote | None = None) -> str | None:
     """Write into the run record that this run's teardown begins now (kept if one began already): from
-    then on, a resource created later is not this run's, whatever tag it carries. None without a record."""
-    if not path.exists():
+    then on, a resource created later is not this run's, whatever tag it carries. None without a record.
+    With `remote`, the bucket's record is marked, then copied here."""
+    found = _read_record(path, remote)
+    if found is None:
         return None
-    doc = _run_doc(path)
+    _, doc = found
     if doc.get("teardown_started_at"):
+        if remote is not None:
+            _write_local(path, doc)
         return doc["teardown_started_at"]
     doc["teardown_started_at"] = iso(now.astimezone(UTC).replace(microsecond=0))
+    if remote is not None:
+        _put_remote(remote, doc, create=False)
+    _write_local(path, doc)
+    return doc["teardown_started_at"]
+
+
+def end_run(path: Path, remote: Remote | None = None) -> list[str]:
+    """Remove the run record, in the bucket and here: where each was removed from."""
+    gone = []
+    if remote is not None and remote.get(RUN_RECORD_OBJECT, MAX_RECORD_BYTES) is not None:
+        remote.delete(RUN_RECORD_OBJECT)
+        gone.append(remote.uri(RUN_RECORD_OBJECT))
+    try:
+        path.unlink()
+        gone.append(str(path))
+    except FileNotFoundError:
+        pass
+    return gone
+
+
+def _put_remote(remote: Remote, doc: dict[str, Any], *, create: bool) -> None:
+    remote.put(RUN_RECORD_OBJECT, json.dumps(doc, indent=2).encode(), create=create)
+
+
+def _write_local(path: Path, doc: dict[str, Any]) -> None:
+    """The record's local copy, replaced whole (never half-written)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as f:
         json.dump(doc, f, indent=2)
     os.replace(tmp, path)
-    return doc["teardown_started_at"]
+
+
+def _read_record(path: Path, remote: Remote | None) -> tuple[str, dict[str, Any]] | None:
+    """(where it was read, the record), or None. With `remote` the bucket's alone: a local file is a copy,
+    and one an earlier run left on this machine (its run ended elsewhere, on a runner that removed the
+    bucket's record) must never carry that run's start over: it is neither read nor trusted."""
+    if remote is not None:
+        raw = remote.get(RUN_RECORD_OBJECT, MAX_RECORD_BYTES)
+        if raw is None:
+            return None
+        return remote.uri(RUN_RECORD_OBJECT), _run_doc_from(remote.uri(RUN_RECORD_OBJECT), raw)
+    if path.exists():
+        return str(path), _run_doc(path)
+    return None
 
 
 def _run_doc(path: Path) -> dict[str, Any]:
     try:
-        doc = json.loads(read_regular(path, 64 * 1024))  # a few lines; never a FIFO
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raw = read_regular(path, MAX_RECORD_BYTES)  # never a FIFO
+    except OSError as exc:
+        raise EvidenceError(
+            f"run record {path}: not readable JSON ({exc}); move it away and run `teardown begin`"
+        ) from None
+    return _run_doc_from(str(path), raw)
+
+
+def _run_doc_from(path: str, raw: bytes | str) -> dict[str, Any]:
+    try:
+        doc = json_text.loads(raw)
+    except json_text.JSONTextError as exc:
         raise EvidenceError(
             f"run record {path}: not readable JSON ({exc}); move it away and run `teardown begin`"
         ) from None
@@ -215,54 +292,87 @@ def _elsewhere(arn: Any, account: str, region: str) -> bool:
     return len(parts) == 6 and (parts[4] not in ("", account) or parts[3] not in ("", region))
 
 
-def run_started(path: Path) -> str | None:
+def run_started(path: Path, remote: Remote | None = None) -> str | None:
     """The run record's start (the run's id in the journal), or None when there is no run record."""
-    return _run_doc(path)["started_at"] if path.exists() else None
+    found = _read_record(path, remote)
+    return found[1]["started_at"] if found is not None else None
 
 
-def _state_ids(state_dir: Path, account: str, region: str) -> dict[str, dict[str, str]]:
-    """Per teardown type, the ids and ARNs of the managed resources of its Terraform types in the cluster
-    stacks' state files (`terraform.{network,cluster,addons}.tfstate`: the nightly's own role's bootstrap
-    state, or any other file beside them, is not the cluster's and proves nothing; data sources read someone
-    else's resources: never provenance), each with AWS's unique id where the state keeps one.
-    A resource whose ARN names another account or region proves nothing here: a same-named table or
-    cluster there is not the one in our state. Without an ARN (an EIP, a route table) the
-    id is AWS-generated and unique anyway."""
-    by_tf = {tf: rtype for rtype, tfs in TERRAFORM_TYPES.items() for tf in tfs}
-    ids: dict[str, dict[str, str]] = {}
-    for path in (state_dir / state_file(stack) for stack in CLUSTER_STACKS):
+def _state_docs(sources: Sources) -> Iterator[tuple[str, bytes]]:
+    """The cluster stacks' state: their files under the state directory, and their objects in the state
+    bucket. Only `terraform.{network,cluster,addons}.tfstate`: the nightly's own role's bootstrap state, or
+    any other file beside them, is not the cluster's and proves nothing."""
+    for path in (sources.state_dir / state_file(stack) for stack in CLUSTER_STACKS):
         if not path.exists():
             continue
         try:
-            doc = json.loads(read_regular(path, MAX_STATE_BYTES))  # never a FIFO
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+            yield str(path), read_regular(path, MAX_STATE_BYTES)  # never a FIFO
+        except OSError as exc:
             raise EvidenceError(
                 f"Terraform state {path}: not readable JSON ({excerpt(str(exc), 120)})"
             ) from None
+    if sources.remote is not None:
+        yield from sources.remote.states(MAX_STATE_BYTES)
+
+
+def _state_ids(sources: Sources, account: str, region: str) -> dict[str, dict[str, str]]:
+    """Per teardown type, the ids and ARNs of the managed resources of its Terraform types in the cluster
+    stacks' state (data sources read someone else's resources: never provenance), each with AWS's unique id
+    where the state keeps one. A resource whose ARN names another account or region proves nothing here: a
+    same-named table or cluster there is not the one in our state. Without an ARN (an EIP, a route table) the
+    id is AWS-generated and unique anyway."""
+    by_tf = {tf: rtype for rtype, tfs in TERRAFORM_TYPES.items() for tf in tfs}
+    ids: dict[str, dict[str, str]] = {}
+    for where, raw in _state_docs(sources):
+        try:
+            doc = json_text.loads(raw)
+        except json_text.JSONTextError as exc:
+            raise EvidenceError(
+                f"Terraform state {where}: not readable JSON ({excerpt(str(exc), 120)})"
+            ) from None
         try:
             _add_state_ids(ids, doc, by_tf, account, region)
-        except (TypeError, AttributeError, KeyError) as exc:
+        except StateShapeError as exc:
             raise EvidenceError(
-                f"Terraform state {path}: not a Terraform state's shape ({type(exc).__name__}: "
-                f"{excerpt(str(exc), 120)}); expected resources, each with type, mode and instances of attributes"
+                f"Terraform state {where}: {exc}; expected Terraform's state format 4: resources, a list "
+                "of objects each with mode, type and instances, a list of objects each with attributes, an object"
             ) from None
     return ids
+
+
+class StateShapeError(ValueError):
+    """A document that is not a Terraform state (format 4): where inside it, expected and found."""
+
+
+def _shape(value: Any, kind: type, where: str) -> Any:
+    if not isinstance(value, kind) or isinstance(value, bool):
+        raise StateShapeError(f"{where} is {shown(value)} ({type(value).__name__}), not a {kind.__name__}")
+    return value
 
 
 def _add_state_ids(
     ids: dict[str, dict[str, str]], doc: Any, by_tf: Mapping[str, str], account: str, region: str
 ) -> None:
-    if not isinstance(doc, dict):
-        raise TypeError(f"the document is a {type(doc).__name__}, not an object")
-    for res in doc.get("resources", []):
-        rtype = by_tf.get(res.get("type")) if isinstance(res, dict) else None
-        if rtype is None or res.get("mode", "managed") != "managed":
-            continue
-        for inst in res.get("instances") or []:
-            attrs = (inst.get("attributes") if isinstance(inst, dict) else None) or {}
-            if _elsewhere(attrs.get("arn"), account, region):
+    """Every managed resource of a mapped type, read from a document held to Terraform's state format 4
+    throughout: a part of another shape is a StateShapeError, never skipped (a state that proves nothing
+    because it does not read would turn our resources into unproven ones, silently)."""
+    _shape(doc, dict, "the document")
+    if doc.get("version") != 4:
+        raise StateShapeError(f"version is {shown(doc.get('version'))}, not 4")
+    for n, res in enumerate(_shape(doc.get("resources"), list, "resources")):
+        at = f"resources[{n}]"
+        _shape(res, dict, at)
+        mode, tf_type = res.get("mode"), _shape(res.get("type"), str, f"{at}.type")
+        if mode not in ("managed", "data"):
+            raise StateShapeError(f"{at}.mode is {shown(mode)}, not managed or data")
+        instances = _shape(res.get("instances"), list, f"{at}.instances")
+        for i, inst in enumerate(instances):
+            attrs = _shape(_shape(inst, dict, f"{at}.instances[{i}]").get("attributes"), dict,
+                           f"{at}.instances[{i}].attributes")  # fmt: skip
+            rtype = by_tf.get(tf_type)
+            if rtype is None or mode != "managed" or _elsewhere(attrs.get("arn"), account, region):
                 continue
-            unique = str(attrs.get(UNIQUE_ID.get(res["type"], ""), "") or "")
+            unique = str(attrs.get(UNIQUE_ID.get(tf_type, ""), "") or "")
             for k in ("id", "arn"):
                 if isinstance(attrs.get(k), str) and attrs[k]:
                     ids.setdefault(rtype, {})[attrs[k]] = unique
@@ -271,16 +381,17 @@ def _add_state_ids(
 def gather(sources: Sources, account: str, region: str, cluster: str) -> Evidence:
     """Read the evidence now. A run record for another target is refused, not ignored."""
     started = teardown = None
-    if sources.run_record.exists():
-        doc = _run_doc(sources.run_record)
+    found = _read_record(sources.run_record, sources.remote)
+    if found is not None:
+        where, doc = found
         for what, want in (("account", account), ("region", region), ("cluster", cluster)):
             if doc[what] != want:
-                raise EvidenceError(f"run record {sources.run_record} is for {what} {doc[what]}, but this "
+                raise EvidenceError(f"run record {where} is for {what} {doc[what]}, but this "
                                     f"run is for {what} {want}; nothing deleted")  # fmt: skip
         started = parse(doc["started_at"])
         teardown = parse(doc["teardown_started_at"]) if doc.get("teardown_started_at") else None
-    journal = Journal(sources.journal).proven(account, region, cluster) if sources.journal.exists() else {}
-    return Evidence(sources, _state_ids(sources.state_dir, account, region), started, teardown, journal)
+    journal = Journal(sources.journal, sources.remote).proven(account, region, cluster)
+    return Evidence(sources, _state_ids(sources, account, region), started, teardown, journal)
 
 
 def _same_as_planned(r: Resource, planned: Planned) -> bool:
@@ -299,7 +410,7 @@ def _direct(r: Resource, ev: Evidence) -> str:
     unique = str(r.details.get("unique_id") or "")
     state = ev.terraform.get(r.type, {})
     if r.id in state and state[r.id] in ("", unique):
-        return f"in our Terraform state ({ev.sources.state_dir})"
+        return f"in our Terraform state ({ev.sources.where()})"
     planned = ev.journal.get(r.key)
     if planned is not None and _same_as_planned(r, planned):
         return f"planned by an earlier teardown of ours for this account, region and cluster ({planned.provenance})"
@@ -318,7 +429,10 @@ def _direct(r: Resource, ev: Evidence) -> str:
 def _unproven(r: Resource, ev: Evidence, inside: list[str]) -> str:
     created = r.details.get("created")
     if ev.started_at is None:
-        when = f"and there is no run record ({ev.sources.run_record}) to compare its creation time with"
+        where = f"{ev.sources.run_record}" + (
+            f" or {ev.sources.remote.uri(RUN_RECORD_OBJECT)}" if ev.sources.remote is not None else ""
+        )
+        when = f"and there is no run record ({where}) to compare its creation time with"
     elif not created:
         when = "and AWS gives no creation time to compare with this run's start"
     elif ev.teardown_at is not None and parse(created) >= ev.teardown_at:
@@ -328,7 +442,7 @@ def _unproven(r: Resource, ev: Evidence, inside: list[str]) -> str:
     held = f"; it is inside {', '.join(inside)}, which is not ours" if inside else ""
     return (
         f"tagged {r.owned_by}, but nothing shows we made it: not in our Terraform state "
-        f"({ev.sources.state_dir}) or journal, {when}{held}"
+        f"({ev.sources.where()}) or journal, {when}{held}"
     )
 
 

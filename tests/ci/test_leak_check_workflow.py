@@ -6,12 +6,14 @@ Each promise is shown to fail on the near miss it exists for."""
 from __future__ import annotations
 
 import re
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from gpu_finops.facts.config import Config, load_config
 from tests.docs.doc_commands import gpu_finops_problem
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +57,38 @@ def problems(doc: dict[str, Any], nightly: dict[str, Any]) -> list[str]:
             out.append(f"the verify step does not parse: {why}")
     if not any("configure-aws-credentials" in str(s.get("uses", "")) for s in job["steps"]):
         out.append("no OIDC role assumption")
+    out += evidence_problems(doc)
     return out
+
+
+def written_config(doc: dict[str, Any], tmp: Path) -> Config:
+    """The config the workflow's "Write the run's config" step writes, with its variables set as on a runner."""
+    (step,) = [s for s in _job(doc)["steps"] if "EOF_CONFIG" in s.get("run", "")]
+    body = step["run"].split("<<EOF_CONFIG\n", 1)[1].rsplit("EOF_CONFIG", 1)[0]
+    for var, value in (("AWS_REGION", "us-east-1"), ("GPU_FINOPS_ALLOWED_ACCOUNTS", "123456789012")):
+        body = body.replace("${" + var + "}", value)
+    path = tmp / "config.yaml"
+    path.write_text(body)
+    return load_config(path)
+
+
+def evidence_problems(doc: dict[str, Any]) -> list[str]:
+    """State, run record and journal in the state bucket, read back by a runner that has none of them."""
+    with tempfile.TemporaryDirectory() as tmp:
+        c = written_config(doc, Path(tmp))
+    if c.state_backend != "s3":
+        return [f"state_backend {c.state_backend}: state and evidence die with the runner, expected s3"]
+    return []
+
+
+def test_the_nightly_keeps_state_and_evidence_off_the_runner():
+    assert evidence_problems(load(NIGHTLY.read_text())) == []
+    doc = load(NIGHTLY.read_text())
+    (step,) = [s for s in _job(doc)["steps"] if "EOF_CONFIG" in s.get("run", "")]
+    step["run"] = step["run"].replace("state_backend: s3\n", "")
+    assert evidence_problems(doc) == [
+        "state_backend local: state and evidence die with the runner, expected s3"
+    ]
 
 
 def test_the_leak_check_keeps_its_promises():
@@ -80,6 +113,12 @@ def test_the_leak_check_keeps_its_promises():
             "does not parse",
         ),
         (lambda d: _job(d)["steps"].remove(_verify(d)), "0 `teardown verify` steps"),
+        (
+            lambda d: _config_step(d).__setitem__(
+                "run", _config_step(d)["run"].replace("state_backend: s3", "")
+            ),
+            "state_backend local: state and evidence die with the runner",
+        ),
     ],
 )
 def test_each_broken_promise_is_caught(edit, why):
@@ -92,6 +131,10 @@ def test_each_broken_promise_is_caught(edit, why):
 def _job(doc: dict[str, Any]) -> dict[str, Any]:
     (job,) = doc["jobs"].values()
     return job
+
+
+def _config_step(doc: dict[str, Any]) -> dict[str, Any]:
+    return next(s for s in _job(doc)["steps"] if "EOF_CONFIG" in s.get("run", ""))
 
 
 def _verify(doc: dict[str, Any]) -> dict[str, Any]:

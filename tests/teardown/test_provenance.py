@@ -217,11 +217,25 @@ def test_make_up_records_the_run_before_it_creates_anything():
 @pytest.mark.parametrize(
     "state, shape",
     [
-        ('{"resources": 5}', "TypeError"),
-        ('{"resources": [{"type": ["aws_vpc"], "instances": []}]}', "TypeError"),
-        ('{"resources": [{"type": "aws_vpc", "instances": 7}]}', "TypeError"),
-        ('{"resources": [{"type": "aws_vpc", "instances": [{"attributes": [1]}]}]}', "AttributeError"),
-        ("[]", "TypeError"),
+        ('{"version": 4, "resources": 5}', "resources is 5 (int), not a list"),
+        (
+            '{"version": 4, "resources": [{"mode": "managed", "type": ["aws_vpc"], "instances": []}]}',
+            "resources[0].type is ['aws_vpc'] (list), not a str",
+        ),
+        (
+            '{"version": 4, "resources": [{"mode": "managed", "type": "aws_vpc", "instances": 7}]}',
+            "resources[0].instances is 7 (int), not a list",
+        ),
+        (
+            '{"version": 4, "resources": [{"mode": "managed", "type": "aws_vpc", "instances": [{"attributes": [1]}]}]}',
+            "resources[0].instances[0].attributes is [1] (list), not a dict",
+        ),
+        (
+            '{"version": 4, "resources": [{"type": "aws_vpc", "instances": []}]}',
+            "resources[0].mode is None, not managed or data",
+        ),
+        ('{"resources": []}', "version is None, not 4"),
+        ("[]", "the document is [] (list), not a dict"),
     ],
 )
 def test_a_state_file_of_another_shape_refuses_teardown_naming_it(boto_session, capsys, state, shape):
@@ -229,7 +243,10 @@ def test_a_state_file_of_another_shape_refuses_teardown_naming_it(boto_session, 
     Path(".state/terraform.network.tfstate").write_text(state)
     assert main(cli("verify")) == 2
     err = capsys.readouterr().err
-    assert f"Terraform state .state/terraform.network.tfstate: not a Terraform state's shape ({shape}" in err
+    assert (
+        f"Terraform state .state/terraform.network.tfstate: {shape}; expected Terraform's state format 4"
+        in err
+    )
     assert len(err.strip().splitlines()) == 1
 
 

@@ -44,7 +44,7 @@ def test_a_plan_entry_teardown_never_writes_stops_resume_with_exit_2_naming_it(a
     err = capsys.readouterr().err
     assert code == 2, err
     assert (
-        f"journal {journal}: plan entry (entry 1) has no list of resources each with a type and an id" in err
+        f"journal {journal}: plan entry (line 1) has no list of resources each with a type and an id" in err
     )
 
 
