@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gpu_finops.facts.arguments import integer, number
+from gpu_finops.facts.arguments import integer, number, writable_file
 from gpu_finops.facts.errors import CheckFailed, UsageError
 
 positive_float, positive_int = number(0, above=True), integer(1)
@@ -27,11 +27,18 @@ def _tenant_load(text: str) -> tuple[str, float]:
     return name, number(0, above=True, maximum=10)(value)
 
 
+def _chart_path(text: str) -> Path:
+    """A chart's path: its format follows its name (PNG or SVG), and it must be writable, checked now."""
+    if not text.lower().endswith((".png", ".svg")):
+        raise argparse.ArgumentTypeError(f"expected a path ending in .png or .svg, got {text[:80]!r}")
+    return writable_file(text)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True)
     g = sub.add_parser("generate", help="a seeded multi-tenant trace for a fleet file")
     g.add_argument("--fleet", type=Path, required=True)
-    g.add_argument("--out", type=Path, required=True)
+    g.add_argument("--out", type=writable_file, required=True)
     g.add_argument("--hours", type=positive_float, default=24.0, help="trace length (default a day)")
     g.add_argument("--compression", type=positive_float, default=60.0, help="trace seconds per wall second")
     g.add_argument(
@@ -52,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--serving-mean-h", type=positive_float, default=4.0, help="trace hours (default 4)")
     g.add_argument("--seed", type=int, default=1)
     e = sub.add_parser("erlang-trace", help="the M/M/c known case: one tenant, one-GPU jobs")
-    e.add_argument("--out", type=Path, required=True)
+    e.add_argument("--out", type=writable_file, required=True)
     e.add_argument("--servers", type=positive_int, default=16)
     e.add_argument("--load", type=number(0, above=True, maximum=0.99), default=0.8)
     e.add_argument("--mean-s", type=positive_float, default=600.0, help="mean service, trace seconds")
@@ -67,12 +74,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         p.add_argument("--fleet", type=Path, required=True)
         p.add_argument("--trace", type=Path, required=True)
         p.add_argument("--policy", action="append", help="a policy of the fleet file (compare: two or more)")
-        p.add_argument("--out", type=Path, required=True, help="the result JSON")
+        p.add_argument("--out", type=writable_file, required=True, help="the result JSON")
         p.add_argument(
             "--reuse", action="store_true", help="the local target is up already: use it, leave it up"
         )
         if name == "compare":
-            p.add_argument("--chart", type=Path, required=True, help="PNG or SVG")
+            p.add_argument("--chart", type=_chart_path, required=True, help="PNG or SVG")
 
 
 def product_line(p: dict[str, Any]) -> str:
@@ -159,6 +166,13 @@ def _run_policies(args: argparse.Namespace, policies: list[str]) -> dict[str, di
     for p in policies:
         if p not in fleet.policies:
             raise UsageError(f"--policy {p}: not a policy of {args.fleet} (it has {sorted(fleet.policies)})")
+    # everything checked before the local target starts (minutes): the trace's tenants are the fleet's
+    strangers = sorted(set(trace.tenants) - {t.name for t in fleet.tenants})
+    if strangers:
+        raise UsageError(
+            f"--trace {args.trace}: tenants {strangers} are not in --fleet {args.fleet} (it has "
+            f"{[t.name for t in fleet.tenants]}); generate the trace for this fleet (`gpu-finops twin generate`)"
+        )
     cluster = LocalCluster(config=fleet.config())
     if not args.reuse:
         try:
@@ -210,6 +224,7 @@ def run(args: argparse.Namespace) -> int:
         chart(results, args.chart)
         print(f"chart -> {args.chart}")
         print("\n".join(delta_lines(out["deltas"])))
+    args.out.parent.mkdir(parents=True, exist_ok=True)  # --out was checked writable before the run
     args.out.write_text(json.dumps(out, indent=2, default=str))
     for name, r in results.items():
         for t, f in r["tenants"].items():

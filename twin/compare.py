@@ -98,6 +98,7 @@ def chart(results: dict[str, dict[str, Any]], path: Path) -> Path:
         ax.legend(title="policy")
     fig.suptitle("Fleet twin: the same trace under each policy")
     with plt.rc_context({"svg.fonttype": "none"}):  # text stays text in an SVG: searchable, accessible
+        path.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path

@@ -8,15 +8,15 @@ local/charts/render.py, as `local up` renders them.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from gpu_finops.facts import input_files
 from gpu_finops.facts.catalog import GPU_TYPES
 from gpu_finops.facts.config import Config, Tenant, load_config
-from gpu_finops.facts.errors import ConfigError, shown
+from gpu_finops.facts.errors import ConfigError, excerpt, shown
 from gpu_finops.facts.kube_keys import (
     LABEL_ARCH,
     LABEL_CAPACITY_TYPE,
@@ -168,9 +168,32 @@ def _policy(where: str, name: str, raw: Any) -> QueuePolicy:
     return QueuePolicy(**raw)
 
 
+FLEET_KEYS = (
+    "instance_type",
+    "static_nodes",
+    "cordoned",
+    "repair",
+    "karpenter_nodes",
+    "tenants",
+    "policies",
+    "zone",
+)
+TENANT_KEYS = ("name", "quota")
+
+
+def _unknown(keys: Any, known: tuple[str, ...], at: str, where: str) -> None:
+    """A key the fleet does not have is refused, with the closest one it does."""
+    for key in keys:
+        if key not in known:
+            close = difflib.get_close_matches(str(key)[:200], known, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(known)}"
+            raise ConfigError(f"{at}{excerpt(str(key), 80)}", f"not a known key; {hint}", where)
+
+
 def parse(raw: Any, where: str) -> Fleet:
     if not isinstance(raw, dict):
         raise ConfigError("fleet", f"expected a mapping, found {shown(raw)}", where)
+    _unknown(raw, FLEET_KEYS, "", where)
     itype = raw.get("instance_type")
     if itype not in GPU_TYPES:
         raise ConfigError(
@@ -192,6 +215,8 @@ def parse(raw: Any, where: str) -> Fleet:
         raise ConfigError("tenants", f"expected a list of {{name, quota}}, found {shown(tenants_raw)}", where)
     if not all(isinstance(t, dict) and isinstance(t.get("name"), str) for t in tenants_raw):
         raise ConfigError("tenants", f"expected a list of {{name, quota}}, found {shown(tenants_raw)}", where)
+    for t in tenants_raw:
+        _unknown(t, TENANT_KEYS, "tenants.", where)
     tenants = tuple(Tenant(t["name"], _int(where, "tenants.quota", t, None, 1)) for t in tenants_raw)
     policies_raw = raw.get("policies") or {"shipped": {}}
     if not isinstance(policies_raw, dict):
@@ -233,10 +258,5 @@ def parse(raw: Any, where: str) -> Fleet:
 
 
 def load(path: Path) -> Fleet:
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise ConfigError("fleet", f"cannot read it: {exc.strerror}", str(path)) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError("fleet", f"not YAML: {str(exc).splitlines()[0]}", str(path)) from None
-    return parse(raw, str(path))
+    """A fleet file, read through the input layer (a regular file, strict YAML as the config's)."""
+    return parse(input_files.read_yaml(path, "fleet"), str(path))

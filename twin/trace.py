@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpu_finops.facts import input_files
 from gpu_finops.facts.errors import ConfigError, shown
 from local.sim.profiles import PROFILES
 
@@ -74,6 +75,7 @@ class Trace:
 
 def dump(trace: Trace, path: Path) -> Path:
     lines = [json.dumps(trace.header())] + [json.dumps(asdict(j)) for j in trace.jobs]
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -127,12 +129,7 @@ def parse(lines: Iterable[str], source: str) -> Trace:
     rows = [(n, line) for n, line in enumerate(lines, 1) if line.strip()]
     if not rows:
         raise ConfigError("header", "the trace is empty: line 1 must be its header", source)
-    decoded = []
-    for n, line in rows:
-        try:
-            decoded.append((n, json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise ConfigError("line", f"not JSON ({exc.msg})", f"{source}:{n}") from None
+    decoded = [(n, input_files.json_line(line, f"{source}:{n}")) for n, line in rows]
     (n0, head), jobs = decoded[0], decoded[1:]
     where = f"{source}:{n0}"
     if not isinstance(head, dict) or head.get("format") != FORMAT:
@@ -147,11 +144,13 @@ def parse(lines: Iterable[str], source: str) -> Trace:
     if "jobs" in head and head["jobs"] != len(jobs):
         raise ConfigError("jobs", f"the header says {head['jobs']} jobs, the file has {len(jobs)}", where)
     parsed = tuple(_job(f"{source}:{n}", raw, tuple(tenants), horizon) for n, raw in jobs)
-    seen: set[str] = set()
+    seen: dict[str, str] = {}  # Kubernetes names are lowercase: ids differing by case would be one Job
     for (n, _), job in zip(jobs, parsed, strict=True):
-        if job.id in seen:
-            raise ConfigError("id", f"duplicate job id {job.id!r}", f"{source}:{n}")
-        seen.add(job.id)
+        same = seen.get(job.id.lower())
+        if same is not None:
+            also = "" if same == job.id else f" (the same Kubernetes name as {same!r})"
+            raise ConfigError("id", f"duplicate job id {job.id!r}{also}", f"{source}:{n}")
+        seen[job.id.lower()] = job.id
     seed = head.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
         raise ConfigError("seed", f"expected an integer or null, found {shown(seed)}", where)
@@ -159,9 +158,9 @@ def parse(lines: Iterable[str], source: str) -> Trace:
     return Trace(compression, horizon, seed, tuple(tenants), ordered, str(head.get("note", "")))
 
 
+MAX_TRACE_BYTES = 512 * 1024 * 1024  # MAX_JOBS lines of a few hundred bytes each
+
+
 def load(path: Path) -> Trace:
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError("trace", f"cannot read it: {exc.strerror}", str(path)) from None
-    return parse(text.splitlines(), str(path))
+    """A trace file, read through the input layer (a regular file, UTF-8, each line strict JSON)."""
+    return parse(input_files.read_text(path, "trace", MAX_TRACE_BYTES).splitlines(), str(path))

@@ -140,7 +140,7 @@ TABLES: dict[str, dict[str, Case]] = {
 }
 # What a table's cases need in their folder before they run: files to write, fixtures to make.
 WRITE = {"twin": test_bad_inputs_twin.write_files}
-FIXTURES = {"safety": ("fifo",), "special-files-and-times": ("fifo",)}
+FIXTURES = {"safety": ("fifo",), "special-files-and-times": ("fifo",), "twin": ("fifo",)}
 
 
 @pytest.mark.parametrize("table, name", [(t, n) for t, cases in TABLES.items() for n in cases])
