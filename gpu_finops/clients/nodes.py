@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
-from gpu_finops.facts import timestamps
+from gpu_finops.facts import input_files, timestamps
 from gpu_finops.facts.kube_keys import (
     ANNOTATION_DO_NOT_DISRUPT,
     GPU_RESOURCE,
@@ -159,9 +160,6 @@ class FileNodeSource:
         self.path = path
 
     def gpu_nodes(self) -> list[GpuNode]:
-        import json
-
-        with open(self.path) as f:
-            body = json.load(f)
+        body = input_files.read_json(Path(self.path), "nodes file")
         facts = [node_facts_from_dict(item) for item in body.get("items", [])]
         return [f for f in facts if f.gpu_count > 0]

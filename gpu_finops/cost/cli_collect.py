@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import math
 import os
 import signal
 import textwrap
+from pathlib import Path
 
 from gpu_finops.clients.promql import PrometheusClient
 from gpu_finops.cost.cli_common import add_nodes_argument, add_store_argument, node_source
 from gpu_finops.cost.collector import DEFAULT_GRACE, DEFAULT_INTERVAL, Collector
 from gpu_finops.cost.metrics import CollectorMetrics, serve
 from gpu_finops.cost.store import open_store
-from gpu_finops.facts import arguments, timeouts
+from gpu_finops.facts import arguments, input_files, timeouts
 from gpu_finops.facts.dcgm_inputs import PINNED, SPELLING_ENV, SPELLING_HELP, spelling_argument
-from gpu_finops.facts.errors import CONTRACT, CheckFailed, UsageError
+from gpu_finops.facts.errors import CONTRACT, CheckFailed, ConfigError, UsageError
 
 log = logging.getLogger(__name__)
 
@@ -109,10 +109,10 @@ def rate_book(args: argparse.Namespace):
     if args.rates.startswith("catalog:"):
         path = args.rates.removeprefix("catalog:")
         try:
-            with open(path, encoding="utf-8") as f:
-                catalog = json.load(f)
+            catalog = input_files.read_json(Path(path), "rate catalog")
             rates = {(t, cap): float(p) for t, caps in catalog.items() for cap, p in caps.items()}
-        except (OSError, ValueError, AttributeError, TypeError) as exc:
+        except (ConfigError, ValueError, AttributeError, TypeError) as exc:
+            exc = exc.problem if isinstance(exc, ConfigError) else exc
             raise UsageError(
                 f"--rates {args.rates}: not a readable JSON catalog "
                 f'{{"instance-type": {{"on-demand": $/h, "spot": $/h}}}}: {exc}'

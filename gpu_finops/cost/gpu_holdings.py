@@ -19,6 +19,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from gpu_finops.facts import input_files
 from gpu_finops.facts.kube_keys import (
     GPU_RESOURCE,
     KUEUE_GROUP,
@@ -218,7 +219,7 @@ def gpu_holdings(kube: Any) -> list[GpuHolding]:
 
 def read_holdings_file(path: str | Path) -> list[GpuHolding]:
     """A JSON list of holdings (what `write_holdings_file` writes)."""
-    return [GpuHolding.from_dict(d) for d in json.loads(Path(path).read_text())]
+    return [GpuHolding.from_dict(d) for d in input_files.read_json(Path(path), "holdings file")]
 
 
 def write_holdings_file(holdings: list[GpuHolding], path: str | Path) -> None:

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
-import yaml
-
+from gpu_finops.facts import input_files
 from gpu_finops.ledger.conventions import BUCKETS
 
 UNATTRIBUTED = "unattributed"
@@ -43,7 +42,11 @@ SHARE_UNITS = 1000  # shares are apportioned in tenths of a percent
 
 def load_owners(path: Path | None = None) -> dict[str, str]:
     """Line -> owner from the owners file; every line must have one."""
-    owners = yaml.safe_load((path or OWNERS_PATH).read_text()) or {}
+    owners = input_files.read_yaml(path or OWNERS_PATH, "owners file") or {}
+    if not isinstance(owners, dict):
+        raise ValueError(
+            f"owners file {path or OWNERS_PATH}: expected a mapping line -> owner, found a {type(owners).__name__}"
+        )
     missing = [line for line in LINES if line not in owners]
     if missing:
         raise ValueError(f"owners file {path or OWNERS_PATH} names no owner for: {', '.join(missing)}")

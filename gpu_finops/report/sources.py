@@ -9,7 +9,6 @@ packages move, only the imports here change.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -20,7 +19,8 @@ from gpu_finops.cost.cost_report import NodeSummary, summarize
 from gpu_finops.cost.focus import FocusContext, focus_dataset
 from gpu_finops.cost.records import CostRecord
 from gpu_finops.cost.store import SqliteCostStore
-from gpu_finops.facts.errors import UsageError, excerpt, shown
+from gpu_finops.facts import input_files
+from gpu_finops.facts.errors import ConfigError, UsageError, excerpt, shown
 from gpu_finops.ledger.render import RUNG_LABELS
 
 __all__ = ["RUNG_LABELS", "Absent", "Act", "ActsRun", "CostData", "Span", "TenantCost", "load_json"]
@@ -72,12 +72,12 @@ class ActsRun:
 def load_json(path: Path, what: str, how: str) -> Any | Absent:
     """The file's JSON; Absent when there is no file (saying `how` to make one); a file that is not JSON
     is a usage error naming it (exit 2), not a section quietly left out."""
-    if not path.is_file():
+    if not path.exists():
         return Absent(f"no {what}: {path} does not exist ({how})")
     try:
-        return json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UsageError(f"{path}: not readable as {what} JSON: {exc}") from None
+        return input_files.read_json(path, what)
+    except ConfigError as exc:
+        raise UsageError(f"{path}: not readable as {what} JSON: {exc.problem}") from None
 
 
 def _spans(rows: Any, path: Path, act: str, what: str) -> list[Span]:

@@ -72,13 +72,8 @@ OUTSIDE_THE_LAYER = {
         "read_capped",
     ): "guarded as the layer is (regular file, no wait, limit): to move",
     # a user's file, still read directly: to move to the layer
-    ("gpu_finops/clients/nodes.py", "gpu_nodes"): "not yet: --nodes-file",
-    ("gpu_finops/cost/cli_collect.py", "rate_book"): "not yet: --rates",
-    ("gpu_finops/cost/gpu_holdings.py", "read_holdings_file"): "not yet: --holdings",
     ("gpu_finops/cost/store.py", "_is_wal"): "not yet: the cost store's header (--store)",
     ("gpu_finops/facts/dcgm_inputs.py", "load_spelling"): "not yet: --spelling FILE",
-    ("gpu_finops/ledger/accounting.py", "load_owners"): "not yet: --owners",
-    ("gpu_finops/report/sources.py", "load_json"): "not yet: the report's JSON inputs",
 }
 READS = {"open", "read_text", "read_bytes", "json.load", "yaml.safe_load", "yaml.load", "yaml.full_load"}
 
