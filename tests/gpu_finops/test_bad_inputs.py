@@ -11,6 +11,8 @@ table's cases, and the meta-test reads every table."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gpu_finops.cli import SUBCOMMANDS
@@ -139,7 +141,12 @@ TABLES: dict[str, dict[str, Case]] = {
     "special-files-and-times": test_bad_inputs_special_files_and_times.CASES,
 }
 # What a table's cases need in their folder before they run: files to write, fixtures to make.
-WRITE = {"twin": test_bad_inputs_twin.write_files}
+WRITE = {
+    "twin": test_bad_inputs_twin.write_files,
+    "special-files-and-times": lambda inputs: Path(inputs["tmp"], "nan.json").write_text(
+        '{"g6e.xlarge": {"spot": NaN}}'
+    ),
+}
 FIXTURES = {"safety": ("fifo",), "special-files-and-times": ("fifo",), "twin": ("fifo",)}
 
 

@@ -37,6 +37,23 @@ CASES: dict[str, Case] = {
         2,
         "config file /dev/zero: a special file, not a regular file",
     ),
+    "collect --rates catalog: a FIFO": Case(
+        ("collect", "--once", "--rates", "catalog:{tmp}/fifo", "--nodes", "file:{tmp}/nodes.json"),
+        2,
+        "gpu-finops collect: --rates catalog:{tmp}/fifo: not a readable JSON catalog "
+        '{{"instance-type": {{"on-demand": $/h, "spot": $/h}}}}: a FIFO, not a regular file: refusing to read it',
+    ),
+    "collect --rates catalog: with NaN": Case(
+        ("collect", "--once", "--rates", "catalog:{tmp}/nan.json", "--nodes", "file:{tmp}/nodes.json"),
+        2,
+        "gpu-finops collect: --rates catalog:{tmp}/nan.json: not a readable JSON catalog "
+        '{{"instance-type": {{"on-demand": $/h, "spot": $/h}}}}: NaN is not a JSON number',
+    ),
+    "report --acts is a FIFO": Case(
+        ("report", "--acts", "{tmp}/fifo", "--out", "{tmp}/index.html"),
+        2,
+        "gpu-finops report: {tmp}/fifo: not readable as",
+    ),
     "teardown destroy --plan is a FIFO": Case(
         ("teardown", "destroy", "--plan", "{tmp}/fifo", "--journal", "{tmp}/j.jsonl"),
         2,
