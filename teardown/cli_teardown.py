@@ -13,10 +13,11 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from gpu_finops.facts import arguments
 from gpu_finops.facts.config import CONFIG_ENV, ConfigError, load_config
-from gpu_finops.facts.errors import CONTRACT
+from gpu_finops.facts.errors import CONTRACT, printable
 from gpu_finops.facts.names import RUN_RECORD_OBJECT, TAG_PROJECT, state_bucket
 from gpu_finops.facts.private_files import write_private
 from teardown.engine import (
@@ -103,13 +104,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             help="an account id teardown may touch (repeat; default $GPU_FINOPS_ALLOWED_ACCOUNTS, "
             "else the config's allowed_accounts)",
         )
-        p.add_argument(
-            "--journal", type=arguments.writable_file, default=Path("reports/teardown-journal.jsonl")
-        )
-        p.add_argument("--report", type=arguments.writable_file, default=Path("reports/teardown-report.json"))
+        # defaults as text: argparse runs `type` on a text default, so the default paths are checked too
+        p.add_argument("--journal", type=arguments.writable_file, default="reports/teardown-journal.jsonl")
+        p.add_argument("--report", type=arguments.writable_file, default="reports/teardown-report.json")
         p.add_argument(
             "--run-record",
-            type=Path,
+            type=arguments.writable_file,
             default=None,
             help="the run record `teardown begin` writes (default reports/teardown-run-CLUSTER.json): a "
             "resource tagged as ours and created after its start is ours (docs/teardown.md, provenance)",
@@ -238,11 +238,14 @@ def _verify(ctx: Context, console: Console, args: argparse.Namespace, outcome: O
         )
         return 1
     console.print(
-        f"[green]verified empty[/green]: no resource of {ctx.config.project}/{ctx.config.cluster_name} "
-        f"left in {ctx.config.region} ({ctx.api_calls} API calls"
-        f"{f', {len(found.gone)} counting as gone' if found.gone else ''}"
-        f"{f', {len(found.named_only)} named like ours left alone' if found.named_only else ''}); "
-        f"report: {args.report}"
+        Text.assemble(
+            ("verified empty", "green"),
+            f": no resource of {ctx.config.project}/{ctx.config.cluster_name} "
+            f"left in {ctx.config.region} ({ctx.api_calls} API calls"
+            f"{f', {len(found.gone)} counting as gone' if found.gone else ''}"
+            f"{f', {len(found.named_only)} named like ours left alone' if found.named_only else ''}); "
+            f"report: {args.report}",
+        )
     )
     return 0
 
@@ -257,8 +260,13 @@ def interrupted(args: argparse.Namespace) -> str:
     return f"interrupted; teardown {args.action} deletes nothing: run it again"
 
 
+def _stderr() -> Console:
+    """Teardown's stderr: markup off, as its stdout (what it prints comes from outside)."""
+    return Console(stderr=True, soft_wrap=True, markup=False)
+
+
 def _refuse(message: str) -> int:
-    Console(stderr=True, soft_wrap=True).print(f"[red]refused[/red]: {message}", markup=True, highlight=False)
+    _stderr().print(Text.assemble(("refused", "red"), f": {printable(message)}"), highlight=False)
     return 2
 
 
@@ -277,7 +285,9 @@ def _confirm(console: Console, account: str, count: int) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    console = Console(width=None if sys.stdout.isatty() else 200, soft_wrap=True)
+    # markup off: ids, names, tags and messages come from the account and the bucket, and `[/x]` in a
+    # tag must print as itself, not end the run as rich markup (styles are given as Text instead)
+    console = Console(width=None if sys.stdout.isatty() else 200, soft_wrap=True, markup=False)
     try:
         config = _config(args)
     except ConfigError as exc:
@@ -289,7 +299,11 @@ def run(args: argparse.Namespace) -> int:
             args.reviewed = read_plan(args.plan)
         except PlanFileError as exc:
             return _refuse(str(exc))
-    args.run_record = args.run_record or run_record_path(config.cluster_name)
+    if args.run_record is None:  # the default depends on the cluster: checked as the flag would be
+        try:
+            args.run_record = arguments.writable_file(str(run_record_path(config.cluster_name)))
+        except argparse.ArgumentTypeError as exc:
+            return _refuse(f"--run-record (default): {exc}")
     sources = Sources(args.state_dir or Path(config.state_dir), args.run_record, args.journal)
     ctx = Context(config, sources=sources)
     try:
@@ -318,10 +332,13 @@ def _begin(ctx: Context, console: Console, args: argparse.Namespace, account: st
                     _table(f"left of an earlier run: {len(found.ours)} resource(s) of ours", found.ours)
                 )
             _aside(console, found)
-            Console(stderr=True, soft_wrap=True).print(
-                f"[red]not begun[/red]: {len(found.ours)} resource(s) of ours and {len(found.unproven)} tagged as "
-                f"ours but unproven are left in {ctx.config.region} (listed above); run `make resume` "
-                "(gpu-finops teardown resume) and resolve what its verify lists before a new run begins",
+            _stderr().print(
+                Text.assemble(
+                    ("not begun", "red"),
+                    f": {len(found.ours)} resource(s) of ours and {len(found.unproven)} tagged as "
+                    f"ours but unproven are left in {ctx.config.region} (listed above); run `make resume` "
+                    "(gpu-finops teardown resume) and resolve what its verify lists before a new run begins",
+                ),
                 highlight=False,
             )
             return 1
@@ -335,7 +352,7 @@ def _begin(ctx: Context, console: Console, args: argparse.Namespace, account: st
             ctx.sources.remote,
         )
     except UnfinishedTeardown as exc:
-        Console(stderr=True, soft_wrap=True).print(f"[red]not begun[/red]: {exc}", highlight=False)
+        _stderr().print(Text.assemble(("not begun", "red"), f": {printable(str(exc))}"), highlight=False)
         return 1
     remote = ctx.sources.remote
     also = f" and {remote.uri(RUN_RECORD_OBJECT)}" if remote is not None else ""
@@ -416,7 +433,7 @@ def _act(ctx: Context, console: Console, args: argparse.Namespace, account: str)
         **wait_kwargs,
     )
     for r, err in outcome.failed:
-        console.print(f"[red]failed[/red] {r.key}: {err}")
+        console.print(Text.assemble(("failed", "red"), f" {r.key}: {err}"))
     code = _verify(ctx, console, args, outcome)
     if code == 0 and outcome.ok:
         _end_run(console, args.run_record, ctx.sources.remote)

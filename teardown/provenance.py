@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from gpu_finops.facts import json_text
-from gpu_finops.facts.errors import excerpt, shown
+from gpu_finops.facts.errors import Unreachable, excerpt, shown
 from gpu_finops.facts.names import CLUSTER_STACKS, RUN_RECORD_OBJECT, state_file
 from gpu_finops.facts.private_files import read_regular
 from gpu_finops.facts.timestamps import iso, parse
@@ -132,8 +133,21 @@ class UnfinishedTeardown(Exception):
     """`teardown begin` while an earlier run's teardown began and did not verify empty (exit 1)."""
 
 
+CREATE_ATTEMPTS = 5  # a contended create is read again, with backoff, this many times
+
+
+class RecordContended(Unreachable):
+    """S3 kept refusing to create the run record and none could be read (exit 3)."""
+
+
 def write_run_record(
-    path: Path, account: str, region: str, cluster: str, now: datetime, remote: Remote | None = None
+    path: Path,
+    account: str,
+    region: str,
+    cluster: str,
+    now: datetime,
+    remote: Remote | None = None,
+    _attempt: int = 1,
 ) -> tuple[str, bool]:
     """Record that a run for this target begins now (whole seconds, rounded down), unless a record for
     the same target exists: the earliest start is kept (a `make up` run again after one that failed). A
@@ -170,8 +184,14 @@ def write_run_record(
     if remote is not None:
         try:
             _put_remote(remote, doc, create=True)
-        except RecordExists:  # another runner began meanwhile: its record holds
-            return write_run_record(path, account, region, cluster, now, remote)
+        except RecordExists:  # another runner began meanwhile: its record holds, read it (a few times)
+            if _attempt >= CREATE_ATTEMPTS:
+                raise RecordContended(
+                    f"run record {remote.uri(RUN_RECORD_OBJECT)}: S3 refused to create it {_attempt} times "
+                    "(another write kept it busy) and no record could be read; run `teardown begin` again"
+                ) from None
+            time.sleep(0.2 * 2**_attempt)
+            return write_run_record(path, account, region, cluster, now, remote, _attempt=_attempt + 1)
         _write_local(path, doc)  # a copy: a local file an earlier run left is never evidence
         return started, True
     path.parent.mkdir(parents=True, exist_ok=True)

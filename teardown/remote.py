@@ -25,6 +25,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from gpu_finops.facts.errors import Unreachable, printable
 from gpu_finops.facts.names import CLUSTER_STACKS, JOURNAL_FOLDER, state_file, state_prefix
 
 
@@ -33,6 +34,10 @@ class RemoteEvidenceError(ValueError):
 
 
 CREATE_RACED = ("PreconditionFailed", "412", "ConditionalRequestConflict", "409")
+
+
+class TransferCut(Unreachable):
+    """An object arrived shorter than S3 said it is (exit 3): never read as a whole, never as bad evidence."""
 
 
 class RecordExists(Exception):
@@ -55,7 +60,8 @@ class Remote:
         return state_prefix(self.region, self.cluster)
 
     def uri(self, name: str = "") -> str:
-        return f"s3://{self.bucket}/{self.prefix}{name}"
+        """An object's address, for messages (a key's control characters escaped)."""
+        return printable(f"s3://{self.bucket}/{self.prefix}{name}")
 
     def _call(self, method: str, **kw: Any) -> Any:
         try:
@@ -87,7 +93,13 @@ class Remote:
                 f"{self.uri(name)} is {obj['ContentLength']} bytes, more than the {limit} it can be: it was not "
                 "written by Terraform or teardown; look at it, and move it away"
             )
-        return obj["Body"].read(limit + 1)[:limit]
+        body = obj["Body"].read(limit + 1)
+        if "ContentLength" in obj and len(body) != obj["ContentLength"]:
+            raise TransferCut(
+                f"{self.uri(name)}: read {len(body)} of its {obj['ContentLength']} bytes (the transfer was cut); "
+                "nothing is taken from it: run the command again"
+            )
+        return body
 
     def put(self, name: str, body: bytes, *, create: bool = False) -> None:
         """Write an object under the prefix; `create`: only if none is there (else RecordExists)."""
@@ -132,7 +144,7 @@ class Remote:
                 if body is None:  # deleted between the listing and the read
                     continue
                 self._parts[key] = (etag, body)
-            yield f"s3://{self.bucket}/{key}", self._parts[key][1]
+            yield printable(f"s3://{self.bucket}/{key}"), self._parts[key][1]
 
 
 def journal_part_name() -> str:

@@ -257,6 +257,7 @@ def emit(diagnoses: list[Diagnosis], cluster: Cluster, args: argparse.Namespace)
         json.dump(to_json(diagnoses, cluster), sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
         return
+    from rich.markup import escape
     from rich.table import Table
 
     from gpu_finops.clients.terminal import console as wide_console
@@ -270,14 +271,16 @@ def emit(diagnoses: list[Diagnosis], cluster: Cluster, args: argparse.Namespace)
         )
     for d in diagnoses:
         first = d.first
-        head = f"[bold]{d.target}[/] ({d.kind}): "
+        # what the cluster said (condition messages, event text, names) is escaped: `[/x]` in a Kueue
+        # message must print as itself, not end the command as rich markup
+        head = f"[bold]{escape(d.target)}[/] ({escape(d.kind)}): "
         head += (
             f"first cause [bold red]{first.check}[/]"
             if first
             else "[yellow]no cause found by the checks made[/]"
         )
         if d.also_explains:
-            head += f" (also holding, later in the order: {', '.join(d.also_explains)})"
+            head += f" (also holding, later in the order: {escape(', '.join(d.also_explains))})"
         console.print(head)
         t = Table(show_lines=True)
         for col in ("check", "result", "what it saw", "next action", "key evidence"):
@@ -286,9 +289,16 @@ def emit(diagnoses: list[Diagnosis], cluster: Cluster, args: argparse.Namespace)
             mark = _MARK[f.explains]
             if f is first:
                 mark = "[bold red]FIRST CAUSE[/]"
-            t.add_row(f.check, mark, f.summary, f.next_action, "\n".join(f.key_evidence))
+            t.add_row(
+                escape(f.check),
+                mark,
+                escape(f.summary),
+                escape(f.next_action),
+                escape("\n".join(f.key_evidence)),
+            )
         console.print(t)
         if d.not_checked:
             console.print(
-                f"[yellow]not checked: {', '.join(d.not_checked)}[/] ({cluster.stats_unavailable or 'see above'})"
+                f"[yellow]not checked: {escape(', '.join(d.not_checked))}[/] "
+                f"({escape(cluster.stats_unavailable or 'see above')})"
             )

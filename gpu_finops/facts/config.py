@@ -410,6 +410,8 @@ def _config_error(error: dict[str, Any]) -> ConfigError:
         "greater_than_equal": f"a value >= {ctx.get('ge')}",
         "string_too_short": "a non-empty string",
     }.get(kind, error["msg"])
+    if kind == "literal_error":
+        return ConfigError(key, f"expected one of {ctx.get('expected')}, found {shown(found)}{item}")
     if kind == "greater_than_equal":
         return ConfigError(key, f"must be >= {ctx.get('ge')}, found {shown(found)}{item}")
     # the value is quoted cut short: it may be megabytes (a long string, a huge list)

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from gpu_finops.clients.terminal import console as wide_console
 from gpu_finops.facts import arguments, timeouts
@@ -130,7 +131,7 @@ def _month(args, client, window, step, err) -> int:
     owners = accounting.load_owners(args.owners)
     ledger = source.month_ledger(client, window, step, owners)
     for warning in ledger.warnings:
-        err.print(f"[yellow]warning:[/yellow] {warning}", soft_wrap=True)
+        err.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
     _emit(
         args,
         lambda: render.ledger_table(ledger),
@@ -146,7 +147,7 @@ def _month(args, client, window, step, err) -> int:
 def _ladder(args, client, window, step, err) -> int:
     ladder = source.ladder(client, window, step)
     for warning in ladder.missing_inputs:
-        err.print(f"[yellow]warning:[/yellow] {warning}", soft_wrap=True)
+        err.print(f"[yellow]warning:[/yellow] {escape(warning)}", soft_wrap=True)
     _emit(
         args,
         lambda: render.ladder_table(ladder),

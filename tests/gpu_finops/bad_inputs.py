@@ -20,6 +20,7 @@ CONFIGS = {  # file name -> text of a config that must be refused
     "negative-quota.yaml": "tenants: [{name: team-a, gpu_quota: -1}]\n",
     "negative-retention.yaml": "log_retention_days: -30\n",
     "banana.yaml": 'api_public_cidrs: ["banana"]\n',
+    "backend.yaml": "state_backend: S3\n",
     "interval0.yaml": "collector_interval_seconds: 0\n",
     "region.yaml": "region: us-east-9\navailability_zones: [us-east-9a, us-east-9b]\n",
     "unknown-key.yaml": "gpu_node_vcpus: 4\n",

@@ -56,6 +56,13 @@ CASES: dict[str, Case] = {
             "config key 'log_retention_days': -30 is not a retention period CloudWatch Logs accepts: one of [1, 3,",
         ),
     ),
+    "state_backend: S3": Case(
+        synth("backend.yaml"),
+        2,
+        config_says(
+            "backend.yaml", "config key 'state_backend': expected one of 'local' or 's3', found 'S3'"
+        ),
+    ),
     'api_public_cidrs: ["banana"]': Case(
         synth("banana.yaml"),
         2,

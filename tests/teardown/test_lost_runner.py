@@ -416,3 +416,99 @@ def test_an_entry_held_here_and_in_the_bucket_is_read_once(boto_session, s3_stat
         journal.write("deleted", key=f"vpc/vpc-{n}")
     assert len(list(Journal(tmp_path / "j.jsonl", remote).events())) == 3
     assert len(list(Journal(tmp_path / "elsewhere.jsonl", remote).events())) == 3
+
+
+# --- what the account and the bucket hold is printed as itself, and a cut transfer is no evidence -----------
+def test_brackets_in_a_name_or_in_evidence_print_as_themselves(
+    boto_session, s3_state, tmp_path, capsys, monkeypatch
+):
+    """Rich reads `[/x]` as markup: from a tag or an object it must print, never end teardown as a bug."""
+    runner(tmp_path, "checkout", monkeypatch)
+    boto_session.client("ec2").create_vpc(
+        CidrBlock="10.7.0.0/16",
+        TagSpecifications=[{"ResourceType": "vpc", "Tags": [{"Key": "Name", "Value": "gpu-finops-[/x]"}]}],
+    )
+    assert main(cli("verify")) == 0
+    assert "gpu-finops-[/x]" in capsys.readouterr().out
+    boto_session.client("s3").put_object(
+        Bucket=BUCKET, Key=STATE_KEY, Body=_state([{"mode": "[/x]", "type": "aws_vpc", "instances": []}])
+    )
+    assert main(cli("verify")) == 2
+    assert "resources[0].mode is '[/x]', not managed or data" in capsys.readouterr().err
+
+
+def test_a_control_sequence_in_a_key_is_shown_escaped(boto_session, s3_state, tmp_path, capsys, monkeypatch):
+    runner(tmp_path, "checkout", monkeypatch)
+    key = state_prefix(REGION, CLUSTER) + JOURNAL_FOLDER + "\x1b]0;owned\x07.jsonl"
+    boto_session.client("s3").put_object(Bucket=BUCKET, Key=key, Body=b"not an entry\n")
+    assert main(cli("verify")) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\\x1b]0;owned\\x07.jsonl" in err, err
+
+
+def test_an_object_cut_short_in_transfer_is_unreachable_not_bad_evidence(
+    boto_session, s3_state, tmp_path, capsys, monkeypatch
+):
+    from teardown import remote as remote_mod
+
+    runner(tmp_path, "checkout", monkeypatch)
+    boto_session.client("s3").put_object(Bucket=BUCKET, Key=STATE_KEY, Body=_state([]))
+    real = remote_mod.Remote.get
+
+    def cut(self, name, limit):
+        real_call = self._call
+
+        def shorter(method, **kw):
+            obj = real_call(method, **kw)
+            obj["ContentLength"] += 10  # S3 said more than arrived
+            return obj
+
+        self._call = shorter
+        try:
+            return real(self, name, limit)
+        finally:
+            del self._call
+
+    monkeypatch.setattr(remote_mod.Remote, "get", cut)
+    assert main(cli("verify")) == 3
+    err = capsys.readouterr().err
+    assert f"s3://{BUCKET}/{STATE_KEY}: read " in err and "(the transfer was cut)" in err, err
+
+
+def test_s3_contending_every_create_ends_after_a_few_tries(
+    boto_session, s3_state, tmp_path, capsys, monkeypatch
+):
+    """S3 answering 409 to every conditional create, with no record to read: a bounded retry, then exit 3."""
+    from teardown import provenance
+    from teardown.remote import RecordExists
+
+    runner(tmp_path, "checkout", monkeypatch)
+    monkeypatch.setattr(provenance.time, "sleep", lambda s: None)
+    tries = []
+
+    def contended(self, name, body, *, create=False):
+        tries.append(name)
+        raise RecordExists(self.uri(name))
+
+    monkeypatch.setattr(Remote, "put", contended)
+    assert main(cli("begin")) == 3
+    assert len(tries) == provenance.CREATE_ATTEMPTS
+    assert f"S3 refused to create it {provenance.CREATE_ATTEMPTS} times" in capsys.readouterr().err
+
+
+def test_default_output_paths_are_checked_before_anything_is_done(
+    boto_session, s3_state, tmp_path, capsys, monkeypatch
+):
+    checkout = runner(tmp_path, "checkout", monkeypatch)
+    assert main(cli("begin")) == 0
+    (checkout / "reports" / "teardown-report.json").symlink_to(tmp_path / "elsewhere.json")
+    with pytest.raises(SystemExit) as refused:  # the parser's refusal: exit 2, before any call
+        main(cli("destroy"))
+    assert refused.value.code == 2
+    assert "argument --report: reports/teardown-report.json is a symlink" in capsys.readouterr().err
+    record = boto_session.client("s3").get_object(Bucket=BUCKET, Key=RECORD_KEY)["Body"].read()
+    assert "teardown_started_at" not in json.loads(record), "refused before the teardown began"
+    with pytest.raises(SystemExit) as refused:
+        main([*cli("verify"), "--run-record", ""])
+    assert refused.value.code == 2
+    assert "argument --run-record: must not be empty" in capsys.readouterr().err
