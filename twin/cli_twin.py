@@ -15,8 +15,13 @@ from typing import Any
 
 from gpu_finops.facts.arguments import integer, number, writable_file
 from gpu_finops.facts.errors import CheckFailed, UsageError
+from twin.trace import MAX_JOBS
 
-positive_float, positive_int = number(0, above=True), integer(1)
+# Bounds that keep each number meaningful and the run finite: a trace of at most a year, a compression a
+# wall clock can follow, at most the trace loader's MAX_JOBS jobs.
+YEAR_H = 24 * 366
+hours = number(0, above=True, maximum=YEAR_H)
+compression = number(0, above=True, maximum=1_000_000)
 MEAN_GPUS = {1: 0.4, 2: 0.2, 4: 0.2, 8: 0.2}
 
 
@@ -39,8 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = sub.add_parser("generate", help="a seeded multi-tenant trace for a fleet file")
     g.add_argument("--fleet", type=Path, required=True)
     g.add_argument("--out", type=writable_file, required=True)
-    g.add_argument("--hours", type=positive_float, default=24.0, help="trace length (default a day)")
-    g.add_argument("--compression", type=positive_float, default=60.0, help="trace seconds per wall second")
+    g.add_argument("--hours", type=hours, default=24.0, help="trace length (default a day; at most a year)")
+    g.add_argument("--compression", type=compression, default=60.0, help="trace seconds per wall second")
     g.add_argument(
         "--load",
         type=number(0, above=True, maximum=10),
@@ -55,16 +60,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="TENANT=LOAD",
         help="this tenant's offered load instead of --load (repeatable): one busy tenant, others idle",
     )
-    g.add_argument("--training-median-h", type=positive_float, default=2.0, help="trace hours (default 2)")
-    g.add_argument("--serving-mean-h", type=positive_float, default=4.0, help="trace hours (default 4)")
+    g.add_argument("--training-median-h", type=hours, default=2.0, help="trace hours (default 2)")
+    g.add_argument("--serving-mean-h", type=hours, default=4.0, help="trace hours (default 4)")
     g.add_argument("--seed", type=int, default=1)
     e = sub.add_parser("erlang-trace", help="the M/M/c known case: one tenant, one-GPU jobs")
     e.add_argument("--out", type=writable_file, required=True)
-    e.add_argument("--servers", type=positive_int, default=16)
+    e.add_argument("--servers", type=integer(1, 100_000), default=16)
     e.add_argument("--load", type=number(0, above=True, maximum=0.99), default=0.8)
-    e.add_argument("--mean-s", type=positive_float, default=600.0, help="mean service, trace seconds")
-    e.add_argument("--jobs", type=positive_int, default=400)
-    e.add_argument("--compression", type=positive_float, default=60.0)
+    e.add_argument("--mean-s", type=number(0, above=True, maximum=YEAR_H * 3600), default=600.0,
+                   help="mean service, trace seconds")  # fmt: skip
+    e.add_argument("--jobs", type=integer(1, MAX_JOBS), default=400)
+    e.add_argument("--compression", type=compression, default=60.0)
     e.add_argument("--seed", type=int, default=1)
     for name, text in (
         ("run", "replay a trace on the twin under one policy"),
@@ -113,7 +119,7 @@ def product_line(p: dict[str, Any]) -> str:
 
 def _generate(args: argparse.Namespace) -> int:
     from twin import fleet as fleet_mod
-    from twin.generate import TenantLoad, generate
+    from twin.generate import TenantLoad, TraceTooLarge, generate
     from twin.trace import dump
 
     fleet = fleet_mod.load(args.fleet)
@@ -139,14 +145,17 @@ def _generate(args: argparse.Namespace) -> int:
         ) / 3600
         load = per_tenant.get(t.name, args.load) * t.gpu_quota / (mean_gpus * mean_hours)
         loads.append(dataclasses.replace(proto, arrivals_per_hour=load))
-    trace = generate(
-        loads,
-        horizon_s=args.hours * 3600,
-        compression=args.compression,
-        seed=args.seed,
-        note=f"generated for {args.fleet.name} at load {args.load}"
-        + "".join(f", {n} at {v}" for n, v in per_tenant.items()),
-    )
+    try:
+        trace = generate(
+            loads,
+            horizon_s=args.hours * 3600,
+            compression=args.compression,
+            seed=args.seed,
+            note=f"generated for {args.fleet.name} at load {args.load}"
+            + "".join(f", {n} at {v}" for n, v in per_tenant.items()),
+        )
+    except TraceTooLarge as exc:
+        raise UsageError(f"--hours {args.hours}: {exc}") from None
     dump(trace, args.out)
     print(
         f"{len(trace.jobs)} jobs over {args.hours} trace hours ({trace.wall(trace.horizon_s):.0f} wall s) -> {args.out}"

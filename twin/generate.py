@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass, field
 
 from local.sim.profiles import SERVING_BUSY, SERVING_IDLE, TRAINING_STALLED, TRAINING_STEPPING
-from twin.trace import SIZES, Trace, TraceJob
+from twin.trace import MAX_JOBS, SIZES, Trace, TraceJob
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,10 @@ class TenantLoad:
     serving_mean_s: float = 4 * 3600.0
     restart_rate: float = 0.1
     high_priority_share: float = 0.1
+
+
+class TraceTooLarge(ValueError):
+    """The trace asked for would hold more jobs than a trace may (twin.trace.MAX_JOBS)."""
 
 
 def _poisson(rng: random.Random, mean: float) -> int:
@@ -83,6 +87,11 @@ def generate(
                 )
             )
             n += 1
+            if len(jobs) > MAX_JOBS:
+                raise TraceTooLarge(
+                    f"the trace would hold more than {MAX_JOBS:,} jobs (the most a trace may): shorten --hours or "
+                    "lower the load"
+                )
     jobs.sort(key=lambda j: (j.submit_s, j.id))
     return Trace(compression, horizon_s, seed, tuple(load.name for load in loads), tuple(jobs), note)
 

@@ -123,6 +123,21 @@ CASES: dict[str, Case] = {
         2,
         "argument --out: {tmp} is a directory; name a file",
     ),
+    "generate --hours 1e305": Case(
+        ("twin", "generate", "--fleet", FLEET, "--out", "{tmp}/t.jsonl", "--hours", "1e305"),
+        2,
+        "argument --hours: expected a finite number > 0 and <= 8784, got '1e305'",
+    ),
+    "erlang-trace --mean-s 1e308": Case(
+        ("twin", "erlang-trace", "--out", "{tmp}/t.jsonl", "--mean-s", "1e308"),
+        2,
+        "argument --mean-s: expected a finite number > 0 and <=",
+    ),
+    "erlang-trace --jobs a billion": Case(
+        ("twin", "erlang-trace", "--out", "{tmp}/t.jsonl", "--jobs", "1000000000"),
+        2,
+        "argument --jobs: expected an integer >= 1 and <= 1000000, got '1000000000'",
+    ),
     "trace job ids differing by case": Case(
         ("twin", "run", "--fleet", FLEET, "--trace", "{tmp}/case.jsonl", "--out", "{tmp}/r.json"),
         2,
