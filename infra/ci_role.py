@@ -183,16 +183,10 @@ def state_bucket(stack: Any, c: Config, account: str) -> Any:
     Tagged as the CI role is, never with the project tag, and named `nightly-...`: teardown never claims it."""
     from cdktn import TerraformResourceLifecycle
     from cdktn_provider_aws.s3_bucket import S3Bucket
-    from cdktn_provider_aws.s3_bucket_lifecycle_configuration import S3BucketLifecycleConfiguration
     from cdktn_provider_aws.s3_bucket_ownership_controls import S3BucketOwnershipControls
     from cdktn_provider_aws.s3_bucket_policy import S3BucketPolicy
-    from cdktn_provider_aws.s3_bucket_public_access_block import S3BucketPublicAccessBlock
-    from cdktn_provider_aws.s3_bucket_server_side_encryption_configuration import (
-        S3BucketServerSideEncryptionConfigurationA,
-    )
-    from cdktn_provider_aws.s3_bucket_versioning import S3BucketVersioningA
 
-    from infra.jsii_structs import camel
+    from infra.buckets import private_versioned
 
     bucket = S3Bucket(
         stack,
@@ -201,33 +195,9 @@ def state_bucket(stack: Any, c: Config, account: str) -> Any:
         lifecycle=TerraformResourceLifecycle(prevent_destroy=True),
     )
     name = bucket.id
-    S3BucketPublicAccessBlock(
-        stack,
-        "state-public-access",
-        bucket=name,
-        block_public_acls=True,
-        block_public_policy=True,
-        ignore_public_acls=True,
-        restrict_public_buckets=True,
-    )
+    private_versioned(stack, "state", name, noncurrent_days=STATE_NONCURRENT_DAYS)  # S3's own KMS key
     S3BucketOwnershipControls(
         stack, "state-ownership", bucket=name, rule={"object_ownership": "BucketOwnerEnforced"}
-    )
-    S3BucketVersioningA(
-        stack, "state-versioning", bucket=name, versioning_configuration={"status": "Enabled"}
-    )
-    S3BucketServerSideEncryptionConfigurationA(
-        stack,
-        "state-sse",
-        bucket=name,
-        rule=camel(
-            [
-                {
-                    "apply_server_side_encryption_by_default": {"sse_algorithm": "aws:kms"},
-                    "bucket_key_enabled": True,
-                }
-            ]
-        ),
     )
     S3BucketPolicy(
         stack,
@@ -247,22 +217,6 @@ def state_bucket(stack: Any, c: Config, account: str) -> Any:
                     }
                 ],
             }
-        ),
-    )
-    S3BucketLifecycleConfiguration(
-        stack,
-        "state-lifecycle",
-        bucket=name,
-        rule=camel(
-            [
-                {
-                    "id": "expire-noncurrent-and-abort-uploads",
-                    "status": "Enabled",
-                    "filter": [{"prefix": ""}],
-                    "noncurrent_version_expiration": [{"noncurrent_days": STATE_NONCURRENT_DAYS}],
-                    "abort_incomplete_multipart_upload": [{"days_after_initiation": 7}],
-                }
-            ]
         ),
     )
     return bucket

@@ -19,17 +19,12 @@ from cdktn_provider_aws.eks_pod_identity_association import EksPodIdentityAssoci
 from cdktn_provider_aws.iam_role import IamRole
 from cdktn_provider_aws.iam_role_policy import IamRolePolicy
 from cdktn_provider_aws.s3_bucket import S3Bucket
-from cdktn_provider_aws.s3_bucket_lifecycle_configuration import S3BucketLifecycleConfiguration
-from cdktn_provider_aws.s3_bucket_public_access_block import S3BucketPublicAccessBlock
-from cdktn_provider_aws.s3_bucket_server_side_encryption_configuration import (
-    S3BucketServerSideEncryptionConfigurationA,
-)
-from cdktn_provider_aws.s3_bucket_versioning import S3BucketVersioningA
 from constructs import Construct
 
 from gpu_finops.facts.config import Config
 from gpu_finops.facts.names import COLLECTOR
 from iam import iam_policies as pol
+from infra.buckets import private_versioned
 from infra.jsii_structs import camel
 
 EXPORT_NONCURRENT_DAYS = 30  # an overwritten FOCUS partition stays recoverable this long
@@ -122,49 +117,7 @@ def _add_export_bucket(scope: Construct, given: CostDataInputs) -> S3Bucket:
     deletes it; Terraform never force-destroys data."""
     c = given.config
     export_bucket = S3Bucket(scope, "focus-export", bucket=c.export_bucket(given.account), tags=c.tags)
-    bucket = export_bucket.id
-    S3BucketPublicAccessBlock(
-        scope,
-        "focus-export-public-access",
-        bucket=bucket,
-        block_public_acls=True,
-        block_public_policy=True,
-        ignore_public_acls=True,
-        restrict_public_buckets=True,
-    )
-    S3BucketVersioningA(
-        scope, "focus-export-versioning", bucket=bucket, versioning_configuration={"status": "Enabled"}
-    )
-    S3BucketServerSideEncryptionConfigurationA(
-        scope,
-        "focus-export-sse",
-        bucket=bucket,
-        rule=camel(
-            [
-                {
-                    "apply_server_side_encryption_by_default": {
-                        "sse_algorithm": "aws:kms",
-                        "kms_master_key_id": given.key_arn,
-                    },
-                    "bucket_key_enabled": True,
-                }
-            ]
-        ),
-    )
-    S3BucketLifecycleConfiguration(
-        scope,
-        "focus-export-lifecycle",
-        bucket=bucket,
-        rule=camel(
-            [
-                {
-                    "id": "expire-noncurrent-and-abort-uploads",
-                    "status": "Enabled",
-                    "filter": [{"prefix": ""}],
-                    "noncurrent_version_expiration": [{"noncurrent_days": EXPORT_NONCURRENT_DAYS}],
-                    "abort_incomplete_multipart_upload": [{"days_after_initiation": 7}],
-                }
-            ]
-        ),
+    private_versioned(
+        scope, "focus-export", export_bucket.id, noncurrent_days=EXPORT_NONCURRENT_DAYS, kms_key=given.key_arn
     )
     return export_bucket
