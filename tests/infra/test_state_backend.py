@@ -157,3 +157,53 @@ def test_terraform_writes_the_state_where_teardown_reads_it_and_honours_the_lock
     # teardown reads it as a state, from a runner with no .state/ of its own
     sources = Sources(tmp_path / "no-state-dir", tmp_path / "no-record.json", remote=remote)
     assert _state_ids(sources, ACCOUNT, c.region) == {}  # terraform_data is no AWS resource: nothing to prove
+
+
+def test_preflight_finds_the_state_bucket_missing_unversioned_or_ready(boto_session):
+    """The s3 branch of preflight's check, against moto: each of its three answers."""
+    from infra.preflight import Preflight
+
+    c = Config(allowed_accounts=(ACCOUNT,), state_backend="s3")
+    check = Preflight(c, boto_session).state_bucket(ACCOUNT)
+    assert not check.ok
+    assert check.detail.startswith(
+        f"nightly-gpu-finops-tf-{ACCOUNT} does not exist in account {ACCOUNT}: apply"
+    )
+    s3 = boto_session.client("s3")
+    s3.create_bucket(Bucket=c.state_bucket(ACCOUNT))
+    check = Preflight(c, boto_session).state_bucket(ACCOUNT)
+    assert not check.ok and "has versioning never enabled, expected Enabled" in check.detail, check.detail
+    s3.put_bucket_versioning(Bucket=c.state_bucket(ACCOUNT), VersioningConfiguration={"Status": "Suspended"})
+    check = Preflight(c, boto_session).state_bucket(ACCOUNT)
+    assert not check.ok and "has versioning Suspended, expected Enabled" in check.detail, check.detail
+    s3.put_bucket_versioning(Bucket=c.state_bucket(ACCOUNT), VersioningConfiguration={"Status": "Enabled"})
+    check = Preflight(c, boto_session).state_bucket(ACCOUNT)
+    assert (
+        check.ok and check.detail == f"s3://nightly-gpu-finops-tf-{ACCOUNT}/us-east-1/gpu-finops/ (versioned)"
+    )
+    local = Preflight(Config(allowed_accounts=(ACCOUNT,)), boto_session).state_bucket(ACCOUNT)
+    assert local.ok and local.detail.startswith(
+        "state_backend local: state, run record and journal are on this machine"
+    )
+
+
+def test_make_up_names_the_callers_account_for_the_state_bucket(boto_session, monkeypatch, tmp_path):
+    """infra up with state_backend s3 synthesizes for the account its credentials reach (moto's STS)."""
+    from infra import deploy
+
+    class Synthesized(Exception):
+        pass
+
+    seen = []
+
+    def synth(c, outdir, account=None):
+        seen.append(account)
+        raise Synthesized
+
+    monkeypatch.setattr(deploy.Preflight, "run", lambda self, **kw: [])
+    monkeypatch.setattr(deploy, "synth", synth)
+    with pytest.raises(Synthesized):
+        deploy.up(Config(allowed_accounts=(ACCOUNT,), state_backend="s3"), tmp_path)
+    with pytest.raises(Synthesized):
+        deploy.up(Config(allowed_accounts=(ACCOUNT,)), tmp_path)
+    assert seen == [ACCOUNT, None], "local state needs no account"
