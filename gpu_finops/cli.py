@@ -217,18 +217,21 @@ def _interrupted(state: _Running) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; every way it can end is an exit code of the contract (gpu_finops/facts/errors.py)."""
-    from gpu_finops.failures import classify
+    from gpu_finops.failures import classify, settle_stdout
 
     argv, verbose = strip_verbose(list(sys.argv[1:] if argv is None else argv))
     state = _Running()
     try:
-        return _run(argv, state, verbose)
+        code = _run(argv, state, verbose)
+        sys.stdout.flush()  # a closed pipe or a full disk is found here, under the contract, not at exit
+        return code
     except KeyboardInterrupt:
         line, code = _interrupted(state), EXIT_INTERRUPTED
         if verbose:
             traceback.print_exc()
     except Exception as exc:  # the contract: one line, a code by meaning, the traceback only with -v
         code, line = classify(exc)
+        settle_stdout()  # stdout may be what failed: the exit's own flush must not fail again
         if verbose:
             traceback.print_exc()
     prog = f"{PROJECT} {state.command}" if state.command else PROJECT

@@ -7,12 +7,22 @@ YAML, the file system, SQLite, JSON. Anything else is a bug: it says so, and `-v
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import select
 import sqlite3
 import sys
 from types import TracebackType
 
-from gpu_finops.facts.errors import EXIT_BUG, EXIT_UNREACHABLE, EXIT_USAGE, GpuFinopsError, excerpt
+from gpu_finops.facts.errors import (
+    EXIT_BUG,
+    EXIT_FALSE,
+    EXIT_UNREACHABLE,
+    EXIT_USAGE,
+    GpuFinopsError,
+    excerpt,
+)
 
 AWS_DENIED = {
     "AccessDenied",
@@ -112,11 +122,46 @@ def _files(exc: BaseException) -> tuple[int, str] | None:
         return EXIT_USAGE, f"an input is not valid JSON: {exc}"
     if isinstance(exc, sqlite3.Error):
         return EXIT_USAGE, f"the SQLite cost store: {exc}; check the --store path"
+    if isinstance(exc, BrokenPipeError) and stdout_closed():
+        return EXIT_FALSE, (
+            "stopped: the reader of standard output closed it (a pipe such as `| head`) before the output "
+            "ended; nothing else went wrong"
+        )
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        where = exc.filename or "standard output"
+        return EXIT_USAGE, f"{where}: {exc.strerror}; free space or write the output elsewhere"
     if isinstance(exc, ConnectionError | TimeoutError):
         return EXIT_UNREACHABLE, f"a connection failed: {exc}"
     if isinstance(exc, OSError) and exc.filename is not None:
         return EXIT_USAGE, f"{exc.filename}: {exc.strerror or exc}"
     return None
+
+
+def stdout_closed() -> bool:
+    """True when standard output is a pipe whose reader has gone (poll says POLLERR): a BrokenPipeError
+    from there is the reader's choice, not a service failing (BrokenPipeError is a ConnectionError)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # stdout closed, replaced, or without a descriptor
+        return False
+
+
+def settle_stdout() -> None:
+    """Flush standard output; where that fails (a closed pipe, a full disk), point it at /dev/null so the
+    interpreter's own flush at exit cannot fail a second time with a message outside the contract."""
+    try:
+        sys.stdout.flush()
+        return
+    except (OSError, ValueError):
+        pass
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def classify(exc: BaseException) -> tuple[int, str]:

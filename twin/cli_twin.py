@@ -15,6 +15,7 @@ from typing import Any
 
 from gpu_finops.facts.arguments import integer, number, writable_file
 from gpu_finops.facts.errors import CheckFailed, UsageError
+from gpu_finops.facts.output_files import write_output
 from twin.trace import MAX_JOBS
 
 # Bounds that keep each number meaningful and the run finite: a trace of at most a year, a compression a
@@ -233,8 +234,7 @@ def run(args: argparse.Namespace) -> int:
         chart(results, args.chart)
         print(f"chart -> {args.chart}")
         print("\n".join(delta_lines(out["deltas"])))
-    args.out.parent.mkdir(parents=True, exist_ok=True)  # --out was checked writable before the run
-    args.out.write_text(json.dumps(out, indent=2, default=str))
+    write_output(args.out, json.dumps(out, indent=2, default=str), "--out")  # checked before the run
     for name, r in results.items():
         for t, f in r["tenants"].items():
             p95 = f["wait_p95_s"]

@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gpu_finops.facts.output_files import figure_bytes, write_output
+
 FIGURES = ("wait_mean_s", "wait_p50_s", "wait_p95_s", "wait_p99_s", "preempted", "requeued")
 LEDGER = ("idle_dollars", "stranded_gpus_peak", "pending_peak")
 
@@ -98,7 +100,7 @@ def chart(results: dict[str, dict[str, Any]], path: Path) -> Path:
         ax.legend(title="policy")
     fig.suptitle("Fleet twin: the same trace under each policy")
     with plt.rc_context({"svg.fonttype": "none"}):  # text stays text in an SVG: searchable, accessible
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=110, bbox_inches="tight")
+        data = figure_bytes(fig, path.suffix.lstrip(".").lower() or "png", dpi=110, bbox_inches="tight")
     plt.close(fig)
+    write_output(path, data, "--chart")
     return path

@@ -259,4 +259,8 @@ def parse(raw: Any, where: str) -> Fleet:
 
 def load(path: Path) -> Fleet:
     """A fleet file, read through the input layer (a regular file, strict YAML as the config's)."""
-    return parse(input_files.read_yaml(path, "fleet"), str(path))
+    data = input_files.read_yaml(path, "fleet")
+    try:
+        return parse(data, str(path))
+    except ConfigError as exc:  # named as a fleet file
+        raise exc.in_file(exc.source or str(path), input_files.kind("fleet")) from None

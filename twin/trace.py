@@ -17,6 +17,7 @@ from typing import Any
 
 from gpu_finops.facts import input_files
 from gpu_finops.facts.errors import ConfigError, shown
+from gpu_finops.facts.output_files import write_output
 from local.sim.profiles import PROFILES
 
 FORMAT = "gpu-finops-twin-trace/v1"
@@ -75,8 +76,7 @@ class Trace:
 
 def dump(trace: Trace, path: Path) -> Path:
     lines = [json.dumps(trace.header())] + [json.dumps(asdict(j)) for j in trace.jobs]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
+    write_output(path, "\n".join(lines) + "\n", "trace")
     return path
 
 
@@ -129,7 +129,7 @@ def parse(lines: Iterable[str], source: str) -> Trace:
     rows = [(n, line) for n, line in enumerate(lines, 1) if line.strip()]
     if not rows:
         raise ConfigError("header", "the trace is empty: line 1 must be its header", source)
-    decoded = [(n, input_files.json_line(line, f"{source}:{n}")) for n, line in rows]
+    decoded = [(n, input_files.json_line(line, f"{source}:{n}", "trace")) for n, line in rows]
     (n0, head), jobs = decoded[0], decoded[1:]
     where = f"{source}:{n0}"
     if not isinstance(head, dict) or head.get("format") != FORMAT:
@@ -163,4 +163,8 @@ MAX_TRACE_BYTES = 512 * 1024 * 1024  # MAX_JOBS lines of a few hundred bytes eac
 
 def load(path: Path) -> Trace:
     """A trace file, read through the input layer (a regular file, UTF-8, each line strict JSON)."""
-    return parse(input_files.read_text(path, "trace", MAX_TRACE_BYTES).splitlines(), str(path))
+    lines = input_files.read_text(path, "trace", MAX_TRACE_BYTES).splitlines()
+    try:
+        return parse(lines, str(path))
+    except ConfigError as exc:  # named as a trace file, at the line it found
+        raise exc.in_file(exc.source or str(path), input_files.kind("trace")) from None

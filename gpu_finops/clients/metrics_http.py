@@ -13,6 +13,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 
+from gpu_finops.facts.errors import UsageError
+
 
 def serve(
     registry: CollectorRegistry, problems: Callable[[], list[str]], port: int, host: str = "0.0.0.0"
@@ -38,6 +40,12 @@ def serve(
         def log_message(self, format: str, *args: object) -> None:  # quiet: the caller logs its own way
             pass
 
-    server = ThreadingHTTPServer((host, port), Handler)
+    try:
+        server = ThreadingHTTPServer((host, port), Handler)
+    except OSError as exc:  # in use, a privileged port, an address not this host's: the operator's choice
+        raise UsageError(
+            f"--port {port}: cannot listen on {host}:{port}: {exc.strerror or exc}; choose a free port or stop "
+            "what listens there"
+        ) from None
     threading.Thread(target=server.serve_forever, name="metrics-http", daemon=True).start()
     return server

@@ -180,9 +180,10 @@ def holdings_reader(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     spelling = args.exporter_spelling or PINNED
-    metrics = CollectorMetrics()
-    server = serve(metrics, args.port) if args.port else None
     nodes = node_source(args)
+    rates = rate_book(args)  # the catalog is read before anything is bound or written
+    metrics = CollectorMetrics()
+    server = serve(metrics, args.port) if args.port else None  # a port in use: exit 2 before the store opens
     if args.rates == "aws":  # nodes with no capacity label: EC2's instance lifecycle says spot or not
         import boto3
 
@@ -192,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
     collector = Collector(
         nodes,
         PrometheusClient(args.prometheus_url, retry_for=args.prometheus_retry),
-        rate_book(args),
+        rates,
         open_store(args.store),
         interval=args.interval,
         grace_seconds=args.grace,

@@ -34,6 +34,12 @@ def add_window_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def check_window(args: argparse.Namespace) -> None:
+    """--since before --until, when both are given: a reversed window is a mistake, not an empty range."""
+    if args.since and args.until and args.since >= args.until:
+        raise UsageError(f"--since {args.since.isoformat()} is not before --until {args.until.isoformat()}")
+
+
 def add_nodes_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--nodes",

@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 from gpu_finops.clients.terminal import console as wide_console
-from gpu_finops.cost.cli_common import add_store_argument, add_window_arguments
+from gpu_finops.cost.cli_common import add_store_argument, add_window_arguments, check_window
 from gpu_finops.cost.cli_export import add_export_parser, run_export
 from gpu_finops.cost.cost_report import chart, summarize, table
 from gpu_finops.cost.store import open_store
 from gpu_finops.facts import arguments
-from gpu_finops.facts.errors import CheckFailed
+from gpu_finops.facts.errors import CheckFailed, UsageError
 from gpu_finops.facts.private_files import write_private
 
 
@@ -25,7 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     report.add_argument(
         "--png", type=arguments.suffixed(".png"), default=Path("reports/cost.png"), help="chart path (.png)"
     )
-    report.add_argument("--json", type=Path, default=None, help="also write the per-node summary as JSON")
+    report.add_argument(
+        "--json", type=arguments.writable_file, default=None, help="also write the per-node summary as JSON"
+    )
     report.add_argument(
         "--parquet",
         default=None,
@@ -45,6 +47,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.action == "export":
         return run_export(args)
+    if args.period and not args.parquet:
+        raise UsageError(
+            f"--period {args.period} picks a billing period of a FOCUS export: give --parquet with it (the "
+            "cost table's range is --since/--until)"
+        )
+    check_window(args)
     # A report reads: the store is opened read-only, so a missing or foreign file is refused, never made.
     records = open_store(args.store, read_only=True).records(since=args.since, until=args.until)
     console = wide_console()

@@ -7,7 +7,7 @@ import argparse
 import os
 
 from gpu_finops.clients.terminal import console as wide_console
-from gpu_finops.cost.cli_common import add_store_argument, add_window_arguments
+from gpu_finops.cost.cli_common import add_store_argument, add_window_arguments, check_window
 from gpu_finops.cost.export import write_dataset
 from gpu_finops.cost.focus import FOCUS_VERSION, FOCUS_VERSIONS, FocusContext, focus_dataset
 from gpu_finops.cost.holdings_record import STATUS_NO_HOLDINGS
@@ -88,6 +88,7 @@ def _holdings(spec: str, kubeconfig: str | None, store):
 
 
 def run_export(args: argparse.Namespace) -> int:
+    check_window(args)
     console = wide_console()
     store = open_store(args.store, read_only=True)  # the export reads the store, never writes it
     records = store.records(since=args.since, until=args.until)

@@ -38,6 +38,7 @@ from gpu_finops.cost.records import (
 from gpu_finops.cost.store import CostStore
 from gpu_finops.facts import dcgm, dcgm_inputs
 from gpu_finops.facts.dcgm_inputs import PINNED, Spelling
+from gpu_finops.facts.errors import failure_line
 from gpu_finops.facts.timestamps import iso
 
 log = logging.getLogger(__name__)
@@ -371,6 +372,7 @@ class Collector:
                 time.sleep(wake)
             try:
                 self.cycle()
-            except Exception:  # the daemon reports and keeps going; health shows the failure
-                log.exception("collector cycle failed")
+            except Exception as exc:  # the daemon reports and keeps going; health shows the failure
+                log.error("collector cycle failed: %s", failure_line(exc))  # one line; -v adds the traceback
+                log.debug("collector cycle failed", exc_info=True)
                 self.metrics.cycle_failed()

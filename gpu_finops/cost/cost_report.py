@@ -12,6 +12,7 @@ from rich.table import Table
 from gpu_finops.cost.records import STATUS_OK, CostRecord
 from gpu_finops.cost.store import group_by_node
 from gpu_finops.facts import timestamps
+from gpu_finops.facts.output_files import figure_bytes, write_output
 
 
 @dataclass(frozen=True)
@@ -168,7 +169,7 @@ def _save(fig, path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110, bbox_inches="tight")  # the legends beside the plots stay in the image
+    data = figure_bytes(fig, "png", dpi=110, bbox_inches="tight")  # the legends beside the plots stay in it
     plt.close(fig)
+    write_output(path, data, "--png")
     return path

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from gpu_finops.cost.holdings_record import IntervalHoldings
 from gpu_finops.cost.records import COLUMNS, KEY, CostRecord, column_problem
-from gpu_finops.facts import timestamps
+from gpu_finops.facts import input_files, timestamps
 from gpu_finops.facts.errors import UsageError, excerpt
 from gpu_finops.facts.private_files import create_private, refuse_unless_regular
 
@@ -219,8 +219,7 @@ class SqliteCostStore:
 
 def _is_wal(path: Path) -> bool:
     """SQLite's header says WAL mode (read and write versions 2, bytes 18-19)."""
-    with path.open("rb") as f:
-        head = f.read(20)
+    head = input_files.read_head(path, "cost store", 20)
     return len(head) == 20 and head.startswith(b"SQLite format 3\0") and head[18:20] == b"\x02\x02"
 
 

@@ -12,11 +12,10 @@ from gpu_finops.dcgm.metrics_csv import (
     DCGM_EXPORTER_VERSION,
     MAX_CSV_BYTES,
     MetricsCsvError,
-    MetricsCsvTooLarge,
     parse,
-    read_capped,
 )
-from gpu_finops.facts import dcgm
+from gpu_finops.facts import dcgm, input_files
+from gpu_finops.facts.errors import ConfigError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,11 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     console = Console(stderr=True, soft_wrap=True, highlight=False)
     try:
-        data = read_capped(args.file)
-    except OSError as exc:
-        console.print(f"[red]cannot read {escape(str(args.file))}: {escape(exc.strerror or str(exc))}[/red]")
-        return 2
-    except MetricsCsvTooLarge as exc:
+        data = input_files.read_bytes(args.file, "metrics CSV", MAX_CSV_BYTES)
+    except ConfigError as exc:
         console.print(f"[red]cannot check[/red] {escape(str(exc))}")
         return 2
     try:

@@ -25,8 +25,6 @@ tests/gpu_finops/dcgm/test_go_csv.py runs Go's own reader over the same inputs, 
 from __future__ import annotations
 
 import json
-import os
-import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -260,22 +258,6 @@ def parse(text: str | bytes, source: str = "<csv>") -> list[MetricRow]:
     if not rows:
         raise MetricsCsvError(0, "", "no metric rows: the exporter would export nothing", source)
     return rows
-
-
-def read_capped(path: Path) -> bytes:
-    """The file's bytes; MetricsCsvTooLarge past MAX_CSV_BYTES, without reading the rest. Anything but a
-    regular file (a FIFO, a device, a socket) is an OSError before a byte is read: reading a FIFO would
-    wait for a writer forever, so it is opened non-blocking and checked first."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as f:
-        mode = os.fstat(f.fileno()).st_mode
-        if not stat.S_ISREG(mode):
-            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode) else "not a file"
-            raise OSError(0, f"not a regular file ({kind}); name the CSV file itself", str(path))
-        data = f.read(MAX_CSV_BYTES + 1)
-    if len(data) > MAX_CSV_BYTES:
-        raise _too_large(str(path))
-    return data
 
 
 def render(rows: Iterable[MetricRow] = PROJECT_METRICS) -> str:

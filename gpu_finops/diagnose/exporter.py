@@ -31,6 +31,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from gpu_finops.diagnose.engine import diagnose_pod, why_not_diagnosable
 from gpu_finops.diagnose.model import ORDER, Cluster, Diagnosis, PodFacts
 from gpu_finops.facts import collector_metrics as names
+from gpu_finops.facts.errors import failure_line
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +72,8 @@ def read_once(
     try:
         pending = list_pending()
     except Exception as exc:  # any failure to read is reported, not a count of zero
-        log.warning("the pending pods could not be listed", exc_info=True)
+        log.warning("the pending pods could not be listed: %s", failure_line(exc))
+        log.debug("the pending pods could not be listed", exc_info=True)
         return Reading(None, (f"the pending pods could not be listed from Kubernetes: {exc}",))
     at = now()
     if not any(why_not_diagnosable(p) is None for p in pending):
@@ -79,7 +81,8 @@ def read_once(
     try:
         pods, cluster = read_cluster()
     except Exception as exc:
-        log.warning("the cluster read for the diagnosis failed", exc_info=True)
+        log.warning("the cluster read for the diagnosis failed: %s", failure_line(exc))
+        log.debug("the cluster read for the diagnosis failed", exc_info=True)
         return Reading(None, (f"{len(pending)} pending pod(s) listed, but the cluster read failed: {exc}",))
     diagnoses = tuple(diagnose_pod(p, cluster) for p in pods if why_not_diagnosable(p) is None)
     problems: tuple[str, ...] = ()

@@ -175,12 +175,13 @@ def http_url(text: str) -> str:
 
 
 def suffixed(suffix: str) -> Callable:
-    """A path ending in `suffix` (a chart's format follows its name: `--png out.txt` is refused)."""
+    """A writable path ending in `suffix` (a chart's format follows its name: `--png out.txt` is refused;
+    a folder that cannot be written is found before the work, not after)."""
 
     def parse(text: str) -> Path:
         if not text.lower().endswith(suffix):
             raise argparse.ArgumentTypeError(f"expected a path ending in {suffix}, got {text[:80]!r}")
-        return Path(text)
+        return writable_file(text)
 
     parse.__name__ = f"{suffix} path"
     return parse

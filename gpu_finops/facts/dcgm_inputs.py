@@ -269,12 +269,13 @@ def load_spelling(value: str | None) -> Spelling:
         raise SpellingError(
             f"exporter spelling {value!r}: neither a preset ({', '.join(PRESETS)}) nor a readable YAML file"
         )
-    import yaml
+    from gpu_finops.facts import input_files
+    from gpu_finops.facts.errors import ConfigError
 
     try:
-        body: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise SpellingError(f"exporter spelling {value}: not readable YAML: {exc}") from None
+        body: Any = input_files.read_yaml(path, "exporter spelling")
+    except ConfigError as exc:  # argparse would swallow a ValueError's text: the message travels as this
+        raise SpellingError(f"exporter spelling {exc}") from None
     if not isinstance(body, dict):
         raise SpellingError(f"exporter spelling {value}: expected a mapping of Spelling fields")
     return spelling_from_dict(body, where=value)

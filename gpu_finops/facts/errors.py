@@ -22,8 +22,10 @@ EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), after a line saying where thing
 CONTRACT = """exit codes (every subcommand):
   0    ok
   1    the claim or check is false, or the operation did not complete: a bad row, something left
-       after teardown, a collection with gaps, a refusal over budget (stdout/stderr say what)
-  2    usage or configuration: a bad argument, config key, file or environment variable; nothing was done
+       after teardown, a collection with gaps, a refusal over budget (stdout/stderr say what); output
+       cut short because its reader closed the pipe
+  2    usage or configuration: a bad argument, config key, file or environment variable, an output that
+       cannot be written, a port in use; nothing was done
   3    an external service is unreachable or refuses us: AWS (endpoint, credentials, access denied),
        the Kubernetes API, Prometheus
   4    an unexpected error: a bug in gpu-finops (rerun with -v and report it)
@@ -96,20 +98,27 @@ FILE = "<file>"  # the ConfigError key of a problem with the file itself (missin
 class ConfigError(UsageError, ValueError):
     """A configuration value that cannot work (exit 2). Names the key, and the file once it is known."""
 
-    def __init__(self, key: str, problem: str, source: str | None = None):
+    def __init__(self, key: str, problem: str, source: str | None = None, kind: str = "config file"):
         self.key = key
         self.problem = problem
         self.source = source
-        where = f"config file {source}: " if source else ""
-        what = "" if key == FILE else f"config key '{key}': "
+        self.kind = kind  # what the file is: "config file", "fleet file", "metrics CSV file", ...
+        where = f"{kind} {source}: " if source else ""
+        what = "" if key == FILE else f"config key '{key}': " if kind == "config file" else f"key '{key}': "
         super().__init__(f"{where}{what}{problem}")
 
-    def in_file(self, source: str) -> ConfigError:
-        """The same error, naming the file it came from."""
-        return ConfigError(self.key, self.problem, source)
+    def in_file(self, source: str, kind: str | None = None) -> ConfigError:
+        """The same error, naming the file it came from (and what kind of file it is)."""
+        return ConfigError(self.key, self.problem, source, kind or self.kind)
 
 
 class Unreachable(GpuFinopsError):
     """An external service did not answer or refused us (exit 3). The message names the service."""
 
     exit_code = EXIT_UNREACHABLE
+
+
+def failure_line(exc: BaseException, limit: int = 300) -> str:
+    """An exception as one bounded line ("ApiException: (503) ..."): what a long-running server logs per
+    failed cycle; the traceback belongs to `-v` (logged at DEBUG beside it)."""
+    return excerpt(f"{type(exc).__name__}: {exc}", limit)

@@ -20,9 +20,14 @@ from typing import Any
 
 from gpu_finops.facts import config_yaml, json_text
 from gpu_finops.facts.errors import FILE, ConfigError, excerpt
-from gpu_finops.facts.private_files import NotAPrivateFile, TooLarge, read_regular
+from gpu_finops.facts.private_files import NotAPrivateFile, TooLarge, open_regular, read_regular
 
 DEFAULT_LIMIT = 64 * 1024 * 1024  # a kind without its own limit: far above any input's sane size
+
+
+def kind(what: str) -> str:
+    """How a message names a file of `what` kind: "fleet" -> "fleet file", "owners file" stays."""
+    return what if what.endswith("file") else f"{what} file"
 
 
 def read_bytes(path: Path, what: str, limit: int = DEFAULT_LIMIT) -> bytes:
@@ -31,33 +36,57 @@ def read_bytes(path: Path, what: str, limit: int = DEFAULT_LIMIT) -> bytes:
     try:
         return read_regular(Path(path), limit)
     except FileNotFoundError:
-        raise ConfigError(FILE, "does not exist", source) from None
+        raise ConfigError(FILE, "does not exist", source, kind(what)) from None
     except IsADirectoryError:
-        raise ConfigError(FILE, "is a directory; name a file", source) from None
+        raise ConfigError(FILE, "is a directory; name a file", source, kind(what)) from None
     except NotAPrivateFile as exc:
-        raise ConfigError(FILE, str(exc.strerror), source) from None
+        raise ConfigError(FILE, str(exc.strerror), source, kind(what)) from None
     except TooLarge:
-        raise ConfigError(FILE, f"is larger than {limit:,} bytes, the most a {what} may be", source) from None
+        raise ConfigError(
+            FILE, f"is larger than {limit:,} bytes, the most a {what} may be", source, kind(what)
+        ) from None
     except OSError as exc:
-        raise ConfigError(FILE, f"cannot be read ({exc.strerror or exc})", source) from None
+        raise ConfigError(FILE, f"cannot be read ({exc.strerror or exc})", source, kind(what)) from None
+
+
+def read_head(path: Path, what: str, count: int) -> bytes:
+    """A regular file's first `count` bytes (fewer when it is shorter): a header, such as SQLite's."""
+    try:
+        with open_regular(Path(path)) as f:
+            return f.read(count)
+    except FileNotFoundError:
+        raise ConfigError(FILE, "does not exist", str(path), kind(what)) from None
+    except NotAPrivateFile as exc:
+        raise ConfigError(FILE, str(exc.strerror), str(path), kind(what)) from None
+    except OSError as exc:
+        raise ConfigError(FILE, f"cannot be read ({exc.strerror or exc})", str(path), kind(what)) from None
 
 
 def read_text(path: Path, what: str, limit: int = DEFAULT_LIMIT) -> str:
     """A regular file's text, strict UTF-8 without a byte order mark."""
     raw = read_bytes(path, what, limit)
     if raw.startswith(b"\xef\xbb\xbf"):
-        raise ConfigError(FILE, "starts with a byte order mark; save it as UTF-8 without one", str(path))
+        raise ConfigError(
+            FILE, "starts with a byte order mark; save it as UTF-8 without one", str(path), kind(what)
+        )
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(
-            FILE, f"not UTF-8 text (byte {raw[exc.start : exc.start + 1]!r} at offset {exc.start})", str(path)
+            FILE,
+            f"not UTF-8 text (byte {raw[exc.start : exc.start + 1]!r} at offset {exc.start})",
+            str(path),
+            kind(what),
         ) from None
 
 
 def read_yaml(path: Path, what: str, limit: int = config_yaml.MAX_CONFIG_BYTES) -> Any:
     """A YAML file's data, read as strictly as the config."""
-    return config_yaml.parse(read_text(path, what, limit), str(path))
+    text = read_text(path, what, limit)
+    try:
+        return config_yaml.parse(text, str(path))
+    except ConfigError as exc:
+        raise exc.in_file(str(path), kind(what)) from None
 
 
 def read_json(path: Path, what: str, limit: int = DEFAULT_LIMIT) -> Any:
@@ -65,12 +94,12 @@ def read_json(path: Path, what: str, limit: int = DEFAULT_LIMIT) -> Any:
     try:
         return json_text.loads(read_bytes(path, what, limit))
     except json_text.JSONTextError as exc:
-        raise ConfigError(FILE, str(exc), str(path)) from None
+        raise ConfigError(FILE, str(exc), str(path), kind(what)) from None
 
 
-def json_line(line: str, where: str) -> Any:
-    """One line of a JSON-lines file (`where`: "<path>:<line>")."""
+def json_line(line: str, where: str, what: str) -> Any:
+    """One line of a JSON-lines file of `what` kind (`where`: "<path>:<line>")."""
     try:
         return json_text.loads(line)
     except json_text.JSONTextError as exc:
-        raise ConfigError("line", excerpt(str(exc), 160), where) from None
+        raise ConfigError(FILE, f"not JSON: {excerpt(str(exc), 160)}", where, kind(what)) from None

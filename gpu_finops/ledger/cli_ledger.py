@@ -37,7 +37,17 @@ def _when(text: str, option: str) -> datetime:
         value = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise UsageError(f"{option} {text!r} is not an ISO 8601 time like 2026-11-01T00:00:00Z") from None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+    value = value if value.tzinfo else value.replace(tzinfo=UTC)
+    try:
+        year = value.astimezone(UTC).year
+    except OverflowError:
+        year = 0
+    if not arguments.TIME_YEARS[0] <= year <= arguments.TIME_YEARS[1]:
+        raise UsageError(
+            f"{option} {text!r} is outside the years {arguments.TIME_YEARS[0]}-{arguments.TIME_YEARS[1]} "
+            "(UTC) a window may span"
+        )
+    return value
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -57,7 +67,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--json", action="store_true", help="JSON to stdout instead of a table")
     out.add_argument("--csv", action="store_true", help="CSV to stdout instead of a table")
     parser.add_argument(
-        "--png", type=Path, default=None, help="also draw the ladder waterfall and buckets by day"
+        "--png",
+        type=arguments.suffixed(".png"),
+        default=None,
+        help="also draw the ladder waterfall and buckets by day (.png)",
     )
 
 
@@ -89,6 +102,8 @@ def _window(args: argparse.Namespace) -> source.Window:
         end = _when(args.at, "--at") if args.at else datetime.now(UTC)
         return source.Window(end - timedelta(seconds=interval_seconds(args.window)), end)
     if args.month:
+        if args.end:
+            raise UsageError(f"--to goes with --from; --month {args.month!r} already names the whole window")
         try:
             return source.month_window(args.month)
         except ValueError:

@@ -12,6 +12,7 @@ from typing import Any
 
 from rich.table import Table
 
+from gpu_finops.facts.output_files import figure_bytes, write_output
 from gpu_finops.ledger.accounting import Ledger
 from gpu_finops.ledger.source import Ladder
 
@@ -227,9 +228,9 @@ def chart(
     fig.suptitle(title)
     fig.autofmt_xdate()
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    data = figure_bytes(fig, "png", dpi=110)
     plt.close(fig)
+    write_output(path, data, "--png")
     return path
 
 

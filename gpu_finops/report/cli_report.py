@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from gpu_finops.facts import arguments
 from gpu_finops.facts.errors import CheckFailed
+from gpu_finops.facts.output_files import write_output
 from gpu_finops.report import section_acts, section_cost, section_ops, sources
 from gpu_finops.report.page import document
 
@@ -39,7 +41,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="`gpu-finops diagnose --all --json` output (default: %(default)s, act 7's)",
     )  # fmt: skip
     parser.add_argument(
-        "--out", type=Path, default=REPORTS / "index.html", help="the page (default: %(default)s)"
+        "--out",
+        type=arguments.writable_file,
+        default=REPORTS / "index.html",
+        help="the page (default: %(default)s)",
     )
     parser.epilog = "exit 0: page written; 1: no input exists, nothing to report; 2: an input is malformed"
 
@@ -72,7 +77,6 @@ def build(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     page = build(args)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(page, encoding="utf-8")
+    write_output(args.out, page, "--out")
     print(f"report: {args.out.resolve()}")
     return 0

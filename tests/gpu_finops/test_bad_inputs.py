@@ -22,6 +22,7 @@ from tests.gpu_finops import (
     test_bad_inputs_special_files_and_times,
     test_bad_inputs_teardown,
     test_bad_inputs_twin,
+    test_bad_inputs_windows_and_outputs,
 )
 from tests.gpu_finops.bad_inputs import COLLECT, Case
 
@@ -139,6 +140,7 @@ TABLES: dict[str, dict[str, Case]] = {
     "twin": test_bad_inputs_twin.CASES,
     "safety": test_bad_inputs_safety.CASES,
     "special-files-and-times": test_bad_inputs_special_files_and_times.CASES,
+    "windows-and-outputs": test_bad_inputs_windows_and_outputs.CASES,
 }
 # What a table's cases need in their folder before they run: files to write, fixtures to make.
 WRITE = {
@@ -147,7 +149,12 @@ WRITE = {
         '{"g6e.xlarge": {"spot": NaN}}'
     ),
 }
-FIXTURES = {"safety": ("fifo",), "special-files-and-times": ("fifo",), "twin": ("fifo",)}
+FIXTURES = {
+    "safety": ("fifo",),
+    "special-files-and-times": ("fifo",),
+    "twin": ("fifo",),
+    "windows-and-outputs": ("fifo",),
+}
 
 
 @pytest.mark.parametrize("table, name", [(t, n) for t, cases in TABLES.items() for n in cases])

@@ -195,12 +195,14 @@ CASES: dict[str, Case] = {
         ("dcgm-csv", "extra.csv"), 2, "gpu-finops dcgm-csv: unrecognized arguments: extra.csv"
     ),
     "check-metrics-csv on a directory": Case(
-        ("check-metrics-csv", "{tmp}/config-dir"), 2, "cannot read {tmp}/config-dir: Is a directory"
+        ("check-metrics-csv", "{tmp}/config-dir"),
+        2,
+        "cannot check metrics CSV file {tmp}/config-dir: a directory, not a regular file: refusing to read it",
     ),
     "check-metrics-csv over the size cap": Case(
         ("check-metrics-csv", "{tmp}/big.csv"),
         2,
-        f"cannot check {{tmp}}/big.csv: over {MAX_CSV_BYTES:,} bytes, refused unread",
+        f"cannot check metrics CSV file {{tmp}}/big.csv: is larger than {MAX_CSV_BYTES:,} bytes, the most a metrics CSV may be",
     ),
     # --- the claim or check is false (exit 1)
     "check-metrics-csv: a bad row": Case(

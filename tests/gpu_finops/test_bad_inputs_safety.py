@@ -202,7 +202,7 @@ CASES: dict[str, Case] = {
     "check-metrics-csv on a FIFO": Case(
         ("check-metrics-csv", "{tmp}/fifo"),
         2,
-        "cannot read {tmp}/fifo: not a regular file (a FIFO); name the CSV file itself",
+        "cannot check metrics CSV file {tmp}/fifo: a FIFO, not a regular file: refusing to read it",
     ),
 }
 

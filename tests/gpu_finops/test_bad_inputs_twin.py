@@ -19,68 +19,68 @@ CASES: dict[str, Case] = {
     "a trace job of 3 GPUs": Case(
         ("twin", "run", "--fleet", FLEET, "--trace", "{tmp}/bad-gpus.jsonl", "--out", "{tmp}/r.json"),
         2,
-        "gpu-finops twin: config file {tmp}/bad-gpus.jsonl:2: config key 'gpus': expected one of [1, 2, 4, 8], found 3",
+        "gpu-finops twin: trace file {tmp}/bad-gpus.jsonl:2: key 'gpus': expected one of [1, 2, 4, 8], found 3",
     ),
     "a fleet of an unknown instance type": Case(
         ("twin", "generate", "--fleet", "{tmp}/p9.yaml", "--out", "{tmp}/t.jsonl"),
         2,
-        "gpu-finops twin: config file {tmp}/p9.yaml: config key 'instance_type': 'p9.huge' is not in gpu_finops/facts/catalog.py's",
+        "gpu-finops twin: fleet file {tmp}/p9.yaml: key 'instance_type': 'p9.huge' is not in gpu_finops/facts/catalog.py's",
     ),
     "a missing fleet file": Case(
         ("twin", "generate", "--fleet", "{tmp}/nope.yaml", "--out", "{tmp}/t.jsonl"),
         2,
-        "gpu-finops twin: config file {tmp}/nope.yaml: does not exist",
+        "gpu-finops twin: fleet file {tmp}/nope.yaml: does not exist",
     ),
     # each class of file the input layer refuses (gpu_finops/facts/input_files.py), on the fleet and the trace
     "the fleet is a FIFO": Case(
         ("twin", "generate", "--fleet", "{tmp}/fifo", "--out", "{tmp}/t.jsonl"),
         2,
-        "gpu-finops twin: config file {tmp}/fifo: a FIFO, not a regular file: refusing to read it",
+        "gpu-finops twin: fleet file {tmp}/fifo: a FIFO, not a regular file: refusing to read it",
     ),
     "the trace is a FIFO": Case(
         ("twin", "run", "--fleet", FLEET, "--trace", "{tmp}/fifo", "--out", "{tmp}/r.json"),
         2,
-        "gpu-finops twin: config file {tmp}/fifo: a FIFO, not a regular file: refusing to read it",
+        "gpu-finops twin: trace file {tmp}/fifo: a FIFO, not a regular file: refusing to read it",
     ),
     "the trace is /dev/zero": Case(
         ("twin", "run", "--fleet", FLEET, "--trace", "/dev/zero", "--out", "{tmp}/r.json"),
         2,
-        "gpu-finops twin: config file /dev/zero: a special file, not a regular file: refusing to read it",
+        "gpu-finops twin: trace file /dev/zero: a special file, not a regular file: refusing to read it",
     ),
     "the fleet is a directory": Case(
         ("twin", "generate", "--fleet", "{tmp}", "--out", "{tmp}/t.jsonl"),
         2,
-        "gpu-finops twin: config file {tmp}: a directory, not a regular file: refusing to read it",
+        "gpu-finops twin: fleet file {tmp}: a directory, not a regular file: refusing to read it",
     ),
     "a fleet key misspelt": Case(
         ("twin", "generate", "--fleet", "{tmp}/typo.yaml", "--out", "{tmp}/t.jsonl"),
         2,
-        "gpu-finops twin: config file {tmp}/typo.yaml: config key 'static_node': not a known key; did you mean 'static_nodes'?",
+        "gpu-finops twin: fleet file {tmp}/typo.yaml: key 'static_node': not a known key; did you mean 'static_nodes'?",
     ),
     "a fleet tenant key misspelt": Case(
         ("twin", "generate", "--fleet", "{tmp}/tenant-typo.yaml", "--out", "{tmp}/t.jsonl"),
         2,
-        "gpu-finops twin: config file {tmp}/tenant-typo.yaml: config key 'tenants.qouta': not a known key; did you mean 'quota'?",
+        "gpu-finops twin: fleet file {tmp}/tenant-typo.yaml: key 'tenants.qouta': not a known key; did you mean 'quota'?",
     ),
     "a fleet with a key twice": Case(
         ("twin", "generate", "--fleet", "{tmp}/twice.yaml", "--out", "{tmp}/t.jsonl"),
         2,
-        "gpu-finops twin: config file {tmp}/twice.yaml: config key 'static_nodes': given twice, on line 3 and line 11",
+        "gpu-finops twin: fleet file {tmp}/twice.yaml: key 'static_nodes': given twice, on line 3 and line 11",
     ),
     "a fleet in UTF-16": Case(
         ("twin", "generate", "--fleet", "{tmp}/utf16.yaml", "--out", "{tmp}/t.jsonl"),
         2,
-        "gpu-finops twin: config file {tmp}/utf16.yaml: not UTF-8 text (byte b'\\xff' at offset 0)",
+        "gpu-finops twin: fleet file {tmp}/utf16.yaml: not UTF-8 text (byte b'\\xff' at offset 0)",
     ),
     "a trace line nested 100000 deep": Case(
         ("twin", "run", "--fleet", FLEET, "--trace", "{tmp}/deep.jsonl", "--out", "{tmp}/r.json"),
         2,
-        "gpu-finops twin: config file {tmp}/deep.jsonl:2: config key 'line': nested too deep",
+        "gpu-finops twin: trace file {tmp}/deep.jsonl:2: not JSON: nested too deep",
     ),
     "a trace with NaN": Case(
         ("twin", "run", "--fleet", FLEET, "--trace", "{tmp}/nan.jsonl", "--out", "{tmp}/r.json"),
         2,
-        "gpu-finops twin: config file {tmp}/nan.jsonl:2: config key 'line': NaN is not a JSON number",
+        "gpu-finops twin: trace file {tmp}/nan.jsonl:2: not JSON: NaN is not a JSON number",
     ),
     "a trace whose tenants the fleet lacks": Case(
         (
@@ -141,7 +141,7 @@ CASES: dict[str, Case] = {
     "trace job ids differing by case": Case(
         ("twin", "run", "--fleet", FLEET, "--trace", "{tmp}/case.jsonl", "--out", "{tmp}/r.json"),
         2,
-        "gpu-finops twin: config file {tmp}/case.jsonl:3: config key 'id': duplicate job id 'J' (the same Kubernetes name as 'j')",
+        "gpu-finops twin: trace file {tmp}/case.jsonl:3: key 'id': duplicate job id 'J' (the same Kubernetes name as 'j')",
     ),
     "an Erlang load of 1.5": Case(
         ("twin", "erlang-trace", "--out", "{tmp}/t.jsonl", "--load", "1.5"),

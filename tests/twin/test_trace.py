@@ -52,7 +52,7 @@ JOB = {"id": "j1", "tenant": "a", "submit_s": 1, "gpus": 2, "duration_s": 10}
     [
         ({**HEAD, "format": "v0"}, JOB, 1, "format", FORMAT),
         ({**HEAD, "compression": 0}, JOB, 1, "compression", "> 0"),
-        ({**HEAD, "compression": float("inf")}, JOB, 1, "line", "Infinity is not a JSON number"),
+        ({**HEAD, "compression": float("inf")}, JOB, 1, "<file>", "Infinity is not a JSON number"),
         ({**HEAD, "compression": "fast"}, JOB, 1, "compression", "finite"),
         ({**HEAD, "tenants": []}, JOB, 1, "tenants", "list of tenant names"),
         (HEAD, {**JOB, "tenant": "b"}, 2, "tenant", "not in the header's tenants"),

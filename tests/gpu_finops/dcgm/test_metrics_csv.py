@@ -95,7 +95,7 @@ def cli(*argv: str) -> subprocess.CompletedProcess:
             ':4: parse error on line 4, column 30: bare "',
         ),
         (HEADER + b"DCGM_FI_DEV_GPU_UTIL, gauge, caf\xe9\n", 1, ":4: the help text is not UTF-8 text"),
-        (b"#" * (MAX_CSV_BYTES + 1), 2, "over 1,048,576 bytes, refused unread"),
+        (b"#" * (MAX_CSV_BYTES + 1), 2, "is larger than 1,048,576 bytes, the most a metrics CSV may be"),
     ],
     ids=["project", "quoted comma", "four fields", "bare quote", "not utf-8", "too large"],
 )
@@ -108,7 +108,10 @@ def test_check_metrics_csv_command(tmp_path, content, code, says):
     assert "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("target, says", [("missing.csv", "No such file"), (".", "Is a directory")])
+@pytest.mark.parametrize(
+    "target, says",
+    [("missing.csv", "does not exist"), (".", "a directory, not a regular file: refusing to read it")],
+)
 def test_check_metrics_csv_unreadable_is_exit_2(tmp_path, target, says):
     result = cli(str(tmp_path / target))
     assert result.returncode == 2 and says in result.stderr and "Traceback" not in result.stderr
