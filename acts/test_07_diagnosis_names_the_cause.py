@@ -85,6 +85,7 @@ from assertions.verdict import require
 from gpu_finops.clients.kube import Kube
 from gpu_finops.diagnose import ORDER, diagnose_all
 from gpu_finops.diagnose.kube_observer import KubeObserver
+from gpu_finops.diagnose.model import document
 from gpu_finops.diagnose.prom_observer import read_or_reason
 from gpu_finops.diagnose.read import read_cluster
 from gpu_finops.facts import timeouts
@@ -165,9 +166,9 @@ def test_each_waiting_gpu_pod_is_diagnosed_with_the_cause_it_was_built_with(
             Situation(f"{ns_a}/waits-application", "application", tuple(f"starved:{h}" for h in starved)),
         ]  # fmt: skip
         with report.phase("diagnose: admission, memory, allocation, two causes, application"):
-            first = diagnose(kube, prom_url, order)
+            first, written = diagnose(kube, prom_url, order)
             keep_cli_output(act_target, prom_url, REPORT_DIR / "act-7-diagnose-all.txt")
-            keep_json(first, order, REPORT_DIR / "act-7-diagnose.json")
+            keep_json(written, REPORT_DIR / "act-7-diagnose.json")
         with report.phase("placement: one whole card freed, its node tainted for the act"):
             stop(kube, ns_b, jobs=(f"second-{run}",))
             stop(kube, ns_a, pods=("waits-application",))
@@ -176,7 +177,7 @@ def test_each_waiting_gpu_pod_is_diagnosed_with_the_cause_it_was_built_with(
                 create_pod(kube, ns_a, gpu_pod(act_target, "waits-placement", ns_a, run,
                                               node_affinity=in_pool(config.nodepool_name)))  # fmt: skip
                 eventually_unschedulable(kube, ns_a, "waits-placement")
-                second = diagnose(kube, prom_url, order)
+                second, _ = diagnose(kube, prom_url, order)
         situations.append(
             Situation(f"{ns_a}/waits-placement", "placement",
                       (f"ruled-out:{node_of[b]}:taint", f"only-match:{node_of[a]}"))
@@ -220,10 +221,14 @@ def dcgm_prometheus(t: Target, kube: Kube, tmp_path: Path) -> Iterator[str]:
         sim.stop()
 
 
-def diagnose(kube: Kube, prom_url: str, order: tuple[str, ...]) -> list[dict[str, Any]]:
-    """Every pending GPU pod and unadmitted workload, as `gpu-finops diagnose --all --json` says them."""
+def diagnose(
+    kube: Kube, prom_url: str, order: tuple[str, ...]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Every pending GPU pod and unadmitted workload, as `gpu-finops diagnose --all --json` says them: each
+    diagnosis, and the whole document that command writes."""
     pods, cluster = read_cluster(KubeObserver(kube), prom_url, WINDOW_S, retry_for=timeouts.PROM_RETRY)
-    return [d.to_dict() for d in diagnose_all(pods, cluster, order)]
+    found = diagnose_all(pods, cluster, order)
+    return [d.to_dict() for d in found], document(found, cluster, order)
 
 
 def keep_cli_output(t: Target, prom_url: str, path: Path) -> None:
@@ -243,12 +248,11 @@ def keep_cli_output(t: Target, prom_url: str, path: Path) -> None:
         log.warning("gpu-finops diagnose --all could not be kept: %s", exc)
 
 
-def keep_json(diagnoses: list[dict[str, Any]], order: tuple[str, ...], path: Path) -> None:
-    """The diagnoses as `gpu-finops diagnose --all --json` shapes them, for `gpu-finops report`'s
-    Diagnosis section. Evidence only: it never decides the act."""
+def keep_json(written: dict[str, Any], path: Path) -> None:
+    """The document `gpu-finops diagnose --all --json` writes (gpu_finops/diagnose/model.py's `document`),
+    for `gpu-finops report`'s Diagnosis section. Evidence only: it never decides the act."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"order": list(order), "window_s": WINDOW_S, "diagnoses": diagnoses},
-                               indent=1, default=str))  # fmt: skip
+    path.write_text(json.dumps(written, indent=1, default=str))
 
 
 def eventually_profiles_in_prometheus(prom_url: str, holders: list[str]) -> None:

@@ -17,9 +17,13 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from gpu_finops.facts import input_files
+from pydantic import Field, RootModel, Strict
+
+from gpu_finops.facts import file_schema, input_files
+from gpu_finops.facts.errors import FILE, ConfigError
+from gpu_finops.facts.file_schema import AwareTime, FileModel, Text
 from gpu_finops.facts.kube_keys import (
     GPU_RESOURCE,
     KUEUE_GROUP,
@@ -217,9 +221,37 @@ def gpu_holdings(kube: Any) -> list[GpuHolding]:
     return holdings_from_objects(pods, namespace_labels, node_replicas, cluster_queues, job_queues)
 
 
+class HoldingEntry(FileModel):
+    """One holding as `write_holdings_file` writes it."""
+
+    namespace: Text
+    tenant: Text
+    pod: Text
+    node: Text
+    gpus: Annotated[int, Strict(), Field(ge=1)]
+    start: AwareTime
+    end: AwareTime | None = None
+    replicas: Annotated[int, Strict(), Field(ge=1)] = 1
+    devices: tuple[Text, ...] = ()
+
+
+class HoldingsFile(RootModel[list[HoldingEntry]]):
+    """A holdings file: a JSON list of holdings."""
+
+
 def read_holdings_file(path: str | Path) -> list[GpuHolding]:
-    """A JSON list of holdings (what `write_holdings_file` writes)."""
-    return [GpuHolding.from_dict(d) for d in input_files.read_json(Path(path), "holdings file")]
+    """A JSON list of holdings (what `write_holdings_file` writes), checked against HoldingsFile; a holding
+    that ends before it starts is refused naming it."""
+    data = input_files.read_json(Path(path), "holdings file")
+    entries = file_schema.validate(HoldingsFile, data, str(path), input_files.kind("holdings file")).root
+    holdings = [GpuHolding.from_dict(e.model_dump()) for e in entries]
+    for n, h in enumerate(holdings, 1):
+        if h.end is not None and h.end < h.start:
+            raise ConfigError(
+                FILE, f"[{n}]: holding {h.namespace}/{h.pod} ends ({h.end}) before it starts ({h.start})", str(path),
+                input_files.kind("holdings file"),
+            )  # fmt: skip
+    return holdings
 
 
 def write_holdings_file(holdings: list[GpuHolding], path: str | Path) -> None:

@@ -13,7 +13,7 @@ import re
 import sys
 from typing import Any
 
-from gpu_finops.diagnose.model import ORDER, Cluster, Diagnosis
+from gpu_finops.diagnose.model import Cluster, Diagnosis, document
 from gpu_finops.facts import arguments, errors, timeouts
 from gpu_finops.facts.dcgm_inputs import PINNED, SPELLING_ENV, SPELLING_HELP, spelling_argument
 from gpu_finops.facts.errors import EXIT_FALSE, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE, UsageError
@@ -240,21 +240,12 @@ def serve(args: argparse.Namespace, observer: Any) -> int:
     return EXIT_OK
 
 
-def to_json(diagnoses: list[Diagnosis], cluster: Cluster) -> dict[str, Any]:
-    return {
-        "order": list(ORDER),
-        "window_s": cluster.window_s,
-        "dcgm": "read" if cluster.stats is not None else f"not read: {cluster.stats_unavailable}",
-        "diagnoses": [d.to_dict() for d in diagnoses],
-    }
-
-
 _MARK = {True: "[bold red]explains[/]", False: "[green]no[/]", None: "[yellow]not checked[/]"}
 
 
 def emit(diagnoses: list[Diagnosis], cluster: Cluster, args: argparse.Namespace) -> None:
     if args.json:
-        json.dump(to_json(diagnoses, cluster), sys.stdout, indent=2, default=str)
+        json.dump(document(diagnoses, cluster), sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
         return
     from rich.markup import escape

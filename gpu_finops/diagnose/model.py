@@ -290,3 +290,14 @@ class Diagnosis:
             "order": list(self.order),
             "findings": [f.to_dict() for f in self.findings],
         }
+
+
+def document(diagnoses: list[Diagnosis], cluster: Cluster, order: tuple[str, ...] = ORDER) -> dict[str, Any]:
+    """The diagnoses as `gpu-finops diagnose --all --json` writes them and `gpu-finops report` reads them
+    (gpu_finops/report/schemas.py's DiagnosisFile): the one shape, whoever writes it."""
+    return {
+        "order": list(order),
+        "window_s": cluster.window_s,
+        "dcgm": "read" if cluster.stats is not None else f"not read: {cluster.stats_unavailable}",
+        "diagnoses": [d.to_dict() for d in diagnoses],
+    }

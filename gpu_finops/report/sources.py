@@ -9,19 +9,22 @@ packages move, only the imports here change.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from gpu_finops.cost.cost_report import NodeSummary, summarize
 from gpu_finops.cost.focus import FocusContext, focus_dataset
 from gpu_finops.cost.records import CostRecord
 from gpu_finops.cost.store import SqliteCostStore
-from gpu_finops.facts import input_files
-from gpu_finops.facts.errors import ConfigError, UsageError, excerpt, shown
+from gpu_finops.facts import file_schema, input_files
+from gpu_finops.facts.errors import UsageError, excerpt
+from gpu_finops.facts.file_schema import FileModel
 from gpu_finops.ledger.render import RUNG_LABELS
+from gpu_finops.report import schemas
+
+M = TypeVar("M", bound=FileModel)
 
 __all__ = ["RUNG_LABELS", "Absent", "Act", "ActsRun", "CostData", "Span", "TenantCost", "load_json"]
 
@@ -74,72 +77,48 @@ def load_json(path: Path, what: str, how: str) -> Any | Absent:
     is a usage error naming it (exit 2), not a section quietly left out."""
     if not path.exists():
         return Absent(f"no {what}: {path} does not exist ({how})")
-    try:
-        return input_files.read_json(path, what)
-    except ConfigError as exc:
-        raise UsageError(f"{path}: not readable as {what} JSON: {exc.problem}") from None
+    return input_files.read_json(path, what)
 
 
-def _spans(rows: Any, path: Path, act: str, what: str) -> list[Span]:
-    try:
-        spans = [Span(str(name), float(s), None if e is None else float(e)) for name, s, e in rows or []]
-    except (TypeError, ValueError):
-        raise UsageError(f"{path}: act {act}: {what} must be [name, start, end|null] rows") from None
-    for span in spans:  # NaN and inf parse as floats (JSON's NaN) but are no moment; an end before its start
-        if (
-            not all(math.isfinite(t) for t in (span.start, span.end or 0.0))
-            or (span.end or span.start) < span.start
-        ):
+def load(path: Path, what: str, how: str, model: type[M]) -> M | Absent:
+    """The file as `model` (gpu_finops/report/schemas.py); Absent when there is none; exit 2 naming the
+    place inside it when its shape is wrong."""
+    data = load_json(path, what, how)
+    if isinstance(data, Absent):
+        return data
+    return file_schema.validate(model, data, str(path), input_files.kind(what))
+
+
+def _spans(rows: list[tuple[str, float, float | None]], path: Path, act: str, what: str) -> list[Span]:
+    spans = [Span(name, start, end) for name, start, end in rows]
+    for span in spans:  # an end before its start is no span
+        if span.end is not None and span.end < span.start:
             raise UsageError(f"{path}: act {act}: {what} row {excerpt(span.label, 60)!r} runs from {span.start} "
-                             f"to {span.end}: expected finite epoch seconds, the end not before the start")  # fmt: skip
+                             f"to {span.end}: expected the end not before the start")  # fmt: skip
     return spans
 
 
-def _timings(value: Any, path: Path, act: str) -> dict[str, Any]:
-    """name -> seconds (a number) or null (not measured)."""
-    timings = value or {}
-    if not isinstance(timings, dict) or not all(
-        v is None or (isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v))
-        for v in timings.values()
-    ):
-        raise UsageError(f"{path}: act {act}: timings must map names to seconds (finite numbers) or null, "
-                         f"found {shown(timings)}")  # fmt: skip
-    return dict(timings)
-
-
 def acts_run(path: Path) -> ActsRun | Absent:
-    data = load_json(path, "acts report", "`make acts` or `make demo` writes it")
+    data = load(path, "acts report", "`make acts` or `make demo` writes it", schemas.ActsReportFile)
     if isinstance(data, Absent):
         return data
-    if not isinstance(data, dict) or not isinstance(data.get("acts"), list):
-        raise UsageError(f"{path}: expected the acts report's JSON object with an 'acts' list")
-    acts = []
-    for i, a in enumerate(data["acts"]):
-        if not isinstance(a, dict):
-            raise UsageError(
-                f"{path}: act {i + 1} is {shown(a)}; expected an object with 'act', 'outcome', ..."
-            )
-        if not isinstance(a.get("verdict"), dict | None):
-            raise UsageError(
-                f"{path}: act {i + 1}: verdict is {shown(a['verdict'])}; expected an object or null"
-            )
-        name = str(a.get("act", "?"))
-        acts.append(
-            Act(
-                name=name,
-                outcome=str(a.get("outcome", "not run")),
-                claim=str(a.get("claim") or ""),
-                verdict=a.get("verdict"),
-                timings=_timings(a.get("timings"), path, name),
-                message=str(a.get("message") or ""),
-                evidence=a.get("evidence"),
-                phases=_spans(a.get("phases"), path, name, "phases"),
-                lifecycles=_spans(a.get("lifecycles"), path, name, "lifecycles"),
-            )
+    acts = [
+        Act(
+            name=a.act,
+            outcome=a.outcome,
+            claim=a.claim,
+            verdict=None if a.verdict is None else a.verdict.model_dump(),
+            timings=dict(a.timings),
+            message=a.message,
+            evidence=a.evidence,
+            phases=_spans(a.phases, path, a.act, "phases"),
+            lifecycles=_spans(a.lifecycles, path, a.act, "lifecycles"),
         )
+        for a in data.acts
+    ]
     if not acts:
         return Absent(f"{path} lists no act: the run collected none")
-    return ActsRun(str(data.get("target", "?")), str(data.get("finished", "?")), acts)
+    return ActsRun(data.target, data.finished, acts)
 
 
 @dataclass(frozen=True)
@@ -207,15 +186,10 @@ def cost_data(path: Path) -> CostData | Absent:
     return CostData(str(path), records, summarize(records), tenants(records, holdings))
 
 
-def _command_output(path: Path, what: str, how: str, key: str, expected: str) -> dict[str, Any] | Absent:
-    """A command's --json output: Absent when there is no file; a usage error naming the file when it is
-    not an object with a list under `key` (`expected` says what it should be)."""
-    data = load_json(path, what, how)
-    if not isinstance(data, Absent) and not isinstance(
-        data.get(key) if isinstance(data, dict) else None, list
-    ):
-        raise UsageError(f"{path}: expected {expected}")
-    return data
+def _command_output(path: Path, what: str, how: str, model: type[FileModel]) -> dict[str, Any] | Absent:
+    """A command's --json output, checked against its schema: Absent when there is no file."""
+    data = load(path, what, how, model)
+    return data if isinstance(data, Absent) else data.model_dump()
 
 
 def ledger_month(path: Path) -> dict[str, Any] | Absent:
@@ -223,18 +197,13 @@ def ledger_month(path: Path) -> dict[str, Any] | Absent:
         path,
         "ledger month",
         "`gpu-finops ledger month --month YYYY-MM --json > FILE` writes it",
-        "lines",
-        "`gpu-finops ledger month --json` output (an object with 'lines')",
+        schemas.LedgerMonthFile,
     )
 
 
 def ladder(path: Path) -> dict[str, Any] | Absent:
     return _command_output(
-        path,
-        "allocation ladder",
-        "`gpu-finops ledger ladder --json > FILE` writes it",
-        "rungs",
-        "`gpu-finops ledger ladder --json` output (an object with 'rungs')",
+        path, "allocation ladder", "`gpu-finops ledger ladder --json > FILE` writes it", schemas.LadderFile
     )
 
 
@@ -243,6 +212,5 @@ def diagnosis(path: Path) -> dict[str, Any] | Absent:
         path,
         "diagnosis",
         "`gpu-finops diagnose --all --json > FILE` writes it; act 7 leaves one there",
-        "diagnoses",
-        "`gpu-finops diagnose --all --json` output (with 'diagnoses')",
+        schemas.DiagnosisFile,
     )

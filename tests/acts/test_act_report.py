@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -63,3 +64,24 @@ def test_the_session_keeps_one_report_per_act_in_run_order(pytestconfig):
     b = report_for(pytestconfig, "test_report_b")
     assert session_reports(pytestconfig)[len(before) :] == [a, b]
     del session_reports(pytestconfig)[len(before) :]  # leave the session's list as it was
+
+
+def test_the_acts_json_written_is_what_the_report_reads(tmp_path):
+    from acts.report import write_reports
+    from assertions.verdict import ClauseFailure, Verdict
+    from gpu_finops.facts.file_schema import validate
+    from gpu_finops.report.schemas import ActsReportFile
+
+    passed, failed, skipped = ActReport("test_a"), ActReport("test_b"), ActReport("test_c", outcome="skipped")
+    passed.record(Verdict("a holds", True, "x", "x", {"timings": {"cold_start_s": 41.2, "skew_s": None}}))
+    passed.outcome = "passed"
+    with passed.phase("submit"):
+        pass
+    passed.pod_ran("pod a", Interval(T0, None))
+    failed.record(Verdict("b holds", False, "y", "z", {"nodes": {"n"}}, (ClauseFailure("c", "y", "z"),)))
+    failed.outcome, failed.message, failed.evidence = "failed", "AssertionError: z", str(tmp_path / "ev")
+    write_reports([passed, failed, skipped], tmp_path, "local", T1)
+    data = json.loads((tmp_path / "acts.json").read_text())
+    run = validate(ActsReportFile, data, "acts.json", "acts report")
+    assert [a.outcome for a in run.acts] == ["passed", "failed", "skipped"]
+    assert run.acts[1].verdict.failed_clauses[0].clause == "c"

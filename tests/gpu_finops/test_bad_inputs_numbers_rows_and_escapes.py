@@ -18,6 +18,7 @@ from gpu_finops.cli import main
 from gpu_finops.cost.export import DATA_FILE, PARTITION
 from gpu_finops.cost.records import COLUMNS, column_problem
 from gpu_finops.facts.errors import excerpt, printable
+from tests.gpu_finops.report.fixtures import passing_acts
 
 ESC = "\x1b"
 
@@ -159,17 +160,46 @@ def test_a_tenant_name_with_markup_and_escapes_is_shown_as_written_and_escaped(t
     assert ESC not in out and "[bold red]ALL COSTS ZERO[/]\\x1b[2J" in out.replace("\n", ""), out
 
 
-@pytest.mark.parametrize("acts, says", [
-    ({"acts": [1]}, "act 1 is 1; expected an object"),
-    ({"acts": [{"act": "x", "timings": "abc"}]}, "act x: timings must map names to seconds"),
-    ({"acts": [{"act": "x", "timings": {"a_s": "soon"}}]}, "act x: timings must map names to seconds"),
-    ({"acts": [{"act": "x", "verdict": "holds"}]}, "act 1: verdict is 'holds'; expected an object or null"),
-    ({"acts": [{"act": "x", "phases": [["p", "nan", "inf"]]}]}, "act x: phases row 'p' runs from nan to inf"),
-    ({"acts": [{"act": "x", "phases": [["p", 10, 5]]}]}, "act x: phases row 'p' runs from 10.0 to 5.0"),
+def acts_report(**change: object) -> dict:
+    """A valid acts report (one passing act, as acts/report.py writes it) with `change` applied: a key of the
+    report, or `act_<key>` of its act, or `verdict_<key>` of the act's verdict; the value None removes it."""
+    act = passing_acts()[0]
+    report = {"target": "local", "finished": "2026-11-30T10:05:00+00:00", "acts": [act]}
+    for key, value in change.items():
+        where, key = (
+            (act, key[4:]) if key.startswith("act_") else (act["verdict"], key[8:]) if key.startswith("verdict_")
+            else (report, key)
+        )  # fmt: skip
+        if value is None:
+            where.pop(key)
+        else:
+            where[key] = value
+    return report
+
+
+@pytest.mark.parametrize("change, says", [
+    ({"acts": [1]}, "acts[1]: expected an object, found number 1"),
+    ({"act_timings": "abc"}, "acts[1].timings: expected an object, found string 'abc'"),
+    ({"act_timings": {"a_s": "soon"}}, "acts[1].timings.a_s: expected a number, found string 'soon'"),
+    ({"act_timings": {"a_s": True}}, "acts[1].timings.a_s: expected a number, found boolean True"),
+    ({"act_verdict": "holds"}, "acts[1].verdict: expected an object, found string 'holds'"),
+    ({"act_phases": [["p", "nan", "inf"]]}, "acts[1].phases[1][2]: expected a number, found string 'nan'"),
+    ({"act_phases": [["p", 10]]}, "acts[1].phases[1][3]: required, missing"),
+    ({"act_phases": [["p", 10, 5]]}, "act test_01_cold_start: phases row 'p' runs from 10.0 to 5.0"),
+    ({"act_timing": {}}, "acts[1].timing: not a known key; did you mean 'timings'?"),
+    ({"act_outcome": None}, "acts[1].outcome: required, missing"),
+    ({"act_outcome": "PASSED"},
+     "acts[1].outcome: expected one of 'passed', 'failed', 'skipped' or 'not run', found 'PASSED'"),
+    ({"verdict_holds": "yes"}, "acts[1].verdict.holds: expected true or false, found string 'yes'"),
+    ({"verdict_hold": True}, "acts[1].verdict.hold: not a known key; did you mean 'holds'?"),
+    ({"verdict_failed_clauses": [{"clause": "c", "expected": "e"}]},
+     "acts[1].verdict.failed_clauses[1].observed: required, missing"),
+    ({"act": []}, "act: not a known key; did you mean 'acts'?"),
+    ({"target": 7}, "target: expected a string, found number 7"),
 ])  # fmt: skip
-def test_an_acts_report_with_wrong_inner_values_is_exit_2_naming_the_act(tmp_path, capsys, acts, says):
+def test_an_acts_report_with_a_wrong_shape_is_exit_2_naming_the_place(tmp_path, capsys, change, says):
     path = tmp_path / "acts.json"
-    path.write_text(json.dumps(acts))
+    path.write_text(json.dumps(acts_report(**change)))
     none = str(tmp_path / "none")
     code, _, err = run(capsys, "report", "--acts", str(path), "--store", none + ".sqlite", "--ledger", none,
                        "--ladder", none, "--diagnose", none, "--out", str(tmp_path / "r.html"))  # fmt: skip

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from fractions import Fraction
 from types import SimpleNamespace
 
+import pytest
 from kubernetes import client
 
 from gpu_finops.cost.gpu_holdings import (
@@ -15,6 +17,7 @@ from gpu_finops.cost.gpu_holdings import (
     read_holdings_file,
     write_holdings_file,
 )
+from gpu_finops.facts.errors import ConfigError
 
 T = datetime(2026, 11, 30, 10, tzinfo=UTC)
 
@@ -167,3 +170,36 @@ def test_holdings_file_round_trips(tmp_path):
     h = GpuHolding("ns", "t", "p", "n", 1, T, None, 4)
     write_holdings_file([h], tmp_path / "h.json")
     assert read_holdings_file(tmp_path / "h.json") == [h]
+
+
+GOOD_HOLDING = {"namespace": "ns", "tenant": "t", "pod": "p", "node": "n", "gpus": 1,
+                "start": "2026-11-30T10:00:00+00:00", "end": None, "replicas": 4, "devices": []}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        ({"holdings": []}, "<root>: expected a list, found object"),
+        ([{**GOOD_HOLDING, "tenannt": "t"}], "[1].tenannt: not a known key; did you mean 'tenant'?"),
+        ([{k: v for k, v in GOOD_HOLDING.items() if k != "node"}], "[1].node: required, missing"),
+        ([{**GOOD_HOLDING, "gpus": "1"}], "[1].gpus: expected an integer, found string '1'"),
+        ([{**GOOD_HOLDING, "gpus": 0}], "[1].gpus: expected a value >= 1, found 0"),
+        ([{**GOOD_HOLDING, "replicas": 1.5}], "[1].replicas: expected an integer, found number 1.5"),
+        (
+            [{**GOOD_HOLDING, "start": "2026-11-30T10:00:00"}],
+            "[1].start: expected an ISO 8601 time with a zone",
+        ),
+        ([{**GOOD_HOLDING, "start": "0001-01-01T00:00:00+00:00"}], "[1].start: expected an ISO 8601 time"),
+        (
+            [{**GOOD_HOLDING, "end": "2026-11-30T09:00:00+00:00"}],
+            "[1]: holding ns/p ends (2026-11-30 09:00:00+00:00) before it starts (2026-11-30 10:00:00+00:00)",
+        ),
+        ([{**GOOD_HOLDING, "devices": "GPU-1"}], "[1].devices: expected a list, found string 'GPU-1'"),
+    ],
+)
+def test_a_holdings_file_of_the_wrong_shape_is_refused_naming_the_place(tmp_path, body, says):
+    path = tmp_path / "h.json"
+    path.write_text(json.dumps(body))
+    with pytest.raises(ConfigError) as err:
+        read_holdings_file(path)
+    assert str(err.value).startswith(f"holdings file {path}: {says}"), str(err.value)

@@ -10,6 +10,8 @@ import pytest
 from gpu_finops.cli import main
 from gpu_finops.diagnose import cli_diagnose, cli_gpus
 from gpu_finops.diagnose.model import GpuStats
+from gpu_finops.facts.file_schema import validate
+from gpu_finops.report.schemas import DiagnosisFile
 from tests.gpu_finops.diagnose import kube_shapes as ks
 from tests.gpu_finops.diagnose.diagnose_fixtures import stats as profile_stats
 from tests.gpu_finops.diagnose.test_observers import situation
@@ -125,6 +127,7 @@ def test_workload_is_diagnosed_as_admission(cluster, capsys):
 def test_all_lists_pods_and_workloads(cluster, capsys):
     code, out, _ = run(capsys, "diagnose", "--all", "--json")
     assert code == 0
+    validate(DiagnosisFile, json.loads(out), "stdout", "diagnosis")  # what `gpu-finops report` reads
     assert [d["target"] for d in json.loads(out)["diagnoses"]] == [
         "team-a/train-x",
         "team-a/job-queued-bbbbb",

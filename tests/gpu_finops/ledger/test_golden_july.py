@@ -10,6 +10,8 @@ import json
 import pytest
 
 from gpu_finops.cli import main
+from gpu_finops.facts.file_schema import validate
+from gpu_finops.report.schemas import LadderFile, LedgerMonthFile
 from tests.gpu_finops.ledger import july
 
 
@@ -25,6 +27,7 @@ def test_month_reproduces_the_seeds_july_table(july_prometheus, capsys):
     )
     assert code == 0, err
     report = json.loads(out)
+    validate(LedgerMonthFile, report, "stdout", "ledger month")  # what `gpu-finops report` reads
     lines = {line["line"]: line for line in report["lines"]}
     assert report["installed_gpu_hours_shown"] == 7_440_000
     assert report["observed_samples"] == report["expected_samples"] == 744
@@ -94,6 +97,7 @@ def test_ladder_snapshot_is_the_seeds(july_prometheus, capsys, tmp_path):
     )
     assert code == 0, err
     report = json.loads(out)
+    validate(LadderFile, report, "stdout", "allocation ladder")  # what `gpu-finops report` reads
     now = {r["rung"]: r["now"] for r in report["rungs"]}
     assert [now[r] for r in ("installed", "schedulable", "allocated", "busy_by_metric")] == [
         "10000",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from assertions.verdict import ClauseFailure, Verdict
 from gpu_finops.cost.holdings_record import IntervalHoldings
 from gpu_finops.cost.store import SqliteCostStore
 from tests.gpu_finops.cost.focus_fixtures import hold, iso, record
@@ -17,8 +18,10 @@ E0 = T0.timestamp()
 
 
 def verdict(claim: str, holds: bool, observed: str) -> dict:
-    return {"claim": claim, "holds": holds, "expected": "as claimed", "observed": observed,
-            "evidence": {"nodes": ["gpu-a"], "timings": {"cold_start": 41.2}}}  # fmt: skip
+    """A verdict as acts/report.py records it: the checker's own Verdict, as a dict."""
+    failures = () if holds else (ClauseFailure("requeued_on_a_new_node", "requeued", observed),)
+    return Verdict(claim, holds, "as claimed", observed, {"nodes": ["gpu-a"], "timings": {"cold_start": 41.2}},
+                   failures).to_dict()  # fmt: skip
 
 
 def passing_acts() -> list[dict]:

@@ -4,6 +4,7 @@ reads left exactly as it was."""
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import sqlite3
 
@@ -56,10 +57,11 @@ def test_nothing_to_report_is_exit_1_naming_the_inputs(tmp_path, capsys):
 
 @pytest.mark.parametrize(
     ("key", "text", "why"),
-    [("acts", "{not json", "not readable as acts report JSON"),
-     ("acts", '{"acts": 3}', "expected the acts report's JSON object with an 'acts' list"),
-     ("diagnose", '{"order": []}', "expected `gpu-finops diagnose --all --json` output"),
-     ("ledger", '{"rungs": []}', "expected `gpu-finops ledger month --json` output")],
+    [("acts", "{not json", "not JSON (Expecting property name enclosed in double quotes at line 1 column 2)"),
+     ("acts", '{"target": "local", "finished": "now", "acts": 3}', "acts: expected a list, found number 3"),
+     ("diagnose", '{"order": []}', "window_s: required, missing"),
+     ("ledger", json.dumps(fixtures.LADDER), "step_seconds: required, missing"),
+     ("ladder", json.dumps(fixtures.LEDGER), "rungs: required, missing")],
 )  # fmt: skip
 def test_a_malformed_input_is_exit_2_naming_it(tmp_path, capsys, key, text, why):
     paths = fixtures.write_all(tmp_path, fixtures.passing_acts())
