@@ -35,7 +35,19 @@ def run_acts(tmp_path: Path, *select: str, env: dict[str, str] | None = None) ->
         env={**os.environ, **(env or {}), "GPU_FINOPS_REPORT_DIR": str(reports)},
     )
     data = json.loads((reports / "acts.json").read_text()) if (reports / "acts.json").exists() else {}
+    written_as_read(reports)
     return result.returncode, {a["act"]: a for a in data.get("acts", [])}, result.stdout + result.stderr
+
+
+def written_as_read(reports: Path) -> None:
+    """What the acts wrote is what `gpu-finops report` reads: acts.json and act 7's diagnosis, where written,
+    pass their schemas (gpu_finops/report/schemas.py), or the run fails naming the place."""
+    from gpu_finops.facts.file_schema import validate
+    from gpu_finops.report.schemas import ActsReportFile, DiagnosisFile
+
+    for name, model in (("acts.json", ActsReportFile), ("act-7-diagnose.json", DiagnosisFile)):
+        if (reports / name).exists():
+            validate(model, json.loads((reports / name).read_text()), str(reports / name), name)
 
 
 def restore_target(cluster: Any) -> list[str]:
