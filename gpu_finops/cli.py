@@ -13,6 +13,7 @@ A module may define `interrupted(args) -> str`, the line Ctrl-C prints: where th
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import logging
 import sys
@@ -205,7 +206,19 @@ def _run(argv: list[str], state: _Running, verbose: bool) -> int:
         # urllib3 warns once per retry ("Retrying ... Connection refused") before the one error line that
         # says the same (the Kubernetes API unreachable): those lines are for -v only.
         logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
+    _broken_pipes_under_the_contract()
     return int(module.run(args) or 0)
+
+
+def _broken_pipes_under_the_contract() -> None:
+    """rich answers a closed standard output by exiting 1 with nothing said (Console.on_broken_pipe); here
+    it raises the BrokenPipeError that `main` answers as every other command's: one line, exit 1."""
+    from rich.console import Console
+
+    def on_broken_pipe(self: Console) -> None:
+        raise BrokenPipeError(errno.EPIPE, "the reader of standard output closed it")
+
+    Console.on_broken_pipe = on_broken_pipe  # type: ignore[method-assign]
 
 
 def _interrupted(state: _Running) -> str:

@@ -261,6 +261,10 @@ class Deadline:
         try:
             # an integer of 19+ digits reads as a float: 400 digits are inf, refused as not finite
             data = json.loads(text, parse_int=lambda t: int(t) if len(t) <= 18 else float(t))
+        except RecursionError:  # nested deeper than Python's stack: no deadline is
+            raise GuardError(
+                f"deadline file {path} is not JSON (nested too deep): {_excerpt(text)}; {again}"
+            ) from None
         except ValueError as exc:
             raise GuardError(f"deadline file {path} is not JSON ({exc}): {_excerpt(text)}; {again}") from None
         if not isinstance(data, dict) or set(data) != set(_DEADLINE_FIELDS):

@@ -16,13 +16,13 @@ from typing import Any
 from gpu_finops.facts.arguments import integer, number, writable_file
 from gpu_finops.facts.errors import CheckFailed, UsageError
 from gpu_finops.facts.output_files import write_output
-from twin.trace import MAX_JOBS
+from twin.trace import MAX_COMPRESSION, MAX_JOBS, MIN_COMPRESSION
 
 # Bounds that keep each number meaningful and the run finite: a trace of at most a year, a compression a
 # wall clock can follow, at most the trace loader's MAX_JOBS jobs.
 YEAR_H = 24 * 366
-hours = number(0, above=True, maximum=YEAR_H)
-compression = number(0, above=True, maximum=1_000_000)
+hours = number(1 / 60, maximum=YEAR_H)  # a trace's length or a mean duration: a minute to a year
+compression = number(MIN_COMPRESSION, maximum=MAX_COMPRESSION)
 MEAN_GPUS = {1: 0.4, 2: 0.2, 4: 0.2, 8: 0.2}
 
 
@@ -68,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     e.add_argument("--out", type=writable_file, required=True)
     e.add_argument("--servers", type=integer(1, 100_000), default=16)
     e.add_argument("--load", type=number(0, above=True, maximum=0.99), default=0.8)
-    e.add_argument("--mean-s", type=number(0, above=True, maximum=YEAR_H * 3600), default=600.0,
+    e.add_argument("--mean-s", type=number(1, maximum=YEAR_H * 3600), default=600.0,
                    help="mean service, trace seconds")  # fmt: skip
     e.add_argument("--jobs", type=integer(1, MAX_JOBS), default=400)
     e.add_argument("--compression", type=compression, default=60.0)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -239,9 +240,12 @@ def parse(raw: Any, where: str) -> Fleet:
         policies[pname] = {
             t.name: _policy(where, f"{pname}.{t.name}", {**base, **(per.get(t.name) or {})}) for t in tenants
         }
-    fleet = Fleet(
-        itype, static, cordoned, repair, karpenter, tenants, policies, str(raw.get("zone", "us-east-1a"))
-    )
+    zone = raw.get("zone", "us-east-1a")
+    if not isinstance(zone, str) or not re.fullmatch(r"[a-z]{2}(-[a-z]+)+-\d+[a-z]", zone):
+        raise ConfigError(
+            "zone", f"expected an availability zone like us-east-1a, found {shown(zone)}", where
+        )
+    fleet = Fleet(itype, static, cordoned, repair, karpenter, tenants, policies, zone)
     quota = sum(t.gpu_quota for t in tenants)
     if not karpenter and quota > fleet.schedulable_gpus:
         raise ConfigError(

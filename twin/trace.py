@@ -80,11 +80,21 @@ def dump(trace: Trace, path: Path) -> Path:
     return path
 
 
-def _number(where: str, key: str, value: Any, *, positive: bool = True) -> float:
+# A replay runs no slower than the trace's own time and no faster than the twin's controllers can follow;
+# a trace spans at most a year and a day (what `twin generate --hours` allows, and jobs running past it).
+MIN_COMPRESSION, MAX_COMPRESSION = 1.0, 1_000_000.0
+MAX_TRACE_S = 367 * 86400.0
+
+
+def _number(
+    where: str, key: str, value: Any, *, positive: bool = True, low: float = 0.0, high: float = MAX_TRACE_S
+) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ConfigError(key, f"expected a finite number, found {shown(value)}", where)
     if value < 0 or (positive and value == 0):
         raise ConfigError(key, f"expected a number > {'0' if positive else '= 0'}, found {value}", where)
+    if not low <= value <= high:
+        raise ConfigError(key, f"expected a number from {low:g} to {high:g}, found {value:g}", where)
     return float(value)
 
 
@@ -134,7 +144,9 @@ def parse(lines: Iterable[str], source: str) -> Trace:
     where = f"{source}:{n0}"
     if not isinstance(head, dict) or head.get("format") != FORMAT:
         raise ConfigError("format", f"expected {FORMAT!r} on the header line", where)
-    compression = _number(where, "compression", head.get("compression"))
+    compression = _number(
+        where, "compression", head.get("compression"), low=MIN_COMPRESSION, high=MAX_COMPRESSION
+    )
     horizon = _number(where, "horizon_s", head.get("horizon_s"))
     tenants = head.get("tenants")
     if not isinstance(tenants, list) or not tenants or not all(isinstance(t, str) and t for t in tenants):

@@ -44,6 +44,9 @@ class KarpenterClient:
     def from_kubeconfig(cls, kubeconfig: str | None = None) -> KarpenterClient:
         from kubernetes import client, config
 
+        from gpu_finops.clients.kube import check_kubeconfig
+
+        check_kubeconfig(kubeconfig)
         config.load_kube_config(config_file=kubeconfig) if kubeconfig else config.load_kube_config()
         return cls(client.CustomObjectsApi())
 

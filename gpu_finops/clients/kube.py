@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from gpu_finops.facts.errors import UsageError
 from gpu_finops.facts.names import PROJECT
 
 # (connect, read) seconds for get_raw: an aggregated API server that accepts and never answers would
 # otherwise hang `diagnose` for as long as the socket lives. Kueue's visibility answers in well under one.
 RAW_TIMEOUT = (10.0, 30.0)
+
+
+def check_kubeconfig(path: str | None) -> None:
+    """Before the Kubernetes client reads a kubeconfig: `path`, or each file $KUBECONFIG lists, or
+    ~/.kube/config, is a regular file where it exists (the client would wait on a FIFO for ever and read
+    /dev/zero without end); exit 2 naming it otherwise. Every loader of a kubeconfig calls this first."""
+    named = [path] if path else [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+    for candidate in named or [os.path.expanduser("~/.kube/config")]:
+        where = Path(candidate)
+        if where.exists() and not where.is_file():
+            source = "--kubeconfig" if path else "$KUBECONFIG" if named else "the default kubeconfig"
+            raise UsageError(
+                f"{source} {candidate}: not a regular file (a directory, FIFO or device); name a kubeconfig file"
+            )
 
 
 @dataclass
@@ -21,6 +38,7 @@ class Kube:
     def from_kubeconfig(cls, path: str | None = None) -> Kube:
         from kubernetes import config
 
+        check_kubeconfig(path)
         return cls(config.new_client_from_config(config_file=path))
 
     @property

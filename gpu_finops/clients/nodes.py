@@ -7,7 +7,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from gpu_finops.facts import input_files, timestamps
+from gpu_finops.facts import file_schema, input_files, timestamps
+from gpu_finops.facts.errors import FILE, ConfigError
+from gpu_finops.facts.file_schema import AwareTime, ForeignModel, Text
 from gpu_finops.facts.kube_keys import (
     ANNOTATION_DO_NOT_DISRUPT,
     GPU_RESOURCE,
@@ -110,6 +112,9 @@ class KubeNodeSource:
     def from_kubeconfig(cls, kubeconfig: str | None = None) -> KubeNodeSource:
         from kubernetes import client, config
 
+        from gpu_finops.clients.kube import check_kubeconfig
+
+        check_kubeconfig(kubeconfig)
         if kubeconfig:
             config.load_kube_config(config_file=kubeconfig)
         else:
@@ -130,9 +135,12 @@ def node_facts_from_dict(obj: dict[str, Any]) -> GpuNode:
     labels = dict(meta.get("labels") or {})
     capacity = status.get("capacity") or {}
     physical = labels.get(LABEL_GPU_COUNT)
-    gpu_count = (
-        int(physical) if physical and physical.isdigit() else int(str(capacity.get(GPU_RESOURCE, "0")))
-    )
+    raw = str(capacity.get(GPU_RESOURCE, "0"))
+    if not (physical and physical.isdigit()) and not raw.isdigit():
+        raise ValueError(
+            f"node {meta.get('name')!r}: {GPU_RESOURCE} capacity {raw[:40]!r} is not a whole number"
+        )
+    gpu_count = int(physical) if physical and physical.isdigit() else int(raw)
     created = timestamps.parse(meta.get("creationTimestamp") or None)
     if created is None:
         raise ValueError(f"node {meta.get('name')!r} has no metadata.creationTimestamp")
@@ -161,5 +169,35 @@ class FileNodeSource:
 
     def gpu_nodes(self) -> list[GpuNode]:
         body = input_files.read_json(Path(self.path), "nodes file")
-        facts = [node_facts_from_dict(item) for item in body.get("items", [])]
+        file_schema.validate(NodesFile, body, self.path, "nodes file")
+        facts = []
+        for n, item in enumerate(body["items"], 1):
+            try:
+                facts.append(node_facts_from_dict(item))
+            except ValueError as exc:  # a GPU count that is no number
+                raise ConfigError(FILE, f"items[{n}]: {exc}", self.path, "nodes file") from None
         return [f for f in facts if f.gpu_count > 0]
+
+
+class NodeMetadata(ForeignModel):
+    name: Text
+    creationTimestamp: AwareTime
+    deletionTimestamp: AwareTime | None = None
+    labels: dict[str, Text] | None = None
+    annotations: dict[str, Text] | None = None
+
+
+class NodeStatus(ForeignModel):
+    capacity: dict[str, Text] | None = None
+
+
+class NodeEntry(ForeignModel):
+    metadata: NodeMetadata
+    status: NodeStatus | None = None
+    spec: dict[str, Any] | None = None
+
+
+class NodesFile(ForeignModel):
+    """The keys of `kubectl get nodes -o json` the collector reads (the others are kubectl's)."""
+
+    items: list[NodeEntry]

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import os
 import signal
 import textwrap
 from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, RootModel
 
 from gpu_finops.clients.promql import PrometheusClient
 from gpu_finops.cost.cli_common import add_nodes_argument, add_store_argument, node_source
 from gpu_finops.cost.collector import DEFAULT_GRACE, DEFAULT_INTERVAL, Collector
 from gpu_finops.cost.metrics import CollectorMetrics, serve
 from gpu_finops.cost.store import open_store
-from gpu_finops.facts import arguments, input_files, timeouts
+from gpu_finops.facts import arguments, file_schema, input_files, timeouts
 from gpu_finops.facts.dcgm_inputs import PINNED, SPELLING_ENV, SPELLING_HELP, spelling_argument
 from gpu_finops.facts.errors import CONTRACT, CheckFailed, ConfigError, UsageError
+from gpu_finops.facts.file_schema import Number, Text
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +106,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+Price = Annotated[Number, Field(gt=0, le=10_000)]
+
+
+class RateCatalogFile(RootModel[dict[Text, dict[Literal["on-demand", "spot"], Price]]]):
+    """`--rates catalog:PATH`: instance type -> capacity type -> $ per hour (a number, more than 0, at most
+    $10,000 an hour: no GPU instance costs more)."""
+
+
 def rate_book(args: argparse.Namespace):
     from gpu_finops.cost.pricing import AwsRates, CatalogRates
 
@@ -110,17 +121,13 @@ def rate_book(args: argparse.Namespace):
         path = args.rates.removeprefix("catalog:")
         try:
             catalog = input_files.read_json(Path(path), "rate catalog")
-            rates = {(t, cap): float(p) for t, caps in catalog.items() for cap, p in caps.items()}
-        except (ConfigError, ValueError, AttributeError, TypeError) as exc:
-            exc = exc.problem if isinstance(exc, ConfigError) else exc
+            checked = file_schema.validate(RateCatalogFile, catalog, path, "rate catalog file").root
+        except ConfigError as exc:
             raise UsageError(
                 f"--rates {args.rates}: not a readable JSON catalog "
-                f'{{"instance-type": {{"on-demand": $/h, "spot": $/h}}}}: {exc}'
+                f'{{"instance-type": {{"on-demand": $/h, "spot": $/h}}}}: {exc.problem}'
             ) from None
-        bad = {k: v for k, v in rates.items() if not math.isfinite(v) or v <= 0}
-        if bad:
-            raise UsageError(f"--rates {args.rates}: prices must be positive finite $/h, found {bad}")
-        return CatalogRates(rates)
+        return CatalogRates({(t, cap): p for t, caps in checked.items() for cap, p in caps.items()})
     if args.rates == "aws":
         import boto3
 
@@ -151,7 +158,7 @@ def holdings_reader(args: argparse.Namespace):
     from kubernetes import client, config
     from kubernetes.client.exceptions import ApiException
 
-    from gpu_finops.clients.kube import Kube
+    from gpu_finops.clients.kube import Kube, check_kubeconfig
     from gpu_finops.cost.holdings_record import kube_reader
 
     if args.kubeconfig:
@@ -160,6 +167,7 @@ def holdings_reader(args: argparse.Namespace):
         try:
             config.load_incluster_config()
         except config.ConfigException:
+            check_kubeconfig(None)
             config.load_kube_config()
         kube = Kube(client.ApiClient())
     if args.holdings == "auto":

@@ -21,7 +21,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, RootModel, Strict
 
-from gpu_finops.facts import file_schema, input_files
+from gpu_finops.facts import file_schema, input_files, json_text
 from gpu_finops.facts.errors import FILE, ConfigError
 from gpu_finops.facts.file_schema import AwareTime, FileModel, Text
 from gpu_finops.facts.kube_keys import (
@@ -239,19 +239,32 @@ class HoldingsFile(RootModel[list[HoldingEntry]]):
     """A holdings file: a JSON list of holdings."""
 
 
-def read_holdings_file(path: str | Path) -> list[GpuHolding]:
-    """A JSON list of holdings (what `write_holdings_file` writes), checked against HoldingsFile; a holding
+def holdings_from_data(data: Any, source: str) -> list[GpuHolding]:
+    """Holdings as `write_holdings_file` and the store write them, checked against HoldingsFile; a holding
     that ends before it starts is refused naming it."""
-    data = input_files.read_json(Path(path), "holdings file")
-    entries = file_schema.validate(HoldingsFile, data, str(path), input_files.kind("holdings file")).root
+    entries = file_schema.validate(HoldingsFile, data, source, input_files.kind("holdings file")).root
     holdings = [GpuHolding.from_dict(e.model_dump()) for e in entries]
     for n, h in enumerate(holdings, 1):
         if h.end is not None and h.end < h.start:
             raise ConfigError(
-                FILE, f"[{n}]: holding {h.namespace}/{h.pod} ends ({h.end}) before it starts ({h.start})", str(path),
+                FILE, f"[{n}]: holding {h.namespace}/{h.pod} ends ({h.end}) before it starts ({h.start})", source,
                 input_files.kind("holdings file"),
             )  # fmt: skip
     return holdings
+
+
+def holdings_from_json(text: str, source: str) -> list[GpuHolding]:
+    """A holdings list from JSON text (the store's cell), as `holdings_from_data`."""
+    try:
+        data = json_text.loads(text)
+    except json_text.JSONTextError as exc:
+        raise ConfigError(FILE, f"not JSON ({exc})", source, input_files.kind("holdings file")) from None
+    return holdings_from_data(data, source)
+
+
+def read_holdings_file(path: str | Path) -> list[GpuHolding]:
+    """A JSON list of holdings (what `write_holdings_file` writes), as `holdings_from_data`."""
+    return holdings_from_data(input_files.read_json(Path(path), "holdings file"), str(path))
 
 
 def write_holdings_file(holdings: list[GpuHolding], path: str | Path) -> None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from gpu_finops.cost.gpu_holdings import GpuHolding, gpu_holdings, with_devices
+from gpu_finops.cost.gpu_holdings import GpuHolding, gpu_holdings, holdings_from_json, with_devices
 
 STATUS_NO_HOLDINGS = "no-holdings"  # x_Status of the unallocated row of a node-interval nobody recorded
 SOURCE_KUBE = "kube"
@@ -69,7 +69,7 @@ class IntervalHoldings:
             end,
             source,
             recorded_at,
-            tuple(GpuHolding.from_dict(d) for d in json.loads(holdings)),
+            tuple(holdings_from_json(holdings, f"{node} at {start}")),
         )
 
 

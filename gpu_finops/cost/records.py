@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
+from gpu_finops.facts import timestamps
+
 # Why a record has no idle cost (x_Status); "ok" means every measurement is present.
 STATUS_OK = "ok"
 STATUS_STARTING = "starting"  # node younger than the grace period and no GPU series yet
@@ -97,6 +99,21 @@ def column_problem(name: str, value: Any) -> str | None:
         )
     if kind == "float" and not math.isfinite(value):
         return f"{name} is {value!r}; expected a finite number{' or NULL' if optional else ''}"
+    if kind in ("float", "int") and abs(value) > MAX_FIGURE:
+        return f"{name} is {value!r:.40}; expected a figure within ±{MAX_FIGURE:.0e} (no interval costs more)"
+    if name in ("ChargePeriodStart", "ChargePeriodEnd") and timestamps.parse_or_none(value) is None:
+        return f"{name} is {value!r:.40}; expected an ISO 8601 time with a zone, in 1970-9998"
+    return None
+
+
+MAX_FIGURE = 1e12  # no record's dollars, seconds or watts come near this: beyond it is a broken store
+
+
+def record_problem(data: dict[str, Any]) -> str | None:
+    """Why a row whose columns are each valid is still no interval (None if it is one)."""
+    start, end = (timestamps.parse_or_none(data.get(k)) for k in ("ChargePeriodStart", "ChargePeriodEnd"))
+    if start is not None and end is not None and end <= start:
+        return f"ChargePeriodEnd {data['ChargePeriodEnd']} is not after ChargePeriodStart {data['ChargePeriodStart']}"
     return None
 
 

@@ -9,6 +9,7 @@ itself, so a record and its holdings are one put and the table's keys are unchan
 
 from __future__ import annotations
 
+import re
 import shutil
 import sqlite3
 import tempfile
@@ -19,9 +20,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gpu_finops.cost.holdings_record import IntervalHoldings
-from gpu_finops.cost.records import COLUMNS, KEY, CostRecord, column_problem
+from gpu_finops.cost.records import COLUMNS, KEY, CostRecord, column_problem, record_problem
 from gpu_finops.facts import input_files, timestamps
-from gpu_finops.facts.errors import UsageError, excerpt
+from gpu_finops.facts.errors import ConfigError, UsageError, excerpt
 from gpu_finops.facts.private_files import create_private, refuse_unless_regular
 
 SCHEMA_VERSION = 3  # 1: cost_records; 2: + gpu_holdings; 3: + cost_records.x_GpuUtilUnit
@@ -168,22 +169,33 @@ class SqliteCostStore:
             data = dict(zip(names, row, strict=True))
             for name, value in data.items():
                 if problem := column_problem(name, value):
-                    raise StoreError(f"{self.path}: the record of {excerpt(data.get('ResourceName'), 60)} at "
-                                     f"{excerpt(data.get('ChargePeriodStart'), 40)}: {excerpt(problem, 120)}; "
-                                     "is this a gpu-finops cost store? (`gpu-finops collect` writes one)")  # fmt: skip
+                    raise self._bad_row(data, problem)
+            if problem := record_problem(data):
+                raise self._bad_row(data, problem)
             data["x_RateStale"] = bool(data["x_RateStale"])
             out.append(CostRecord.from_dict(data))
         return out
 
+    def _bad_row(self, data: dict[str, Any], problem: str) -> StoreError:
+        return StoreError(f"{self.path}: the record of {excerpt(data.get('ResourceName'), 60)} at "
+                          f"{excerpt(data.get('ChargePeriodStart'), 40)}: {excerpt(problem, 160)}; "
+                          "is this a gpu-finops cost store? (`gpu-finops collect` writes one)")  # fmt: skip
+
     def holdings(
         self, since: str | datetime | None = None, until: str | datetime | None = None
     ) -> dict[tuple[str, str], IntervalHoldings]:
-        """The recorded holdings by (ResourceName, ChargePeriodStart)."""
+        """The recorded holdings by (ResourceName, ChargePeriodStart); a cell that is not a holdings list
+        as the collector writes it (gpu_finops/cost/gpu_holdings.py's HoldingsFile) is refused naming the row."""
         out: dict[tuple[str, str], IntervalHoldings] = {}
         if not self._has_table("gpu_holdings"):
             return out  # a version-1 store opened read-only: no holdings were recorded
         for row in self._in_window("gpu_holdings", ", ".join(_HOLDINGS_COLUMNS), since, until):
-            h = IntervalHoldings.from_parts(*row)
+            try:
+                h = IntervalHoldings.from_parts(*row)
+            except (ConfigError, ValueError, TypeError) as exc:
+                why = exc.problem if isinstance(exc, ConfigError) else str(exc)
+                raise StoreError(f"{self.path}: the holdings of {excerpt(row[0], 60)} at {excerpt(row[2], 40)}: "
+                                 f"{excerpt(why, 160)}; is this a gpu-finops cost store?") from None  # fmt: skip
             out[h.key] = h
         return out
 
@@ -372,6 +384,12 @@ def open_store(spec: str, *, dynamodb_resource: Any = None, read_only: bool = Fa
     """`sqlite:PATH` (default form: a bare path) or `dynamodb:TABLE`. `read_only`: for reports, which
     must never create or change a store (DynamoDB is only ever read by them)."""
     if spec.startswith("dynamodb:"):
+        table = spec.split(":", 1)[1]
+        if not re.fullmatch(r"[A-Za-z0-9_.-]{3,255}", table):  # DynamoDB's own rule for a table name
+            raise UsageError(
+                f"--store {excerpt(spec, 80)}: {table[:80]!r} is not a DynamoDB table name (3-255 of letters, "
+                "digits, '_', '-', '.')"
+            )
         if dynamodb_resource is None:
             import boto3
 

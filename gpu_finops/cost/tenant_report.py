@@ -96,7 +96,12 @@ def by_tenant(source: str, *, period: str | None = None, s3_client: Any = None) 
             if not root.is_dir():
                 what = "does not exist" if not root.exists() else "is not a directory"
                 raise UsageError(f"--parquet {excerpt(source)} {what}: name the folder `cost export` wrote")
-        files = sorted(str(p) for p in root.glob(f"{PARTITION}=*/{DATA_FILE}"))
+        found = sorted(root.glob(f"{PARTITION}=*/{DATA_FILE}"))
+        special = next((p for p in found if not p.is_file()), None)
+        if special is not None:  # DuckDB would wait on a FIFO for ever
+            raise UsageError(f"--parquet {excerpt(source)}: {special} is not a regular file (a FIFO, device or "
+                             "directory); name the folder `cost export` wrote")  # fmt: skip
+        files = [str(p) for p in found]
         if not files:
             raise UsageError(
                 f"--parquet {excerpt(source)}: no FOCUS partitions ({PARTITION}=YYYY-MM/{DATA_FILE}) under it; "

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from gpu_finops.facts import timestamps
 from gpu_finops.facts.regions import known_regions
 
 CLUSTER_NAME = re.compile(
@@ -118,8 +119,7 @@ def region(text: str) -> str:
     return text
 
 
-# Times a window can start or end at: later arithmetic (a day, a month on) stays inside datetime's range.
-TIME_YEARS = (1970, 9998)
+TIME_YEARS = timestamps.TIME_YEARS  # times a window can start or end at
 
 
 def aware_time(text: str) -> datetime:
@@ -165,9 +165,10 @@ def http_url(text: str) -> str:
     parts = urlsplit(text)
     try:
         port_ok = parts.port is None or parts.port > 0
-    except ValueError:
+        (parts.hostname or "").encode("idna")  # a label over 63 characters, or one no DNS name can be
+    except (ValueError, UnicodeError):
         port_ok = False
-    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+    if len(text) > 2048 or parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
         raise argparse.ArgumentTypeError(
             f"expected an http(s) URL like http://127.0.0.1:9090, got {text[:80]!r}"
         )

@@ -19,6 +19,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Strict, ValidationError
 
+from gpu_finops.facts import timestamps
 from gpu_finops.facts.errors import FILE, ConfigError, excerpt, shown
 
 
@@ -36,6 +37,13 @@ Count = Annotated[int, Strict()]
 
 class FileModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=False)
+
+
+class ForeignModel(BaseModel):
+    """A file another tool writes (`kubectl get nodes -o json`): only the keys read are checked; the rest
+    are that tool's, not a typo of ours."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, hide_input_in_errors=False)
 
 
 M = TypeVar("M", bound=BaseModel)
@@ -62,32 +70,51 @@ def json_kind(value: Any) -> str:
     return next((n for t, n in names.items() if isinstance(value, t)), type(value).__name__)
 
 
+MAX_FIGURE = Decimal("1e15")  # GPU-hours, GPUs, dollars: a file's figure past this is a broken file
+
+
 def _decimal(text: str) -> str:
     try:
-        ok = Decimal(text).is_finite()
+        ok = Decimal(text).is_finite() and abs(Decimal(text)) <= MAX_FIGURE
     except InvalidOperation:
         ok = False
     if not ok:
-        raise ValueError('a decimal number written as a string, like "12.5"')
+        raise ValueError(f'a decimal number written as a string, like "12.5", within ±{MAX_FIGURE:.0e}')
     return text
 
 
-DecimalText = Annotated[str, Strict(), AfterValidator(_decimal)]
+def _not_negative(text: str) -> str:
+    if Decimal(text) < 0:
+        raise ValueError("a decimal number that is not negative")
+    return text
 
-TIME_YEARS = (1970, 9998)  # as the command line's times (gpu_finops/facts/arguments.py)
+
+Amount = Annotated[str, Strict(), AfterValidator(_decimal), AfterValidator(_not_negative)]  # hours, GPUs
+DecimalText = Annotated[str, Strict(), AfterValidator(_decimal)]
 
 
 def _aware(text: str) -> str:
-    try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        year = value.astimezone(UTC).year if value.tzinfo else None
-    except (ValueError, OverflowError):
-        year = None
-    if year is None or not TIME_YEARS[0] <= year <= TIME_YEARS[1]:
-        raise ValueError(f"an ISO 8601 time with a zone, like 2026-11-01T00:00:00Z, in {TIME_YEARS[0]}-{TIME_YEARS[1]}")
+    if timestamps.parse_or_none(text) is None:
+        first, last = timestamps.TIME_YEARS
+        raise ValueError(f"an ISO 8601 time with a zone, like 2026-11-01T00:00:00Z, in {first}-{last}")
     return text
 
 
+def _epoch(value: float) -> float:
+    first, last = (datetime(y, 1, 1, tzinfo=UTC).timestamp() for y in timestamps.TIME_YEARS)
+    if not first <= value < last:
+        raise ValueError(f"epoch seconds in {timestamps.TIME_YEARS[0]}-{timestamps.TIME_YEARS[1] - 1}")
+    return value
+
+
+def _path_text(text: str) -> str:
+    if "\0" in text:
+        raise ValueError("a path (without a NUL character)")
+    return text
+
+
+EpochSeconds = Annotated[float, Strict(), AfterValidator(_finite), AfterValidator(_epoch)]
+PathText = Annotated[str, Strict(), AfterValidator(_path_text)]
 AwareTime = Annotated[str, Strict(), AfterValidator(_aware)]
 
 
@@ -151,9 +178,13 @@ def problem(model: type[BaseModel], error: dict[str, Any], source: str, kind: st
     if code == "literal_error":
         expected = (error.get("ctx") or {}).get("expected", "?")
         return ConfigError(FILE, f"{where}: expected one of {expected}, found {shown(found)}", source, kind)
-    if code in ("greater_than_equal", "less_than_equal"):
+    if code in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
         ctx = error.get("ctx") or {}
-        bound = f">= {ctx['ge']}" if "ge" in ctx else f"<= {ctx.get('le')}"
+        bound = next(
+            f"{sign} {ctx[k]}"
+            for k, sign in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
+            if k in ctx
+        )
         return ConfigError(FILE, f"{where}: expected a value {bound}, found {shown(found)}", source, kind)
     if code == "value_error":
         said = str((error.get("ctx") or {}).get("error", error["msg"]))

@@ -9,11 +9,14 @@ to the printed total and to 100.0 %.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
 from pathlib import Path
 
 from gpu_finops.facts import input_files
+from gpu_finops.facts.errors import FILE, ConfigError, shown
+from gpu_finops.facts.file_schema import json_kind
 from gpu_finops.ledger.conventions import BUCKETS
 
 UNATTRIBUTED = "unattributed"
@@ -42,15 +45,27 @@ SHARE_UNITS = 1000  # shares are apportioned in tenths of a percent
 
 def load_owners(path: Path | None = None) -> dict[str, str]:
     """Line -> owner from the owners file; every line must have one."""
+    source = str(path or OWNERS_PATH)
     owners = input_files.read_yaml(path or OWNERS_PATH, "owners file") or {}
     if not isinstance(owners, dict):
-        raise ValueError(
-            f"owners file {path or OWNERS_PATH}: expected a mapping line -> owner, found a {type(owners).__name__}"
+        raise ConfigError(
+            FILE, f"expected a mapping line -> owner, found {json_kind(owners)}", source, "owners file"
         )
+    unknown = sorted(str(k) for k in owners if k not in LINES)
+    if unknown:
+        close = difflib.get_close_matches(unknown[0][:200], LINES, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"the lines are {', '.join(LINES)}"
+        raise ConfigError(unknown[0][:80], f"not a ledger line; {hint}", source, "owners file")
     missing = [line for line in LINES if line not in owners]
     if missing:
-        raise ValueError(f"owners file {path or OWNERS_PATH} names no owner for: {', '.join(missing)}")
-    return {line: str(owners[line]) for line in LINES}
+        raise ConfigError(FILE, f"names no owner for: {', '.join(missing)}", source, "owners file")
+    for line in LINES:
+        if not isinstance(owners[line], str) or not owners[line].strip():
+            raise ConfigError(
+                line, f"expected an owner's name (a non-empty string), found {shown(owners[line])}", source,
+                "owners file",
+            )  # fmt: skip
+    return {line: owners[line] for line in LINES}
 
 
 def apportion(values: list[Decimal], units: int) -> list[int]:

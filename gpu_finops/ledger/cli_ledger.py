@@ -99,22 +99,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _window(args: argparse.Namespace) -> source.Window:
     if args.action == "ladder":
-        end = _when(args.at, "--at") if args.at else datetime.now(UTC)
+        end = _when(args.at, "--at") if args.at is not None else datetime.now(UTC)  # "" is no time
         return source.Window(end - timedelta(seconds=interval_seconds(args.window)), end)
-    if args.month:
-        if args.end:
+    if args.month is not None:
+        if args.end is not None:
             raise UsageError(f"--to goes with --from; --month {args.month!r} already names the whole window")
         try:
             return source.month_window(args.month)
         except ValueError:
             raise UsageError(f"--month {args.month!r} is not a calendar month YYYY-MM") from None
-    if not args.end:
+    if args.end is None:
         raise UsageError("--from needs --to (the window's end, exclusive, ISO 8601)")
     return source.Window(_when(args.start, "--from"), _when(args.end, "--to"))
 
 
 def run(args: argparse.Namespace) -> int:
     err = Console(stderr=True)
+    for option, value in (("--step", args.step), ("--window", getattr(args, "window", None))):
+        if value is not None and not value.strip():
+            raise UsageError(f"{option} is empty: give a duration like 1m, or leave the option out")
     try:
         window = _window(args)
         step = interval_seconds(args.step or _default_step())

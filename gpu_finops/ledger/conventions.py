@@ -198,4 +198,12 @@ def interval_seconds(duration: str) -> int:
     if not duration or not parts:
         raise ValueError(f"not a whole-second Prometheus duration: {duration!r}")
     values = parts.group(2, 4, 6, 8)
-    return sum(int(v) * units[u] for v, u in zip(values, "dhms", strict=True) if v)
+    if any(v and len(v) > 9 for v in values):  # more digits than any window could need: no overflow later
+        raise ValueError(f"{duration[:40]!r} is longer than any window: at most {MAX_DURATION_S // 86400}d")
+    seconds = sum(int(v) * units[u] for v, u in zip(values, "dhms", strict=True) if v)
+    if seconds > MAX_DURATION_S:
+        raise ValueError(f"{duration[:40]!r} is longer than any window: at most {MAX_DURATION_S // 86400}d")
+    return seconds
+
+
+MAX_DURATION_S = 10 * 366 * 86400  # ten years: a window or step past that is a typo

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from gpu_finops.facts.file_schema import Count, DecimalText, FileModel, Flag, Number, Text
+from gpu_finops.facts.file_schema import Amount, Count, EpochSeconds, FileModel, Flag, Number, PathText, Text
 from gpu_finops.ledger.render import RUNG_LABELS
 
 
@@ -35,9 +35,9 @@ class ActEntry(FileModel):
     verdict: VerdictEntry | None
     timings: dict[str, Number | None]
     message: Text
-    evidence: Text | None
-    phases: list[tuple[Text, Number, Number]]
-    lifecycles: list[tuple[Text, Number, Number | None]]
+    evidence: PathText | None
+    phases: list[tuple[Text, EpochSeconds, EpochSeconds]]
+    lifecycles: list[tuple[Text, EpochSeconds, EpochSeconds | None]]
 
 
 class ActsReportFile(FileModel):
@@ -50,16 +50,16 @@ class LedgerLineEntry(FileModel):
     line: Text
     label: Text
     owner: Text
-    gpu_hours: DecimalText
+    gpu_hours: Amount
     gpu_hours_shown: Count
-    share_percent: DecimalText
+    share_percent: Amount
 
 
 class LedgerMonthFile(FileModel):
     start: Text
     end: Text
     step_seconds: Count
-    installed_gpu_hours: DecimalText
+    installed_gpu_hours: Amount
     installed_gpu_hours_shown: Count
     observed_samples: Count
     expected_samples: Count
@@ -72,9 +72,9 @@ Rung = Literal[tuple(RUNG_LABELS)]  # type: ignore[valid-type]
 
 class RungEntry(FileModel):
     rung: Rung
-    now: DecimalText | None
-    mean_gpus: DecimalText
-    gpu_hours: DecimalText
+    now: Amount | None
+    mean_gpus: Amount
+    gpu_hours: Amount
 
 
 class TrendEntry(FileModel):
@@ -90,7 +90,7 @@ class LadderFile(FileModel):
     start: Text
     end: Text
     rungs: list[RungEntry]
-    largest_placeable: DecimalText | None
+    largest_placeable: Amount | None
     largest_placeable_trend: TrendEntry
     warnings: list[Text]
 

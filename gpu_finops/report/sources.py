@@ -170,6 +170,12 @@ def tenants(records: list[CostRecord], holdings: dict) -> list[TenantCost] | Abs
 
 
 def cost_data(path: Path) -> CostData | Absent:
+    if (
+        path.exists() and not path.is_file()
+    ):  # a directory, a FIFO or a device named as the store is a mistake
+        raise UsageError(
+            f"--store {path}: not a regular file (a directory, FIFO or device); name the SQLite store"
+        )
     if not path.is_file():
         return Absent(
             f"no cost store at {path}: no cost was recorded in this run (act 6 leaves its store there; "

@@ -20,6 +20,7 @@ from tests.gpu_finops import (
     test_bad_inputs_infra,
     test_bad_inputs_safety,
     test_bad_inputs_special_files_and_times,
+    test_bad_inputs_stores_and_shapes,
     test_bad_inputs_teardown,
     test_bad_inputs_twin,
     test_bad_inputs_windows_and_outputs,
@@ -98,7 +99,7 @@ CASES: dict[str, Case] = {
     "report on an acts file that is not JSON": Case(
         ("report", "--acts", "{tmp}/bad-row.csv", "--out", "{tmp}/index.html"),
         2,
-        "gpu-finops report: {tmp}/bad-row.csv: not readable as acts report JSON",
+        "gpu-finops report: acts report file {tmp}/bad-row.csv: not JSON (Expecting value at line 1 column 1)",
     ),
     "an unknown subcommand": Case(
         ("frobnicate",), 2, "gpu-finops: argument COMMAND: invalid choice: 'frobnicate'"
@@ -141,10 +142,12 @@ TABLES: dict[str, dict[str, Case]] = {
     "safety": test_bad_inputs_safety.CASES,
     "special-files-and-times": test_bad_inputs_special_files_and_times.CASES,
     "windows-and-outputs": test_bad_inputs_windows_and_outputs.CASES,
+    "stores-and-shapes": test_bad_inputs_stores_and_shapes.CASES,
 }
 # What a table's cases need in their folder before they run: files to write, fixtures to make.
 WRITE = {
     "twin": test_bad_inputs_twin.write_files,
+    "stores-and-shapes": test_bad_inputs_stores_and_shapes.write_files,
     "special-files-and-times": lambda inputs: Path(inputs["tmp"], "nan.json").write_text(
         '{"g6e.xlarge": {"spot": NaN}}'
     ),
@@ -154,6 +157,7 @@ FIXTURES = {
     "special-files-and-times": ("fifo",),
     "twin": ("fifo",),
     "windows-and-outputs": ("fifo",),
+    "stores-and-shapes": ("fifo",),
 }
 
 

@@ -113,8 +113,10 @@ def test_a_store_row_that_gpu_finops_did_not_write_is_exit_2_naming_row_and_colu
     assert code == 2 and str(path) in line and "is this a gpu-finops cost store?" in line, line
     if value is None:
         assert says in line, line
-    else:  # every text column takes 'banana'; the first number column refuses it
-        assert "PricingQuantity is str 'banana'; expected float" in line, line
+    else:  # a time column refuses 'banana' before any number column is read
+        assert "ChargePeriodEnd is 'banana'; expected an ISO 8601 time with a zone, in 1970-9998" in line, (
+            line
+        )
 
 
 def export(root: Path, **columns) -> Path:

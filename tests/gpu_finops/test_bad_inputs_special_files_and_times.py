@@ -52,7 +52,7 @@ CASES: dict[str, Case] = {
     "report --acts is a FIFO": Case(
         ("report", "--acts", "{tmp}/fifo", "--out", "{tmp}/index.html"),
         2,
-        "gpu-finops report: {tmp}/fifo: not readable as",
+        "gpu-finops report: acts report file {tmp}/fifo: a FIFO, not a regular file: refusing to read it",
     ),
     "teardown destroy --plan is a FIFO": Case(
         ("teardown", "destroy", "--plan", "{tmp}/fifo", "--journal", "{tmp}/j.jsonl"),
