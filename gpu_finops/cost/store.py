@@ -376,7 +376,13 @@ class DynamoCostStore:
             start = item["ChargePeriodStart"]
             if not _starts_in(start, since, until):
                 continue
-            out.append(CostRecord.from_dict({k: _from_dynamo(k, v) for k, v in item.items()}))
+            data = {k: _from_dynamo(k, v) for k, v in item.items()}
+            problem = next(filter(None, (column_problem(c, data.get(c)) for c in COLUMNS)), None)
+            if problem := problem or record_problem(data):  # the rows' rules, as the SQLite store's
+                raise StoreError(f"DynamoDB table {self.table.name}: the record of {excerpt(data.get('ResourceName'), 60)} "
+                                 f"at {excerpt(start, 40)}: {excerpt(problem, 160)}; is this a gpu-finops cost "
+                                 "table? (`gpu-finops collect` writes one)")  # fmt: skip
+            out.append(CostRecord.from_dict(data))
         return sorted(out, key=lambda r: (r.ChargePeriodStart, r.ResourceName))
 
 

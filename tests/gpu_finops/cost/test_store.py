@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpu_finops.cost.records import CostRecord
-from gpu_finops.cost.store import DynamoCostStore, SqliteCostStore
+from gpu_finops.cost.store import DynamoCostStore, SqliteCostStore, StoreError
 from tests.gpu_finops.cost.test_reaper import records
 
 
@@ -64,3 +64,13 @@ def test_a_new_sqlite_store_is_created_readable_by_its_owner_only(tmp_path, priv
     s.close()
     assert path.stat().st_mode & 0o777 == 0o600
     assert [p.name for p in path.parent.iterdir() if p.stat().st_mode & 0o077] == []
+
+
+def test_a_row_that_is_no_interval_is_refused_by_either_store_naming_it(store):
+    rows = records("n1", [0.5])
+    bad = CostRecord.from_dict({**rows[0].to_dict(), "ChargePeriodEnd": "2020-01-01T00:00:00Z"})
+    store.upsert([bad])
+    with pytest.raises(StoreError) as err:
+        store.records()
+    assert f"the record of n1 at {bad.ChargePeriodStart}: ChargePeriodEnd 2020-01-01T00:00:00Z is not after " \
+           f"ChargePeriodStart {bad.ChargePeriodStart}" in str(err.value)  # fmt: skip
