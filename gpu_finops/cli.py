@@ -230,7 +230,7 @@ def _interrupted(state: _Running) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand; every way it can end is an exit code of the contract (gpu_finops/facts/errors.py)."""
-    from gpu_finops.failures import classify, settle_stdout
+    from gpu_finops.failures import classify, settle_stdout, stdout_closed
 
     argv, verbose = strip_verbose(list(sys.argv[1:] if argv is None else argv))
     state = _Running()
@@ -238,6 +238,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = _run(argv, state, verbose)
         sys.stdout.flush()  # a closed pipe or a full disk is found here, under the contract, not at exit
         return code
+    except SystemExit:  # argparse's --help and usage errors: what they printed must reach its reader too
+        try:
+            sys.stdout.flush()
+            if stdout_closed():  # argparse swallows the write's error itself
+                raise BrokenPipeError(errno.EPIPE, "the reader of standard output closed it")
+        except OSError as exc:
+            code, line = classify(exc)
+            settle_stdout()
+            print(f"{PROJECT}: {line}", file=sys.stderr, flush=True)
+            return code
+        raise
     except KeyboardInterrupt:
         line, code = _interrupted(state), EXIT_INTERRUPTED
         if verbose:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 
+from gpu_finops.facts.errors import UsageError
 from local.cluster.lifecycle import LocalCluster, LocalError
 
 
@@ -31,6 +32,10 @@ def validate_charts(outdir: str, synthesize: bool) -> int:
     from gpu_finops.facts.config import load_config
     from local.charts.validate_charts import ValidationError, validate
 
+    if not synthesize and not Path(outdir).is_dir():  # before anything is built or started
+        raise UsageError(
+            f"--outdir {outdir}: no synthesized stacks there (not a directory); drop --no-synth to make them"
+        )
     c = load_config()
     if synthesize:
         from infra.app import synth

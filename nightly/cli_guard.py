@@ -48,8 +48,10 @@ GRACE = arguments.number(0, maximum=3600)  # seconds: a grace of 1e300 would be 
 
 def _env_float(name: str, default: float | None, parse=None) -> float | None:
     raw = os.environ.get(name)
-    if not raw:
+    if raw is None:
         return default
+    if not raw.strip():  # set but empty: a workflow whose input went missing, not "no budget"
+        raise UsageError(f"${name} is set but empty; unset it or give a number")
     try:
         return (parse or POSITIVE)(raw)
     except argparse.ArgumentTypeError as exc:
@@ -93,9 +95,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="aws: the Pricing API (needs credentials); catalog: the built-in offline list prices",
     )
     est.add_argument(
-        "--deadline-file", type=Path, default=None, help="start the run's clock: write the deadline here"
+        "--deadline-file",
+        type=arguments.writable_file,
+        default=None,
+        help="start the run's clock: write the deadline here",
     )
-    est.add_argument("--json", type=Path, default=None, help="also write the estimate as JSON")
+    est.add_argument(
+        "--json", type=arguments.writable_file, default=None, help="also write the estimate as JSON"
+    )
     est.add_argument(
         "--start",
         type=arguments.aware_time,  # a zone required, extreme years refused
@@ -153,6 +160,11 @@ def run(args: argparse.Namespace) -> int:
             command,
             grace_seconds=args.grace_seconds,
             signal_grace_seconds=args.signal_grace_seconds,
+        )
+    if args.teardown_reserve_minutes >= args.max_hours * 60:
+        raise GuardError(
+            f"--teardown-reserve-minutes {args.teardown_reserve_minutes:g} leaves nothing of --max-hours "
+            f"{args.max_hours:g} for up and the acts; lower the reserve or raise --max-hours"
         )
     if args.job_timeout_minutes is not None and args.max_hours * 60 > args.job_timeout_minutes:
         raise GuardError(

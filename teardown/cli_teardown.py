@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -17,7 +18,7 @@ from rich.text import Text
 
 from gpu_finops.facts import arguments
 from gpu_finops.facts.config import CONFIG_ENV, ConfigError, load_config
-from gpu_finops.facts.errors import CONTRACT, printable
+from gpu_finops.facts.errors import CONTRACT, excerpt, printable
 from gpu_finops.facts.names import RUN_RECORD_OBJECT, TAG_PROJECT, state_bucket
 from gpu_finops.facts.private_files import write_private
 from teardown.engine import (
@@ -36,6 +37,7 @@ from teardown.provenance import (
     EvidenceError,
     Sources,
     UnfinishedTeardown,
+    check_local_evidence,
     end_run,
     mark_teardown,
     run_record_path,
@@ -129,7 +131,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         )
         if name == "plan":
             p.add_argument(
-                "--out", type=Path, help="write the plan (account, region, cluster, resources) to review"
+                "--out",
+                type=arguments.writable_file,
+                help="write the plan (account, region, cluster, resources) to review",
             )
         if name in ("destroy", "resume"):
             p.add_argument(
@@ -145,7 +149,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _config(args: argparse.Namespace) -> TeardownConfig:
     """The config `infra` uses ($GPU_FINOPS_CONFIG or gpu_finops/facts/config.yaml); flags override it."""
-    allowed = args.allow_account or [
+    allowed = args.allow_account or [  # each entry exactly an id: "1111, 2222" is refused, not guessed at
         a for a in os.environ.get("GPU_FINOPS_ALLOWED_ACCOUNTS", "").split(",") if a
     ]
     return TeardownConfig.from_config(
@@ -155,6 +159,29 @@ def _config(args: argparse.Namespace) -> TeardownConfig:
         project=args.project,
         allowed_accounts=tuple(allowed) or None,
     )
+
+
+def _offline_checks(args: argparse.Namespace, config: TeardownConfig, sources: Sources) -> str | None:
+    """What teardown can check without AWS, so a local mistake is exit 2 before the first call (STS): the
+    allowlist and the evidence on this machine. Why not, or None. (Whether destroy must ask for the account
+    id depends on what the account holds: with nothing to delete it asks nothing, so a missing terminal is
+    found after the listing.)"""
+    if not config.allowed_accounts:
+        return (
+            "no account allowlist configured: refusing to touch any account. Set --allow-account ACCOUNT (or "
+            "GPU_FINOPS_ALLOWED_ACCOUNTS) to the sandbox's id"
+        )
+    bad = [a for a in config.allowed_accounts if not re.fullmatch(r"[0-9]{12}", a)]
+    if bad:
+        return (
+            f"account allowlist: {excerpt(bad, 80)} is not an AWS account id (12 digits; "
+            "GPU_FINOPS_ALLOWED_ACCOUNTS is ids separated by commas, no spaces)"
+        )
+    try:
+        check_local_evidence(sources, config.region, record=config.state_backend == "local")
+    except EvidenceError as exc:
+        return str(exc)
+    return None
 
 
 def _table(title: str, resources: list[Resource], with_why: bool = False) -> Table:
@@ -305,6 +332,9 @@ def run(args: argparse.Namespace) -> int:
         except argparse.ArgumentTypeError as exc:
             return _refuse(f"--run-record (default): {exc}")
     sources = Sources(args.state_dir or Path(config.state_dir), args.run_record, args.journal)
+    problem = _offline_checks(args, config, sources)
+    if problem is not None:
+        return _refuse(problem)
     ctx = Context(config, sources=sources)
     try:
         account = check_account(ctx)

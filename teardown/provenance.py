@@ -33,7 +33,7 @@ from gpu_finops.facts.errors import Unreachable, excerpt, shown
 from gpu_finops.facts.names import CLUSTER_STACKS, RUN_RECORD_OBJECT, state_file
 from gpu_finops.facts.private_files import read_regular
 from gpu_finops.facts.timestamps import iso, parse
-from teardown.journal import Journal, Planned
+from teardown.journal import MAX_PART_BYTES, Journal, Planned
 from teardown.model import Resource
 from teardown.remote import RecordExists, Remote
 
@@ -285,6 +285,10 @@ def _run_doc_from(path: str, raw: bytes | str) -> dict[str, Any]:
     if not isinstance(doc, dict) or doc.get("format") != RUN_FORMAT or missing:
         raise EvidenceError(f"run record {path}: expected format {RUN_FORMAT!r} with {missing or 'its keys'}; "
                             "was it written by `teardown begin`?")  # fmt: skip
+    unknown = sorted(set(doc) - RUN_KEYS)
+    if unknown:
+        raise EvidenceError(f"run record {path}: {excerpt(unknown, 80)} is not a key `teardown begin` writes "
+                            f"(it writes {sorted(RUN_KEYS)}); move it away and run `teardown begin`")  # fmt: skip
     wrong = [k for k in ("account", "region", "cluster") if not isinstance(doc[k], str)]
     wrong += [k for k in ("started_at", "teardown_started_at") if k in doc and not _aware(doc[k])]
     if "teardown_started_at" in wrong and doc.get("teardown_started_at") is None:
@@ -316,6 +320,29 @@ def run_started(path: Path, remote: Remote | None = None) -> str | None:
     """The run record's start (the run's id in the journal), or None when there is no run record."""
     found = _read_record(path, remote)
     return found[1]["started_at"] if found is not None else None
+
+
+RUN_KEYS = frozenset({"format", "account", "region", "cluster", "started_at", "teardown_started_at"})
+
+
+def check_local_evidence(sources: Sources, region: str, *, record: bool) -> None:
+    """The evidence on this machine read as teardown will read it, before any AWS call: a state
+    directory that is a directory, its state files Terraform's format 4, the run record as `teardown begin`
+    writes it. An EvidenceError names the first that is not (exit 2, nothing asked of AWS yet)."""
+    if sources.state_dir.exists() and not sources.state_dir.is_dir():
+        raise EvidenceError(f"--state-dir {sources.state_dir}: not a directory; name infra's state directory")
+    _state_ids(replace(sources, remote=None), "000000000000", region)
+    if record:  # with a state bucket the local run record is a copy, never read
+        _read_record(sources.run_record, None)
+    journal = sources.journal
+    if journal.exists() and (not journal.is_file() or journal.stat().st_size > MAX_JOURNAL_BYTES):
+        raise EvidenceError(
+            f"--journal {journal}: not a regular file of at most {MAX_JOURNAL_BYTES:,} bytes (a run's journal is "
+            "a plan and one line per deletion); move it away"
+        )
+
+
+MAX_JOURNAL_BYTES = MAX_PART_BYTES  # a run's journal is kilobytes: past this it is not ours
 
 
 def _state_docs(sources: Sources) -> Iterator[tuple[str, bytes]]:

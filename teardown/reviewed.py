@@ -11,6 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from gpu_finops.facts import json_text
+from gpu_finops.facts.errors import excerpt
 from gpu_finops.facts.private_files import read_regular, write_private
 from gpu_finops.facts.timestamps import iso
 from teardown.engine import GuardViolation, Survey
@@ -60,19 +62,35 @@ def write_plan(path: Path, account: str, region: str, cluster: str, found: Surve
     )
 
 
+PLAN_KEYS = frozenset(
+    {"format", "written_at", "account", "region", "cluster", "resources", "looks_like_ours", "counts_as_gone"}
+)
+
+
 def read_plan(path: Path) -> ReviewedPlan:
     try:
-        doc = json.loads(read_regular(path, MAX_PLAN_BYTES))  # never a FIFO nor unbounded
+        doc = json_text.loads(
+            read_regular(path, MAX_PLAN_BYTES)
+        )  # never a FIFO nor unbounded; numbers finite
     except FileNotFoundError:
         raise PlanFileError(
             f"--plan {path}: no such file; write one with `gpu-finops teardown plan --out {path}`"
         ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+    except (OSError, json_text.JSONTextError) as exc:
         raise PlanFileError(f"--plan {path}: not a readable JSON plan ({exc})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
         raise PlanFileError(
             f"--plan {path}: expected format {FORMAT!r}, found {found!r}; was it written by `teardown plan --out`?"
+        )
+    unknown = sorted(set(doc) - PLAN_KEYS)
+    if unknown:
+        raise PlanFileError(f"--plan {path}: {excerpt(unknown, 80)} is not a key `teardown plan --out` writes "
+                            f"(it writes {sorted(PLAN_KEYS)}); write it again with `teardown plan --out`")  # fmt: skip
+    wrong = [k for k in ("account", "region", "cluster") if k in doc and not isinstance(doc[k], str)]
+    if wrong:
+        raise PlanFileError(
+            f"--plan {path}: {', '.join(wrong)} is not text; write it again with `teardown plan --out`"
         )
     missing = [k for k in ("account", "region", "cluster", "resources") if k not in doc]
     if missing:

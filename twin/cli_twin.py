@@ -220,6 +220,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"{len(t.jobs)} jobs, {t.note} -> {args.out}")
         return 0
     policies = args.policy or (["shipped"] if args.action == "run" else [])
+    twice = sorted({p for p in policies if policies.count(p) > 1})
+    if twice:
+        raise UsageError(f"--policy: {', '.join(twice)} given twice; compare each policy once")
     if args.action == "compare" and len(policies) < 2:
         raise UsageError(f"--policy: compare needs two or more policies, got {policies}")
     if args.action == "run" and len(policies) != 1:

@@ -241,7 +241,7 @@ def parse(raw: Any, where: str) -> Fleet:
             t.name: _policy(where, f"{pname}.{t.name}", {**base, **(per.get(t.name) or {})}) for t in tenants
         }
     zone = raw.get("zone", "us-east-1a")
-    if not isinstance(zone, str) or not re.fullmatch(r"[a-z]{2}(-[a-z]+)+-\d+[a-z]", zone):
+    if not isinstance(zone, str) or not re.fullmatch(r"[a-z]{2}(-[a-z]+)+-[0-9]+[a-z]", zone):
         raise ConfigError(
             "zone", f"expected an availability zone like us-east-1a, found {shown(zone)}", where
         )

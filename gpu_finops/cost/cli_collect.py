@@ -42,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--region",
+        type=arguments.region,
         default=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"),
         help="region of nodes without a zone label",
     )
@@ -81,6 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--pod-resources-url",
+        type=arguments.http_url,
         default=None,
         help="with --holdings kube or auto: also record the device ids from this kubelet pod-resources HTTP "
         "endpoint (the local target's; a real kubelet serves it on a node-local socket only)",

@@ -13,6 +13,7 @@ from gpu_finops.cost.focus import FOCUS_VERSION, FOCUS_VERSIONS, FocusContext, f
 from gpu_finops.cost.holdings_record import STATUS_NO_HOLDINGS
 from gpu_finops.cost.s3_access import split_s3
 from gpu_finops.cost.store import open_store
+from gpu_finops.facts import arguments
 from gpu_finops.facts.errors import CheckFailed, UsageError
 from gpu_finops.facts.names import PROJECT
 
@@ -27,6 +28,8 @@ def _destination(text: str) -> str:
     """--out: a directory path, or an s3:// URL that names a bucket (checked before the store is read)."""
     if not text.strip():
         raise argparse.ArgumentTypeError("must not be empty")
+    if text[:5].lower() == "s3://" and not text.startswith("s3://"):  # else a local folder named "S3:"
+        raise argparse.ArgumentTypeError(f"{text[:80]!r}: write the scheme as s3:// (lower case)")
     if text.startswith("s3://"):
         try:
             split_s3(text)
@@ -60,15 +63,22 @@ def add_export_parser(sub: argparse._SubParsersAction) -> None:
     export.add_argument("--kubeconfig", default=None)
     export.add_argument(
         "--billing-account-id",
+        type=arguments.printable_text_from("GPU_FINOPS_BILLING_ACCOUNT_ID"),
         default=os.environ.get("GPU_FINOPS_BILLING_ACCOUNT_ID", "unknown"),
         help="BillingAccountId (default $GPU_FINOPS_BILLING_ACCOUNT_ID, else 'unknown')",
     )
     export.add_argument(
         "--billing-account-name",
+        type=arguments.printable_text_from("GPU_FINOPS_BILLING_ACCOUNT_NAME"),
         default=os.environ.get("GPU_FINOPS_BILLING_ACCOUNT_NAME", PROJECT),
         help=f"BillingAccountName (default $GPU_FINOPS_BILLING_ACCOUNT_NAME, else {PROJECT!r})",
     )
-    export.add_argument("--provider", default="AWS", help="ProviderName, PublisherName, InvoiceIssuerName")
+    export.add_argument(
+        "--provider",
+        type=arguments.printable_text,
+        default="AWS",
+        help="ProviderName, PublisherName, InvoiceIssuerName",
+    )
 
 
 def _holdings(spec: str, kubeconfig: str | None, store):

@@ -82,6 +82,7 @@ def nodepool_of(args: argparse.Namespace, nodes: list) -> tuple[str | None, str]
 def run(args: argparse.Namespace) -> int:
     from gpu_finops.clients.karpenter import KarpenterClient
 
+    store = open_store(args.store, read_only=True)  # reap reads the store, never makes one at a typo'd path
     nodes = node_source(args).gpu_nodes()
     nodepool, chosen = nodepool_of(args, nodes)
     policy = ReapPolicy(
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         consecutive=args.consecutive,
     )
     now = datetime.now(UTC)
-    candidates = rank(nodes, open_store(args.store).records(), policy, now)
+    candidates = rank(nodes, store.records(), policy, now)
     if not candidates:
         print(f"no GPU nodes to rank (nodes from {args.nodes}): nothing to reap")
         return 0

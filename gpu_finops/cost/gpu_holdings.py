@@ -23,7 +23,7 @@ from pydantic import Field, RootModel, Strict
 
 from gpu_finops.facts import file_schema, input_files, json_text
 from gpu_finops.facts.errors import FILE, ConfigError
-from gpu_finops.facts.file_schema import AwareTime, FileModel, Text
+from gpu_finops.facts.file_schema import AwareTime, FileModel, Label, Text
 from gpu_finops.facts.kube_keys import (
     GPU_RESOURCE,
     KUEUE_GROUP,
@@ -224,10 +224,10 @@ def gpu_holdings(kube: Any) -> list[GpuHolding]:
 class HoldingEntry(FileModel):
     """One holding as `write_holdings_file` writes it."""
 
-    namespace: Text
-    tenant: Text
-    pod: Text
-    node: Text
+    namespace: Label
+    tenant: Label
+    pod: Label
+    node: Label
     gpus: Annotated[int, Strict(), Field(ge=1)]
     start: AwareTime
     end: AwareTime | None = None

@@ -9,6 +9,7 @@ to trust: a key with a `..` segment or a leading `/` would be written outside th
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -23,6 +24,11 @@ def split_s3(url: str) -> tuple[str, str]:
     bucket, _, prefix = rest.partition("/")
     if not bucket:
         raise UsageError(f"{excerpt(url)}: not an s3:// URL with a bucket; write s3://BUCKET/PREFIX")
+    if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", bucket):  # S3's own rule for a bucket name
+        raise UsageError(
+            f"{excerpt(url)}: {excerpt(bucket, 70)!r} is not an S3 bucket name (3-63 of a-z, 0-9, '.' and '-', "
+            "starting and ending with a letter or digit)"
+        )
     return bucket, prefix.strip("/")
 
 

@@ -36,7 +36,7 @@ EPILOG = (
 
 def parse_window(text: str) -> int:
     """'300', '300s', '5m', '1h' -> seconds."""
-    m = re.fullmatch(r"\s*(\d+)\s*([smh]?)\s*", text)
+    m = re.fullmatch(r"\s*([0-9]+)\s*([smh]?)\s*", text)
     if not m or int(m.group(1)) <= 0:
         raise argparse.ArgumentTypeError(
             f"window must be a positive duration like 300s, 5m or 1h, got {text!r}"
@@ -74,10 +74,19 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("pod", nargs="?", help="the pending pod to diagnose")
-    parser.add_argument("--workload", default=None, help="a Kueue Workload to diagnose instead of a pod")
+    parser.add_argument("pod", nargs="?", type=arguments.kube_name, help="the pending pod to diagnose")
     parser.add_argument(
-        "-n", "--namespace", default=None, help="namespace (default: 'default'; --all: every)"
+        "--workload",
+        type=arguments.kube_name,
+        default=None,
+        help="a Kueue Workload to diagnose instead of a pod",
+    )
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        type=arguments.kube_label,
+        default=None,
+        help="namespace (default: 'default'; --all: every)",
     )
     parser.add_argument(
         "--all",

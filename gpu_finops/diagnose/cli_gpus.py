@@ -29,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from gpu_finops.diagnose.kube_observer import KubeObserver, holders
     from gpu_finops.diagnose.prom_observer import read_or_reason
 
+    observer = KubeObserver(kube_client(args.kubeconfig))  # a bad kubeconfig is exit 2 before Prometheus
     stats, why = read_or_reason(
         args.prometheus_url,
         args.window,
@@ -38,7 +39,6 @@ def run(args: argparse.Namespace) -> int:
     if stats is None:
         print(f"gpu-finops gpus: {why}; no GPU view without DCGM", file=sys.stderr)
         return EXIT_UNREACHABLE
-    observer = KubeObserver(kube_client(args.kubeconfig))
     try:
         pods = kube_call(lambda: observer.kube.core.list_pod_for_all_namespaces().items)
     except Unreachable as exc:

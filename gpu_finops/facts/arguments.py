@@ -16,6 +16,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from gpu_finops.facts import timestamps
+from gpu_finops.facts.errors import printable
 from gpu_finops.facts.regions import known_regions
 
 CLUSTER_NAME = re.compile(
@@ -87,6 +88,57 @@ def account_id(text: str) -> str:
     return text
 
 
+def printable_text(text: str) -> str:
+    """A name written into a file others read (a FOCUS column): not blank, without control or bidirectional
+    formatting characters, at most 256 characters."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    if printable(text) != text or len(text) > 256:
+        raise argparse.ArgumentTypeError(
+            f"{printable(text[:80])!r}: expected at most 256 characters without control or bidirectional "
+            "formatting characters"
+        )
+    return text
+
+
+def printable_text_from(variable: str) -> Callable:
+    """`printable_text` for an option whose default is $`variable`: a refusal says where the value may
+    have come from."""
+
+    def parse(text: str) -> str:
+        try:
+            return printable_text(text)
+        except argparse.ArgumentTypeError as exc:
+            source = f" (set by ${variable}?)" if os.environ.get(variable) == text else ""
+            raise argparse.ArgumentTypeError(f"{exc}{source}") from None
+
+    parse.__name__ = "text"
+    return parse
+
+
+def kube_label(text: str) -> str:
+    """A Kubernetes namespace (an RFC 1123 label: at most 63 of a-z, 0-9 and '-', alphanumeric at both ends):
+    a name the API server would refuse is refused here, before a call."""
+    if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?", text):
+        raise argparse.ArgumentTypeError(
+            f"{text[:80]!r} is not a Kubernetes namespace: at most 63 of a-z, 0-9 and '-', starting and ending "
+            "with a letter or digit"
+        )
+    return text
+
+
+def kube_name(text: str) -> str:
+    """A Kubernetes object name (an RFC 1123 subdomain: at most 253 of a-z, 0-9, '-' and '.')."""
+    if len(text) > 253 or not re.fullmatch(
+        r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*", text
+    ):
+        raise argparse.ArgumentTypeError(
+            f"{text[:80]!r} is not a Kubernetes object name: at most 253 of a-z, 0-9, '-' and '.', starting and "
+            "ending with a letter or digit"
+        )
+    return text
+
+
 def writable_file(text: str) -> Path:
     """A file path this process can create or overwrite: checked now, not after the work is done."""
     if not text.strip():
@@ -150,7 +202,7 @@ def calendar_month(text: str) -> str:
     """A calendar month `YYYY-MM` whose next month is a date too (so 9999-12 is refused, not overflowed)."""
     try:
         start = datetime.strptime(text, "%Y-%m")
-        ok = re.fullmatch(r"\d{4}-\d{2}", text) is not None and start.year < 9999
+        ok = re.fullmatch(r"[0-9]{4}-[0-9]{2}", text) is not None and start.year < 9999
     except ValueError:
         ok = False
     if not ok:

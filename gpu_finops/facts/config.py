@@ -414,6 +414,8 @@ def _config_error(error: dict[str, Any]) -> ConfigError:
         return ConfigError(key, f"expected one of {ctx.get('expected')}, found {shown(found)}{item}")
     if kind == "greater_than_equal":
         return ConfigError(key, f"must be >= {ctx.get('ge')}, found {shown(found)}{item}")
+    if kind == "less_than_equal":
+        return ConfigError(key, f"must be <= {ctx.get('le')}, found {shown(found)}{item}")
     # the value is quoted cut short: it may be megabytes (a long string, a huge list)
     found_text = f"{type(found).__name__} {shown(found)}" if kind.endswith("_type") else shown(found)
     if kind == "string_type" and isinstance(found, int | float):

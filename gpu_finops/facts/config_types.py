@@ -63,35 +63,36 @@ def _retention(value: int) -> int:
 
 
 # The types the fields use (each says its rule, so a new key is one line).
-Count = Annotated[StrictInt, Field(ge=0)]  # an integer >= 0
-Positive = Annotated[StrictInt, Field(ge=1)]  # an integer >= 1
+MAX_COUNT = 1_000_000  # no count, size or quota of a sandbox fleet comes near it: past it is a typo
+Count = Annotated[StrictInt, Field(ge=0, le=MAX_COUNT)]  # an integer from 0 to MAX_COUNT
+Positive = Annotated[StrictInt, Field(ge=1, le=MAX_COUNT)]  # an integer from 1 to MAX_COUNT
 Flag = StrictBool
 Name = Annotated[str, Field(min_length=1), _matches(r"\S(.*\S)?", "a non-empty name without edge spaces")]
 Region = Annotated[str, AfterValidator(_region)]
 Cidr = Annotated[str, AfterValidator(_cidr)]
-AccountId = Annotated[str, _matches(r"\d{12}", "a 12-digit account id")]
+AccountId = Annotated[str, _matches(r"[0-9]{12}", "a 12-digit account id")]
 ClusterName = Annotated[
     str, _matches(CLUSTER_NAME.pattern, "a cluster name: lowercase letters, digits and '-', 2-39 chars")
 ]
 KubeName = Annotated[str, _matches(r"[a-z][a-z0-9-]{0,40}", "a valid Kubernetes name")]
 InstanceType = Annotated[str, _matches(r"[a-z][a-z0-9-]*\.[a-z0-9]+", "an EC2 instance type like g6e.xlarge")]
 PrincipalArn = Annotated[
-    str, _matches(r"arn:aws[a-z-]*:(iam|sts)::\d{12}:[\w+=,.@/-]+", "an IAM principal ARN")
+    str, _matches(r"arn:aws[a-z-]*:(iam|sts)::[0-9]{12}:[A-Za-z0-9_+=,.@/-]+", "an IAM principal ARN")
 ]
-Version = Annotated[str, _matches(r"v?\d+(\.\d+)*([.+-][\w.+-]+)?", "a version like 1.2.3")]
+Version = Annotated[str, _matches(r"v?[0-9]+(\.[0-9]+)*([.+-][A-Za-z0-9_.+-]+)?", "a version like 1.2.3")]
 RetentionDays = Annotated[StrictInt, AfterValidator(_retention)]
-KubeMinor = Annotated[str, _matches(r"1\.\d+", "a Kubernetes minor like 1.36 (quote it in YAML)")]
+KubeMinor = Annotated[str, _matches(r"1\.[0-9]+", "a Kubernetes minor like 1.36 (quote it in YAML)")]
 AmiAlias = Annotated[
-    str, _matches(r"al2023@v\d{8}", "an AL2023 AMI alias pinned to a release, like al2023@v20261003")
+    str, _matches(r"al2023@v[0-9]{8}", "an AL2023 AMI alias pinned to a release, like al2023@v20261003")
 ]
 AddonVersion = Annotated[
     str,
     _matches(
-        r"(v\d+(\.\d+)*-eksbuild\.\d+)?",
+        r"(v[0-9]+(\.[0-9]+)*-eksbuild\.[0-9]+)?",
         "an EKS add-on version like v1.36.0-eksbuild.14, or empty for EKS's default",
     ),
 ]
-GithubRepository = Annotated[str, _matches(r"([\w.-]+/[\w.-]+)?", "owner/name")]
-GithubEnvironment = Annotated[str, _matches(r"[\w.-]{1,255}", "a GitHub environment name")]
+GithubRepository = Annotated[str, _matches(r"([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)?", "owner/name")]
+GithubEnvironment = Annotated[str, _matches(r"[A-Za-z0-9_.-]{1,255}", "a GitHub environment name")]
 Email = Annotated[str, _matches(r"[^@\s]+@[^@\s]+\.[^@\s]+", "an e-mail address")]
 Dollars = Annotated[StrictInt, Field(ge=1, le=1_000_000)]  # whole US dollars

@@ -46,8 +46,10 @@ EXCERPT_CHARS = 80  # a value quoted in a message: enough to recognise it, never
 
 # every control character but the line breaks (joined to spaces below) as Python escapes it: a quoted
 # value must not set a terminal's title or clear its screen (an ESC in a config key would)
+# and the bidirectional formatting characters, which reorder what is shown (a name that reads as another)
+_BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
 _CONTROLS = {
-    c: ascii(chr(c))[1:-1] for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c not in (0x0A, 0x0D)
+    c: ascii(chr(c))[1:-1] for c in (*range(0x20), 0x7F, *range(0x80, 0xA0), *_BIDI) if c not in (0x0A, 0x0D)
 }
 
 

@@ -17,10 +17,10 @@ from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Strict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, ValidationError
 
 from gpu_finops.facts import timestamps
-from gpu_finops.facts.errors import FILE, ConfigError, excerpt, shown
+from gpu_finops.facts.errors import FILE, ConfigError, excerpt, printable, shown
 
 
 def _finite(value: float) -> float:
@@ -30,7 +30,7 @@ def _finite(value: float) -> float:
 
 
 Number = Annotated[float, Strict(), AfterValidator(_finite)]
-Text = Annotated[str, Strict()]
+Text = Annotated[str, Strict(), Field(max_length=1_000_000)]  # a message, a claim: a megabyte is no message
 Flag = Annotated[bool, Strict()]
 Count = Annotated[int, Strict()]
 
@@ -113,6 +113,15 @@ def _path_text(text: str) -> str:
     return text
 
 
+def _label(text: str) -> str:
+    if not text.strip():
+        raise ValueError("a name (not empty)")
+    if printable(text) != text:
+        raise ValueError("a name without control or bidirectional formatting characters")
+    return text
+
+
+Label = Annotated[str, Strict(), Field(max_length=256), AfterValidator(_label)]  # a heading, a lane, a key
 EpochSeconds = Annotated[float, Strict(), AfterValidator(_finite), AfterValidator(_epoch)]
 PathText = Annotated[str, Strict(), AfterValidator(_path_text)]
 AwareTime = Annotated[str, Strict(), AfterValidator(_aware)]
@@ -188,6 +197,8 @@ def problem(model: type[BaseModel], error: dict[str, Any], source: str, kind: st
         return ConfigError(FILE, f"{where}: expected a value {bound}, found {shown(found)}", source, kind)
     if code == "value_error":
         said = str((error.get("ctx") or {}).get("error", error["msg"]))
+        if isinstance(found, dict):  # a rule across an object's keys: the rule says what it found
+            return ConfigError(FILE, f"{where}: expected {said}", source, kind)
         return ConfigError(FILE, f"{where}: expected {said}, found {shown(found)}", source, kind)
     if code in _EXPECTED:
         return ConfigError(

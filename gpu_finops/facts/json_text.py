@@ -5,7 +5,7 @@ The standard library alone lets through or crashes on what a hand edit or a host
 `json.loads(bytes)` guesses UTF-16 and UTF-32, and skips a UTF-8 byte order mark; nesting past Python's
 recursion limit raises RecursionError; an integer of more than 4,300 digits raises a plain ValueError
 (CPython's int-to-str limit); `NaN` and `Infinity` are accepted. Here the text must be strict UTF-8 without
-a byte order mark, numbers finite, and each of those is a JSONTextError.
+a byte order mark, numbers finite, each key once per object, and each of those is a JSONTextError.
 """
 
 from __future__ import annotations
@@ -31,6 +31,17 @@ def _no_constant(name: str) -> Any:
     raise JSONTextError(f"{name} is not a JSON number")
 
 
+def _no_key_twice(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are each given once: `{"outcome": "failed", "outcome": "passed"}` would
+    otherwise be read as passed, the earlier value silently dropped (as the config's YAML refuses it)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise JSONTextError(f"key {key[:60]!r} is given twice in one object; keep one")
+        out[key] = value
+    return out
+
+
 def loads(raw: bytes | str) -> Any:
     """The JSON document in `raw` (bytes: strict UTF-8), or a JSONTextError."""
     if isinstance(raw, bytes):
@@ -45,7 +56,9 @@ def loads(raw: bytes | str) -> Any:
     else:
         text = raw
     try:
-        return json.loads(text, parse_float=_finite, parse_constant=_no_constant)
+        return json.loads(
+            text, parse_float=_finite, parse_constant=_no_constant, object_pairs_hook=_no_key_twice
+        )
     except JSONTextError:
         raise
     except json.JSONDecodeError as exc:

@@ -44,7 +44,7 @@ GIB = 1024**3
 
 def memory_mib(quantity: str) -> int:
     """The catalog's nominal memory ("32Gi") in MiB, as EC2's MemoryInfo.SizeInMiB."""
-    m = re.fullmatch(r"(\d+)(Gi|Mi)", quantity)
+    m = re.fullmatch(r"([0-9]+)(Gi|Mi)", quantity)
     if not m:
         raise ValueError(f"memory {quantity!r} (gpu_finops/facts/catalog.py): expected <n>Gi or <n>Mi")
     return int(m.group(1)) * (1024 if m.group(2) == "Gi" else 1)

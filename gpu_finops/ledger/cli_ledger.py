@@ -100,7 +100,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _window(args: argparse.Namespace) -> source.Window:
     if args.action == "ladder":
         end = _when(args.at, "--at") if args.at is not None else datetime.now(UTC)  # "" is no time
-        return source.Window(end - timedelta(seconds=interval_seconds(args.window)), end)
+        try:
+            seconds = interval_seconds(args.window)
+        except ValueError as exc:
+            raise UsageError(f"--window {exc}") from None
+        return source.Window(end - timedelta(seconds=seconds), end)
     if args.month is not None:
         if args.end is not None:
             raise UsageError(f"--to goes with --from; --month {args.month!r} already names the whole window")

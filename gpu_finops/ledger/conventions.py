@@ -194,7 +194,7 @@ class Conventions:
 def interval_seconds(duration: str) -> int:
     """Seconds in a Prometheus duration such as `1m`, `1h30m`, `15s` (whole seconds only)."""
     units = {"d": 86400, "h": 3600, "m": 60, "s": 1}
-    parts = re.fullmatch(r"((\d+)d)?((\d+)h)?((\d+)m)?((\d+)s)?", duration)
+    parts = re.fullmatch(r"(([0-9]+)d)?(([0-9]+)h)?(([0-9]+)m)?(([0-9]+)s)?", duration)
     if not duration or not parts:
         raise ValueError(f"not a whole-second Prometheus duration: {duration!r}")
     values = parts.group(2, 4, 6, 8)

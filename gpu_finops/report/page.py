@@ -7,6 +7,7 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gpu_finops.facts.errors import printable
 from gpu_finops.report.sources import Absent
 
 CSS = """
@@ -43,7 +44,9 @@ footer{color:#4a5568;font-size:.85em;padding:24px 20px}
 
 
 def esc(text: object) -> str:
-    return html.escape(str(text), quote=True)
+    """Text for the page: HTML-escaped, and its control and bidirectional formatting characters shown as
+    escapes (\\x1b, \\u202e), as the terminal shows them: what a file said is shown as itself."""
+    return html.escape(printable(str(text)), quote=True)
 
 
 @dataclass(frozen=True)

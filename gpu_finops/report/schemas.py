@@ -7,10 +7,37 @@ tests, so the two cannot drift; a file someone edited or cut short is refused na
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from decimal import Decimal
+from typing import Annotated, Any, Literal
 
-from gpu_finops.facts.file_schema import Amount, Count, EpochSeconds, FileModel, Flag, Number, PathText, Text
+from pydantic import AfterValidator, Field, model_validator
+
+from gpu_finops.diagnose.model import ORDER
+from gpu_finops.facts import timestamps
+from gpu_finops.facts.file_schema import (
+    Amount,
+    AwareTime,
+    Count,
+    EpochSeconds,
+    FileModel,
+    Flag,
+    Label,
+    Number,
+    PathText,
+    Text,
+)
 from gpu_finops.ledger.render import RUNG_LABELS
+
+
+def _ordered(start: str, end: str) -> None:
+    if timestamps.parse(start) >= timestamps.parse(end):
+        raise ValueError(f"start {start} before end {end}")
+
+
+def _percent(text: str) -> str:
+    if not (Decimal(0) <= Decimal(text) <= Decimal(100)):
+        raise ValueError("a share from 0 to 100")
+    return text
 
 
 class ClauseFailureEntry(FileModel):
@@ -29,20 +56,20 @@ class VerdictEntry(FileModel):
 
 
 class ActEntry(FileModel):
-    act: Text
+    act: Label
     outcome: Literal["passed", "failed", "skipped", "not run"]
     claim: Text
     verdict: VerdictEntry | None
-    timings: dict[str, Number | None]
+    timings: dict[Label, Seconds | None]
     message: Text
     evidence: PathText | None
-    phases: list[tuple[Text, EpochSeconds, EpochSeconds]]
-    lifecycles: list[tuple[Text, EpochSeconds, EpochSeconds | None]]
+    phases: list[tuple[Label, EpochSeconds, EpochSeconds]]
+    lifecycles: list[tuple[Label, EpochSeconds, EpochSeconds | None]]
 
 
 class ActsReportFile(FileModel):
-    target: Text
-    finished: Text
+    target: Label
+    finished: AwareTime
     acts: list[ActEntry]
 
 
@@ -52,13 +79,13 @@ class LedgerLineEntry(FileModel):
     owner: Text
     gpu_hours: Amount
     gpu_hours_shown: Count
-    share_percent: Amount
+    share_percent: Percent
 
 
 class LedgerMonthFile(FileModel):
-    start: Text
-    end: Text
-    step_seconds: Count
+    start: AwareTime
+    end: AwareTime
+    step_seconds: Positive
     installed_gpu_hours: Amount
     installed_gpu_hours_shown: Count
     observed_samples: Count
@@ -66,7 +93,20 @@ class LedgerMonthFile(FileModel):
     lines: list[LedgerLineEntry]
     warnings: list[Text]
 
+    @model_validator(mode="after")
+    def _a_window(self) -> LedgerMonthFile:
+        _ordered(self.start, self.end)
+        if self.observed_samples > self.expected_samples:
+            raise ValueError(
+                f"observed_samples {self.observed_samples} at most expected_samples {self.expected_samples}"
+            )
+        return self
 
+
+Seconds = Number  # a timing: between two clocks' readings it may be a little below zero (skew)
+Positive = Annotated[Count, Field(gt=0)]
+Percent = Annotated[Amount, AfterValidator(_percent)]
+Check = Literal[tuple(ORDER)]  # type: ignore[valid-type]
 Rung = Literal[tuple(RUNG_LABELS)]  # type: ignore[valid-type]
 
 
@@ -87,16 +127,21 @@ class TrendEntry(FileModel):
 
 
 class LadderFile(FileModel):
-    start: Text
-    end: Text
+    start: AwareTime
+    end: AwareTime
     rungs: list[RungEntry]
     largest_placeable: Amount | None
     largest_placeable_trend: TrendEntry
     warnings: list[Text]
 
+    @model_validator(mode="after")
+    def _a_window(self) -> LadderFile:
+        _ordered(self.start, self.end)
+        return self
+
 
 class FindingEntry(FileModel):
-    check: Text
+    check: Check
     explains: Flag | None
     summary: Text
     next_action: Text
@@ -105,9 +150,9 @@ class FindingEntry(FileModel):
 
 
 class DiagnosisEntry(FileModel):
-    target: Text
+    target: Label
     kind: Literal["pod", "workload"]
-    first_cause: Text | None
+    first_cause: Check | None
     also_explains: list[Text]
     not_checked: list[Text]
     order: list[Text]
@@ -116,6 +161,6 @@ class DiagnosisEntry(FileModel):
 
 class DiagnosisFile(FileModel):
     order: list[Text]
-    window_s: Number
+    window_s: Annotated[Number, Field(gt=0)]
     dcgm: Text
     diagnoses: list[DiagnosisEntry]

@@ -51,7 +51,10 @@ PLACEHOLDERS = {
     "ACTION": "plan",
 }
 # Command substitutions the docs show, each with the sample value its output would be.
-SUBSTITUTIONS = {"$(date -u +%Y-%m)": "2026-07"}
+SUBSTITUTIONS = {  # a command substitution a doc shows -> a sample of what it prints
+    "$(date -u +%Y-%m)": "2026-07",
+    "$(terraform -chdir=cdktf.out/stacks/cluster output -raw export_bucket)": "gpu-finops-export-123456789012",
+}
 SHELL_VARIABLE = re.compile(r"^\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?$")
 ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([A-Z_][A-Z0-9_]*)=(\S+)", re.M)
 ELIDED = ("...", "…")  # after an option: some value (`--store ...`); elsewhere: arguments left out
@@ -259,9 +262,10 @@ def _placeholders(shown: Shown, variables: dict[str, str] | None = None) -> tupl
     argv: list[str] = []
     for word in shown.words:
         key, sep, value = word.partition("=") if word.startswith("--") else ("", "", word)
-        if value in SUBSTITUTIONS:
-            value = SUBSTITUTIONS[value]
-        elif variable := SHELL_VARIABLE.match(value):
+        substituted = [pattern for pattern in SUBSTITUTIONS if pattern in value]
+        for pattern in substituted:  # whole (`$(date ...)`) or inside a word (`s3://$(terraform ...)/focus`)
+            value = value.replace(pattern, SUBSTITUTIONS[pattern])
+        if not substituted and (variable := SHELL_VARIABLE.match(value)):
             if variable.group(1) not in (variables or {}):
                 return (
                     [],

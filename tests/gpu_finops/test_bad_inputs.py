@@ -18,6 +18,7 @@ import pytest
 from gpu_finops.cli import SUBCOMMANDS
 from tests.gpu_finops import (
     test_bad_inputs_infra,
+    test_bad_inputs_names_and_evidence,
     test_bad_inputs_safety,
     test_bad_inputs_special_files_and_times,
     test_bad_inputs_stores_and_shapes,
@@ -51,7 +52,7 @@ CASES: dict[str, Case] = {
         "(dcgm-exporter-4.8, dcgm-exporter-pre-4.8.3, dcgm-exporter-4.9, dcgm-exporter-4.10) nor a readable YAML file",
     ),
     "reap --apply with no NodePool named or found": Case(
-        ("reap", "--apply", "--nodes", "file:{tmp}/nodes.json", "--store", "{tmp}/cost.sqlite"),
+        ("reap", "--apply", "--nodes", "file:{tmp}/nodes.json", "--store", "{tmp}/empty.sqlite"),
         2,
         "gpu-finops reap: --apply needs --nodepool NAME: the GPU nodes are in 0 NodePools (none: no GPU node "
         "carries karpenter.sh/nodepool)",
@@ -122,7 +123,15 @@ CASES: dict[str, Case] = {
         "gpu-finops collect: Prometheus at http://127.0.0.1:{closed} did not answer",
     ),
     "gpus with Prometheus down": Case(
-        ("gpus", "--prometheus-url", "http://127.0.0.1:{closed}", "--prometheus-retry", "0"),
+        (
+            "gpus",
+            "--kubeconfig",
+            "{tmp}/kubeconfig",
+            "--prometheus-url",
+            "http://127.0.0.1:{closed}",
+            "--prometheus-retry",
+            "0",
+        ),
         3,
         "gpu-finops gpus: Prometheus at http://127.0.0.1:{closed} unreachable",
     ),
@@ -143,11 +152,13 @@ TABLES: dict[str, dict[str, Case]] = {
     "special-files-and-times": test_bad_inputs_special_files_and_times.CASES,
     "windows-and-outputs": test_bad_inputs_windows_and_outputs.CASES,
     "stores-and-shapes": test_bad_inputs_stores_and_shapes.CASES,
+    "names-and-evidence": test_bad_inputs_names_and_evidence.CASES,
 }
 # What a table's cases need in their folder before they run: files to write, fixtures to make.
 WRITE = {
     "twin": test_bad_inputs_twin.write_files,
     "stores-and-shapes": test_bad_inputs_stores_and_shapes.write_files,
+    "names-and-evidence": test_bad_inputs_names_and_evidence.write_files,
     "special-files-and-times": lambda inputs: Path(inputs["tmp"], "nan.json").write_text(
         '{"g6e.xlarge": {"spot": NaN}}'
     ),

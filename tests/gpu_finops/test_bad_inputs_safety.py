@@ -169,16 +169,20 @@ CASES: dict[str, Case] = {
         "gpu-finops cost: --parquet {tmp}/wrong-schema: not the FOCUS export `cost export` writes: ",
     ),
     "gpus: Prometheus answers HTML": prometheus(
-        "html", ("gpus",), "/api/v1/query with something that is not JSON"
+        "html", ("gpus", "--kubeconfig", "{tmp}/kubeconfig"), "/api/v1/query with something that is not JSON"
     ),
     "gpus: Prometheus answers []": prometheus(
-        "list", ("gpus",), "/api/v1/query with a JSON list, not an object"
+        "list", ("gpus", "--kubeconfig", "{tmp}/kubeconfig"), "/api/v1/query with a JSON list, not an object"
     ),
     "gpus: Prometheus answers without data": prometheus(
-        "nodata", ("gpus",), "/api/v1/query with an answer of another shape (KeyError: 'data')"
+        "nodata",
+        ("gpus", "--kubeconfig", "{tmp}/kubeconfig"),
+        "/api/v1/query with an answer of another shape (KeyError: 'data')",
     ),
     "gpus: Prometheus answers a non-number": prometheus(
-        "nonnumber", ("gpus",), "/api/v1/query with an answer of another shape (ValueError"
+        "nonnumber",
+        ("gpus", "--kubeconfig", "{tmp}/kubeconfig"),
+        "/api/v1/query with an answer of another shape (ValueError",
     ),
     "ledger: Prometheus answers HTML": prometheus("html", LEDGER, "/api/v1/query"),
     "ledger: Prometheus answers a non-number": prometheus(

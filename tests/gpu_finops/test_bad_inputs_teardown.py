@@ -98,7 +98,10 @@ def test_ctrl_c_during_teardown_exits_130_saying_how_to_finish(tmp_path, capsys,
         raise KeyboardInterrupt
 
     monkeypatch.setattr(teardown.cli_teardown, "check_account", interrupted)
-    code, _, err = run(capsys, ["teardown", "destroy", "--journal", str(tmp_path / "j.jsonl")])
+    code, _, err = run(
+        capsys,
+        ["teardown", "destroy", "--allow-account", "123456789012", "--journal", str(tmp_path / "j.jsonl")],
+    )
     assert code == 130
     assert (
         "gpu-finops teardown: interrupted; run `gpu-finops teardown resume` (make resume) to finish: "

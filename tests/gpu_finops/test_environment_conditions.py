@@ -42,6 +42,17 @@ def test_a_reader_that_closed_the_pipe_is_one_line_and_exit_1():
     ]
 
 
+def test_help_to_a_reader_that_closed_the_pipe_is_the_same_line():
+    proc = cli("--help", stdout=subprocess.PIPE)
+    proc.stdout.close()  # argparse swallows the write's error: the contract still says so
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 1, err
+    assert err.splitlines() == [
+        "gpu-finops: stopped: the reader of standard output closed it (a pipe such as `| head`) before the "
+        "output ended; nothing else went wrong"
+    ]
+
+
 def test_standard_output_on_a_full_disk_is_exit_2_naming_it():
     with open("/dev/full", "w") as full:
         proc = cli("dcgm-csv", stdout=full)

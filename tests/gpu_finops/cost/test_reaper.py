@@ -9,6 +9,7 @@ import pytest
 from gpu_finops.clients.karpenter import NodeClaimFacts
 from gpu_finops.cost.reaper import ReapPolicy, rank, reap
 from gpu_finops.cost.records import STATUS_MISSING_SM_ACTIVE, STATUS_OK, CostRecord
+from gpu_finops.cost.store import SqliteCostStore
 from gpu_finops.facts.timestamps import iso
 from tests.gpu_finops.cost.conftest import node
 
@@ -147,6 +148,7 @@ def test_reap_with_no_gpu_node_says_so_instead_of_an_empty_table(tmp_path, capsy
 
     nodes = tmp_path / "nodes.json"
     nodes.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": []}))
+    SqliteCostStore(tmp_path / "costs.sqlite").close()  # reap reads a store; it never makes one
     code = main(["reap", "--nodes", f"file:{nodes}", "--store", f"sqlite:{tmp_path / 'costs.sqlite'}"])
     out = capsys.readouterr().out
     assert code == 0

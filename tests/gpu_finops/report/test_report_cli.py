@@ -58,7 +58,7 @@ def test_nothing_to_report_is_exit_1_naming_the_inputs(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("key", "text", "why"),
     [("acts", "{not json", "not JSON (Expecting property name enclosed in double quotes at line 1 column 2)"),
-     ("acts", '{"target": "local", "finished": "now", "acts": 3}', "acts: expected a list, found number 3"),
+     ("acts", '{"target": "local", "finished": "2026-11-30T10:05:00+00:00", "acts": 3}', "acts: expected a list, found number 3"),
      ("diagnose", '{"order": []}', "window_s: required, missing"),
      ("ledger", json.dumps(fixtures.LADDER), "step_seconds: required, missing"),
      ("ladder", json.dumps(fixtures.LEDGER), "rungs: required, missing")],
