@@ -180,16 +180,23 @@ def build_command(names: tuple[str, ...], out: Path, extra: tuple[str, ...] = ()
     return ["go", "build", *extra, *build_flags(), "-o", f"{out}/", *(MAINS[n] for n in names)]
 
 
-def follow(cmd: list[str], env: dict[str, str], log: Path, out: Path, clock: progress.Progress) -> int:
-    """Run the build, its output (`go build -v`: one import path per package compiled) into the log and the
-    progress lines: a count of compiled packages, and each binary as it appears in `out`."""
+def follow(
+    cmd: list[str],
+    env: dict[str, str],
+    log: Path,
+    out: Path,
+    clock: progress.Progress,
+    cwd: Path = UNIFIED,
+) -> int:
+    """Run the build in `cwd`, its output (`go build -v`: one import path per package compiled) into the log
+    and the progress lines: a count of compiled packages, and each binary as it appears in `out`."""
     log.parent.mkdir(parents=True, exist_ok=True)
     lines: queue.Queue[str | None] = queue.Queue()
     with log.open("a") as f:
-        f.write(f"\n$ {' '.join(cmd)}  (in {UNIFIED})\n")
+        f.write(f"\n$ {' '.join(cmd)}  (in {cwd})\n")
         f.flush()
         proc = subprocess.Popen(
-            cmd, cwd=UNIFIED, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
         assert proc.stdout is not None
 

@@ -34,9 +34,10 @@ def record_path() -> Path:
     return root / "local" / "build-times.json"
 
 
-def load_record(path: Path) -> dict[str, float] | None:
-    """The last build's seconds and packages compiled; a record that is unreadable or of another shape (the
-    per-binary build's, before the one module) is reported and not used."""
+def load_record(path: Path, key: str = "unified") -> dict[str, float] | None:
+    """The last build's seconds and packages compiled (`key`: the unified build, or a Terraform tool's,
+    local/build/terraform.py); a record that is unreadable or of another shape (the per-binary build's, before
+    the one module) is reported and not used."""
     if not path.is_file():
         return None
     try:
@@ -44,13 +45,15 @@ def load_record(path: Path) -> dict[str, float] | None:
     except ValueError as exc:
         print(f"  (ignoring {path}: not JSON ({exc}); the estimate falls back to the measured figures)")
         return None
-    last = data.get("unified") if isinstance(data, dict) else None
+    last = data.get(key) if isinstance(data, dict) else None
+    if last is None and isinstance(data, dict) and all(isinstance(v, dict) for v in data.values()):
+        return None  # other builds' figures only: this one has not been recorded yet
     if not (
         isinstance(last, dict)
         and all(isinstance(last.get(k), int | float) and last[k] > 0 for k in ("seconds", "packages"))
     ):
         print(
-            f"  (ignoring {path}: no unified build recorded; the estimate falls back to the measured figures)"
+            f"  (ignoring {path}: no {key} build recorded; the estimate falls back to the measured figures)"
         )
         return None
     return {"seconds": float(last["seconds"]), "packages": float(last["packages"])}
@@ -69,13 +72,15 @@ class Progress:
         record: Path | None = None,
         clock: Callable[[], float] = time.monotonic,
         every: float = EVERY,
+        key: str = "unified",
+        first: dict[str, float] = FIRST_BUILD,
     ) -> None:
         self.names = list(names)
-        self.echo, self.clock, self.every = echo, clock, every
+        self.echo, self.clock, self.every, self.key = echo, clock, every, key
         self.record = record or record_path()
-        last = load_record(self.record)
-        self.source = "the last build" if last else "the measured unified cold build"
-        self.last = last or FIRST_BUILD
+        last = load_record(self.record, key)
+        self.source = "the last build" if last else f"the measured {key} cold build"
+        self.last = last or first
         self.began = self.said = clock()
         self.compiled = 0
         self.written: list[str] = []
@@ -132,6 +137,11 @@ class Progress:
             return
         self.record.parent.mkdir(parents=True, exist_ok=True)
         figures = {"seconds": round(took, 1), "packages": self.compiled, "binaries": self.names}
+        try:  # each build's figures under its own key, the others' kept
+            kept = json.loads(self.record.read_text()) if self.record.is_file() else {}
+        except ValueError:
+            kept = {}
+        kept = kept if isinstance(kept, dict) else {}
         tmp = self.record.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"unified": figures}, indent=1, sort_keys=True) + "\n")
+        tmp.write_text(json.dumps({**kept, self.key: figures}, indent=1, sort_keys=True) + "\n")
         tmp.replace(self.record)

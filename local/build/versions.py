@@ -36,3 +36,17 @@ PROMETHEUS_OPERATOR = "v0.85.0"
 # Helm, for `helm template` of the Karpenter and Kueue charts before any apply (local/charts/validate_charts.py).
 # renovate: datasource=go depName=helm.sh/helm/v3
 HELM = "v3.22.0"
+# OpenTofu, the Terraform every stack is validated, planned and applied with on this machine
+# (local/build/terraform.py) and the release the nightly installs (.github/workflows/nightly.yml).
+# renovate: datasource=go depName=github.com/opentofu/opentofu
+OPENTOFU = "v1.12.6"
+# The providers the stacks require, as the Go module proxy serves them: their release tags are refused here
+# (403 for hashicorp/terraform-provider-aws v6.69.1, the stacks' pin), so these are the newest commits it lists
+# (pseudo-versions of the main branches: aws CHANGELOG 6.48.0 unreleased, June 2026; kubernetes after 3.2.1;
+# helm after 3.2.0). docs/local.md, Terraform on this machine, lists what that changes for our resource types.
+# renovate: datasource=go depName=github.com/hashicorp/terraform-provider-aws
+AWS_PROVIDER = "v1.60.1-0.20260602190131-5f2286d6d836"
+# renovate: datasource=go depName=github.com/hashicorp/terraform-provider-kubernetes
+KUBERNETES_PROVIDER = "v1.13.4-0.20260821094251-3a33fb6cc605"
+# renovate: datasource=go depName=github.com/hashicorp/terraform-provider-helm
+HELM_PROVIDER = "v1.3.3-0.20260629194918-a4f1c1d8b008"
