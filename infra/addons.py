@@ -12,7 +12,7 @@ import yaml
 from cdktn import Fn, TerraformStack
 from cdktn_provider_helm.provider import HelmProvider
 from cdktn_provider_helm.release import Release
-from cdktn_provider_kubernetes.namespace import Namespace
+from cdktn_provider_kubernetes.namespace_v1 import NamespaceV1, NamespaceV1Metadata
 from cdktn_provider_kubernetes.provider import KubernetesProvider
 from constructs import Construct
 
@@ -103,7 +103,9 @@ class AddonsStack(TerraformStack):
             self, "kubernetes", host=eks.endpoint, cluster_ca_certificate=ca, exec=camel([exec_cfg])
         )
         v = c.versions
-        monitoring = Namespace(self, "monitoring-ns", metadata={"name": c.monitoring_namespace})
+        monitoring = NamespaceV1(
+            self, "monitoring-ns", metadata=[NamespaceV1Metadata(name=c.monitoring_namespace)]
+        )
 
         def release(
             rid: str, chart: str, version: str, namespace: str, values: dict[str, Any], **kw: Any

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -76,3 +78,41 @@ def synthesized_with_ci(tmp_path_factory, supported_node) -> Synth:
     path.write_text(yaml.safe_dump(CI_CONFIG))
     synth(load_config(path), out)
     return Synth(out)
+
+
+@dataclass(frozen=True)
+class Tofu:
+    """OpenTofu and the providers as built on this machine (local/build/terraform.py): `env(stacks)` is the
+    environment that finds them for the stacks synthesized under `stacks` (their pins in the mirror `tofu init`
+    reads); calling it runs tofu in a stack's folder with that environment and `env` added."""
+
+    binaries: dict[str, Path]
+
+    def env(self, stacks: Path) -> dict[str, str]:
+        from local.build import terraform
+
+        return terraform.environment(self.binaries, terraform.pinned_providers(stacks))
+
+    def __call__(
+        self, stack_dir: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 900
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["tofu", f"-chdir={stack_dir}", *args],
+            env={**os.environ, **self.env(stack_dir.parent), **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+
+@pytest.fixture(scope="session")
+def tofu() -> Tofu:
+    """Builds them where this machine's cache lacks them (minutes, once; `make test` starts the build in the
+    background), or waits for the build already running."""
+    from local.build import terraform
+    from local.build.binaries import BuildError
+
+    try:
+        return Tofu(terraform.build_all())
+    except BuildError as exc:
+        pytest.fail(f"OpenTofu or a provider could not be built: {exc}")
