@@ -210,7 +210,7 @@ def test_the_scanner_finds_the_pins_we_know_of():
     assert by_file["pyproject.toml"] == {"requirement"} and by_file["Dockerfile"] == {"FROM"}
     workflows = sorted(p for p in tracked_files() if p.startswith(".github/workflows/"))
     assert ".github/workflows/nightly.yml" in workflows, workflows
-    for workflow, pins in ((".github/workflows/nightly.yml", {"uses", "terraform_version"}),
+    for workflow, pins in ((".github/workflows/nightly.yml", {"uses", "tofu_version"}),
                            *((w, {"uses"}) for w in workflows)):  # fmt: skip
         assert pins <= {p.name for p in pins_in(workflow, (ROOT / workflow).read_text())}, workflow
 

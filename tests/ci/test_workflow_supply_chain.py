@@ -78,13 +78,20 @@ def test_a_pinned_line_passes():
     )
 
 
-def test_terraform_is_one_exact_release():
+def test_the_nightlys_opentofu_is_the_release_the_stacks_are_tested_with():
+    from local.build import versions
+
     wf = yaml.safe_load((ROOT / ".github" / "workflows" / "nightly.yml").read_text())
-    (setup,) = [s for j in wf["jobs"].values() for s in j["steps"] if "setup-terraform" in s.get("uses", "")]
-    version = setup["with"]["terraform_version"]
-    assert re.fullmatch(r"1\.\d+\.\d+", str(version)), f"terraform_version {version!r}: pin one release"
-    major_minor = tuple(int(x) for x in str(version).split(".")[:2])
-    assert major_minor >= (1, 16), f"Terraform {version} is behind the 1.16 line this project moved to"
+    steps = [s for j in wf["jobs"].values() for s in j["steps"]]
+    assert not [s for s in steps if "setup-terraform" in s.get("uses", "")], "one Terraform: OpenTofu"
+    (setup,) = [s for s in steps if "setup-opentofu" in s.get("uses", "")]
+    version = setup["with"]["tofu_version"]
+    assert re.fullmatch(r"\d+\.\d+\.\d+", str(version)), f"tofu_version {version!r}: pin one release"
+    assert f"v{version}" == versions.OPENTOFU, (
+        f"the nightly installs OpenTofu {version}; make test validates and applies with {versions.OPENTOFU} "
+        "(local/build/versions.py): move both together"
+    )
+    assert setup["with"]["tofu_wrapper"] is False  # the wrapper would swallow the -json UI infra reads
 
 
 def zizmor() -> str:
