@@ -7,7 +7,7 @@ from pathlib import Path
 
 from gpu_finops.facts import arguments
 from gpu_finops.facts.config import load_config
-from gpu_finops.facts.names import CI_ROLE_STACK
+from gpu_finops.facts.names import CI_ROLE_STACK, CLUSTER_STACKS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,6 +20,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="synth: the account whose state bucket the stacks use (state_backend s3; default: the one "
         "account in allowed_accounts)",
+    )
+    parser.add_argument(
+        "--through",
+        choices=CLUSTER_STACKS,
+        default=CLUSTER_STACKS[-1],
+        help="up: apply the stacks in order up to and including this one (default: all)",
     )
     parser.epilog = (
         "exit 0 done; 1 a Terraform step failed; 2 preflight or configuration refused (nothing applied); "
@@ -63,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "preflight":
         return 0 if report(Preflight(config, boto3.Session(region_name=config.region)).run()) else 2
     try:
-        return up(config, args.outdir) if args.action == "up" else destroy(config, args.outdir)
+        return up(config, args.outdir, args.through) if args.action == "up" else destroy(config, args.outdir)
     except DeployError as exc:
         print(f"failed: {exc}")
         return 1

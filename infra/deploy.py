@@ -8,9 +8,11 @@ step never stops the ones after it; destroy reports each failure and exits 1."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import boto3
@@ -20,7 +22,7 @@ from gpu_finops.facts.kube_keys import LABEL_NODEPOOL, cluster_tag
 from harness.waits import WaitTimeout, eventually
 from infra.addons import CHART_NAME
 from infra.app import STACKS, synth
-from infra.preflight import Preflight, collector_image_ref, collector_registry, report
+from infra.preflight import TERRAFORM_TOOLS, Preflight, collector_image_ref, collector_registry, report
 
 KARPENTER_DRAIN = 900.0
 
@@ -30,22 +32,108 @@ class DeployError(RuntimeError):
 
 
 def terraform_bin() -> str:
-    for tool in ("terraform", "tofu"):
+    for tool in TERRAFORM_TOOLS:
         if path := shutil.which(tool):
             return path
-    raise DeployError("neither terraform nor tofu is on PATH")
+    raise DeployError(
+        "neither tofu nor terraform is on PATH: install OpenTofu (docs/runbook.md, prerequisites)"
+    )
 
 
-def tf(stack_dir: Path, *args: str) -> None:
-    cmd = [terraform_bin(), f"-chdir={stack_dir}", *args]
+@dataclass(frozen=True)
+class Diagnostic:
+    """One of Terraform's diagnostics (its machine-readable UI): what, why, and the resource when it names one."""
+
+    severity: str
+    summary: str
+    detail: str
+    address: str | None
+
+    def line(self) -> str:
+        where = f"{self.address}: " if self.address else ""
+        first = self.detail.strip().splitlines()[0] if self.detail.strip() else ""
+        return f"{where}{self.summary}" + (f" ({first})" if first else "")
+
+
+@dataclass
+class TfRun:
+    """What one plan, apply or destroy said: its diagnostics, the changes it planned (action, address) and the
+    resources whose change it completed."""
+
+    command: list[str]
+    returncode: int = 0
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    planned: list[tuple[str, str]] = field(default_factory=list)
+    completed: list[str] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.severity == "error"]
+
+
+class TfFailed(DeployError):
+    def __init__(self, message: str, run: TfRun):
+        super().__init__(message)
+        self.run = run
+
+
+MACHINE_READABLE = ("plan", "apply", "destroy")
+
+
+def read_ui(line: str, run: TfRun) -> str:
+    """One line of Terraform's `-json` UI into `run`; what to print for it (its own human message)."""
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return line.rstrip("\n")
+    if not isinstance(event, dict):
+        return line.rstrip("\n")
+    kind, message = event.get("type"), str(event.get("@message", ""))
+    if kind == "diagnostic" and isinstance(event.get("diagnostic"), dict):
+        d = event["diagnostic"]
+        diag = Diagnostic(str(d.get("severity", "")), str(d.get("summary", "")), str(d.get("detail", "")),
+                          d.get("address"))  # fmt: skip
+        run.diagnostics.append(diag)
+        return "\n".join([message, *("    " + x for x in diag.detail.splitlines())])
+    hook = event.get("hook") if isinstance(event.get("hook"), dict) else {}
+    resource = hook.get("resource") if isinstance(hook.get("resource"), dict) else {}
+    change = event.get("change") if isinstance(event.get("change"), dict) else {}
+    if kind == "planned_change" and isinstance(change.get("resource"), dict):
+        run.planned.append((str(change.get("action")), str(change["resource"].get("addr"))))
+    if kind == "apply_complete" and resource.get("addr"):
+        run.completed.append(str(resource["addr"]))
+    return message
+
+
+def tf(stack_dir: Path, *args: str, ok: tuple[int, ...] = (0,)) -> TfRun:
+    """Terraform in `stack_dir`; plan, apply and destroy through its machine-readable UI, each event printed as
+    Terraform words it and its diagnostics kept, so a failure names every resource that failed and why.
+    A code outside `ok` raises TfFailed with that list."""
+    machine = bool(args) and args[0] in MACHINE_READABLE
+    cmd = [terraform_bin(), f"-chdir={stack_dir}", *args, *(["-json"] if machine else [])]
     print("+", " ".join(cmd), flush=True)
-    if subprocess.run(cmd).returncode != 0:
-        raise DeployError(
-            f"{' '.join(cmd)} failed; fix the cause and rerun (state is in the stack's backend)"
+    run = TfRun(cmd)
+    if not machine:
+        run.returncode = subprocess.run(cmd).returncode
+    else:
+        with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) as proc:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                if text := read_ui(line, run):
+                    print(text, flush=True)
+        run.returncode = proc.returncode
+    if run.returncode not in ok:
+        failed = "; ".join(d.line() for d in run.errors) or "see its output above"
+        raise TfFailed(
+            f"{' '.join(cmd)} failed ({len(run.errors)} errors: {failed}); fix the cause and rerun (state is in "
+            "the stack's backend)",
+            run,
         )
+    return run
 
 
-def up(c: Config, outdir: Path = Path("cdktf.out")) -> int:
+def up(c: Config, outdir: Path = Path("cdktf.out"), through: str = STACKS[-1]) -> int:
+    """Preflight, synth, then each stack in order up to and including `through` (all three by default)."""
     session = boto3.Session(region_name=c.region)
     print("preflight:")
     if not report(Preflight(c, session).run(create_spot_role=True)):
@@ -54,12 +142,14 @@ def up(c: Config, outdir: Path = Path("cdktf.out")) -> int:
     # an s3 backend's bucket is the caller's account's (infra/state.py); local state needs no account
     account = session.client("sts").get_caller_identity()["Account"] if c.state_backend == "s3" else None
     synth(c, outdir, account)
-    for stack in STACKS:
+    for stack in STACKS[: STACKS.index(through) + 1]:
         if stack == "addons":
             ensure_collector_image(c, session)
         d = outdir / "stacks" / stack
         tf(d, "init", "-input=false")
         tf(d, "apply", "-input=false", "-auto-approve")
+    if through == "network":
+        return 0
     path = write_kubeconfig(c)
     print(f"kubeconfig for the acts: {path} (TARGET=aws reads it)")
     return 0

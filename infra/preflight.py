@@ -22,6 +22,9 @@ from gpu_finops.facts.config import Config
 from gpu_finops.facts.names import SPOT_SLR, state_prefix
 from iam.ci_policies import boundary_arn
 
+# The Terraform runtimes `make up` runs, first found first: OpenTofu is the one every stack is validated, planned
+# and applied with before it lands (local/build/terraform.py) and the one the nightly installs.
+TERRAFORM_TOOLS = ("tofu", "terraform")
 GVT_SPOT_QUOTA_CODE = "L-3819A6DF"  # EC2: All G and VT Spot Instance Requests (vCPUs)
 
 
@@ -87,11 +90,15 @@ class Preflight:
         return Check("account allowlist", True, account)
 
     def terraform(self) -> Check:
-        for tool in ("terraform", "tofu"):
+        for tool in TERRAFORM_TOOLS:
             path = self.which(tool)
             if path:
                 return Check("terraform", True, path)
-        return Check("terraform", False, "neither terraform nor tofu is on PATH; install one (>= 1.6)")
+        return Check(
+            "terraform",
+            False,
+            "neither tofu nor terraform is on PATH: install OpenTofu (docs/runbook.md, prerequisites)",
+        )
 
     def aws_cli(self) -> Check:
         """The kubeconfig `make up` writes authenticates through `aws eks get-token`."""
