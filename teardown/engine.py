@@ -79,8 +79,9 @@ def check_account(ctx: Context) -> str:
 
 @dataclass
 class Survey:
-    """What one listing of the account found: ours (to delete), ours in a state that counts as gone (a
-    KMS key pending deletion), and what looks like ours but is not tagged as ours (never touched)."""
+    """What one listing of the account found: ours (to delete), what is in a state that counts as gone (a
+    KMS key pending deletion: ours or not, nothing is left to do), and what looks like ours but is not
+    proven ours (never touched)."""
 
     ours: list[Resource] = field(default_factory=list)
     gone: list[Resource] = field(default_factory=list)
@@ -120,7 +121,9 @@ def survey(ctx: Context, types: Iterable[str] | None = None, workers: int = 8) -
     found = prove(found, evidence(ctx))
     out = Survey()
     for r in found:
-        (out.lookalikes if not r.ours else out.gone if counts_as_gone(r) else out.ours).append(r)
+        # already on its way out (a KMS key pending deletion): nothing is left to do, whoever's it is; so a
+        # key our destroy scheduled still counts as gone once the run record that proved it ours is closed
+        (out.gone if counts_as_gone(r) else out.ours if r.ours else out.lookalikes).append(r)
     return out
 
 
