@@ -217,7 +217,7 @@ def accessor_services(clients: str, names: str) -> dict[str, str]:
 
 def trim(copy: Path) -> tuple[str, ...]:
     """Trim the copy's registry and accessors; the service packages its registry keeps. From AWS_SERVICES,
-    each round adds the packages of the accessors the compiled packages name, until none is added."""
+    each pass adds the packages of the accessors the compiled packages name, until none is added."""
     registry, clients = copy / REGISTRY_FILE, copy / CLIENTS_FILE
     registry_text, clients_text = registry.read_text(), clients.read_text()
     owner = accessor_services(clients_text, (copy / NAMES_FILE).read_text())
