@@ -23,6 +23,15 @@ LABEL_INSTANCE_GPU_COUNT = "karpenter.k8s.aws/instance-gpu-count"
 LABEL_GPU_COUNT = "nvidia.com/gpu.count"
 LABEL_GPU_REPLICAS = "nvidia.com/gpu.replicas"
 LABEL_GPU_SHARING = "nvidia.com/gpu.sharing-strategy"
+LABEL_GPU_PRODUCT = "nvidia.com/gpu.product"  # under MIG single: <card>-MIG-<profile>
+# MIG (k8s-device-plugin v0.17 internal/lm, mig-parted): the plugin's strategy (single | mixed; absent for
+# none), whether any card can be partitioned, the MIG manager's desired layout and how applying it went
+LABEL_MIG_STRATEGY = "nvidia.com/mig.strategy"
+LABEL_MIG_CAPABLE = "nvidia.com/mig.capable"
+LABEL_MIG_CONFIG = "nvidia.com/mig.config"
+LABEL_MIG_CONFIG_STATE = "nvidia.com/mig.config.state"  # pending | rebooting | success | failed
+LABEL_MPS_CAPABLE = "nvidia.com/mps.capable"
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"  # under MIG mixed: one resource per profile, nvidia.com/mig-1g.10gb
 
 ANNOTATION_DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 TAINT_DISRUPTED = "karpenter.sh/disrupted:NoSchedule"  # what Karpenter puts on an interrupted node

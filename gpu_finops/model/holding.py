@@ -1,29 +1,51 @@
 """A held GPU: device -> holder -> share. Who holds which physical card, through which device, and what part
 of the card that device is worth.
 
-A **device** is what the kubelet allocates and names in its pod-resources answer: a whole card
-(`GPU-<uuid>`), or a time-sliced replica of one (`GPU-<uuid>::<n>`, the NVIDIA device plugin's replica
-id). Its **card** is the physical GPU behind it, the unit that is bought and priced. Its **share** is the
-part of the card one device is worth: 1 for a whole card, 1/replicas for a time-sliced replica (the node's
-GFD label `nvidia.com/gpu.replicas`). A **holder** is the pod the device was allocated to, in its namespace
-and tenant. Further ways of sharing a card (a MIG slice, an MPS client, a DRA-allocated device) are new
-kinds here, each with its own rule for the card and the share, not new readers elsewhere.
+A **device** is what the kubelet allocates and names in its pod-resources answer, as the NVIDIA device plugin
+(v0.17) advertises it: a whole card (`GPU-<uuid>`), a replica of one (`GPU-<uuid>::<n>`: time-sliced, or an
+MPS client where the node shares its cards through MPS; the plugin writes both alike), or a MIG slice
+(`MIG-<uuid>` from driver R470, `MIG-GPU-<card uuid>/<gi>/<ci>` before; `::<n>` where the slices are
+time-sliced in turn). Its **card** is the physical GPU behind it, the unit that is bought and priced; a
+`MIG-<uuid>` names its slice only, so its card is unknown from the id (None). Its **share** is the part of a
+card one device is worth, and depends on the node (`NodeGpus`, read from GFD's labels and the node's
+capacity): 1 for a whole card; 1/replicas for a replica (GFD's `nvidia.com/gpu.replicas`); for a MIG slice,
+its GPU instance's compute slices over the compute slices of every slice the node advertises, times the cards
+partitioned, so the slices of a node sum to its partitioned cards exactly whatever the layout (docs/finops.md,
+"Shared cards"). A **holder** is the pod the device was allocated to, in its namespace and tenant.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from fractions import Fraction
 
-from gpu_finops.facts.kube_keys import LABEL_GPU_REPLICAS
+from gpu_finops.facts.kube_keys import (
+    GPU_RESOURCE,
+    LABEL_GPU_COUNT,
+    LABEL_GPU_PRODUCT,
+    LABEL_GPU_REPLICAS,
+    LABEL_GPU_SHARING,
+    LABEL_INSTANCE_GPU_COUNT,
+    LABEL_MIG_STRATEGY,
+    MIG_RESOURCE_PREFIX,
+)
 
 REPLICA_SEPARATOR = "::"  # the device plugin's time-sliced id: <card uuid>::<replica index>
 # A physical card as the NVIDIA device plugin names it: `GPU-` and its UUID, ASCII letters, digits and dashes.
-# A MIG slice (`MIG-...`) or anything else is not a card this model prices yet: refused, never a whole card.
 CARD_ID = re.compile(r"GPU-[0-9A-Za-z][0-9A-Za-z-]{0,127}", re.ASCII)
+# A MIG slice: its own UUID (driver R470 and later), or, before, its card's UUID and the GPU and compute
+# instance ids (k8s-device-plugin api/config/v1/replicas.go)
+MIG_ID = re.compile(r"MIG-[0-9A-Za-z][0-9A-Za-z-]{0,127}", re.ASCII)
+MIG_LEGACY_ID = re.compile(
+    r"MIG-(GPU-[0-9A-Za-z][0-9A-Za-z-]{0,127})/(0|[1-9][0-9]?)/(0|[1-9][0-9]?)", re.ASCII
+)
+# A MIG profile as the plugin names its resource: <g>g.<memory>gb, an attribute suffix such as `.me` (the
+# profile's `+me` with `+` made `.`); g is the GPU instance's compute slices, of 7 on A100, H100 and H200
+MIG_PROFILE = re.compile(r"([1-8])g\.([1-9][0-9]{0,3})gb((?:[.+][a-z]{1,8}){0,3})", re.ASCII)
+COUNT_VALUE = re.compile(r"0|[1-9][0-9]{0,5}", re.ASCII)
 REPLICA_INDEX = re.compile(r"0|[1-9][0-9]{0,5}", re.ASCII)  # a plain decimal from 0, as the plugin writes it
 REPLICAS_LABEL_VALUE = re.compile(r"[1-9][0-9]{0,5}", re.ASCII)
 
@@ -31,16 +53,29 @@ REPLICAS_LABEL_VALUE = re.compile(r"[1-9][0-9]{0,5}", re.ASCII)
 class Kind(StrEnum):
     WHOLE = "whole card"
     REPLICA = "time-sliced replica"
+    MPS_CLIENT = "MPS client"
+    MIG_SLICE = "MIG slice"
+
+
+class Sharing(StrEnum):
+    """How a node shares its cards: GFD's `nvidia.com/gpu.sharing-strategy`, or MIG by the plugin's strategy."""
+
+    NONE = "none"
+    TIME_SLICING = "time-slicing"
+    MPS = "mps"
+    MIG_SINGLE = "mig-single"
+    MIG_MIXED = "mig-mixed"
 
 
 @dataclass(frozen=True)
 class Device:
-    """One allocatable device, as the kubelet named it."""
+    """One allocatable device, as the kubelet named it. `kind` is what the id says: WHOLE, REPLICA (a replica
+    id: time-sliced or an MPS client, as the node's sharing says) or MIG_SLICE."""
 
     id: str
-    card: str  # the physical card's UUID
+    card: str | None  # the physical card's UUID; None for a MIG slice named by its own UUID
     kind: Kind
-    replica: str | None = None  # the replica index, for a time-sliced device
+    replica: str | None = None  # the replica index, for a replica id
 
 
 class DeviceIdError(ValueError):
@@ -48,26 +83,34 @@ class DeviceIdError(ValueError):
 
 
 def device(device_id: str) -> Device:
-    """The device behind a kubelet device id: a whole card, or a replica of the card before `::`.
-    Raises DeviceIdError for an id the device plugin would not write: not text, a card that is not
-    `GPU-<uuid>` (empty, whitespace or control characters, a MIG slice), a replica index that is not a
-    plain decimal from 0 (`01`, `-1`, empty), or a second `::`."""
+    """The device behind a kubelet device id: a whole card, a replica of the card before `::`, or a MIG
+    slice (`MIG-<uuid>`, `MIG-GPU-<uuid>/<gi>/<ci>`, either with `::<n>`). Raises DeviceIdError for an id the
+    device plugin would not write: not text, neither `GPU-<uuid>` nor a MIG slice (empty, whitespace or
+    control characters), a replica index that is not a plain decimal from 0 (`01`, `-1`, empty), or a second
+    `::`."""
     if not isinstance(device_id, str):
         raise DeviceIdError(f"device id {device_id!r} is a {type(device_id).__name__}, not text")
-    card, sep, replica = device_id.partition(REPLICA_SEPARATOR)
-    if not CARD_ID.fullmatch(card):
+    base, sep, replica = device_id.partition(REPLICA_SEPARATOR)
+    legacy = MIG_LEGACY_ID.fullmatch(base)
+    if legacy:
+        card, kind = legacy.group(1), Kind.MIG_SLICE
+    elif MIG_ID.fullmatch(base):
+        card, kind = None, Kind.MIG_SLICE
+    elif CARD_ID.fullmatch(base):
+        card, kind = base, (Kind.REPLICA if sep else Kind.WHOLE)
+    else:
         raise DeviceIdError(
-            f"device id {device_id!r} names no card: expected GPU-<uuid> or GPU-<uuid>::<replica index> "
-            "(MIG slices and other device kinds are not modeled)"
+            f"device id {device_id!r} names no card: expected GPU-<uuid>, GPU-<uuid>::<replica index>, or a "
+            "MIG slice MIG-<uuid> or MIG-GPU-<uuid>/<gi>/<ci>"
         )
     if not sep:
-        return Device(device_id, device_id, Kind.WHOLE)
+        return Device(device_id, card, kind)
     if not REPLICA_INDEX.fullmatch(replica):
         raise DeviceIdError(
             f"device id {device_id!r}: replica index {replica!r} is not a plain decimal from 0 "
-            "(the device plugin writes GPU-<uuid>::<n>)"
+            "(the device plugin writes <id>::<n>)"
         )
-    return Device(device_id, card, Kind.REPLICA, replica)
+    return Device(device_id, card, kind, replica)
 
 
 def _ids(device_ids: tuple[str, ...] | list[str]) -> tuple[str, ...]:
@@ -80,12 +123,25 @@ def _ids(device_ids: tuple[str, ...] | list[str]) -> tuple[str, ...]:
 
 
 def card_of(device_id: str) -> str:
-    """The physical card's UUID behind a device id."""
-    return device(device_id).card
+    """The physical card's UUID behind a device id. Raises DeviceIdError for a MIG slice named by its own
+    UUID: which card it was cut from is the node's to say (nvidia-smi, DCGM's UUID label), not the id's."""
+    dev = device(device_id)
+    if dev.card is None:
+        raise DeviceIdError(
+            f"device id {device_id!r} is a MIG slice named by its own UUID: its card is not in the id "
+            "(read it from the node's MIG layout)"
+        )
+    return dev.card
+
+
+def devices(device_ids: tuple[str, ...] | list[str]) -> list[Device]:
+    """Each device id read (each must be one the device plugin writes)."""
+    return [device(d) for d in _ids(device_ids)]
 
 
 def cards(device_ids: tuple[str, ...] | list[str]) -> set[str]:
-    """The distinct physical cards behind device ids (each id must be one the device plugin writes)."""
+    """The distinct physical cards behind device ids (each id must be one the device plugin writes, and name
+    its card: see card_of)."""
     return {card_of(d) for d in _ids(device_ids)}
 
 
@@ -129,18 +185,21 @@ class HeldGpu:
     device: Device
     holder: Holder
     share: Fraction
+    kind: Kind = Kind.WHOLE  # what the device is on its node: a replica id is an MPS client under MPS
 
     @property
-    def card(self) -> str:
+    def card(self) -> str | None:
         return self.device.card
 
 
-def held(holder: Holder, device_ids: tuple[str, ...] | list[str], replicas: int) -> list[HeldGpu]:
-    """Each device a pod holds, with its share: a replica is worth 1/replicas of its card, a whole card 1.
-    Raises DeviceIdError for what the kubelet would not give one pod on such a node: a device twice, a
-    replica index the node does not advertise (index >= replicas), a whole-card id on a node that shares
-    its cards as replicas, or a replica id on a node that does not."""
-    each = share(replicas)
+def held(holder: Holder, device_ids: tuple[str, ...] | list[str], advertised: int | Offer) -> list[HeldGpu]:
+    """Each device a pod holds, with its share of a card. `advertised`: what one device of the resource it
+    was given is on its node (an Offer, from NodeGpus), or the replicas per card of a node that shares only
+    by replicas (1: whole cards). Raises DeviceIdError for what the kubelet would not give one pod on such a
+    node: a device twice, a replica index the node does not advertise (index >= replicas), a whole-card id
+    where the node shares its cards as replicas or slices, a replica id where it does not, a card's id where
+    it advertises MIG slices and a slice's where it does not."""
+    offer = advertised if isinstance(advertised, Offer) else replica_offer(advertised)
     ids = _ids(device_ids)
     twice = sorted({d for d in ids if ids.count(d) > 1})
     if twice:
@@ -148,23 +207,232 @@ def held(holder: Holder, device_ids: tuple[str, ...] | list[str], replicas: int)
     out = []
     for d in ids:
         dev = device(d)
-        if dev.kind is Kind.REPLICA and int(dev.replica or 0) >= replicas:
+        mig = offer.kind is Kind.MIG_SLICE
+        if (dev.kind is Kind.MIG_SLICE) != mig:
             raise DeviceIdError(
-                f"device id {d!r}: replica {dev.replica} on a node advertising {replicas} per card "
-                f"(indexes 0..{replicas - 1})"
+                f"device id {d!r}: a {_what(dev)} where the node advertises {offer.resource} as {offer.kind}s"
             )
-        if (dev.kind is Kind.WHOLE) != (replicas == 1):
+        if (dev.replica is None) != (offer.replicas == 1):
+            want = "MIG-<uuid>" if mig else "GPU-<uuid>"
             raise DeviceIdError(
-                f"device id {d!r}: a {dev.kind} on a node advertising {replicas} device(s) per card "
-                f"(expected {'GPU-<uuid>' if replicas == 1 else 'GPU-<uuid>::<n>'})"
+                f"device id {d!r}: a {_what(dev)} on a node advertising "
+                f"{offer.replicas} device(s) per {'slice' if mig else 'card'} "
+                f"(expected {want if offer.replicas == 1 else want + '::<n>'})"
             )
-        out.append(HeldGpu(dev, holder, each if dev.kind is Kind.REPLICA else Fraction(1)))
+        if dev.replica is not None and int(dev.replica) >= offer.replicas:
+            raise DeviceIdError(
+                f"device id {d!r}: replica {dev.replica} on a node advertising {offer.replicas} per "
+                f"{'slice' if mig else 'card'} (indexes 0..{offer.replicas - 1})"
+            )
+        out.append(HeldGpu(dev, holder, offer.share, offer.kind))
     return out
+
+
+def _what(dev: Device) -> str:
+    if dev.kind is Kind.MIG_SLICE and dev.replica is not None:
+        return "replica of a MIG slice"
+    return str(dev.kind)
 
 
 def card_shares(holdings: list[HeldGpu]) -> dict[str, Fraction]:
-    """The part of each physical card held, summed over its holders (a card over 1 is held more than once)."""
+    """The part of each physical card held, summed over its holders (a card over 1 is held more than once).
+    A MIG slice named by its own UUID counts under that UUID: its card is not in the id."""
     out: dict[str, Fraction] = {}
     for h in holdings:
-        out[h.card] = out.get(h.card, Fraction(0)) + h.share
+        key = h.card or h.device.id.partition(REPLICA_SEPARATOR)[0]
+        out[key] = out.get(key, Fraction(0)) + h.share
     return out
+
+
+# --- a node's cards and what it advertises of them ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MigProfile:
+    """A MIG GPU instance profile as the device plugin names it (`1g.10gb`, `1g.10gb.me`)."""
+
+    name: str
+    compute: int  # the GPU instance's compute slices: the `g`
+    memory_gb: int
+
+    @classmethod
+    def parse(cls, name: str) -> MigProfile:
+        m = MIG_PROFILE.fullmatch(name) if isinstance(name, str) else None
+        if not m:
+            raise NodeGpusError(
+                f"MIG profile {name!r}: expected <g>g.<memory>gb as the device plugin names it (1g.10gb, "
+                "3g.40gb, 1g.10gb.me)"
+            )
+        return cls(name, int(m.group(1)), int(m.group(2)))
+
+
+@dataclass(frozen=True)
+class Offer:
+    """What one device of a resource a node advertises is."""
+
+    resource: str
+    kind: Kind
+    share: Fraction  # of a card, one device
+    replicas: int = 1  # devices per card (per slice, under MIG)
+    count: int = 0  # devices the node advertises
+    profile: MigProfile | None = None
+
+    @property
+    def label(self) -> str:
+        """How `gpu-finops gpus` and the reports name it: `MIG slice 1g.10gb`, `MPS client 1/4`."""
+        if self.kind is Kind.MIG_SLICE and self.profile is not None:
+            tail = f" ({self.replicas} replicas)" if self.replicas > 1 else ""
+            return f"{self.kind} {self.profile.name}{tail}"
+        return str(self.kind) if self.kind is Kind.WHOLE else f"{self.kind} 1/{self.replicas}"
+
+
+def replica_offer(
+    replicas: int, resource: str = GPU_RESOURCE, sharing: Sharing = Sharing.TIME_SLICING
+) -> Offer:
+    """A card advertised as `replicas` devices (1: whole): time-sliced, or MPS clients under MPS."""
+    each = share(replicas)
+    if replicas == 1:
+        return Offer(resource, Kind.WHOLE, each)
+    kind = Kind.MPS_CLIENT if sharing is Sharing.MPS else Kind.REPLICA
+    return Offer(resource, kind, each, replicas)
+
+
+class NodeGpusError(ValueError):
+    """A GPU node whose cards or advertisement cannot be read: never counted as zero cards or as whole ones."""
+
+
+@dataclass(frozen=True)
+class NodeGpus:
+    """A GPU node's physical cards and what it advertises of them, read from GFD's labels and the node's
+    capacity (`node_gpus`)."""
+
+    cards: int
+    sharing: Sharing
+    offers: Mapping[str, Offer]  # resource -> what one device of it is
+
+    def offer(self, resource: str) -> Offer:
+        if resource not in self.offers:
+            raise NodeGpusError(
+                f"the node advertises no {resource} (it advertises {sorted(self.offers) or 'no GPU resource'})"
+            )
+        return self.offers[resource]
+
+    def equivalents(self, requests: Mapping[str, int]) -> Fraction:
+        """Cards' worth of `requests` (resource -> devices) on this node."""
+        return sum((self.offer(r).share * n for r, n in requests.items() if n), Fraction(0))
+
+    @property
+    def advertised(self) -> Fraction:
+        """Cards' worth of every device the node advertises: its cards when every card is advertised."""
+        return sum((o.share * o.count for o in self.offers.values()), Fraction(0))
+
+
+def is_gpu_resource(resource: str) -> bool:
+    """A resource the NVIDIA device plugin advertises: nvidia.com/gpu, a renamed share of it
+    (nvidia.com/gpu.shared) or a MIG profile (nvidia.com/mig-1g.10gb)."""
+    return resource == GPU_RESOURCE or resource.startswith((GPU_RESOURCE + ".", MIG_RESOURCE_PREFIX))
+
+
+def _count(value: object, what: str) -> int:
+    text = str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+    if text is None or not COUNT_VALUE.fullmatch(text):
+        raise NodeGpusError(f"{what} {value!r} is not a whole number of devices")
+    return int(text)
+
+
+def _cards(labels: Mapping[str, str], mig: bool) -> int | None:
+    """Physical cards: Karpenter's instance-gpu-count, else (without MIG) GFD's count. Under MIG single GFD's
+    `nvidia.com/gpu.count` counts slices, so it is not read as cards there."""
+    for key in (LABEL_INSTANCE_GPU_COUNT,) if mig else (LABEL_INSTANCE_GPU_COUNT, LABEL_GPU_COUNT):
+        raw = labels.get(key)
+        if isinstance(raw, str) and REPLICAS_LABEL_VALUE.fullmatch(raw):
+            return int(raw)
+    return None
+
+
+def node_gpus(
+    labels: Mapping[str, str], capacity: Mapping[str, object], cards: int | None = None
+) -> NodeGpus:
+    """The node's cards and offers. `cards`: the physical cards where the caller knows them otherwise (the
+    instance type's catalog entry); else Karpenter's `karpenter.k8s.aws/instance-gpu-count`, else GFD's
+    count (not under MIG). Raises NodeGpusError, naming what is missing, for a node whose cards cannot be
+    read, a MIG single node whose product label names no profile, or a GPU capacity that is no count."""
+    strategy = labels.get(LABEL_MIG_STRATEGY)
+    advertised = {r: _count(v, f"capacity {r}") for r, v in capacity.items() if is_gpu_resource(r)}
+    mig = strategy in ("single", "mixed")
+    cards = cards if cards is not None else _cards(labels, mig)
+    replicas = replicas_per_card(labels)
+    if cards is None:
+        if mig:
+            raise NodeGpusError(
+                f"a MIG node ({LABEL_MIG_STRATEGY}={strategy}) without {LABEL_INSTANCE_GPU_COUNT} or a known "
+                "instance type: its physical cards are unknown (GFD's count is its slices)"
+            )
+        whole = advertised.get(GPU_RESOURCE, 0) + advertised.get(GPU_RESOURCE + ".shared", 0)
+        if whole % replicas:
+            raise NodeGpusError(
+                f"{whole} GPU devices advertised is not a whole number of cards of {replicas} replicas"
+            )
+        cards = whole // replicas
+    if strategy == "single":
+        return _mig_single(labels, advertised, cards, replicas)
+    if strategy == "mixed":
+        return _mig_mixed(labels, advertised, cards)
+    sharing = (
+        Sharing.MPS
+        if labels.get(LABEL_GPU_SHARING) == "mps"
+        else (Sharing.TIME_SLICING if replicas > 1 else Sharing.NONE)
+    )
+    offers = {r: replace(replica_offer(replicas, r, sharing), count=n) for r, n in advertised.items()}
+    return NodeGpus(cards, sharing, offers)
+
+
+def _mig_single(labels: Mapping[str, str], advertised: dict[str, int], cards: int, replicas: int) -> NodeGpus:
+    """MIG single: every card cut alike, each slice advertised as nvidia.com/gpu (times replicas where the
+    slices are time-sliced), the profile at the end of GFD's product label: `NVIDIA-H100-80GB-HBM3-MIG-1g.10gb`."""
+    product = labels.get(LABEL_GPU_PRODUCT, "")
+    name = product.rpartition("-MIG-")[2] if "-MIG-" in product else ""
+    if not name or name.endswith("INVALID"):
+        raise NodeGpusError(
+            f"a MIG single node whose {LABEL_GPU_PRODUCT} {product!r} names no MIG profile (GFD writes "
+            "<card>-MIG-<profile>; -MIG-INVALID when the cards are not cut alike)"
+        )
+    profile = MigProfile.parse(name)
+    count = sum(advertised.values())
+    offers = (
+        {
+            r: Offer(r, Kind.MIG_SLICE, Fraction(cards, count), replicas, n, profile)
+            for r, n in advertised.items()
+        }
+        if count
+        else {}
+    )
+    return NodeGpus(cards, Sharing.MIG_SINGLE, offers)
+
+
+def _mig_mixed(labels: Mapping[str, str], advertised: dict[str, int], cards: int) -> NodeGpus:
+    """MIG mixed: a resource per profile (nvidia.com/mig-<profile>), and nvidia.com/gpu for cards left whole.
+    A slice is worth its compute slices over the compute slices of every slice advertised, times the cards
+    partitioned: the slices sum to those cards exactly (a layout that strands compute, such as 1g.20gb x 4 of
+    7, prices the stranded part into its slices)."""
+    whole_replicas = replicas_per_card(labels)
+    whole = advertised.get(GPU_RESOURCE, 0)
+    offers: dict[str, Offer] = {}
+    if whole:
+        offers[GPU_RESOURCE] = replace(replica_offer(whole_replicas), count=whole)
+    cut = cards - whole // whole_replicas
+    slices: dict[str, tuple[MigProfile, int, int]] = {}
+    for r, n in advertised.items():
+        if not r.startswith(MIG_RESOURCE_PREFIX) or not n:
+            continue
+        replicas = replicas_per_card({LABEL_GPU_REPLICAS: labels.get(f"{r}.replicas", "1")})
+        slices[r] = (MigProfile.parse(r.removeprefix(MIG_RESOURCE_PREFIX)), n, replicas)
+    total = sum(p.compute * (n // reps) for p, n, reps in slices.values())
+    if slices and (cut <= 0 or total <= 0):
+        raise NodeGpusError(
+            f"a MIG mixed node advertising {sorted(slices)} with {cards} card(s), {whole} of them whole: no card "
+            "left to cut the slices from"
+        )
+    for r, (profile, n, reps) in slices.items():
+        offers[r] = Offer(r, Kind.MIG_SLICE, Fraction(cut * profile.compute, total * reps), reps, n, profile)
+    return NodeGpus(cards, Sharing.MIG_MIXED, offers)

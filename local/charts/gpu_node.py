@@ -34,8 +34,10 @@ from gpu_finops.facts.kube_keys import (
     LABEL_ARCH,
     LABEL_CAPACITY_TYPE,
     LABEL_GPU_COUNT,
+    LABEL_GPU_PRODUCT,
     LABEL_HOSTNAME,
     LABEL_INSTANCE_TYPE,
+    LABEL_MPS_CAPABLE,
     LABEL_NODEPOOL,
     LABEL_ZONE,
 )
@@ -115,8 +117,8 @@ def gpu_node(c: Config, stage: str, *, shared: bool = False, name: str = "gpu-no
     if stage == "gfd":
         labels |= {
             LABEL_GPU_COUNT: str(gpus),
-            "nvidia.com/gpu.product": GPU_NAMES[itype.split(".")[0]][1],
-            "nvidia.com/mps.capable": "false",
+            LABEL_GPU_PRODUCT: GPU_NAMES[itype.split(".")[0]][1],
+            LABEL_MPS_CAPABLE: "false",
         }
         capacity[GPU_RESOURCE] = allocatable[GPU_RESOURCE] = str(gpus)
     return {

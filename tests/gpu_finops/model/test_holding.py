@@ -1,4 +1,4 @@
-"""A held GPU: device -> holder -> share, for a whole card and a time-sliced replica."""
+"""A held GPU: device -> holder -> share, for a whole card, a time-sliced replica, an MPS client and a MIG slice."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ CARD = "GPU-8a3d6b0e-1111-2222-3333-444455556666"
         (CARD, CARD, h.Kind.WHOLE, None),
         (f"{CARD}::3", CARD, h.Kind.REPLICA, "3"),
         (f"{CARD}::0", CARD, h.Kind.REPLICA, "0"),
+        (f"MIG-{CARD}/3/0", CARD, h.Kind.MIG_SLICE, None),
+        (f"MIG-{CARD}/13/1::2", CARD, h.Kind.MIG_SLICE, "2"),
     ],
 )
 def test_a_device_id_names_its_physical_card_and_kind(device_id, card, kind, replica):
@@ -39,8 +41,12 @@ def test_a_device_id_names_its_physical_card_and_kind(device_id, card, kind, rep
         (f"{CARD}:::1", "replica index ':1' is not a plain decimal from 0"),
         (f"{CARD}::1234567", "replica index '1234567' is not a plain decimal from 0"),
         ("foo", "names no card"),
-        ("MIG-1234", "names no card"),
-        ("MIG-x::0", "names no card"),
+        ("MIG-", "names no card"),
+        ("MIG-GPU-a/1", "names no card"),
+        ("MIG-GPU-a/01/0", "names no card"),
+        ("MIG-GPU-a/1/0/2", "names no card"),
+        ("MIG-a b", "names no card"),
+        ("MIG-a::01", "replica index '01' is not a plain decimal from 0"),
         ("GPU a b", "names no card"),
         ("GPU-a\nGPU-b", "names no card"),
         ("GPU-a\u200b", "names no card"),
@@ -108,15 +114,15 @@ def test_a_nodes_replicas_per_card_is_its_gfd_label_else_whole_cards(labels, rep
 
 def test_a_replica_index_the_node_does_not_advertise_is_refused():
     with pytest.raises(h.DeviceIdError, match=r"replica 4 on a node advertising 4 per card \(indexes 0..3\)"):
-        h.held(h.Holder("team-a", "p"), [f"{CARD}::4"], replicas=4)
+        h.held(h.Holder("team-a", "p"), [f"{CARD}::4"], 4)
 
 
 def test_a_pods_devices_are_held_with_their_shares_and_summed_per_card():
     alice, bob = h.Holder("team-a", "p1", "team-a"), h.Holder("team-b", "p2", "team-b")
     held = (
-        h.held(alice, [f"{CARD}::0"], replicas=4)
-        + h.held(alice, ["GPU-b"], replicas=1)  # a whole card on another node
-        + h.held(bob, [f"{CARD}::1"], replicas=4)
+        h.held(alice, [f"{CARD}::0"], 4)
+        + h.held(alice, ["GPU-b"], 1)  # a whole card on another node
+        + h.held(bob, [f"{CARD}::1"], 4)
     )
     assert [(x.card, x.holder.pod, x.share) for x in held] == [
         (CARD, "p1", Fraction(1, 4)),
@@ -142,3 +148,152 @@ def test_a_pods_devices_are_held_with_their_shares_and_summed_per_card():
 def test_what_the_kubelet_would_not_give_one_pod_on_such_a_node_is_refused(device_ids, replicas, why):
     with pytest.raises(h.DeviceIdError, match=re.escape(why)):
         h.held(h.Holder("team-a", "p"), device_ids, replicas)
+
+
+SLICE = "MIG-5e8b9d1c-aaaa-bbbb-cccc-ddddeeeeffff"
+
+
+def test_a_mig_slice_named_by_its_own_uuid_is_a_slice_whose_card_the_id_does_not_say():
+    assert h.device(SLICE) == h.Device(SLICE, None, h.Kind.MIG_SLICE)
+    assert h.device(f"{SLICE}::1") == h.Device(f"{SLICE}::1", None, h.Kind.MIG_SLICE, "1")
+    with pytest.raises(
+        h.DeviceIdError, match="is a MIG slice named by its own UUID: its card is not in the id"
+    ):
+        h.card_of(SLICE)
+
+
+H100 = {"karpenter.k8s.aws/instance-gpu-count": "8", "node.kubernetes.io/instance-type": "p5.48xlarge"}
+
+
+def mixed(**capacity: str) -> h.NodeGpus:
+    return h.node_gpus(
+        {**H100, "nvidia.com/mig.strategy": "mixed"},
+        {f"nvidia.com/mig-{k.replace('_', '.')}": v for k, v in capacity.items()} | {"cpu": "192"},
+    )
+
+
+def test_whole_cards_are_worth_one_and_sum_to_the_cards():
+    node = h.node_gpus({"nvidia.com/gpu.count": "4"}, {"nvidia.com/gpu": "4"})
+    assert (node.cards, node.sharing, node.advertised) == (4, h.Sharing.NONE, 4)
+    assert node.offer("nvidia.com/gpu").kind is h.Kind.WHOLE
+    assert node.equivalents({"nvidia.com/gpu": 3}) == 3
+
+
+@pytest.mark.parametrize(
+    "strategy, kind, sharing",
+    [("time-slicing", h.Kind.REPLICA, h.Sharing.TIME_SLICING), ("mps", h.Kind.MPS_CLIENT, h.Sharing.MPS)],
+)
+def test_replicas_time_sliced_or_mps_clients_are_each_one_replicas_share(strategy, kind, sharing):
+    labels = {
+        "nvidia.com/gpu.count": "1",
+        "nvidia.com/gpu.replicas": "4",
+        "nvidia.com/gpu.sharing-strategy": strategy,
+    }
+    node = h.node_gpus(labels, {"nvidia.com/gpu.shared": "4"})
+    offer = node.offer("nvidia.com/gpu.shared")
+    assert (node.sharing, offer.kind, offer.share, offer.label) == (
+        sharing,
+        kind,
+        Fraction(1, 4),
+        f"{kind} 1/4",
+    )
+    assert node.advertised == node.cards == 1
+    held = h.held(h.Holder("team-a", "p"), ["GPU-a::3"], offer)
+    assert [(x.kind, x.share) for x in held] == [(kind, Fraction(1, 4))]
+
+
+def test_mig_single_slices_each_are_the_cards_over_the_slices():
+    labels = {**H100, "nvidia.com/mig.strategy": "single", "nvidia.com/gpu.count": "56",
+              "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb"}  # fmt: skip
+    node = h.node_gpus(labels, {"nvidia.com/gpu": "56"})
+    offer = node.offer("nvidia.com/gpu")
+    assert node.cards == 8, "GFD's count is the slices under MIG single, not the cards"
+    assert (offer.kind, offer.profile, offer.share) == (
+        h.Kind.MIG_SLICE,
+        h.MigProfile("1g.10gb", 1, 10),
+        Fraction(1, 7),
+    )
+    assert node.advertised == 8 and offer.label == "MIG slice 1g.10gb"
+
+
+@pytest.mark.parametrize(
+    "capacity, shares",
+    [
+        ({"1g_10gb": "56"}, {"1g.10gb": Fraction(1, 7)}),
+        ({"3g_40gb": "16"}, {"3g.40gb": Fraction(1, 2)}),  # 2 of 7 compute slices a card stranded, priced in
+        ({"1g_20gb": "32"}, {"1g.20gb": Fraction(1, 4)}),
+        ({"4g_40gb": "8", "3g_40gb": "8"}, {"4g.40gb": Fraction(4, 7), "3g.40gb": Fraction(3, 7)}),
+        ({"7g_80gb": "4", "1g_10gb": "28"}, {"7g.80gb": Fraction(1), "1g.10gb": Fraction(1, 7)}),
+        ({"1g_10gb_me": "8", "1g_10gb": "48"}, {"1g.10gb.me": Fraction(1, 7), "1g.10gb": Fraction(1, 7)}),
+    ],
+)
+def test_a_mig_slice_is_its_compute_over_the_nodes_slices_and_the_slices_sum_to_the_cards(capacity, shares):
+    node = mixed(**capacity)
+    assert {o.profile.name: o.share for o in node.offers.values()} == shares
+    assert node.advertised == node.cards == 8
+    assert node.sharing is h.Sharing.MIG_MIXED
+
+
+def test_mig_mixed_cards_left_whole_are_worth_one_and_the_rest_are_cut():
+    node = h.node_gpus(
+        {**H100, "nvidia.com/mig.strategy": "mixed"}, {"nvidia.com/gpu": "4", "nvidia.com/mig-1g.10gb": "28"}
+    )
+    assert node.offer("nvidia.com/gpu").share == 1 and node.offer("nvidia.com/mig-1g.10gb").share == Fraction(
+        1, 7
+    )
+    assert node.advertised == 8
+    assert node.equivalents({"nvidia.com/gpu": 1, "nvidia.com/mig-1g.10gb": 2}) == Fraction(9, 7)
+
+
+def test_mig_slices_held_are_checked_against_the_offer():
+    offer = mixed(**{"1g_10gb": "56"}).offer("nvidia.com/mig-1g.10gb")
+    pod = h.Holder("team-a", "p", "team-a")
+    assert [(x.kind, x.share, x.card) for x in h.held(pod, [SLICE], offer)] == [
+        (h.Kind.MIG_SLICE, Fraction(1, 7), None)
+    ]
+    with pytest.raises(
+        h.DeviceIdError, match=r"a whole card where the node advertises nvidia.com/mig-1g.10gb as MIG slices"
+    ):
+        h.held(pod, [CARD], offer)
+    with pytest.raises(
+        h.DeviceIdError, match=r"a replica of a MIG slice on a node advertising 1 device\(s\) per slice"
+    ):
+        h.held(pod, [f"{SLICE}::0"], offer)
+    with pytest.raises(
+        h.DeviceIdError, match=r"a MIG slice where the node advertises nvidia.com/gpu as whole cards"
+    ):
+        h.held(pod, [SLICE], 1)
+
+
+@pytest.mark.parametrize(
+    "labels, capacity, why",
+    [
+        ({"nvidia.com/mig.strategy": "mixed"}, {"nvidia.com/mig-1g.10gb": "7"},
+         "a MIG node (nvidia.com/mig.strategy=mixed) without karpenter.k8s.aws/instance-gpu-count"),
+        ({"nvidia.com/mig.strategy": "single", "nvidia.com/gpu.count": "7"}, {"nvidia.com/gpu": "7"},
+         "without karpenter.k8s.aws/instance-gpu-count or a known instance type: its physical cards are unknown"),
+        ({**H100, "nvidia.com/mig.strategy": "single", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-MIG-INVALID"},
+         {"nvidia.com/gpu": "0"}, "names no MIG profile"),
+        ({**H100, "nvidia.com/mig.strategy": "single", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+         {"nvidia.com/gpu": "8"}, "names no MIG profile"),
+        ({**H100, "nvidia.com/mig.strategy": "mixed"}, {"nvidia.com/mig-9g.10gb": "7"},
+         "MIG profile '9g.10gb': expected <g>g.<memory>gb"),
+        ({**H100, "nvidia.com/mig.strategy": "mixed"}, {"nvidia.com/gpu": "8", "nvidia.com/mig-1g.10gb": "7"},
+         "no card left to cut the slices from"),
+        ({"nvidia.com/gpu.count": "1"}, {"nvidia.com/gpu": "1.5"}, "capacity nvidia.com/gpu '1.5' is not a whole number"),
+        ({}, {"nvidia.com/gpu": "-1"}, "capacity nvidia.com/gpu '-1' is not a whole number"),
+        ({"nvidia.com/gpu.replicas": "4"}, {"nvidia.com/gpu": "6"}, "6 GPU devices advertised is not a whole number of cards of 4"),
+    ],
+)  # fmt: skip
+def test_a_node_whose_cards_cannot_be_read_is_refused_naming_what_is_missing(labels, capacity, why):
+    with pytest.raises(h.NodeGpusError, match=re.escape(why)):
+        h.node_gpus(labels, capacity)
+
+
+def test_an_advertised_resource_the_node_does_not_offer_is_named():
+    node = h.node_gpus({"nvidia.com/gpu.count": "1"}, {"nvidia.com/gpu": "1"})
+    with pytest.raises(
+        h.NodeGpusError,
+        match=r"the node advertises no nvidia.com/mig-1g.10gb \(it advertises \['nvidia.com/gpu'\]\)",
+    ):
+        node.equivalents({"nvidia.com/mig-1g.10gb": 1})
