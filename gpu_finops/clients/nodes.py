@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gpu_finops.facts import file_schema, input_files, timestamps
+from gpu_finops.facts.catalog import GPU_TYPES
 from gpu_finops.facts.errors import FILE, ConfigError
 from gpu_finops.facts.file_schema import AwareTime, ForeignModel, Text
 from gpu_finops.facts.kube_keys import (
@@ -20,6 +21,7 @@ from gpu_finops.facts.kube_keys import (
     LABEL_NODEPOOL,
     LABEL_ZONE,
 )
+from gpu_finops.model import holding
 
 
 @dataclass(frozen=True)
@@ -76,15 +78,23 @@ def instance_id_from_provider_id(provider_id: str | None) -> str | None:
     return tail or None
 
 
+def physical_cards(name: str, labels: dict[str, str], capacity: dict[str, Any]) -> int:
+    """The node's physical cards, as the held-GPU model reads them (gpu_finops.model.holding.node_gpus): a MIG
+    node's slices and a time-sliced node's replicas are not cards. Raises ValueError naming the node where they
+    cannot be read (a MIG node of a type nobody labelled with its GPU count and the catalog does not know)."""
+    known = GPU_TYPES.get(labels.get(LABEL_INSTANCE_TYPE, ""))
+    try:
+        return holding.node_gpus(labels, capacity, known[2] if known else None).cards
+    except holding.NodeGpusError as exc:
+        raise ValueError(f"node {name!r}: {exc}") from None
+
+
 def node_facts(node: Any) -> GpuNode:
     """Convert a kubernetes-client V1Node (or anything shaped like it) into GpuNode."""
     meta, status, spec = node.metadata, node.status, node.spec
     labels = dict(meta.labels or {})
     capacity = dict((status.capacity or {}) if status else {})
-    physical = labels.get(LABEL_GPU_COUNT)
-    gpu_count = (
-        int(physical) if physical and physical.isdigit() else int(str(capacity.get(GPU_RESOURCE, "0")) or 0)
-    )
+    gpu_count = physical_cards(meta.name, labels, capacity)
     capacity_type, capacity_source = capacity_type_of(labels)
     return GpuNode(
         name=meta.name,
@@ -140,7 +150,7 @@ def node_facts_from_dict(obj: dict[str, Any]) -> GpuNode:
         raise ValueError(
             f"node {meta.get('name')!r}: {GPU_RESOURCE} capacity {raw[:40]!r} is not a whole number"
         )
-    gpu_count = int(physical) if physical and physical.isdigit() else int(raw)
+    gpu_count = physical_cards(meta.get("name"), labels, capacity)
     created = timestamps.parse(meta.get("creationTimestamp") or None)
     if created is None:
         raise ValueError(f"node {meta.get('name')!r} has no metadata.creationTimestamp")

@@ -2,8 +2,9 @@
 
 A pod holds its node's GPUs from the time the kubelet accepted it (`status.startTime`: devices are
 allocated to it from then) until its last container finished; a pod still running holds them still
-(`end` None). A time-sliced replica holds 1/replicas of a physical card, `replicas` read from the
-node's GFD label `nvidia.com/gpu.replicas` (1 when the node has no time-slicing).
+(`end` None). What it holds is worth `equivalents` cards, as the held-GPU model reads its node
+(gpu_finops.model.holding.NodeGpus): a whole card 1, a time-sliced replica or an MPS client 1/replicas
+(GFD's `nvidia.com/gpu.replicas`), a MIG slice its compute slices over the node's.
 
 The tenant is the namespace's `gpu-finops.io/tenant` label; else the Kueue ClusterQueue behind the
 pod's LocalQueue (`kueue.x-k8s.io/queue-name`: on the pod, or, as Kueue's Job integration has it, on the
@@ -22,15 +23,16 @@ from typing import Annotated, Any
 from pydantic import Field, RootModel, Strict
 
 from gpu_finops.facts import file_schema, input_files, json_text
+from gpu_finops.facts.catalog import GPU_TYPES
 from gpu_finops.facts.errors import FILE, ConfigError
 from gpu_finops.facts.file_schema import AwareTime, FileModel, Label, Text
 from gpu_finops.facts.kube_keys import (
     GPU_RESOURCE,
     KUEUE_GROUP,
     KUEUE_VERSION,
+    LABEL_INSTANCE_TYPE,
     LABEL_QUEUE_NAME,
     LABEL_TENANT,
-    SHARED_GPU_RESOURCE,
 )
 from gpu_finops.facts.private_files import write_private
 from gpu_finops.model import holding
@@ -54,15 +56,22 @@ class GpuHolding:
     end: datetime | None = None  # None: still holding
     replicas: int = 1  # time-slicing replicas per physical card on the node
     devices: tuple[str, ...] = ()  # device ids the kubelet gave it (pod-resources), where they are known
+    # cards' worth of what it holds, where its node was read as the model reads one (a MIG slice's share is
+    # not 1/replicas); None in holdings recorded before, read as gpus / replicas
+    equivalents: Fraction | None = None
+    resources: tuple[tuple[str, int], ...] = ()  # (resource, devices) it asked for: nvidia.com/mig-1g.10gb, 2
 
     @property
     def physical_gpus(self) -> Fraction:
-        """Physical cards held: a replica holds 1/replicas of its card."""
+        """Physical cards held: a replica holds 1/replicas of its card, a MIG slice its share of one."""
+        if self.equivalents is not None:
+            return self.equivalents
         return holding.physical_gpus(self.gpus, self.replicas)
 
     def held(self) -> list[holding.HeldGpu]:
         """Each device the kubelet gave this pod, as the model holds a GPU: card, holder, share (empty
-        where the node's pod-resources answer was not read)."""
+        where the node's pod-resources answer was not read). Whole cards and replicas: a MIG slice's share
+        is its offer's (holding.held with the node's Offer)."""
         return holding.held(
             holding.Holder(self.namespace, self.pod, self.tenant), self.devices, self.replicas
         )
@@ -81,6 +90,8 @@ class GpuHolding:
         data["start"] = self.start.isoformat()
         data["end"] = self.end.isoformat() if self.end else None
         data["devices"] = list(self.devices)
+        data["equivalents"] = None if self.equivalents is None else str(self.equivalents)
+        data["resources"] = dict(self.resources)
         return data
 
     @classmethod
@@ -91,6 +102,8 @@ class GpuHolding:
                 "start": _ts(data["start"]),
                 "end": _ts(data.get("end")),
                 "devices": tuple(data.get("devices") or ()),
+                "equivalents": None if data.get("equivalents") is None else Fraction(data["equivalents"]),
+                "resources": tuple(sorted((data.get("resources") or {}).items())),
             }
         )
 
@@ -101,18 +114,29 @@ def _ts(value: Any) -> datetime | None:
     return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
 
 
-def _gpu_limit(container: Any) -> int:
-    """Whole cards (nvidia.com/gpu) or time-sliced replicas (nvidia.com/gpu.shared, the renamed resource):
-    a node advertises one or the other, and its GFD replicas label says what one of them is worth."""
+def _gpu_limits(container: Any) -> dict[str, int]:
+    """The GPU resources a container's limits ask for: nvidia.com/gpu, a renamed share of it
+    (nvidia.com/gpu.shared) or MIG profiles (nvidia.com/mig-1g.10gb); a node advertises what its GFD labels
+    and capacity say one of them is worth."""
     limits = (container.resources.limits or {}) if container.resources else {}
-    return sum(int(str(limits.get(r, "0")) or 0) for r in (GPU_RESOURCE, SHARED_GPU_RESOURCE))
+    return {r: int(str(q) or 0) for r, q in limits.items() if holding.is_gpu_resource(r) and int(str(q) or 0)}
+
+
+def effective_requests(pod: Any) -> dict[str, int]:
+    """What the scheduler counts, per GPU resource: max(sum over app containers, any one init container)."""
+    out: dict[str, int] = {}
+    for c in pod.spec.containers or []:
+        for r, n in _gpu_limits(c).items():
+            out[r] = out.get(r, 0) + n
+    for c in pod.spec.init_containers or []:
+        for r, n in _gpu_limits(c).items():
+            out[r] = max(out.get(r, 0), n)
+    return out
 
 
 def effective_gpus(pod: Any) -> int:
-    """What the scheduler counts: max(sum over app containers, any one init container)."""
-    app = sum(_gpu_limit(c) for c in (pod.spec.containers or []))
-    init = max((_gpu_limit(c) for c in (pod.spec.init_containers or [])), default=0)
-    return max(app, init)
+    """GPU devices of every kind the scheduler counts for the pod."""
+    return sum(effective_requests(pod).values())
 
 
 def holding_interval(pod: Any) -> tuple[datetime, datetime | None] | None:
@@ -160,33 +184,58 @@ def queue_of(pod: Any, job_queues: dict[tuple[str, str], str]) -> str | None:
 def holdings_from_objects(
     pods: list[Any],
     namespace_labels: dict[str, dict[str, str]],
-    node_replicas: dict[str, int],
+    node_gpus: dict[str, int | holding.NodeGpus],
     cluster_queues: dict[tuple[str, str], str],
     job_queues: dict[tuple[str, str], str] | None = None,
 ) -> list[GpuHolding]:
-    """Pure: GPU holdings from pod objects and the lookups they need (`job_queues`: (namespace, Job) ->
-    the Job's queue-name label)."""
+    """Pure: GPU holdings from pod objects and the lookups they need (`node_gpus`: node -> its cards as the
+    model reads them, or the replicas per card of a node that shares only by replicas; `job_queues`:
+    (namespace, Job) -> the Job's queue-name label). A pod asking for a resource its node does not advertise
+    raises NodeGpusError naming the pod."""
     out = []
     for pod in pods:
-        gpus = effective_gpus(pod)
+        requests = effective_requests(pod)
+        gpus = sum(requests.values())
         interval = holding_interval(pod)
         if gpus <= 0 or interval is None:
             continue
-        ns = pod.metadata.namespace
+        ns, node = pod.metadata.namespace, pod.spec.node_name
         queue = queue_of(pod, job_queues or {})
+        read = node_gpus.get(node, 1)
+        if isinstance(read, holding.NodeGpus):
+            try:
+                equivalents: Fraction | None = read.equivalents(requests)
+            except holding.NodeGpusError as exc:
+                raise holding.NodeGpusError(f"pod {ns}/{pod.metadata.name} on node {node}: {exc}") from None
+            replicas = max((read.offer(r).replicas for r in requests), default=1)
+        else:
+            equivalents, replicas = None, read
         out.append(
             GpuHolding(
                 namespace=ns,
                 tenant=tenant_of(ns, queue, namespace_labels.get(ns, {}), cluster_queues),
                 pod=pod.metadata.name,
-                node=pod.spec.node_name,
+                node=node,
                 gpus=gpus,
                 start=interval[0],
                 end=interval[1],
-                replicas=node_replicas.get(pod.spec.node_name, 1),
+                replicas=replicas,
+                equivalents=equivalents,
+                resources=tuple(sorted(requests.items())),
             )
         )
     return sorted(out, key=lambda h: (h.node, h.start, h.namespace, h.pod))
+
+
+def read_node_gpus(node: Any) -> holding.NodeGpus:
+    """A node's cards and offers as the model reads them (its catalog entry where no label gives its cards)."""
+    labels = dict(node.metadata.labels or {})
+    known = GPU_TYPES.get(labels.get(LABEL_INSTANCE_TYPE, ""))
+    capacity = dict((node.status.capacity or {}) if node.status else {})
+    try:
+        return holding.node_gpus(labels, capacity, known[2] if known else None)
+    except holding.NodeGpusError as exc:
+        raise holding.NodeGpusError(f"node {node.metadata.name}: {exc}") from None
 
 
 def gpu_holdings(kube: Any) -> list[GpuHolding]:
@@ -197,9 +246,8 @@ def gpu_holdings(kube: Any) -> list[GpuHolding]:
     namespace_labels = {
         n.metadata.name: dict(n.metadata.labels or {}) for n in kube.core.list_namespace().items
     }
-    node_replicas = {
-        n.metadata.name: holding.replicas_per_card(n.metadata.labels or {})
-        for n in kube.core.list_node().items
+    node_gpus: dict[str, int | holding.NodeGpus] = {
+        n.metadata.name: read_node_gpus(n) for n in kube.core.list_node().items
     }
     cluster_queues: dict[tuple[str, str], str] = {}
     from kubernetes.client.exceptions import ApiException
@@ -218,7 +266,7 @@ def gpu_holdings(kube: Any) -> list[GpuHolding]:
         (j.metadata.namespace, j.metadata.name): j.metadata.labels[QUEUE_LABEL]
         for j in kube.batch.list_job_for_all_namespaces(label_selector=QUEUE_LABEL).items
     }
-    return holdings_from_objects(pods, namespace_labels, node_replicas, cluster_queues, job_queues)
+    return holdings_from_objects(pods, namespace_labels, node_gpus, cluster_queues, job_queues)
 
 
 class HoldingEntry(FileModel):
@@ -233,6 +281,10 @@ class HoldingEntry(FileModel):
     end: AwareTime | None = None
     replicas: Annotated[int, Strict(), Field(ge=1)] = 1
     devices: tuple[Text, ...] = ()
+    equivalents: (
+        Annotated[str, Strict(), Field(pattern=r"^(0|[1-9][0-9]{0,8})(/[1-9][0-9]{0,8})?$")] | None
+    ) = None
+    resources: dict[Label, Annotated[int, Strict(), Field(ge=1)]] = Field(default_factory=dict)
 
 
 class HoldingsFile(RootModel[list[HoldingEntry]]):

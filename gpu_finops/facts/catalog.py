@@ -11,6 +11,19 @@ GPU_TYPES: dict[str, tuple[int, str, int, float, float]] = {
     # eight L40S: the fleet twin's node of 8 GPUs. Spot is a stand-in at half of on-demand, the ratio of the
     # two sizes above (spot moves by the hour and zone; the twin reports idle dollars at this price).
     "g6e.48xlarge": (192, "1536Gi", 8, 30.131, 15.07),
+    # eight H100 80GB, the MIG-capable type (g6e's L40S cannot be partitioned): on-demand as listed after AWS's
+    # June 2025 P5 price cut; spot the same half-of-on-demand stand-in
+    "p5.48xlarge": (192, "2048Gi", 8, 55.04, 27.52),
+}
+
+# MIG-capable cards by instance type: the card's name as GFD labels it, and the GPU instance profiles a card can
+# be cut into with how many of each fit one card (mig-parted's config-default.yaml: the H100 80GB's). A card
+# has 7 compute slices; a profile's `<g>g` is its share of them.
+MIG_CARDS: dict[str, tuple[str, dict[str, int]]] = {
+    "p5.48xlarge": (
+        "NVIDIA-H100-80GB-HBM3",
+        {"1g.10gb": 7, "1g.20gb": 4, "2g.20gb": 3, "3g.40gb": 2, "4g.40gb": 1, "7g.80gb": 1},
+    ),
 }
 
 # instance type -> (network interfaces on the default network card, IPv4 addresses per interface), EC2's
@@ -21,6 +34,7 @@ GPU_NETWORK: dict[str, tuple[int, int]] = {
     "g6e.xlarge": (4, 15),
     "g6e.12xlarge": (10, 30),
     "g6e.48xlarge": (10, 50),
+    "p5.48xlarge": (2, 50),  # its network card 0 of 32
 }
 
 ON_DEMAND, SPOT = "on-demand", "spot"  # Karpenter's capacity types

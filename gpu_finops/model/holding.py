@@ -309,8 +309,23 @@ class NodeGpus:
     cards: int
     sharing: Sharing
     offers: Mapping[str, Offer]  # resource -> what one device of it is
+    replicas: int = 1  # GFD's replicas per card (1 without the label, and under MIG)
 
     def offer(self, resource: str) -> Offer:
+        """What one device of `resource` is here. A whole-card or replica resource the node no longer
+        advertises (its device plugin config changed under a pod that holds one) reads by the node's replicas
+        label, as a node without MIG is read; a MIG profile it does not advertise is refused."""
+        if (
+            resource not in self.offers
+            and resource in (GPU_RESOURCE, GPU_RESOURCE + ".shared")
+            and self.sharing
+            in (
+                Sharing.NONE,
+                Sharing.TIME_SLICING,
+                Sharing.MPS,
+            )
+        ):
+            return replica_offer(self.replicas, resource, self.sharing)
         if resource not in self.offers:
             raise NodeGpusError(
                 f"the node advertises no {resource} (it advertises {sorted(self.offers) or 'no GPU resource'})"
@@ -340,27 +355,33 @@ def _count(value: object, what: str) -> int:
     return int(text)
 
 
-def _cards(labels: Mapping[str, str], mig: bool) -> int | None:
-    """Physical cards: Karpenter's instance-gpu-count, else (without MIG) GFD's count. Under MIG single GFD's
-    `nvidia.com/gpu.count` counts slices, so it is not read as cards there."""
-    for key in (LABEL_INSTANCE_GPU_COUNT,) if mig else (LABEL_INSTANCE_GPU_COUNT, LABEL_GPU_COUNT):
-        raw = labels.get(key)
-        if isinstance(raw, str) and REPLICAS_LABEL_VALUE.fullmatch(raw):
-            return int(raw)
+def _cards(labels: Mapping[str, str], mig: bool, known: int | None) -> int | None:
+    """Physical cards: Karpenter's instance-gpu-count, else `known`, else (without MIG) GFD's count. Under MIG
+    single GFD's `nvidia.com/gpu.count` counts slices, so it is never read as cards under MIG."""
+    raw = labels.get(LABEL_INSTANCE_GPU_COUNT)
+    if isinstance(raw, str) and REPLICAS_LABEL_VALUE.fullmatch(raw):
+        return int(raw)
+    if known is not None:
+        return known
+    raw = labels.get(LABEL_GPU_COUNT)
+    if not mig and isinstance(raw, str) and REPLICAS_LABEL_VALUE.fullmatch(raw):
+        return int(raw)
     return None
 
 
 def node_gpus(
     labels: Mapping[str, str], capacity: Mapping[str, object], cards: int | None = None
 ) -> NodeGpus:
-    """The node's cards and offers. `cards`: the physical cards where the caller knows them otherwise (the
-    instance type's catalog entry); else Karpenter's `karpenter.k8s.aws/instance-gpu-count`, else GFD's
-    count (not under MIG). Raises NodeGpusError, naming what is missing, for a node whose cards cannot be
-    read, a MIG single node whose product label names no profile, or a GPU capacity that is no count."""
+    """The node's cards and offers. Its cards: Karpenter's `karpenter.k8s.aws/instance-gpu-count`, else
+    `cards` (what the caller knows otherwise: the instance type's catalog entry), else GFD's count (not under
+    MIG), else the whole-card devices it advertises over its replicas. Raises NodeGpusError, naming what is
+    missing, for a MIG node whose cards cannot be read, a MIG single node whose product label names no
+    profile, or a GPU capacity that is no count.
+    """
     strategy = labels.get(LABEL_MIG_STRATEGY)
     advertised = {r: _count(v, f"capacity {r}") for r, v in capacity.items() if is_gpu_resource(r)}
     mig = strategy in ("single", "mixed")
-    cards = cards if cards is not None else _cards(labels, mig)
+    cards = _cards(labels, mig, cards)
     replicas = replicas_per_card(labels)
     if cards is None:
         if mig:
@@ -384,7 +405,7 @@ def node_gpus(
         else (Sharing.TIME_SLICING if replicas > 1 else Sharing.NONE)
     )
     offers = {r: replace(replica_offer(replicas, r, sharing), count=n) for r, n in advertised.items()}
-    return NodeGpus(cards, sharing, offers)
+    return NodeGpus(cards, sharing, offers, replicas)
 
 
 def _mig_single(labels: Mapping[str, str], advertised: dict[str, int], cards: int, replicas: int) -> NodeGpus:

@@ -47,7 +47,12 @@ from infra.objects.karpenter import nodepool
 STAGES = ("launched", "nfd", "gfd")
 KWOK_ANNOTATION = {"kwok.x-k8s.io/node": "fake"}  # the local target's kwok manages nodes so annotated
 NFD_NVIDIA_PCI = "feature.node.kubernetes.io/pci-10de.present"  # PCI vendor 10de is NVIDIA
-GPU_NAMES = {"g6e": ("l40s", "NVIDIA-L40S"), "g6": ("l4", "NVIDIA-L4"), "g5": ("a10g", "NVIDIA-A10G")}
+GPU_NAMES = {
+    "g6e": ("l40s", "NVIDIA-L40S"),
+    "g6": ("l4", "NVIDIA-L4"),
+    "g5": ("a10g", "NVIDIA-A10G"),
+    "p5": ("h100", "NVIDIA-H100-80GB-HBM3"),
+}
 
 
 def _memory_mib(quantity: str) -> int:

@@ -65,7 +65,13 @@ KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 GFD_COUNT, GFD_REPLICAS, GFD_STRATEGY = LABEL_GPU_COUNT, LABEL_GPU_REPLICAS, LABEL_GPU_SHARING
 GFD_PRODUCT = LABEL_GPU_PRODUCT
 TERMINAL = ("Succeeded", "Failed")
-PRODUCTS = {"g6e": "NVIDIA-L40S", "g6": "NVIDIA-L4", "g5": "NVIDIA-A10G", "g4dn": "Tesla-T4"}
+PRODUCTS = {
+    "g6e": "NVIDIA-L40S",
+    "g6": "NVIDIA-L4",
+    "g5": "NVIDIA-A10G",
+    "g4dn": "Tesla-T4",
+    "p5": "NVIDIA-H100-80GB-HBM3",
+}
 
 
 def gpu_uuid(node: str, index: int) -> str:

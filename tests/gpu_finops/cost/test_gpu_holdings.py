@@ -203,3 +203,111 @@ def test_a_holdings_file_of_the_wrong_shape_is_refused_naming_the_place(tmp_path
     with pytest.raises(ConfigError) as err:
         read_holdings_file(path)
     assert str(err.value).startswith(f"holdings file {path}: {says}"), str(err.value)
+
+
+def _node(labels: dict[str, str], capacity: dict[str, str]) -> client.V1Node:
+    return client.V1Node(
+        metadata=client.V1ObjectMeta(name="gpu-a", labels=labels),
+        status=client.V1NodeStatus(capacity=capacity),
+    )
+
+
+P5 = {"node.kubernetes.io/instance-type": "p5.48xlarge"}
+
+
+def test_a_mig_slice_holds_its_compute_share_of_a_card_and_a_nodes_slices_sum_to_its_cards():
+    from gpu_finops.cost.allocation import shares
+    from gpu_finops.cost.gpu_holdings import read_node_gpus
+
+    node = read_node_gpus(
+        _node(
+            {**P5, "nvidia.com/mig.strategy": "mixed"},
+            {"nvidia.com/mig-1g.10gb": "28", "nvidia.com/mig-3g.40gb": "8"},
+        )
+    )
+    assert node.cards == 8, "the cards come from the catalog where no label gives them"
+    pods = [
+        pod("small", "ns-a", resource="nvidia.com/mig-1g.10gb", gpus=2),
+        pod("big", "ns-b", resource="nvidia.com/mig-3g.40gb"),
+    ]
+    held = holdings_from_objects(pods, {}, {"gpu-a": node}, {})
+    assert {h.pod: (h.gpus, h.equivalents, h.resources) for h in held} == {
+        "small": (2, Fraction(4, 13), (("nvidia.com/mig-1g.10gb", 2),)),
+        "big": (1, Fraction(6, 13), (("nvidia.com/mig-3g.40gb", 1),)),
+    }
+    split = shares("gpu-a", T, datetime(2026, 11, 30, 11, tzinfo=UTC), Fraction(8 * 3600), held)
+    assert sum(s.weight for s in split) == 1
+    assert {s.tenant: s.gpu_seconds for s in split} == {
+        "ns-a": Fraction(4, 13) * 3600,
+        "ns-b": Fraction(6, 13) * 3600,
+        "unallocated": (8 - Fraction(10, 13)) * 3600,
+    }
+    every_slice = holdings_from_objects(
+        [pod("s", "ns-a", resource="nvidia.com/mig-1g.10gb", gpus=28), pod("b", "ns-b", resource="nvidia.com/mig-3g.40gb", gpus=8)],
+        {}, {"gpu-a": node}, {},
+    )  # fmt: skip
+    assert sum(h.physical_gpus for h in every_slice) == 8
+
+
+@pytest.mark.parametrize(
+    "labels, capacity, resource, equivalents",
+    [
+        ({"nvidia.com/gpu.count": "1", "nvidia.com/gpu.replicas": "4", "nvidia.com/gpu.sharing-strategy": "mps"},
+         {"nvidia.com/gpu.shared": "4"}, "nvidia.com/gpu.shared", Fraction(1, 4)),
+        ({**P5, "nvidia.com/mig.strategy": "single", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-MIG-3g.40gb"},
+         {"nvidia.com/gpu": "16"}, "nvidia.com/gpu", Fraction(1, 2)),
+        # a node whose config changed under a pod that holds a whole card: read by its replicas label
+        ({"nvidia.com/gpu.count": "1", "nvidia.com/gpu.replicas": "4"}, {"nvidia.com/gpu.shared": "4"},
+         "nvidia.com/gpu", Fraction(1, 4)),
+    ],
+)  # fmt: skip
+def test_an_mps_client_and_a_mig_single_slice_hold_their_share(labels, capacity, resource, equivalents):
+    from gpu_finops.cost.gpu_holdings import read_node_gpus
+
+    held = holdings_from_objects(
+        [pod("p", "ns-a", resource=resource)], {}, {"gpu-a": read_node_gpus(_node(labels, capacity))}, {}
+    )
+    assert [h.physical_gpus for h in held] == [equivalents]
+
+
+def test_a_pod_holding_a_mig_profile_its_node_does_not_advertise_is_refused_naming_pod_and_node():
+    from gpu_finops.cost.gpu_holdings import read_node_gpus
+    from gpu_finops.model.holding import NodeGpusError
+
+    node = read_node_gpus(_node({**P5, "nvidia.com/mig.strategy": "mixed"}, {"nvidia.com/mig-1g.10gb": "56"}))
+    with pytest.raises(
+        NodeGpusError, match=r"pod ns-a/p on node gpu-a: the node advertises no nvidia.com/mig-3g.40gb"
+    ):
+        holdings_from_objects([pod("p", "ns-a", resource="nvidia.com/mig-3g.40gb")], {}, {"gpu-a": node}, {})
+
+
+def test_a_mig_node_whose_cards_nobody_says_is_refused_naming_it():
+    from gpu_finops.cost.gpu_holdings import read_node_gpus
+    from gpu_finops.model.holding import NodeGpusError
+
+    with pytest.raises(
+        NodeGpusError, match=r"node gpu-a: a MIG node \(nvidia.com/mig.strategy=mixed\) without"
+    ):
+        read_node_gpus(_node({"nvidia.com/mig.strategy": "mixed"}, {"nvidia.com/mig-1g.10gb": "7"}))
+
+
+def test_a_holding_with_its_share_round_trips_through_the_holdings_file(tmp_path):
+    h = GpuHolding(
+        "ns",
+        "t",
+        "p",
+        "n",
+        2,
+        T,
+        None,
+        1,
+        ("MIG-abc", "MIG-def"),
+        Fraction(2, 7),
+        (("nvidia.com/mig-1g.10gb", 2),),
+    )
+    write_holdings_file([h], tmp_path / "h.json")
+    assert read_holdings_file(tmp_path / "h.json") == [h]
+    text = (tmp_path / "h.json").read_text().replace('"2/7"', '"2/0"')
+    (tmp_path / "bad.json").write_text(text)
+    with pytest.raises(ConfigError, match="equivalents"):
+        read_holdings_file(tmp_path / "bad.json")

@@ -33,6 +33,12 @@ CASES = {
         # cpu: 192000 - (80 + 188000 x 0.0025 = 470) = 191450m; memory: 1454899 - (5412 + 255) - 100 = 1449132
         {"cpu": "191450m", "memory": "1449132Mi", "pods": "492", "ephemeral-storage": EPHEMERAL_ALLOCATABLE},
     ),
+    "p5.48xlarge": (
+        # memory: 2097152 - ceil(157286.4) = 1939865; pods: 2 x 49 + 2 = 100 (network card 0: 2 interfaces)
+        {"cpu": "192", "memory": "1939865Mi", "pods": "100", "ephemeral-storage": "100Gi"},
+        # cpu: as g6e.48xlarge; memory: 1939865 - (11 x 100 + 255 = 1355) - 100 = 1938410
+        {"cpu": "191450m", "memory": "1938410Mi", "pods": "100", "ephemeral-storage": EPHEMERAL_ALLOCATABLE},
+    ),
 }
 
 
