@@ -11,16 +11,24 @@ same inputs:
 - the hardware: the physical GPU count of the node's instance type (the catalog Karpenter's kwok provider
   launches from), never what the node advertises, which is what this process sets;
 - the advertisement: `replicas` devices per physical GPU under `nvidia.com/gpu`, or `nvidia.com/gpu.shared`
-  with `renameByDefault` (then `nvidia.com/gpu` is withdrawn), in capacity and allocatable, plus GFD's
-  labels `nvidia.com/gpu.count`, `nvidia.com/gpu.replicas`, `nvidia.com/gpu.sharing-strategy`,
-  `nvidia.com/gpu.product`;
+  with `renameByDefault` (then `nvidia.com/gpu` is withdrawn), time-sliced (`sharing.timeSlicing`) or MPS
+  clients (`sharing.mps`), in capacity and allocatable, plus GFD's labels `nvidia.com/gpu.count`,
+  `nvidia.com/gpu.replicas`, `nvidia.com/gpu.sharing-strategy`, `nvidia.com/gpu.product`,
+  `nvidia.com/mps.capable`;
+- MIG, as the MIG manager and the plugin's `flags.migStrategy` make it: a node labelled
+  `nvidia.com/mig.config=<layout>` has its cards cut by that layout of the mig-parted config (`mig_parted_config`:
+  `all-disabled`, `all-<profile>` and `all-balanced` for each MIG-capable type of gpu_finops/facts/catalog.py),
+  `nvidia.com/mig.config.state` success (failed for a layout the type has not, or a card that cannot be cut);
+  under `single` each slice is an `nvidia.com/gpu` (GFD's product `<card>-MIG-<profile>`, its count the
+  slices), under `mixed` one `nvidia.com/mig-<profile>` per profile with GFD's per-profile labels; each slice
+  is a device `MIG-<uuid>` (`mig_uuid`);
 - the kubelet's own report of the node's cpu, memory, pods and ephemeral storage, capacity and allocatable,
   as the instance type's kubelet on EKS would make it (gpu_finops/facts/kubelet.py, Karpenter's AWS provider's
   figures): Karpenter's kwok provider sets a node's capacity to what its NodeClaim requested only, so without
   this a NodePool's cpu limit would count a few millicores for an instance of 4 vCPUs;
 - the allocation: each container asking for a GPU resource gets free device ids the way the kubelet hands
-  them out (`GPU-<uuid>` for whole cards, `GPU-<uuid>::<replica>` for time-sliced ones), served as the
-  kubelet's v1 `List` response would report them at `GET /v1/nodes/<node>/pod-resources`.
+  them out (`GPU-<uuid>` for whole cards, `GPU-<uuid>::<replica>` for replicas, `MIG-<uuid>` for slices),
+  served as the kubelet's v1 `List` response would report them at `GET /v1/nodes/<node>/pod-resources`.
 
 Run as a supervised process of the local target (`python -m local.sim.device_plugin`).
 """
@@ -50,8 +58,15 @@ from gpu_finops.facts.kube_keys import (
     LABEL_GPU_REPLICAS,
     LABEL_GPU_SHARING,
     LABEL_INSTANCE_TYPE,
+    LABEL_MIG_CAPABLE,
+    LABEL_MIG_CONFIG,
+    LABEL_MIG_CONFIG_STATE,
+    LABEL_MIG_STRATEGY,
+    LABEL_MPS_CAPABLE,
+    MIG_RESOURCE_PREFIX,
 )
 from gpu_finops.facts.kubelet import node_resources
+from gpu_finops.model import holding
 from local.sim.pacing import CACHED, next_wait
 
 log = logging.getLogger("device-plugin")
@@ -79,6 +94,9 @@ def gpu_uuid(node: str, index: int) -> str:
     return "GPU-" + hashlib.sha1(f"{node}/{index}".encode()).hexdigest()[:32]
 
 
+MIG_STRATEGIES = ("none", "single", "mixed")
+
+
 @dataclass(frozen=True)
 class Sharing:
     """One named device plugin config, reduced to what decides the advertisement."""
@@ -86,28 +104,49 @@ class Sharing:
     name: str
     resource: str  # what is advertised: nvidia.com/gpu, or the renamed nvidia.com/gpu.shared
     replicas: int  # devices per physical GPU (1: no sharing)
+    mps: bool = False  # replicas are MPS clients (sharing.mps), not time-sliced
+    mig_strategy: str = "none"  # flags.migStrategy
 
     @property
     def strategy(self) -> str:
-        return "time-slicing" if self.replicas > 1 else "none"  # GFD's label for one replica a card
+        """GFD's nvidia.com/gpu.sharing-strategy: none unless a card is advertised as more than one device."""
+        if self.replicas == 1:
+            return "none"
+        return "mps" if self.mps else "time-slicing"
 
 
 def parse_config(name: str, text: str) -> Sharing:
-    """The device plugin's v1 config: sharing.timeSlicing.resources[name=nvidia.com/gpu] with replicas, and
-    renameByDefault (or a resource's own `rename`) giving nvidia.com/gpu.shared."""
+    """The device plugin's v1 config: `flags.migStrategy`, and sharing.timeSlicing or sharing.mps
+    resources[name=nvidia.com/gpu] with replicas, renameByDefault (or a resource's own `rename`) giving
+    nvidia.com/gpu.shared. Refused as the plugin refuses them: both kinds of sharing at once, MPS with MIG
+    (mixed: "using --mig-strategy=mixed is not supported with MPS"; single: MPS is not supported for MIG
+    devices), replicas below 1."""
     doc = yaml.safe_load(text) or {}
     if doc.get("version") != "v1":
         raise ValueError(f"device plugin config {name!r}: version {doc.get('version')!r}, expected v1")
-    slicing = ((doc.get("sharing") or {}).get("timeSlicing")) or {}
-    for r in slicing.get("resources") or []:
+    mig = str(((doc.get("flags") or {}).get("migStrategy")) or "none")
+    if mig not in MIG_STRATEGIES:
+        raise ValueError(
+            f"device plugin config {name!r}: migStrategy {mig!r}, expected one of {MIG_STRATEGIES}"
+        )
+    sharing = doc.get("sharing") or {}
+    kinds = [k for k in ("timeSlicing", "mps") if (sharing.get(k) or {}).get("resources")]
+    if len(kinds) > 1:
+        raise ValueError(
+            f"device plugin config {name!r}: both timeSlicing and mps are set; a node shares one way"
+        )
+    if "mps" in kinds and mig != "none":
+        raise ValueError(f"device plugin config {name!r}: MPS is not supported with migStrategy {mig}")
+    section = sharing.get(kinds[0]) if kinds else {}
+    for r in section.get("resources") or []:
         if r.get("name") != GPU:
             continue
         replicas = int(r.get("replicas", 1))
         if replicas < 1:
             raise ValueError(f"device plugin config {name!r}: replicas {replicas} < 1")
-        renamed = r.get("rename") or (f"{GPU}.shared" if slicing.get("renameByDefault") else GPU)
-        return Sharing(name, renamed, replicas)
-    return Sharing(name, GPU, 1)
+        renamed = r.get("rename") or (f"{GPU}.shared" if section.get("renameByDefault") else GPU)
+        return Sharing(name, renamed, replicas, kinds == ["mps"], mig)
+    return Sharing(name, GPU, 1, False, mig)
 
 
 def physical_gpus(instance_type: str | None) -> int:
@@ -117,34 +156,169 @@ def physical_gpus(instance_type: str | None) -> int:
     return entry[2] if entry else 0
 
 
+def mig_parted_config(instance_type: str) -> str:
+    """The MIG manager's config (mig-parted's v1 schema: `mig-configs: <name>: [{devices, mig-enabled,
+    mig-devices}]`) for a MIG-capable type: all-disabled, all-<profile> with as many of it as fit one card,
+    and all-balanced (two of the smallest, one 2g and one 3g: 7 compute slices)."""
+    from gpu_finops.facts.catalog import MIG_CARDS
+
+    _, profiles = MIG_CARDS[instance_type]
+    configs: dict[str, list[dict[str, Any]]] = {"all-disabled": [{"devices": "all", "mig-enabled": False}]}
+    for profile, count in profiles.items():
+        configs[f"all-{profile}"] = [{"devices": "all", "mig-enabled": True, "mig-devices": {profile: count}}]
+    small = next(p for p in profiles if p.startswith("1g."))
+    two = next(p for p in profiles if p.startswith("2g."))
+    three = next(p for p in profiles if p.startswith("3g."))
+    configs["all-balanced"] = [
+        {"devices": "all", "mig-enabled": True, "mig-devices": {small: 2, two: 1, three: 1}}
+    ]
+    return yaml.safe_dump({"version": "v1", "mig-configs": configs}, sort_keys=False)
+
+
+def mig_layout(instance_type: str | None, config: str) -> dict[str, int] | None:
+    """The MIG devices per card the named layout cuts (None: MIG disabled). Raises ValueError for a type that
+    cannot be partitioned or a layout its config does not have (the MIG manager's `failed`)."""
+    from gpu_finops.facts.catalog import MIG_CARDS
+
+    if instance_type not in MIG_CARDS:
+        raise ValueError(
+            f"instance type {instance_type!r} has no MIG-capable card (MIG: {sorted(MIG_CARDS)})"
+        )
+    doc = yaml.safe_load(mig_parted_config(instance_type))
+    if config not in doc["mig-configs"]:
+        raise ValueError(f"MIG config {config!r} is not one of {sorted(doc['mig-configs'])}")
+    (entry,) = doc["mig-configs"][config]
+    return dict(entry["mig-devices"]) if entry.get("mig-enabled") else None
+
+
+def mig_uuid(node: str, card: int, index: int) -> str:
+    """A stable UUID per MIG slice of a simulated card (a driver from R470 names a slice by its own UUID)."""
+    return "MIG-" + hashlib.sha1(f"{node}/{card}/mig/{index}".encode()).hexdigest()[:32]
+
+
+def mig_slices(node: str, cards: int, layout: dict[str, int]) -> list[tuple[str, int, str]]:
+    """(slice id, card index, profile) for every slice the layout cuts on each card."""
+    return [
+        (mig_uuid(node, card, n), card, profile)
+        for card in range(cards)
+        for n, profile in enumerate(p for p, count in layout.items() for _ in range(count))
+    ]
+
+
 @dataclass
 class Advertisement:
-    """What a node should carry: extended resources and GFD labels."""
+    """What a node should carry: extended resources and GFD labels, and each resource's device ids."""
 
     resources: dict[str, str | None]  # None: withdraw
     labels: dict[str, str]
-    devices: list[str]
-    resource: str
+    devices: dict[str, list[str]]  # resource -> its device ids, in the order the kubelet hands them out
 
 
-def advertise(node_name: str, instance_type: str | None, sharing: Sharing, product: str) -> Advertisement:
+def advertise(
+    node_name: str,
+    instance_type: str | None,
+    sharing: Sharing,
+    product: str,
+    mig_config: str | None = None,
+    have: dict[str, Any] | None = None,
+) -> Advertisement:
+    """What the plugin, GFD and the MIG manager make of the node. `have`: the capacity it carries, so a GPU
+    resource the node no longer advertises (a MIG profile of a former layout) is withdrawn."""
     physical = physical_gpus(instance_type)
+    labels: dict[str, str] = {GFD_COUNT: str(physical), NODE_CONFIG_LABEL + ".applied": sharing.name}
+    layout, state = None, None
+    if mig_config:
+        try:
+            layout, state = mig_layout(instance_type, mig_config), "success"
+        except ValueError as exc:
+            log.error("node %s: %s", node_name, exc)
+            state = "failed"
+        labels[LABEL_MIG_CONFIG_STATE] = state
+    if layout and sharing.mig_strategy != "none":
+        ad = _advertise_mig(node_name, physical, sharing, product, layout, labels)
+    else:
+        ad = _advertise_cards(node_name, physical, sharing, product, labels)
+    for r in have or {}:  # a GPU resource this advertisement has not is withdrawn
+        if holding.is_gpu_resource(r) and r not in ad.resources:
+            ad.resources[r] = None
+    return ad
+
+
+def _advertise_cards(
+    node: str, physical: int, sharing: Sharing, product: str, labels: dict[str, str]
+) -> Advertisement:
     devices = [
-        gpu_uuid(node_name, i) + (f"::{r}" if sharing.replicas > 1 else "")
+        gpu_uuid(node, i) + (f"::{r}" if sharing.replicas > 1 else "")
         for i in range(physical)
         for r in range(sharing.replicas)
     ]
     resources: dict[str, str | None] = {sharing.resource: str(len(devices))}
     if sharing.resource != GPU:
         resources[GPU] = None
-    labels = {
-        GFD_COUNT: str(physical),
+    labels |= {
         GFD_REPLICAS: str(sharing.replicas),
         GFD_STRATEGY: sharing.strategy,
         GFD_PRODUCT: product + ("-SHARED" if sharing.resource != GPU else ""),
-        NODE_CONFIG_LABEL + ".applied": sharing.name,
+        LABEL_MPS_CAPABLE: "true" if sharing.mps else "false",
     }
-    return Advertisement(resources, labels, devices, sharing.resource)
+    return Advertisement(resources, labels, {sharing.resource: devices})
+
+
+def _advertise_mig(
+    node: str, physical: int, sharing: Sharing, product: str, layout: dict[str, int], labels: dict[str, str]
+) -> Advertisement:
+    """Every card cut by `layout`: under `single` (one profile) each slice an nvidia.com/gpu, GFD's count the
+    slices and its product `<card>-MIG-<profile>`; under `mixed` an nvidia.com/mig-<profile> per profile with
+    GFD's per-profile labels (count, memory in MiB, slices.gi, slices.ci). A slice time-sliced in turn is
+    `MIG-<uuid>::<n>` (replicas from the config), as the plugin writes it."""
+    slices = mig_slices(node, physical, layout)
+    reps = sharing.replicas
+
+    def ids(profile: str | None) -> list[str]:
+        return [
+            d + (f"::{r}" if reps > 1 else "")
+            for d, _, p in slices
+            if profile in (None, p)
+            for r in range(reps)
+        ]
+
+    labels |= {
+        LABEL_MIG_STRATEGY: sharing.mig_strategy,
+        LABEL_MIG_CAPABLE: "true",
+        LABEL_MPS_CAPABLE: "false",
+    }
+    if sharing.mig_strategy == "single" and len(layout) > 1:  # GFD: single needs one profile on every card
+        labels |= {
+            GFD_COUNT: "0",
+            GFD_REPLICAS: str(reps),
+            GFD_STRATEGY: "none",
+            GFD_PRODUCT: f"{product}-MIG-INVALID",
+        }
+        return Advertisement({GPU: "0"}, labels, {GPU: []})
+    if sharing.mig_strategy == "single":
+        (profile,) = layout
+        devices = {GPU: ids(None)}
+        labels |= {
+            GFD_COUNT: str(len(slices)),
+            GFD_REPLICAS: str(reps),
+            GFD_STRATEGY: sharing.strategy,
+            GFD_PRODUCT: f"{product}-MIG-{profile}",
+        }
+        return Advertisement({GPU: str(len(devices[GPU]))}, labels, devices)
+    devices = {MIG_RESOURCE_PREFIX + p.replace("+", "."): ids(p) for p in layout}
+    for p in layout:
+        key, compute = MIG_RESOURCE_PREFIX + p.replace("+", "."), int(p.split("g.")[0])
+        labels |= {
+            f"{key}.count": str(len(slices) // sum(layout.values()) * layout[p]),
+            f"{key}.replicas": str(reps),
+            f"{key}.memory": str(int(p.split("g.")[1].split("gb")[0]) * 1024),
+            f"{key}.slices.gi": str(compute),
+            f"{key}.slices.ci": str(compute),
+        }
+    resources: dict[str, str | None] = {r: str(len(v)) for r, v in devices.items()}
+    resources[GPU] = None  # every card cut: no whole card left
+    labels[GFD_COUNT] = str(physical)
+    return Advertisement(resources, labels, devices)
 
 
 def same_quantities(have: dict[str, Any], want: dict[str, str | None]) -> bool:
@@ -192,9 +366,21 @@ def container_requests(pod: Any) -> list[tuple[str, str, int]]:
     for c in pod.spec.containers or []:
         limits = (c.resources.limits or {}) if c.resources else {}
         for res, qty in limits.items():
-            if res == GPU or res.startswith(GPU + "."):
+            if holding.is_gpu_resource(res):
                 out.append((c.name, res, int(str(qty))))
     return out
+
+
+def _ours(label: str) -> bool:
+    """A label GFD, the plugin or the MIG manager write (not the node's choice of config or of MIG layout)."""
+    if label in (NODE_CONFIG_LABEL, LABEL_MIG_CONFIG):
+        return False
+    return label.startswith((MIG_RESOURCE_PREFIX, "nvidia.com/mig.", "nvidia.com/mps.")) or label in (
+        GFD_COUNT,
+        GFD_REPLICAS,
+        GFD_STRATEGY,
+        GFD_PRODUCT,
+    )
 
 
 class DevicePlugin:
@@ -234,15 +420,18 @@ class DevicePlugin:
                 continue
             itype = labels.get(LABEL_INSTANCE_TYPE)
             product = PRODUCTS.get((itype or "").split(".")[0], "NVIDIA-GPU")
-            ad = advertise(name, itype, sharing[chosen], product)
+            ad = advertise(
+                name, itype, sharing[chosen], product, labels.get(LABEL_MIG_CONFIG), n.status.capacity or {}
+            )
             ads[name] = ad
             self.apply(n, ad)
         self.allocate(ads)
 
     def apply(self, node: Any, ad: Advertisement) -> None:
         labels = node.metadata.labels or {}
-        if any(labels.get(k) != v for k, v in ad.labels.items()):
-            self.kube.core.patch_node(node.metadata.name, {"metadata": {"labels": ad.labels}})
+        stale = {k: None for k in labels if _ours(k) and k not in ad.labels}  # a former layout's or sharing's
+        if stale or any(labels.get(k) != v for k, v in ad.labels.items()):
+            self.kube.core.patch_node(node.metadata.name, {"metadata": {"labels": {**ad.labels, **stale}}})
         capacity, allocatable = _kubelet_figures(labels[LABEL_INSTANCE_TYPE])  # the kubelet's, as on EKS
         want = {"capacity": {**capacity, **ad.resources}, "allocatable": {**allocatable, **ad.resources}}
         have = {"capacity": node.status.capacity or {}, "allocatable": node.status.allocatable or {}}
@@ -285,15 +474,16 @@ class DevicePlugin:
             for dev in c["devices"]
             for d in dev["deviceIds"]
         }
-        free = [d for d in ad.devices if d not in held]
         containers = []
         for cname, res, count in container_requests(pod):
-            if res != ad.resource or count > len(free):
+            free = [d for d in ad.devices.get(res, ()) if d not in held]
+            if count > len(free):
                 # the kubelet refuses such a pod (UnexpectedAdmissionError); the act sees no device for it
-                log.error("pod %s asks %d %s on %s, which has %d free %s", key, count, res, node, len(free),
-                          ad.resource)  # fmt: skip
+                log.error("pod %s asks %d %s on %s, which has %d free of it (advertised: %s)", key, count, res,
+                          node, len(free), sorted(ad.devices))  # fmt: skip
                 continue
-            ids, free = free[:count], free[count:]
+            ids = free[:count]
+            held |= set(ids)
             containers.append({"name": cname, "devices": [{"resourceName": res, "deviceIds": ids}]})
         if containers:
             self.allocations.by_pod[key] = {"node": node, "containers": containers}

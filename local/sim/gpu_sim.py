@@ -30,11 +30,15 @@ from gpu_finops.facts.kube_keys import (
     ANNOTATION_SM_ACTIVE,
     GPU_RESOURCE,
     LABEL_GPU_COUNT,
+    LABEL_INSTANCE_TYPE,
+    LABEL_MIG_CONFIG,
+    LABEL_MIG_CONFIG_STATE,
+    LABEL_MIG_STRATEGY,
 )
 from gpu_finops.model import holding
 from harness.observe import is_gpu_node
 from local.sim.dcgm_sim import DcgmSimulator, SimGpu
-from local.sim.device_plugin import gpu_uuid
+from local.sim.device_plugin import gpu_uuid, mig_layout, mig_slices, physical_gpus
 from local.sim.pacing import CACHED, next_wait
 from local.sim.profiles import UNHELD, profile_values
 from local.sim.workload_sim import WorkloadSimulator
@@ -59,8 +63,8 @@ def devices_from_pod_resources(body: dict[str, Any]) -> PodDevices:
             for d in dev.get("deviceIds") or ()
         ]
         by_card: dict[str, str] = {}
-        for d in ids:
-            by_card.setdefault(holding.card_of(d), d)
+        for d in ids:  # a MIG slice named by its own UUID is kept by that UUID: the node maps it to its card
+            by_card.setdefault(holding.device(d).card or d.partition(holding.REPLICA_SEPARATOR)[0], d)
         if by_card:
             out[(entry["namespace"], entry["name"])] = tuple(by_card.values())
     return out
@@ -93,7 +97,7 @@ def holder_values(annotations: dict[str, str], pod: str = "") -> dict[str, float
 
 def _holds_gpu(pod: Any) -> bool:
     return any(
-        any(r == GPU_RESOURCE or r.startswith(GPU_RESOURCE + ".") for r in (c.resources.limits or {}))
+        any(holding.is_gpu_resource(r) for r in (c.resources.limits or {}))
         for c in pod.spec.containers
         if c.resources
     )
@@ -112,9 +116,13 @@ def gpus_from_cluster(
     for n in nodes:
         name = n.metadata.name
         labels = n.metadata.labels or {}
-        # physical cards: GFD's count (time-slicing multiplies what the node advertises, not the cards)
-        count = int(labels.get(LABEL_GPU_COUNT) or str((n.status.capacity or {}).get(GPU_RESOURCE, "0")))
+        # physical cards: the instance type's (GFD's count is the slices under MIG single), else GFD's count
+        # (time-slicing multiplies what the node advertises, not the cards)
+        count = physical_gpus(labels.get(LABEL_INSTANCE_TYPE)) or int(
+            labels.get(LABEL_GPU_COUNT) or str((n.status.capacity or {}).get(GPU_RESOURCE, "0"))
+        )
         index_of = {gpu_uuid(name, i): i for i in range(count)}  # the UUIDs the device plugin hands out
+        index_of |= _slices(name, count, labels)  # and each MIG slice's card
         allocated = (devices or {}).get(name) or {}
         on_card: dict[int, list[Any]] = {i: [] for i in range(count)}
         replica: dict[tuple[str, int], str] = {}  # (pod key, card) -> the replica the device plugin gave it
@@ -124,7 +132,8 @@ def gpus_from_cluster(
             cards = []
             for device_id in allocated.get((pod.metadata.namespace, pod.metadata.name), ()):
                 dev = holding.device(device_id)
-                card, n = dev.card, dev.replica or ""
+                card = dev.card or device_id.partition(holding.REPLICA_SEPARATOR)[0]
+                n = dev.replica or "" if dev.kind is not holding.Kind.MIG_SLICE else ""
                 if card in index_of:
                     cards.append(index_of[card])
                     if n:
@@ -156,6 +165,22 @@ def gpus_from_cluster(
                     )
                 )
     return out
+
+
+def _slices(node: str, cards: int, labels: dict[str, str]) -> dict[str, int]:
+    """MIG slice id -> its card's index, for a node the simulated MIG manager cut (its layout label applied)."""
+    layout_name = labels.get(LABEL_MIG_CONFIG)
+    if (
+        not layout_name
+        or labels.get(LABEL_MIG_CONFIG_STATE) != "success"
+        or not labels.get(LABEL_MIG_STRATEGY)
+    ):
+        return {}
+    try:
+        layout = mig_layout(labels.get(LABEL_INSTANCE_TYPE), layout_name)
+    except ValueError:
+        return {}
+    return {sid: card for sid, card, _ in mig_slices(node, cards, layout or {})}
 
 
 def read_pod_resources(url: str, node: str, timeout: float = 5.0) -> PodDevices:

@@ -1,15 +1,19 @@
 """The simulated device plugin reads the config the addons stack ships and does what the real plugin, GFD and
-the kubelet would: advertise replicas (renamed), label the node, hand each container free device ids."""
+the kubelet would: advertise replicas (renamed, time-sliced or MPS) and MIG slices (single and mixed), label the
+node, hand each container free device ids."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
+from fractions import Fraction
 from types import SimpleNamespace as NS
 
 import pytest
 
 from gpu_finops.facts.config import load_config
 from gpu_finops.facts.kubelet import node_resources
+from gpu_finops.model import holding
 from infra.objects.device_plugin import device_plugin_configs
 from local.sim.device_plugin import (
     Allocations,
@@ -68,13 +72,14 @@ def test_advertisement_multiplies_physical_cards_and_withdraws_whole_ones_when_r
     assert ad.labels["nvidia.com/gpu.count"] == "1" and ad.labels["nvidia.com/gpu.replicas"] == "4"
     assert ad.labels["nvidia.com/gpu.sharing-strategy"] == "time-slicing"
     assert ad.labels["nvidia.com/gpu.product"] == "NVIDIA-L40S-SHARED"
-    assert ad.devices == [f"{gpu_uuid('n1', 0)}::{r}" for r in range(4)]
+    assert ad.devices == {"nvidia.com/gpu.shared": [f"{gpu_uuid('n1', 0)}::{r}" for r in range(4)]}
     whole = advertise("n2", "g6e.12xlarge", Sharing("default", "nvidia.com/gpu", 1), "NVIDIA-L40S")
     assert (
         whole.resources == {"nvidia.com/gpu": "4"}
         and whole.labels["nvidia.com/gpu.sharing-strategy"] == "none"
     )
-    assert len(set(whole.devices)) == 4 and all("::" not in d for d in whole.devices)
+    (cards,) = whole.devices.values()
+    assert len(set(cards)) == 4 and all("::" not in d for d in cards)
 
 
 class FakeCore:
@@ -181,3 +186,117 @@ def test_quantities_are_compared_as_quantities_not_spellings():
     assert not same_quantities({"memory": "1Gi"}, {"memory": "1023Mi"})
     assert not same_quantities({"nvidia.com/gpu": "1"}, {"nvidia.com/gpu": None})  # to withdraw
     assert not same_quantities({}, {"cpu": "4"})
+
+
+MPS = "version: v1\nsharing: {mps: {renameByDefault: true, resources: [{name: nvidia.com/gpu, replicas: 4}]}}"
+
+
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ("version: v1\nflags: {migStrategy: both}", "migStrategy 'both', expected one of ('none', 'single', 'mixed')"),
+        ("version: v1\nflags: {migStrategy: mixed}\n" + MPS.split("\n", 1)[1], "MPS is not supported with migStrategy mixed"),
+        ("version: v1\nflags: {migStrategy: single}\n" + MPS.split("\n", 1)[1], "MPS is not supported with migStrategy single"),
+        ("version: v1\nsharing: {mps: {resources: [{name: nvidia.com/gpu, replicas: 2}]}, "
+         "timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 2}]}}", "both timeSlicing and mps are set"),
+    ],
+)  # fmt: skip
+def test_configs_the_plugin_refuses_for_mig_and_mps_are_refused(text, why):
+    with pytest.raises(ValueError, match=re.escape(why)):
+        parse_config("x", text)
+
+
+def test_mps_clients_are_replicas_labelled_mps():
+    sharing = parse_config("mps", MPS)
+    assert sharing == Sharing("mps", "nvidia.com/gpu.shared", 4, True)
+    ad = advertise("n1", "g6e.xlarge", sharing, "NVIDIA-L40S")
+    assert (
+        ad.labels["nvidia.com/gpu.sharing-strategy"] == "mps"
+        and ad.labels["nvidia.com/mps.capable"] == "true"
+    )
+    assert ad.devices == {"nvidia.com/gpu.shared": [f"{gpu_uuid('n1', 0)}::{r}" for r in range(4)]}
+    node = holding.node_gpus(ad.labels, {k: v for k, v in ad.resources.items() if v})
+    assert node.offer("nvidia.com/gpu.shared").kind is holding.Kind.MPS_CLIENT and node.advertised == 1
+
+
+def test_mig_single_cuts_every_card_alike_into_nvidia_com_gpu_slices():
+    sharing = parse_config("mig", "version: v1\nflags: {migStrategy: single}")
+    ad = advertise("n1", "p5.48xlarge", sharing, "NVIDIA-H100-80GB-HBM3", "all-1g.10gb")
+    assert ad.resources == {"nvidia.com/gpu": "56"}
+    assert ad.labels["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb"
+    assert ad.labels["nvidia.com/gpu.count"] == "56" and ad.labels["nvidia.com/mig.config.state"] == "success"
+    assert all(d.startswith("MIG-") for d in ad.devices["nvidia.com/gpu"])
+    node = holding.node_gpus({**ad.labels, "karpenter.k8s.aws/instance-gpu-count": "8"}, ad.resources)
+    assert node.cards == 8 and node.offer("nvidia.com/gpu").share == Fraction(1, 7) and node.advertised == 8
+
+
+def test_mig_mixed_advertises_a_resource_per_profile_with_gfds_labels_and_withdraws_a_former_layouts():
+    sharing = parse_config("mig", "version: v1\nflags: {migStrategy: mixed}")
+    was = {"nvidia.com/mig-1g.10gb": "56", "nvidia.com/gpu": "0", "cpu": "192"}
+    ad = advertise("n1", "p5.48xlarge", sharing, "NVIDIA-H100-80GB-HBM3", "all-balanced", was)
+    assert ad.resources == {
+        "nvidia.com/mig-1g.10gb": "16", "nvidia.com/mig-2g.20gb": "8", "nvidia.com/mig-3g.40gb": "8", "nvidia.com/gpu": None
+    }  # fmt: skip
+    assert (
+        ad.labels["nvidia.com/mig-3g.40gb.count"] == "8"
+        and ad.labels["nvidia.com/mig-3g.40gb.slices.gi"] == "3"
+    )
+    assert ad.labels["nvidia.com/mig.strategy"] == "mixed" and ad.labels["nvidia.com/mig.capable"] == "true"
+    ids = [d for v in ad.devices.values() for d in v]
+    assert len(ids) == len(set(ids)) == 32
+    node = holding.node_gpus(
+        {**ad.labels, "karpenter.k8s.aws/instance-gpu-count": "8"},
+        {k: v for k, v in ad.resources.items() if v},
+    )
+    assert node.advertised == 8 and node.offer("nvidia.com/mig-2g.20gb").share == Fraction(2, 7)
+    again = advertise(
+        "n1", "p5.48xlarge", sharing, "NVIDIA-H100-80GB-HBM3", "all-7g.80gb", {**was, **ad.resources}
+    )
+    assert (
+        again.resources["nvidia.com/mig-1g.10gb"] is None and again.resources["nvidia.com/mig-7g.80gb"] == "8"
+    )
+
+
+@pytest.mark.parametrize(
+    "itype, layout, why",
+    [("g6e.xlarge", "all-1g.10gb", "has no MIG-capable card"), ("p5.48xlarge", "all-9g", "is not one of")],
+)
+def test_a_layout_the_card_cannot_take_fails_and_leaves_whole_cards(itype, layout, why, caplog):
+    sharing = parse_config("mig", "version: v1\nflags: {migStrategy: mixed}")
+    ad = advertise("n1", itype, sharing, "NVIDIA", layout)
+    assert ad.labels["nvidia.com/mig.config.state"] == "failed" and why in caplog.text
+    assert list(ad.devices) == ["nvidia.com/gpu"] and not any(
+        d.startswith("MIG-") for d in ad.devices["nvidia.com/gpu"]
+    )
+
+
+def test_mig_single_with_two_profiles_is_invalid_as_gfd_says():
+    sharing = parse_config("mig", "version: v1\nflags: {migStrategy: single}")
+    ad = advertise("n1", "p5.48xlarge", sharing, "NVIDIA-H100-80GB-HBM3", "all-balanced")
+    assert ad.labels["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3-MIG-INVALID" and ad.resources == {
+        "nvidia.com/gpu": "0"
+    }
+
+
+def test_pods_get_distinct_slices_of_the_profile_they_ask_for(tmp_path):
+    mig = "version: v1\nflags: {migStrategy: mixed}"
+    n = node("mig-1", "mig")
+    n.metadata.labels |= {
+        "node.kubernetes.io/instance-type": "p5.48xlarge",
+        "nvidia.com/mig.config": "all-balanced",
+    }
+    pods = [pod("a", "mig-1", "nvidia.com/mig-3g.40gb", n=2), pod("b", "mig-1", "nvidia.com/mig-1g.10gb", age=1),
+            pod("c", "mig-1", "nvidia.com/mig-3g.40gb", age=2)]  # fmt: skip
+    core = FakeCore([n], pods, {"default": "version: v1\n", "mig": mig})
+    plugin = DevicePlugin(NS(core=core), Allocations(tmp_path / "alloc.json"))
+    plugin.reconcile()
+    got = {e["name"]: e["containers"][0]["devices"][0] for e in plugin.pod_resources("mig-1")["podResources"]}
+    assert {k: (v["resourceName"], len(v["deviceIds"])) for k, v in got.items()} == {
+        "a": ("nvidia.com/mig-3g.40gb", 2), "b": ("nvidia.com/mig-1g.10gb", 1), "c": ("nvidia.com/mig-3g.40gb", 1)
+    }  # fmt: skip
+    ids = [d for v in got.values() for d in v["deviceIds"]]
+    assert len(set(ids)) == 4 and all(holding.device(d).kind is holding.Kind.MIG_SLICE for d in ids)
+    labels = {
+        k: v for kind, _, b in core.patches if kind == "labels" for k, v in b["metadata"]["labels"].items()
+    }
+    assert labels["nvidia.com/mig.config.state"] == "success"

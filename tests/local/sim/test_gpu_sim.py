@@ -102,3 +102,25 @@ def test_pod_resources_keep_the_physical_card_once_per_pod_with_its_first_replic
     body = answer("n", {"p": "GPU-abc::1"})
     body["podResources"][0]["containers"][0]["devices"][0]["deviceIds"] = ["GPU-abc::1", "GPU-abc::2"]
     assert devices_from_pod_resources(body) == {("ns", "p"): ("GPU-abc::1",)}
+
+
+def test_mig_slice_holders_are_reported_on_the_card_their_slice_was_cut_from():
+    from local.sim.device_plugin import mig_layout, mig_slices
+
+    labels = {"node.kubernetes.io/instance-type": "p5.48xlarge", "nvidia.com/mig.config": "all-3g.40gb",
+              "nvidia.com/mig.config.state": "success", "nvidia.com/mig.strategy": "mixed", "nvidia.com/gpu.count": "8"}  # fmt: skip
+    n = NS(metadata=NS(name="mig", labels=labels), status=NS(capacity={"nvidia.com/mig-3g.40gb": "16"}))
+    slices = mig_slices("mig", 8, mig_layout("p5.48xlarge", "all-3g.40gb"))
+    (first, _, _), (second, _, _), (on_card_5, card, _) = slices[0], slices[1], slices[10]
+    devices = {"mig": devices_from_pod_resources(answer("mig", {"a": first, "b": second, "c": on_card_5}))}
+    pods = [
+        pod(p, "mig", {"gpu-finops.io/gpu-profile": RESIDENT_MODEL}, res="nvidia.com/mig-3g.40gb")
+        for p in "abc"
+    ]
+    gpus = gpus_from_cluster([n], pods, devices)
+    assert len({g.uuid for g in gpus}) == 8, "one series set per card, not per slice"
+    held = {g.pod[1]: g.uuid for g in gpus if g.pod}
+    assert (
+        held == {"a": gpu_uuid("mig", 0), "b": gpu_uuid("mig", 0), "c": gpu_uuid("mig", card)} and card == 5
+    )
+    assert all(g.vgpu is None for g in gpus)
