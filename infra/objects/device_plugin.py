@@ -1,5 +1,5 @@
-"""The NVIDIA device plugin's configs and values: whole cards by default, time-slicing where a node's label
-asks (moved from infra/objects.py)."""
+"""The NVIDIA device plugin's configs and values: whole cards by default; time-slicing, MPS or MIG (single or
+mixed) where a node's label `nvidia.com/device-plugin.config` asks for it."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ from gpu_finops.facts.config import Config
 from gpu_finops.facts.kube_keys import GPU_RESOURCE as GPU
 
 WHOLE_DEVICE_CONFIG = "default"
+MPS_DEVICE_CONFIG = "mps"  # each card as MPS clients, renamed nvidia.com/gpu.shared like time-sliced replicas
+MIG_SINGLE_DEVICE_CONFIG = "mig-single"  # every card cut alike, each slice an nvidia.com/gpu
+MIG_MIXED_DEVICE_CONFIG = "mig-mixed"  # a resource per MIG profile, nvidia.com/mig-<profile>
 # Our GPU nodes' taint (infra/objects/karpenter.py GPU_TAINT, nvidia.com/gpu=true:NoSchedule), any value.
 GPU_TOLERATION = {"key": GPU, "operator": "Exists", "effect": "NoSchedule"}
 
@@ -33,11 +36,37 @@ def timeslicing_config(c: Config) -> str:
     )
 
 
+def mps_config(c: Config) -> str:
+    """Each card as `timeslicing_replicas` MPS clients (the plugin's MPS control daemon gives each client
+    100/replicas % of the SMs and 1/replicas of the memory), renamed as time-sliced replicas are. The plugin
+    refuses MPS on MIG devices, so MPS and MIG are separate configs."""
+    return yaml.safe_dump(
+        {
+            "version": "v1",
+            "sharing": {
+                "mps": {
+                    "renameByDefault": True,
+                    "resources": [{"name": GPU, "replicas": c.timeslicing_replicas}],
+                }
+            },
+        },
+        sort_keys=False,
+    )
+
+
+def mig_config(strategy: str) -> str:
+    """The plugin's MIG strategy; the layout itself is the MIG manager's (a node's `nvidia.com/mig.config`)."""
+    return yaml.safe_dump({"version": "v1", "flags": {"migStrategy": strategy}}, sort_keys=False)
+
+
 def device_plugin_configs(c: Config) -> dict[str, str]:
-    """Named device plugin configs: whole cards by default; time-slicing where a node's label asks."""
+    """Named device plugin configs: whole cards by default; time-slicing, MPS or MIG where a node's label asks."""
     return {
         WHOLE_DEVICE_CONFIG: yaml.safe_dump({"version": "v1"}, sort_keys=False),
         c.shared_device_config: timeslicing_config(c),
+        MPS_DEVICE_CONFIG: mps_config(c),
+        MIG_SINGLE_DEVICE_CONFIG: mig_config("single"),
+        MIG_MIXED_DEVICE_CONFIG: mig_config("mixed"),
     }
 
 

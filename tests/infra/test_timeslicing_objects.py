@@ -51,9 +51,10 @@ def test_kueue_counts_cards_and_replicas_on_their_own_flavors(c):
     }
 
 
-def test_the_device_plugin_time_slices_only_where_a_node_asks(c):
+def test_the_device_plugin_shares_cards_only_where_a_node_asks(c):
     values = device_plugin.device_plugin_values(c)["config"]
-    assert values["default"] == "default" and set(values["map"]) == {"default", "timeslice-4"}
+    assert values["default"] == "default"
+    assert set(values["map"]) == {"default", "timeslice-4", "mps", "mig-single", "mig-mixed"}
     assert "renameByDefault: true" in values["map"]["timeslice-4"]
     assert "sharing" not in values["map"]["default"]
 

@@ -26,11 +26,14 @@ from local.sim.device_plugin import (
 )
 
 
-def test_the_shipped_configs_give_whole_cards_by_default_and_renamed_replicas_where_asked():
+def test_the_shipped_configs_give_whole_cards_by_default_and_replicas_mps_or_mig_where_asked():
     c = load_config()
     configs = {k: parse_config(k, v) for k, v in device_plugin_configs(c).items()}
     assert configs["default"] == Sharing("default", "nvidia.com/gpu", 1)
     assert configs[c.shared_device_config] == Sharing(c.shared_device_config, "nvidia.com/gpu.shared", 4)
+    assert configs["mps"] == Sharing("mps", "nvidia.com/gpu.shared", 4, mps=True)
+    assert configs["mig-single"] == Sharing("mig-single", "nvidia.com/gpu", 1, mig_strategy="single")
+    assert configs["mig-mixed"] == Sharing("mig-mixed", "nvidia.com/gpu", 1, mig_strategy="mixed")
 
 
 @pytest.mark.parametrize(
