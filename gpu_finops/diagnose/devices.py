@@ -6,6 +6,60 @@ from __future__ import annotations
 from gpu_finops.diagnose import activity as act
 from gpu_finops.diagnose.model import ALLOCATION, APPLICATION, MEMORY, Finding
 from gpu_finops.diagnose.view import View, fmt_pct, fmt_sm, not_checked
+from gpu_finops.facts.kube_keys import (
+    LABEL_MIG_CONFIG,
+    LABEL_MIG_CONFIG_STATE,
+    LABEL_MIG_STRATEGY,
+    MIG_RESOURCE_PREFIX,
+)
+
+RECUTTING = (
+    "pending",
+    "rebooting",
+)  # the MIG manager's nvidia.com/mig.config.state while it applies a layout
+
+
+def mig_elsewhere(v: View) -> Finding | None:
+    """Why no node offers the pod's device when MIG nodes exist: the profiles they offer instead, with their
+    layouts (`nvidia.com/mig.config`), and any node being re-cut or whose layout failed to apply. None where no
+    node is partitioned, and for a pod asking whole cards or replicas while no node is being re-cut."""
+    cut = [
+        n for n in v.cluster.nodes if n.labels.get(LABEL_MIG_STRATEGY) or n.labels.get(LABEL_MIG_CONFIG_STATE)
+    ]
+    if not cut:
+        return None
+    parts, keys, evidence = [], [], {}
+    for n in cut:
+        offers = {r.removeprefix(MIG_RESOURCE_PREFIX): c for r, c in sorted(n.allocatable.items()) if c}
+        layout = n.labels.get(LABEL_MIG_CONFIG, "(no layout label)")
+        state = n.labels.get(LABEL_MIG_CONFIG_STATE, "(no state label)")
+        evidence[n.name] = {"layout": layout, "state": state, "offers": offers}
+        if state in RECUTTING:
+            parts.append(
+                f"{n.name} is being re-cut to MIG layout {layout} ({LABEL_MIG_CONFIG_STATE}={state})"
+            )
+            keys.append(f"mig-reconfiguring:{n.name}")
+        elif state == "failed":
+            parts.append(f"{n.name}'s MIG layout {layout} failed to apply ({LABEL_MIG_CONFIG_STATE}=failed)")
+            keys.append(f"mig-config-failed:{n.name}")
+        elif offers:
+            shown = ", ".join(f"{c} x {r}" for r, c in offers.items())
+            parts.append(f"{n.name} offers {shown} (MIG layout {layout})")
+            keys += [f"offers:{n.name}:{r}" for r in offers]
+    if not v.resource.startswith(MIG_RESOURCE_PREFIX) and not any(k.startswith("mig-") for k in keys):
+        return None  # whole cards or replicas asked, no node being re-cut: a node to launch, said below
+    asked = v.resource.removeprefix(MIG_RESOURCE_PREFIX)
+    head = f"asks {asked}" if v.resource.startswith(MIG_RESOURCE_PREFIX) else f"asks {v.resource}"
+    return Finding(
+        ALLOCATION,
+        True,
+        f"{head}; no Ready, schedulable node offers it: "
+        + "; ".join(parts or ["the MIG nodes offer nothing"]),
+        f"ask for a profile a node offers, or have a node re-cut to a layout with {asked} ({LABEL_MIG_CONFIG} "
+        "on the node; the MIG manager applies it) and wait for its state to read success",
+        {"resource": v.resource, "mig_nodes": evidence},
+        (f"mig-profile-unavailable:{v.resource}", *keys),
+    )
 
 
 def check_allocation(v: View) -> Finding:
@@ -23,6 +77,9 @@ def check_allocation(v: View) -> Finding:
         for n in usable
     }
     if not usable:
+        mig = mig_elsewhere(v)
+        if mig is not None:
+            return mig
         return Finding(
             ALLOCATION,
             True,

@@ -11,7 +11,6 @@ import json
 from typing import Any
 
 from gpu_finops.diagnose.model import (
-    GPU_RESOURCES,
     Holder,
     NodeFacts,
     PodFacts,
@@ -23,6 +22,7 @@ from gpu_finops.diagnose.model import (
 )
 from gpu_finops.diagnose.owners import by_owner, owner, owner_uid, workload_of
 from gpu_finops.facts.kube_keys import KUEUE_GROUP, KUEUE_VERSION
+from gpu_finops.model import holding
 from gpu_finops.model import workload as workload_model
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -53,7 +53,9 @@ def _gpu_of(resources: dict[str, Any] | None) -> dict[str, int]:
     resources = resources or {}
     requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
     out = {}
-    for r in GPU_RESOURCES:
+    for r in sorted({*requests, *limits}):
+        if not holding.is_gpu_resource(r):
+            continue  # whole cards, replicas, MPS clients and MIG profiles alike
         n = _count(requests.get(r, limits.get(r)))
         if n:
             out[r] = n
@@ -152,7 +154,7 @@ def node_facts(node: Any) -> NodeFacts:
         taints=tuple(
             Taint(t["key"], t.get("effect") or "", t.get("value") or "") for t in spec.get("taints") or ()
         ),
-        allocatable={r: _count(allocatable[r]) for r in GPU_RESOURCES if r in allocatable},
+        allocatable={r: _count(q) for r, q in allocatable.items() if holding.is_gpu_resource(r)},
         unschedulable=bool(spec.get("unschedulable")),
         ready=ready is not None and ready.get("status") == "True",
     )

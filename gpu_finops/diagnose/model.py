@@ -93,7 +93,10 @@ class PodFacts:
 
     @cached_property  # asked per node in every check: worked out once (the instance is frozen)
     def gpu_resource(self) -> str | None:
-        return next((r for r in GPU_RESOURCES if self.gpu_requests.get(r, 0) > 0), None)
+        asked = [
+            r for r, n in self.gpu_requests.items() if n > 0
+        ]  # whole or replicas first, then MIG profiles
+        return min(asked, key=lambda r: (r not in GPU_RESOURCES, r), default=None)
 
     @cached_property
     def gpu_count(self) -> int:
@@ -106,7 +109,7 @@ class NodeFacts:
     name: str
     labels: dict[str, str] = field(default_factory=dict)
     taints: tuple[Taint, ...] = ()
-    allocatable: dict[str, int] = field(default_factory=dict)  # GPU resource -> allocatable count
+    allocatable: dict[str, int] = field(default_factory=dict)  # GPU resource (MIG profiles too) -> count
     unschedulable: bool = False
     ready: bool = True
 
