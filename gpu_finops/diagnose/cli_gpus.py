@@ -1,6 +1,7 @@
 """`gpu-finops gpus`: per GPU who holds it, SM_ACTIVE, VRAM and power, and, always beside it, the GPUs
 that look idle but are held (allocated, low SM, VRAM resident). Activity and availability, never one
-without the other."""
+without the other; then each GPU node's cards and the part of them each holder holds (whole, time-sliced, MPS,
+MIG), the shares and the unheld rest summing to the cards."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpu_finops.diagnose.gpus import gpu_view
+    from gpu_finops.diagnose.gpus import gpu_view, node_shares
     from gpu_finops.diagnose.kube_observer import KubeObserver, holders
     from gpu_finops.diagnose.prom_observer import read_or_reason
 
@@ -41,12 +42,15 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_UNREACHABLE
     try:
         pods = kube_call(lambda: observer.kube.core.list_pod_for_all_namespaces().items)
+        nodes = kube_call(observer.nodes)
     except Unreachable as exc:
         print(f"gpu-finops gpus: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
-    view = gpu_view(Cluster(holders=tuple(holders(pods)), stats=tuple(stats), window_s=args.window))
+    held = tuple(holders(pods))
+    view = gpu_view(Cluster(holders=held, stats=tuple(stats), window_s=args.window))
+    shares = node_shares(tuple(nodes), held)
     if args.json:
-        json.dump(view.to_dict(), sys.stdout, indent=2)
+        json.dump({**view.to_dict(), "shares": [s.to_dict() for s in shares]}, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
     from rich.table import Table
@@ -84,4 +88,15 @@ def run(args: argparse.Namespace) -> int:
             r.node, r.uuid, ", ".join(r.holders), f"{r.activity.sm_active:.2f}", f"{r.activity.fb_ratio:.0%}"
         )
     console.print(t2)
+    t3 = Table(title="Shares: each node's cards, and the part of them each holder holds")
+    for col in ("node", "cards", "sharing", "held by", "resource", "devices", "cards held"):
+        t3.add_column(col)
+    for n in shares:
+        if n.problem:
+            t3.add_row(n.node, "?", "?", f"not read: {n.problem}", "", "", "")
+            continue
+        for h, r, c, w in n.held:
+            t3.add_row(n.node, str(n.cards), n.sharing or "", h, r, str(c), str(w))
+        t3.add_row(n.node, str(n.cards), n.sharing or "", "(nobody)", "", "", str(n.unheld))
+    console.print(t3)
     return 0

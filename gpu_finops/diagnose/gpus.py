@@ -1,13 +1,18 @@
 """Two views of the same GPUs, never one without the other: activity (who holds it, SM, VRAM, power)
-and availability ("looks idle, is held": allocated, low SM, VRAM resident)."""
+and availability ("looks idle, is held": allocated, low SM, VRAM resident); and the shares: what part of a
+node's cards each holder's devices are, as the held-GPU model reads the node (whole, time-sliced, MPS, MIG)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from gpu_finops.diagnose import activity as act
-from gpu_finops.diagnose.model import Cluster, GpuStats
+from gpu_finops.diagnose.model import Cluster, GpuStats, Holder, NodeFacts
+from gpu_finops.facts.catalog import GPU_TYPES
+from gpu_finops.facts.kube_keys import LABEL_INSTANCE_TYPE
+from gpu_finops.model import holding
 
 
 @dataclass(frozen=True)
@@ -80,3 +85,55 @@ def gpu_view(cluster: Cluster) -> GpuView:
             )
         )
     return GpuView(tuple(rows), cluster.window_s)
+
+
+@dataclass(frozen=True)
+class NodeShares:
+    """One GPU node's cards and what its holders hold of them, in cards; `problem` where the node cannot be
+    read as the model reads one (then no figure is given for it, never a zero)."""
+
+    node: str
+    cards: int | None
+    sharing: str | None
+    held: tuple[tuple[str, str, int, Fraction], ...]  # (holder, resource, devices, cards' worth)
+    problem: str | None = None
+
+    @property
+    def unheld(self) -> Fraction | None:
+        return None if self.cards is None else self.cards - sum((h[3] for h in self.held), Fraction(0))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "node": self.node,
+            "cards": self.cards,
+            "sharing": self.sharing,
+            "held": [{"holder": h, "resource": r, "devices": n, "cards": str(w)} for h, r, n, w in self.held],
+            "unheld_cards": None if self.unheld is None else str(self.unheld),
+            "problem": self.problem,
+        }
+
+
+def node_shares(nodes: tuple[NodeFacts, ...], holders: tuple[Holder, ...]) -> tuple[NodeShares, ...]:
+    """Per GPU node (one that advertises a GPU resource or carries GFD's or the MIG manager's labels), its
+    cards and each holder's cards' worth: the shares and the unheld rest sum to the cards."""
+    by_node: dict[str, list[Holder]] = {}
+    for h in holders:
+        by_node.setdefault(h.node, []).append(h)
+    out = []
+    for n in nodes:
+        if not n.allocatable and not by_node.get(n.name):
+            continue
+        known = GPU_TYPES.get(n.labels.get(LABEL_INSTANCE_TYPE, ""))
+        try:
+            read = holding.node_gpus(n.labels, n.allocatable, known[2] if known else None)
+            held = tuple(
+                (h.key, r, c, read.equivalents({r: c}))
+                for h in by_node.get(n.name, ())
+                for r, c in sorted(h.gpu_requests.items())
+                if c
+            )
+        except holding.NodeGpusError as exc:
+            out.append(NodeShares(n.name, None, None, (), str(exc)))
+            continue
+        out.append(NodeShares(n.name, read.cards, str(read.sharing), held))
+    return tuple(out)

@@ -78,3 +78,32 @@ def test_the_observer_reads_mig_profiles_as_gpu_requests_and_allocatable():
     assert n.allocatable == {"nvidia.com/mig-3g.40gb": 8}
     mixed = PodFacts("ns", "p", gpu_requests={"nvidia.com/mig-1g.10gb": 1, "nvidia.com/gpu": 1})
     assert mixed.gpu_resource == "nvidia.com/gpu", "whole cards or replicas first, then MIG profiles"
+
+
+def test_gpus_shares_give_each_holder_its_cards_worth_and_the_unheld_rest_sums_to_the_cards():
+    from fractions import Fraction
+
+    from gpu_finops.diagnose.gpus import node_shares
+    from gpu_finops.diagnose.model import Holder
+
+    nodes = (
+        NodeFacts("p5-a", {"nvidia.com/mig.strategy": "mixed", "node.kubernetes.io/instance-type": "p5.48xlarge"}, (),
+                  {"nvidia.com/mig-1g.10gb": 16, "nvidia.com/mig-2g.20gb": 8, "nvidia.com/mig-3g.40gb": 8}),
+        NodeFacts("ts", {"nvidia.com/gpu.count": "1", "nvidia.com/gpu.replicas": "4", "nvidia.com/gpu.sharing-strategy": "mps"},
+                  (), {"nvidia.com/gpu.shared": 4}),
+        NodeFacts("lost", {"nvidia.com/mig.strategy": "single"}, (), {"nvidia.com/gpu": 7}),
+        NodeFacts("cpu", {}, (), {}),
+    )  # fmt: skip
+    holders = (
+        Holder("a", "big", "p5-a", {"nvidia.com/mig-3g.40gb": 1}),
+        Holder("b", "small", "p5-a", {"nvidia.com/mig-1g.10gb": 2}),
+        Holder("b", "client", "ts", {"nvidia.com/gpu.shared": 1}),
+    )
+    got = {n.node: n for n in node_shares(nodes, holders)}
+    assert set(got) == {"p5-a", "ts", "lost"}
+    assert got["p5-a"].held == (("a/big", "nvidia.com/mig-3g.40gb", 1, Fraction(3, 7)),
+                                ("b/small", "nvidia.com/mig-1g.10gb", 2, Fraction(2, 7)))  # fmt: skip
+    assert (got["p5-a"].cards, got["p5-a"].sharing, got["p5-a"].unheld) == (8, "mig-mixed", Fraction(51, 7))
+    assert (got["ts"].sharing, got["ts"].unheld) == ("mps", Fraction(3, 4))
+    assert got["lost"].cards is None and "its physical cards are unknown" in got["lost"].problem
+    assert got["lost"].to_dict()["unheld_cards"] is None
