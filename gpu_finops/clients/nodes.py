@@ -84,7 +84,7 @@ def physical_cards(name: str, labels: dict[str, str], capacity: dict[str, Any]) 
     cannot be read (a MIG node of a type nobody labelled with its GPU count and the catalog does not know)."""
     known = GPU_TYPES.get(labels.get(LABEL_INSTANCE_TYPE, ""))
     try:
-        return holding.node_gpus(labels, capacity, known[2] if known else None).cards
+        return holding.node_cards(labels, capacity, known[2] if known else None)
     except holding.NodeGpusError as exc:
         raise ValueError(f"node {name!r}: {exc}") from None
 

@@ -14,6 +14,7 @@ Job that controls the pod: its pods do not carry the label); else the namespace 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from fractions import Fraction
@@ -33,6 +34,7 @@ from gpu_finops.facts.kube_keys import (
     LABEL_INSTANCE_TYPE,
     LABEL_QUEUE_NAME,
     LABEL_TENANT,
+    MIG_RESOURCE_PREFIX,
 )
 from gpu_finops.facts.private_files import write_private
 from gpu_finops.model import holding
@@ -72,6 +74,13 @@ class GpuHolding:
         """Each device the kubelet gave this pod, as the model holds a GPU: card, holder, share (empty
         where the node's pod-resources answer was not read). Whole cards and replicas: a MIG slice's share
         is its offer's (holding.held with the node's Offer)."""
+        if self.equivalents is not None and self.equivalents != holding.physical_gpus(
+            self.gpus, self.replicas
+        ):
+            raise holding.DeviceIdError(
+                f"{self.namespace}/{self.pod} holds {self.resources} worth {self.equivalents} cards, not whole cards "
+                "or replicas: read its devices with holding.held and its node's Offer"
+            )
         return holding.held(
             holding.Holder(self.namespace, self.pod, self.tenant), self.devices, self.replicas
         )
@@ -114,23 +123,56 @@ def _ts(value: Any) -> datetime | None:
     return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
 
 
+# a Kubernetes quantity (apimachinery's resource.Quantity grammar): a signed decimal and one suffix
+QUANTITY = re.compile(
+    r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?", re.ASCII
+)
+
+
+def _devices(quantity: Any, resource: str) -> int:
+    """A GPU resource's quantity as the API server keeps it ("2", "1k"): a whole number of devices."""
+    from kubernetes.utils import parse_quantity
+
+    if not QUANTITY.fullmatch(str(quantity)):  # parse_quantity alone takes Python's forms too: 1_0, ' 2'
+        raise ValueError(f"{resource} quantity {quantity!r} is not a Kubernetes quantity")
+    try:
+        value = parse_quantity(str(quantity))
+    except ValueError:
+        raise ValueError(f"{resource} quantity {quantity!r} is not a Kubernetes quantity") from None
+    if value != value.to_integral_value() or value < 0:
+        raise ValueError(f"{resource} quantity {quantity!r} is not a whole number of devices")
+    return int(value)
+
+
 def _gpu_limits(container: Any) -> dict[str, int]:
     """The GPU resources a container's limits ask for: nvidia.com/gpu, a renamed share of it
     (nvidia.com/gpu.shared) or MIG profiles (nvidia.com/mig-1g.10gb); a node advertises what its GFD labels
     and capacity say one of them is worth."""
     limits = (container.resources.limits or {}) if container.resources else {}
-    return {r: int(str(q) or 0) for r, q in limits.items() if holding.is_gpu_resource(r) and int(str(q) or 0)}
+    counts = {r: _devices(q, r) for r, q in limits.items() if holding.is_gpu_resource(r)}
+    return {r: n for r, n in counts.items() if n}
 
 
 def effective_requests(pod: Any) -> dict[str, int]:
-    """What the scheduler counts, per GPU resource: max(sum over app containers, any one init container)."""
-    out: dict[str, int] = {}
+    """What the scheduler counts, per GPU resource: the app containers' sum plus the sidecars' (init
+    containers with restartPolicy Always, which run beside them), or, if larger, any one init container
+    with the sidecars started before it."""
+    sidecars: dict[str, int] = {}
+    peak: dict[str, int] = {}
+    for c in pod.spec.init_containers or []:
+        asks = _gpu_limits(c)
+        if getattr(c, "restart_policy", None) == "Always":
+            for r, n in asks.items():
+                sidecars[r] = sidecars.get(r, 0) + n
+            continue
+        for r, n in asks.items():
+            peak[r] = max(peak.get(r, 0), n + sidecars.get(r, 0))
+    out = dict(sidecars)
     for c in pod.spec.containers or []:
         for r, n in _gpu_limits(c).items():
             out[r] = out.get(r, 0) + n
-    for c in pod.spec.init_containers or []:
-        for r, n in _gpu_limits(c).items():
-            out[r] = max(out.get(r, 0), n)
+    for r, n in peak.items():
+        out[r] = max(out.get(r, 0), n)
     return out
 
 
@@ -297,12 +339,41 @@ def holdings_from_data(data: Any, source: str) -> list[GpuHolding]:
     entries = file_schema.validate(HoldingsFile, data, source, input_files.kind("holdings file")).root
     holdings = [GpuHolding.from_dict(e.model_dump()) for e in entries]
     for n, h in enumerate(holdings, 1):
-        if h.end is not None and h.end < h.start:
+        why = _inconsistent(h)
+        if why:
             raise ConfigError(
-                FILE, f"[{n}]: holding {h.namespace}/{h.pod} ends ({h.end}) before it starts ({h.start})", source,
+                FILE,
+                f"[{n}]: holding {h.namespace}/{h.pod} {why}",
+                source,
                 input_files.kind("holdings file"),
-            )  # fmt: skip
+            )
     return holdings
+
+
+def _inconsistent(h: GpuHolding) -> str | None:
+    """What a holding says that no collector writes: an end before its start, resources that are not GPU
+    resources or do not add up to its devices, a share of cards of none or more than one card per device,
+    MIG resources without their share, device ids the device plugin would not write or more of them than
+    its devices."""
+    if h.end is not None and h.end < h.start:
+        return f"ends ({h.end}) before it starts ({h.start})"
+    if h.resources:
+        foreign = sorted(r for r, _ in h.resources if not holding.is_gpu_resource(r))
+        if foreign:
+            return f"asks for {foreign}, which are not GPU resources"
+        if sum(c for _, c in h.resources) != h.gpus:
+            return f"has resources {dict(h.resources)} adding up to {sum(c for _, c in h.resources)} devices, not its gpus {h.gpus}"
+    if h.equivalents is not None and not 0 < h.equivalents <= h.gpus:
+        return f"has equivalents {h.equivalents}: each of its {h.gpus} device(s) is worth more than nothing and at most a card"
+    if h.equivalents is None and any(r.startswith(MIG_RESOURCE_PREFIX) for r, _ in h.resources):
+        return "holds MIG slices without their share of a card (equivalents)"
+    try:
+        held = holding.devices(list(h.devices))
+    except holding.DeviceIdError as exc:
+        return f"has {exc}"
+    if len(held) > h.gpus or len(set(h.devices)) != len(h.devices):
+        return f"has {len(h.devices)} device ids ({len(set(h.devices))} distinct) for {h.gpus} device(s)"
+    return None
 
 
 def holdings_from_json(text: str, source: str) -> list[GpuHolding]:

@@ -114,18 +114,19 @@ class NodeShares:
 
 
 def node_shares(nodes: tuple[NodeFacts, ...], holders: tuple[Holder, ...]) -> tuple[NodeShares, ...]:
-    """Per GPU node (one that advertises a GPU resource or carries GFD's or the MIG manager's labels), its
-    cards and each holder's cards' worth: the shares and the unheld rest sum to the cards."""
+    """Per GPU node (one that advertises a GPU resource or has holders), its cards and each holder's cards'
+    worth, read from its capacity (allocatable where no capacity was read): the shares and the unheld rest sum
+    to the cards."""
     by_node: dict[str, list[Holder]] = {}
     for h in holders:
         by_node.setdefault(h.node, []).append(h)
     out = []
     for n in nodes:
-        if not n.allocatable and not by_node.get(n.name):
+        if not n.allocatable and not n.capacity and not by_node.get(n.name):
             continue
         known = GPU_TYPES.get(n.labels.get(LABEL_INSTANCE_TYPE, ""))
         try:
-            read = holding.node_gpus(n.labels, n.allocatable, known[2] if known else None)
+            read = holding.node_gpus(n.labels, n.capacity or n.allocatable, known[2] if known else None)
             held = tuple(
                 (h.key, r, c, read.equivalents({r: c}))
                 for h in by_node.get(n.name, ())

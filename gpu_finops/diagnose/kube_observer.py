@@ -155,6 +155,9 @@ def node_facts(node: Any) -> NodeFacts:
             Taint(t["key"], t.get("effect") or "", t.get("value") or "") for t in spec.get("taints") or ()
         ),
         allocatable={r: _count(q) for r, q in allocatable.items() if holding.is_gpu_resource(r)},
+        capacity={
+            r: _count(q) for r, q in (status.get("capacity") or {}).items() if holding.is_gpu_resource(r)
+        },
         unschedulable=bool(spec.get("unschedulable")),
         ready=ready is not None and ready.get("status") == "True",
     )

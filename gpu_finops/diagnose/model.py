@@ -112,6 +112,7 @@ class NodeFacts:
     allocatable: dict[str, int] = field(default_factory=dict)  # GPU resource (MIG profiles too) -> count
     unschedulable: bool = False
     ready: bool = True
+    capacity: dict[str, int] = field(default_factory=dict)  # GPU resource -> capacity (unhealthy cards too)
 
     @property
     def replicas_per_gpu(self) -> int:

@@ -44,7 +44,8 @@ MIG_LEGACY_ID = re.compile(
 )
 # A MIG profile as the plugin names its resource: <g>g.<memory>gb, an attribute suffix such as `.me` (the
 # profile's `+me` with `+` made `.`); g is the GPU instance's compute slices, of 7 on A100, H100 and H200
-MIG_PROFILE = re.compile(r"([1-8])g\.([1-9][0-9]{0,3})gb((?:[.+][a-z]{1,8}){0,3})", re.ASCII)
+# (`shared` is not an attribute: it is the plugin's renameByDefault suffix on a resource, read apart)
+MIG_PROFILE = re.compile(r"([1-8])g\.([1-9][0-9]{0,3})gb((?:[.+](?!shared(?![a-z]))[a-z]{1,8}){0,3})", re.ASCII)
 COUNT_VALUE = re.compile(r"0|[1-9][0-9]{0,5}", re.ASCII)
 REPLICA_INDEX = re.compile(r"0|[1-9][0-9]{0,5}", re.ASCII)  # a plain decimal from 0, as the plugin writes it
 REPLICAS_LABEL_VALUE = re.compile(r"[1-9][0-9]{0,5}", re.ASCII)
@@ -333,8 +334,22 @@ class NodeGpus:
         return self.offers[resource]
 
     def equivalents(self, requests: Mapping[str, int]) -> Fraction:
-        """Cards' worth of `requests` (resource -> devices) on this node."""
-        return sum((self.offer(r).share * n for r, n in requests.items() if n), Fraction(0))
+        """Cards' worth of `requests` (resource -> devices) on this node. Raises NodeGpusError for a count
+        that is not a whole number from 0, more devices of a resource than the node advertises, or any device
+        on a node with no cards."""
+        total = Fraction(0)
+        for r, n in requests.items():
+            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                raise NodeGpusError(f"{n!r} devices of {r}: a count is a whole number from 0")
+            if not n:
+                continue
+            if self.cards == 0:
+                raise NodeGpusError(f"{n} {r} on a node with no GPU cards")
+            offer = self.offer(r)
+            if offer.count and n > offer.count:
+                raise NodeGpusError(f"{n} {r} on a node that advertises {offer.count}")
+            total += offer.share * n
+        return total
 
     @property
     def advertised(self) -> Fraction:
@@ -343,9 +358,24 @@ class NodeGpus:
 
 
 def is_gpu_resource(resource: str) -> bool:
-    """A resource the NVIDIA device plugin advertises: nvidia.com/gpu, a renamed share of it
-    (nvidia.com/gpu.shared) or a MIG profile (nvidia.com/mig-1g.10gb)."""
-    return resource == GPU_RESOURCE or resource.startswith((GPU_RESOURCE + ".", MIG_RESOURCE_PREFIX))
+    """A resource of the NVIDIA device plugin's: nvidia.com/gpu, nvidia.com/gpu.<anything> (a renamed share)
+    or nvidia.com/mig-<anything>. Broad on purpose: what is one but not a name the model reads (node_gpus)
+    is refused there, naming it, rather than passed over as not a GPU."""
+    return isinstance(resource, str) and (
+        resource == GPU_RESOURCE or resource.startswith((GPU_RESOURCE + ".", MIG_RESOURCE_PREFIX))
+    )
+
+
+SHARED_SUFFIX = ".shared"  # the device plugin's renameByDefault suffix
+
+
+def mig_resource(resource: str) -> tuple[MigProfile, bool]:
+    """A MIG mixed resource's profile, and whether it is the renamed share of one (`nvidia.com/mig-1g.10gb`,
+    `nvidia.com/mig-1g.10gb.shared`)."""
+    name = resource.removeprefix(MIG_RESOURCE_PREFIX)
+    shared = name.endswith(SHARED_SUFFIX)
+    profile = MigProfile.parse(name.removesuffix(SHARED_SUFFIX))
+    return profile, shared
 
 
 def _count(value: object, what: str) -> int:
@@ -355,105 +385,192 @@ def _count(value: object, what: str) -> int:
     return int(text)
 
 
-def _cards(labels: Mapping[str, str], mig: bool, known: int | None) -> int | None:
-    """Physical cards: Karpenter's instance-gpu-count, else `known`, else (without MIG) GFD's count. Under MIG
-    single GFD's `nvidia.com/gpu.count` counts slices, so it is never read as cards under MIG."""
-    raw = labels.get(LABEL_INSTANCE_GPU_COUNT)
+def _label_count(labels: Mapping[str, str], key: str, *, zero_is_one: bool = False) -> int:
+    """A replicas label read strictly: absent 1; GFD's plain decimal from 1 (0 where GFD writes it for
+    cards cut by MIG, when `zero_is_one`); anything else refused naming it, never read as whole cards."""
+    raw = labels.get(key)
+    if raw is None or (zero_is_one and raw == "0"):
+        return 1
     if isinstance(raw, str) and REPLICAS_LABEL_VALUE.fullmatch(raw):
         return int(raw)
+    raise NodeGpusError(f"label {key}={raw!r}: GFD writes a plain decimal from 1 (the label absent: 1)")
+
+
+def _cards(labels: Mapping[str, str], strategy: str | None, known: int | None) -> int | None:
+    """Physical cards: Karpenter's instance-gpu-count, else `known`, else GFD's count except under MIG
+    single, where `nvidia.com/gpu.count` counts slices (under mixed it counts the cards, cut or whole)."""
+    for key in (LABEL_INSTANCE_GPU_COUNT, None, LABEL_GPU_COUNT):
+        if key is None:
+            if known is not None:
+                return known
+            continue
+        if key == LABEL_GPU_COUNT and strategy == "single":
+            continue
+        raw = labels.get(key)
+        if raw is not None:
+            if not (isinstance(raw, str) and COUNT_VALUE.fullmatch(raw)):
+                raise NodeGpusError(f"label {key}={raw!r}: expected a plain decimal count of cards")
+            return int(raw)
+    return None
+
+
+STRATEGIES = ("single", "mixed")
+
+
+def _advertised(capacity: Mapping[str, object]) -> dict[str, int]:
+    """The GPU resources in a node's capacity, each a count, each one the model reads."""
+    advertised: dict[str, int] = {}
+    for r, v in capacity.items():
+        if not isinstance(r, str):
+            raise NodeGpusError(f"capacity key {r!r} is not a resource name")
+        if not is_gpu_resource(r):
+            continue
+        advertised[r] = _count(v, f"capacity {r}")
+        if r not in (GPU_RESOURCE, GPU_RESOURCE + SHARED_SUFFIX) and not r.startswith(MIG_RESOURCE_PREFIX):
+            raise NodeGpusError(
+                f"capacity {r}: a GPU resource this model does not read (nvidia.com/gpu, nvidia.com/gpu.shared, "
+                "nvidia.com/mig-<profile>[.shared]); a device plugin `rename` to another name is not priced"
+            )
+    return advertised
+
+
+def node_cards(labels: Mapping[str, str], capacity: Mapping[str, object], cards: int | None = None) -> int:
+    """The node's physical cards alone (what the collector prices), read as `node_gpus` reads them, without
+    requiring its devices to add up to them: Karpenter's `karpenter.k8s.aws/instance-gpu-count`, else `cards`
+    (the instance type's catalog entry), else GFD's count (not under MIG single, where it counts slices), else
+    the whole-card devices it advertises over its replicas. Raises NodeGpusError naming what is missing or
+    what GFD would not write."""
+    if cards is not None and (isinstance(cards, bool) or not isinstance(cards, int) or cards < 0):
+        raise NodeGpusError(f"cards {cards!r}: a whole number from 0")
+    strategy = labels.get(LABEL_MIG_STRATEGY)
+    if strategy is not None and strategy not in STRATEGIES:
+        raise NodeGpusError(
+            f"label {LABEL_MIG_STRATEGY}={strategy!r}: expected single or mixed (absent: none)"
+        )
+    advertised = _advertised(capacity)
+    profiles = sorted(r for r, n in advertised.items() if r.startswith(MIG_RESOURCE_PREFIX) and n)
+    if profiles and strategy != "mixed":
+        raise NodeGpusError(
+            f"capacity {profiles} without {LABEL_MIG_STRATEGY}=mixed (it is {strategy or 'absent'}): MIG profiles "
+            "as resources are the mixed strategy's"
+        )
+    known = _cards(labels, strategy, cards)
     if known is not None:
         return known
-    raw = labels.get(LABEL_GPU_COUNT)
-    if not mig and isinstance(raw, str) and REPLICAS_LABEL_VALUE.fullmatch(raw):
-        return int(raw)
-    return None
+    if strategy is not None:
+        raise NodeGpusError(
+            f"a MIG node ({LABEL_MIG_STRATEGY}={strategy}) without {LABEL_INSTANCE_GPU_COUNT} or a known "
+            "instance type: its physical cards are unknown (GFD's count is its slices)"
+        )
+    replicas = _label_count(labels, LABEL_GPU_REPLICAS)
+    whole = advertised.get(GPU_RESOURCE, 0) + advertised.get(GPU_RESOURCE + SHARED_SUFFIX, 0)
+    if whole % replicas:
+        raise NodeGpusError(
+            f"{whole} GPU devices advertised is not a whole number of cards of {replicas} replicas"
+        )
+    return whole // replicas
 
 
 def node_gpus(
     labels: Mapping[str, str], capacity: Mapping[str, object], cards: int | None = None
 ) -> NodeGpus:
-    """The node's cards and offers. Its cards: Karpenter's `karpenter.k8s.aws/instance-gpu-count`, else
-    `cards` (what the caller knows otherwise: the instance type's catalog entry), else GFD's count (not under
-    MIG), else the whole-card devices it advertises over its replicas. Raises NodeGpusError, naming what is
-    missing, for a MIG node whose cards cannot be read, a MIG single node whose product label names no
-    profile, or a GPU capacity that is no count.
-    """
+    """The node's cards (`node_cards`) and offers, read from its labels and its capacity (capacity, not
+    allocatable: a card the kubelet marks unhealthy is still bought). The devices it advertises must be worth
+    exactly its cards (or nothing yet). Raises NodeGpusError, naming what is wrong, for what `node_cards`
+    refuses; a replicas label that is no count or a sharing strategy that contradicts the replicas; a MIG
+    single node whose product label names no profile; counts that do not divide into cards or slices; devices
+    worth more or less than the cards."""
+    known = node_cards(labels, capacity, cards)
     strategy = labels.get(LABEL_MIG_STRATEGY)
-    advertised = {r: _count(v, f"capacity {r}") for r, v in capacity.items() if is_gpu_resource(r)}
-    mig = strategy in ("single", "mixed")
-    cards = _cards(labels, mig, cards)
-    replicas = replicas_per_card(labels)
-    if cards is None:
-        if mig:
-            raise NodeGpusError(
-                f"a MIG node ({LABEL_MIG_STRATEGY}={strategy}) without {LABEL_INSTANCE_GPU_COUNT} or a known "
-                "instance type: its physical cards are unknown (GFD's count is its slices)"
-            )
-        whole = advertised.get(GPU_RESOURCE, 0) + advertised.get(GPU_RESOURCE + ".shared", 0)
-        if whole % replicas:
-            raise NodeGpusError(
-                f"{whole} GPU devices advertised is not a whole number of cards of {replicas} replicas"
-            )
-        cards = whole // replicas
+    advertised = _advertised(capacity)
+    replicas = _label_count(labels, LABEL_GPU_REPLICAS, zero_is_one=strategy is not None)
     if strategy == "single":
-        return _mig_single(labels, advertised, cards, replicas)
-    if strategy == "mixed":
-        return _mig_mixed(labels, advertised, cards)
-    sharing = (
-        Sharing.MPS
-        if labels.get(LABEL_GPU_SHARING) == "mps"
-        else (Sharing.TIME_SLICING if replicas > 1 else Sharing.NONE)
-    )
+        node = _mig_single(labels, advertised, known, replicas)
+    elif strategy == "mixed":
+        node = _mig_mixed(labels, advertised, known)
+    else:
+        node = _cards_only(labels, advertised, known, replicas)
+    if node.advertised and node.advertised != node.cards:
+        shown = ", ".join(f"{o.count} {r} at {o.share}" for r, o in sorted(node.offers.items()))
+        raise NodeGpusError(
+            f"its devices ({shown}) are worth {node.advertised} cards, not its {node.cards}: its labels and "
+            "capacity disagree (a card lost to the driver, a layout half applied, or labels from another config)"
+        )
+    return node
+
+
+def _cards_only(labels: Mapping[str, str], advertised: dict[str, int], cards: int, replicas: int) -> NodeGpus:
+    """No MIG: whole cards, or each card as `replicas` devices, time-sliced or MPS clients as GFD's sharing
+    strategy says (none unless replicas > 1)."""
+    said = labels.get(LABEL_GPU_SHARING)
+    if said is not None and said not in ("none", "time-slicing", "mps"):
+        raise NodeGpusError(f"label {LABEL_GPU_SHARING}={said!r}: expected none, time-slicing or mps")
+    if said is not None and (said == "none") != (replicas == 1):
+        raise NodeGpusError(
+            f"label {LABEL_GPU_SHARING}={said} with {LABEL_GPU_REPLICAS}={replicas}: GFD writes none exactly when "
+            "a card is one device"
+        )
+    sharing = Sharing.NONE if replicas == 1 else (Sharing.MPS if said == "mps" else Sharing.TIME_SLICING)
     offers = {r: replace(replica_offer(replicas, r, sharing), count=n) for r, n in advertised.items()}
     return NodeGpus(cards, sharing, offers, replicas)
 
 
 def _mig_single(labels: Mapping[str, str], advertised: dict[str, int], cards: int, replicas: int) -> NodeGpus:
     """MIG single: every card cut alike, each slice advertised as nvidia.com/gpu (times replicas where the
-    slices are time-sliced), the profile at the end of GFD's product label: `NVIDIA-H100-80GB-HBM3-MIG-1g.10gb`."""
+    slices are time-sliced; GFD then appends -SHARED to the product unless the resource was renamed), the
+    profile at the end of GFD's product label: `NVIDIA-H100-80GB-HBM3-MIG-1g.10gb`."""
     product = labels.get(LABEL_GPU_PRODUCT, "")
-    name = product.rpartition("-MIG-")[2] if "-MIG-" in product else ""
-    if not name or name.endswith("INVALID"):
+    product = product if isinstance(product, str) else ""
+    name = product.rpartition("-MIG-")[2].removesuffix("-SHARED") if "-MIG-" in product else ""
+    if not name or name.startswith("INVALID"):
         raise NodeGpusError(
-            f"a MIG single node whose {LABEL_GPU_PRODUCT} {product!r} names no MIG profile (GFD writes "
-            "<card>-MIG-<profile>; -MIG-INVALID when the cards are not cut alike)"
+            f"a MIG single node whose {LABEL_GPU_PRODUCT} {labels.get(LABEL_GPU_PRODUCT, '')!r} names no MIG "
+            "profile (GFD writes <card>-MIG-<profile>; -MIG-INVALID when the cards are not cut alike)"
         )
     profile = MigProfile.parse(name)
     count = sum(advertised.values())
-    offers = (
-        {
-            r: Offer(r, Kind.MIG_SLICE, Fraction(cards, count), replicas, n, profile)
-            for r, n in advertised.items()
-        }
-        if count
-        else {}
-    )
-    return NodeGpus(cards, Sharing.MIG_SINGLE, offers)
+    if count % replicas:
+        raise NodeGpusError(
+            f"{count} MIG devices advertised is not a whole number of slices of {replicas} replicas"
+        )
+    offers = {
+        r: Offer(r, Kind.MIG_SLICE, Fraction(cards, count), replicas, n, profile) for r, n in advertised.items()
+    } if count else {}  # fmt: skip
+    return NodeGpus(cards, Sharing.MIG_SINGLE, offers, replicas)
 
 
 def _mig_mixed(labels: Mapping[str, str], advertised: dict[str, int], cards: int) -> NodeGpus:
-    """MIG mixed: a resource per profile (nvidia.com/mig-<profile>), and nvidia.com/gpu for cards left whole.
-    A slice is worth its compute slices over the compute slices of every slice advertised, times the cards
-    partitioned: the slices sum to those cards exactly (a layout that strands compute, such as 1g.20gb x 4 of
-    7, prices the stranded part into its slices)."""
-    whole_replicas = replicas_per_card(labels)
-    whole = advertised.get(GPU_RESOURCE, 0)
+    """MIG mixed: a resource per profile (nvidia.com/mig-<profile>, `.shared` when its replicas are renamed),
+    and nvidia.com/gpu (or .shared) for cards left whole. A slice is worth its compute slices over the compute
+    slices of every slice advertised, times the cards partitioned: the slices sum to those cards exactly (a
+    layout that strands compute, such as 1g.20gb x 4 of 7, prices the stranded part into its slices)."""
+    whole_replicas = _label_count(labels, LABEL_GPU_REPLICAS, zero_is_one=True)
     offers: dict[str, Offer] = {}
-    if whole:
-        offers[GPU_RESOURCE] = replace(replica_offer(whole_replicas), count=whole)
+    whole = 0
+    for r in (GPU_RESOURCE, GPU_RESOURCE + SHARED_SUFFIX):
+        if advertised.get(r):
+            offers[r] = replace(replica_offer(whole_replicas, r), count=advertised[r])
+            whole += advertised[r]
+    if whole % whole_replicas:
+        raise NodeGpusError(
+            f"{whole} whole-card devices is not a whole number of cards of {whole_replicas} replicas"
+        )
     cut = cards - whole // whole_replicas
     slices: dict[str, tuple[MigProfile, int, int]] = {}
     for r, n in advertised.items():
         if not r.startswith(MIG_RESOURCE_PREFIX) or not n:
             continue
-        replicas = replicas_per_card({LABEL_GPU_REPLICAS: labels.get(f"{r}.replicas", "1")})
-        slices[r] = (MigProfile.parse(r.removeprefix(MIG_RESOURCE_PREFIX)), n, replicas)
+        profile, _ = mig_resource(r)
+        reps = _label_count(labels, f"{r}.replicas", zero_is_one=True)
+        if n % reps:
+            raise NodeGpusError(f"capacity {r} {n} is not a whole number of slices of {reps} replicas")
+        slices[r] = (profile, n, reps)
     total = sum(p.compute * (n // reps) for p, n, reps in slices.values())
-    if slices and (cut <= 0 or total <= 0):
+    if slices and cut <= 0:
         raise NodeGpusError(
-            f"a MIG mixed node advertising {sorted(slices)} with {cards} card(s), {whole} of them whole: no card "
-            "left to cut the slices from"
+            f"a MIG mixed node advertising {sorted(slices)} with {cards} card(s), {whole // whole_replicas} of "
+            "them whole: no card left to cut the slices from"
         )
     for r, (profile, n, reps) in slices.items():
         offers[r] = Offer(r, Kind.MIG_SLICE, Fraction(cut * profile.compute, total * reps), reps, n, profile)
-    return NodeGpus(cards, Sharing.MIG_MIXED, offers)
+    return NodeGpus(cards, Sharing.MIG_MIXED, offers, whole_replicas)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from fractions import Fraction
 from types import SimpleNamespace
@@ -148,7 +149,10 @@ def test_reader_lists_pods_namespaces_nodes_local_queues_and_queued_jobs():
             list_node=lambda: SimpleNamespace(
                 items=[
                     client.V1Node(
-                        metadata=client.V1ObjectMeta(name="gpu-a", labels={"nvidia.com/gpu.replicas": "4"})
+                        metadata=client.V1ObjectMeta(
+                            name="gpu-a", labels={"nvidia.com/gpu.replicas": "4", "nvidia.com/gpu.count": "1"}
+                        ),
+                        status=client.V1NodeStatus(capacity={"nvidia.com/gpu": "4"}),
                     )
                 ]
             ),
@@ -311,3 +315,67 @@ def test_a_holding_with_its_share_round_trips_through_the_holdings_file(tmp_path
     (tmp_path / "bad.json").write_text(text)
     with pytest.raises(ConfigError, match="equivalents"):
         read_holdings_file(tmp_path / "bad.json")
+
+
+BASE = {
+    "namespace": "ns",
+    "tenant": "t",
+    "pod": "p",
+    "node": "n",
+    "gpus": 1,
+    "start": "2026-11-30T10:00:00+00:00",
+}
+
+
+@pytest.mark.parametrize(
+    "entry, why",
+    [
+        (
+            {"equivalents": "0"},
+            "has equivalents 0: each of its 1 device(s) is worth more than nothing and at most a card",
+        ),
+        ({"equivalents": "0/5"}, "has equivalents 0"),
+        ({"equivalents": "100"}, "has equivalents 100"),
+        (
+            {"resources": {"nvidia.com/gpu": 8}},
+            "has resources {'nvidia.com/gpu': 8} adding up to 8 devices, not its gpus 1",
+        ),
+        ({"resources": {"cpu": 1}}, "asks for ['cpu'], which are not GPU resources"),
+        (
+            {"resources": {"nvidia.com/mig-1g.10gb": 1}},
+            "holds MIG slices without their share of a card (equivalents)",
+        ),
+        ({"devices": ["not-a-device"]}, "has device id 'not-a-device' names no card"),
+        ({"devices": ["GPU-a", "GPU-b", "GPU-c"]}, "has 3 device ids (3 distinct) for 1 device(s)"),
+        ({"gpus": 2, "devices": ["GPU-a", "GPU-a"]}, "has 2 device ids (1 distinct) for 2 device(s)"),
+    ],
+)
+def test_a_holding_no_collector_writes_is_refused_naming_why(tmp_path, entry, why):
+    path = tmp_path / "h.json"
+    path.write_text(json.dumps([{**BASE, **entry}]))
+    with pytest.raises(ConfigError, match=re.escape(f"[1]: holding ns/p {why}")):
+        read_holdings_file(path)
+
+
+def test_quantities_read_as_the_api_server_keeps_them_and_sidecars_count_beside_the_app():
+    from gpu_finops.cost.gpu_holdings import effective_requests
+
+    def c(n: str, q: str, restart: str | None = None) -> client.V1Container:
+        return client.V1Container(name=n, restart_policy=restart,
+                                  resources=client.V1ResourceRequirements(limits={"nvidia.com/gpu": q}))  # fmt: skip
+
+    p = client.V1Pod(spec=client.V1PodSpec(containers=[c("a", "1k")], init_containers=[]))
+    assert effective_requests(p) == {"nvidia.com/gpu": 1000}
+    p = client.V1Pod(
+        spec=client.V1PodSpec(containers=[c("a", "1")], init_containers=[c("side", "1", "Always")])
+    )
+    assert effective_requests(p) == {"nvidia.com/gpu": 2}, "a sidecar runs beside the app containers"
+    p = client.V1Pod(
+        spec=client.V1PodSpec(
+            containers=[c("a", "1")], init_containers=[c("side", "1", "Always"), c("i", "3")]
+        )
+    )
+    assert effective_requests(p) == {"nvidia.com/gpu": 4}, "an init container after a sidecar runs beside it"
+    for bad in ("0.5", "1_0", "x"):
+        with pytest.raises(ValueError, match=re.escape(f"nvidia.com/gpu quantity {bad!r}")):
+            effective_requests(client.V1Pod(spec=client.V1PodSpec(containers=[c("a", bad)])))

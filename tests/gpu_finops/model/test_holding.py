@@ -297,3 +297,117 @@ def test_an_advertised_resource_the_node_does_not_offer_is_named():
         match=r"the node advertises no nvidia.com/mig-1g.10gb \(it advertises \['nvidia.com/gpu'\]\)",
     ):
         node.equivalents({"nvidia.com/mig-1g.10gb": 1})
+
+
+K8 = {"karpenter.k8s.aws/instance-gpu-count": "8"}
+
+
+@pytest.mark.parametrize(
+    "labels, capacity, why",
+    [
+        # MIG profiles as resources are the mixed strategy's; other strategy values are not GFD's
+        (K8, {"nvidia.com/mig-1g.10gb": "56"}, "without nvidia.com/mig.strategy=mixed (it is absent)"),
+        ({**K8, "nvidia.com/mig.strategy": "single", "nvidia.com/gpu.product": "X-MIG-1g.10gb"},
+         {"nvidia.com/gpu": "56", "nvidia.com/mig-3g.40gb": "2"}, "without nvidia.com/mig.strategy=mixed (it is single)"),
+        ({**K8, "nvidia.com/mig.strategy": "Mixed"}, {"nvidia.com/mig-1g.10gb": "56"}, "expected single or mixed"),
+        ({**K8, "nvidia.com/mig.strategy": "none"}, {"nvidia.com/gpu": "8"}, "expected single or mixed"),
+        # devices that do not add up to the cards
+        ({**K8, "nvidia.com/gpu.sharing-strategy": "time-slicing"}, {"nvidia.com/gpu": "32"},
+         "time-slicing with nvidia.com/gpu.replicas=1"),
+        ({**K8, "nvidia.com/gpu.replicas": "4"}, {"nvidia.com/gpu": "8"}, "are worth 2 cards, not its 8"),
+        (K8, {"nvidia.com/gpu": "4"}, "are worth 4 cards, not its 8"),
+        ({**K8, "nvidia.com/gpu.replicas": "4"}, {"nvidia.com/gpu": "8", "nvidia.com/gpu.shared": "32"}, "are worth 10 cards"),
+        ({"nvidia.com/gpu.count": "1"}, {"nvidia.com/gpu": "1", "nvidia.com/gpu.sharedX": "4"},
+         "capacity nvidia.com/gpu.sharedX: a GPU resource this model does not read"),
+        # labels GFD would not write are refused, never read as whole cards
+        ({**K8, "nvidia.com/gpu.replicas": "04"}, {"nvidia.com/gpu": "32"}, "label nvidia.com/gpu.replicas='04'"),
+        ({**K8, "nvidia.com/gpu.replicas": "\uff14"}, {"nvidia.com/gpu": "32"}, "label nvidia.com/gpu.replicas="),
+        ({**K8, "nvidia.com/gpu.replicas": 4}, {"nvidia.com/gpu": "32"}, "label nvidia.com/gpu.replicas=4"),
+        ({"karpenter.k8s.aws/instance-gpu-count": "eight"}, {"nvidia.com/gpu": "8"}, "instance-gpu-count='eight'"),
+        # counts that do not divide into cards or slices
+        ({"karpenter.k8s.aws/instance-gpu-count": "4", "nvidia.com/mig.strategy": "mixed", "nvidia.com/gpu.replicas": "2"},
+         {"nvidia.com/gpu": "3", "nvidia.com/mig-1g.10gb": "21"}, "3 whole-card devices is not a whole number of cards of 2"),
+        ({"karpenter.k8s.aws/instance-gpu-count": "1", "nvidia.com/mig.strategy": "mixed",
+          "nvidia.com/mig-1g.10gb.replicas": "2"}, {"nvidia.com/mig-1g.10gb": "7"}, "is not a whole number of slices of 2"),
+        ({"karpenter.k8s.aws/instance-gpu-count": "1", "nvidia.com/mig.strategy": "mixed"},
+         {"nvidia.com/mig-1g.10gb.shared.x": "7"}, "MIG profile '1g.10gb.shared.x'"),
+        # odd types
+        (K8, {5: "8"}, "capacity key 5 is not a resource name"),
+        (K8, {"nvidia.com/gpu": True}, "capacity nvidia.com/gpu True is not a whole number"),
+    ],
+)  # fmt: skip
+def test_a_node_whose_labels_and_capacity_disagree_is_refused_naming_what(labels, capacity, why):
+    with pytest.raises(h.NodeGpusError, match=re.escape(why)):
+        h.node_gpus(labels, capacity)
+
+
+@pytest.mark.parametrize("cards", [-2, True, "8", 1.0])
+def test_known_cards_are_a_whole_number_from_zero(cards):
+    with pytest.raises(h.NodeGpusError, match=re.escape(f"cards {cards!r}: a whole number from 0")):
+        h.node_gpus({}, {"nvidia.com/gpu": "8"}, cards)
+
+
+def test_mig_mixed_with_renamed_shares_prices_whole_replicas_and_slices_each_at_their_share():
+    # two cards: one left whole as 4 renamed replicas, one cut into seven 1g slices
+    node = h.node_gpus(
+        {"karpenter.k8s.aws/instance-gpu-count": "2", "nvidia.com/mig.strategy": "mixed", "nvidia.com/gpu.replicas": "4"},
+        {"nvidia.com/gpu.shared": "4", "nvidia.com/mig-1g.10gb": "7"},
+    )  # fmt: skip
+    assert {r: o.share for r, o in node.offers.items()} == {
+        "nvidia.com/gpu.shared": Fraction(1, 4), "nvidia.com/mig-1g.10gb": Fraction(1, 7)
+    }  # fmt: skip
+    shared = h.node_gpus(
+        {"karpenter.k8s.aws/instance-gpu-count": "1", "nvidia.com/mig.strategy": "mixed",
+         "nvidia.com/mig-1g.10gb.shared.replicas": "2"},
+        {"nvidia.com/mig-1g.10gb.shared": "8", "nvidia.com/mig-3g.40gb": "1"},
+    )  # fmt: skip
+    assert {r: (o.share, o.replicas) for r, o in shared.offers.items()} == {
+        "nvidia.com/mig-1g.10gb.shared": (Fraction(1, 14), 2), "nvidia.com/mig-3g.40gb": (Fraction(3, 7), 1)
+    }  # fmt: skip
+
+
+def test_mig_single_time_sliced_slices_read_the_profile_before_gfds_shared_suffix():
+    node = h.node_gpus(
+        {**K8, "nvidia.com/mig.strategy": "single", "nvidia.com/gpu.replicas": "2",
+         "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB-MIG-1g.10gb-SHARED"},
+        {"nvidia.com/gpu": "112"},
+    )  # fmt: skip
+    offer = node.offer("nvidia.com/gpu")
+    assert (offer.profile.name, offer.replicas, offer.share, node.advertised) == (
+        "1g.10gb",
+        2,
+        Fraction(1, 14),
+        8,
+    )
+
+
+def test_under_mig_mixed_gfds_count_is_the_cards():
+    node = h.node_gpus({"nvidia.com/mig.strategy": "mixed", "nvidia.com/gpu.count": "8", "nvidia.com/gpu.replicas": "0"},
+                       {"nvidia.com/mig-1g.10gb": "56"})  # fmt: skip
+    assert node.cards == 8 and node.advertised == 8
+
+
+@pytest.mark.parametrize(
+    "requests, why",
+    [
+        ({"nvidia.com/gpu": -3}, "-3 devices of nvidia.com/gpu: a count is a whole number from 0"),
+        ({"nvidia.com/gpu": 0.5}, "0.5 devices of nvidia.com/gpu"),
+        ({"nvidia.com/gpu": True}, "True devices of nvidia.com/gpu"),
+        ({"nvidia.com/gpu": 100}, "100 nvidia.com/gpu on a node that advertises 8"),
+    ],
+)
+def test_equivalents_of_counts_no_pod_could_hold_are_refused(requests, why):
+    node = h.node_gpus(K8, {"nvidia.com/gpu": "8"})
+    with pytest.raises(h.NodeGpusError, match=re.escape(why)):
+        node.equivalents(requests)
+
+
+def test_a_gpu_held_on_a_node_with_no_cards_is_refused():
+    with pytest.raises(h.NodeGpusError, match="2 nvidia.com/gpu on a node with no GPU cards"):
+        h.node_gpus({}, {}).equivalents({"nvidia.com/gpu": 2})
+
+
+def test_a_nodes_cards_alone_are_read_without_its_devices_adding_up():
+    assert h.node_cards(K8, {"nvidia.com/gpu": "4"}) == 8  # the collector prices the 8 cards bought
+    with pytest.raises(h.NodeGpusError, match="are worth 4 cards, not its 8"):
+        h.node_gpus(K8, {"nvidia.com/gpu": "4"})
