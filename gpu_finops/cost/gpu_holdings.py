@@ -226,12 +226,14 @@ def queue_of(pod: Any, job_queues: dict[tuple[str, str], str]) -> str | None:
 def holdings_from_objects(
     pods: list[Any],
     namespace_labels: dict[str, dict[str, str]],
-    node_gpus: dict[str, int | holding.NodeGpus],
+    node_gpus: dict[str, int | holding.NodeGpus | holding.NodeGpusError],
     cluster_queues: dict[tuple[str, str], str],
     job_queues: dict[tuple[str, str], str] | None = None,
 ) -> list[GpuHolding]:
     """Pure: GPU holdings from pod objects and the lookups they need (`node_gpus`: node -> its cards as the
-    model reads them, or the replicas per card of a node that shares only by replicas; `job_queues`:
+    model reads them, why it could not be read (raised naming the pod, for a pod on it), or the replicas per
+    card of a node that shares only by replicas; a pod on a node not listed (gone since) is read as whole cards:
+    no node-interval of it is priced, so it is never split; `job_queues`:
     (namespace, Job) -> the Job's queue-name label). A pod asking for a resource its node does not advertise
     raises NodeGpusError naming the pod."""
     out = []
@@ -244,6 +246,8 @@ def holdings_from_objects(
         ns, node = pod.metadata.namespace, pod.spec.node_name
         queue = queue_of(pod, job_queues or {})
         read = node_gpus.get(node, 1)
+        if isinstance(read, holding.NodeGpusError):
+            raise holding.NodeGpusError(f"pod {ns}/{pod.metadata.name}: {read}")
         if isinstance(read, holding.NodeGpus):
             try:
                 equivalents: Fraction | None = read.equivalents(requests)
@@ -269,15 +273,25 @@ def holdings_from_objects(
     return sorted(out, key=lambda h: (h.node, h.start, h.namespace, h.pod))
 
 
-def read_node_gpus(node: Any) -> holding.NodeGpus:
-    """A node's cards and offers as the model reads them (its catalog entry where no label gives its cards)."""
+def read_node_gpus(node: Any, *, strict: bool = True) -> holding.NodeGpus:
+    """A node's cards and offers as the model reads them (its catalog entry where no label gives its cards).
+    `strict=False`: devices not adding up to the cards are the node's `problem`, not an error."""
     labels = dict(node.metadata.labels or {})
     known = GPU_TYPES.get(labels.get(LABEL_INSTANCE_TYPE, ""))
     capacity = dict((node.status.capacity or {}) if node.status else {})
     try:
-        return holding.node_gpus(labels, capacity, known[2] if known else None)
+        return holding.node_gpus(labels, capacity, known[2] if known else None, strict=strict)
     except holding.NodeGpusError as exc:
         raise holding.NodeGpusError(f"node {node.metadata.name}: {exc}") from None
+
+
+def _read_or_error(node: Any) -> holding.NodeGpus | holding.NodeGpusError:
+    """The node as `read_node_gpus` reads it, or why it cannot be read: raised only when a pod on it is
+    priced, so one node between two configs does not stop every other node's holdings."""
+    try:
+        return read_node_gpus(node, strict=False)
+    except holding.NodeGpusError as exc:
+        return exc
 
 
 def gpu_holdings(kube: Any) -> list[GpuHolding]:
@@ -288,8 +302,8 @@ def gpu_holdings(kube: Any) -> list[GpuHolding]:
     namespace_labels = {
         n.metadata.name: dict(n.metadata.labels or {}) for n in kube.core.list_namespace().items
     }
-    node_gpus: dict[str, int | holding.NodeGpus] = {
-        n.metadata.name: read_node_gpus(n) for n in kube.core.list_node().items
+    node_gpus: dict[str, int | holding.NodeGpus | holding.NodeGpusError] = {
+        n.metadata.name: _read_or_error(n) for n in kube.core.list_node().items
     }
     cluster_queues: dict[tuple[str, str], str] = {}
     from kubernetes.client.exceptions import ApiException

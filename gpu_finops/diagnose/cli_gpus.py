@@ -92,11 +92,13 @@ def run(args: argparse.Namespace) -> int:
     for col in ("node", "cards", "sharing", "held by", "resource", "devices", "cards held"):
         t3.add_column(col)
     for n in shares:
-        if n.problem:
+        if n.cards is None:
             t3.add_row(n.node, "?", "?", f"not read: {n.problem}", "", "", "")
             continue
         for h, r, c, w in n.held:
             t3.add_row(n.node, str(n.cards), n.sharing or "", h, r, str(c), str(w))
         t3.add_row(n.node, str(n.cards), n.sharing or "", "(nobody)", "", "", str(n.unheld))
+        if n.problem:
+            t3.add_row(n.node, str(n.cards), n.sharing or "", f"(devices disagree: {n.problem})", "", "", "")
     console.print(t3)
     return 0

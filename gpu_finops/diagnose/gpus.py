@@ -90,7 +90,8 @@ def gpu_view(cluster: Cluster) -> GpuView:
 @dataclass(frozen=True)
 class NodeShares:
     """One GPU node's cards and what its holders hold of them, in cards; `problem` where the node cannot be
-    read as the model reads one (then no figure is given for it, never a zero)."""
+    read as the model reads one (then `cards` is None and no figure is given, never a zero), or where its
+    devices are not worth its cards (then the figures are given beside it)."""
 
     node: str
     cards: int | None
@@ -126,7 +127,9 @@ def node_shares(nodes: tuple[NodeFacts, ...], holders: tuple[Holder, ...]) -> tu
             continue
         known = GPU_TYPES.get(n.labels.get(LABEL_INSTANCE_TYPE, ""))
         try:
-            read = holding.node_gpus(n.labels, n.capacity or n.allocatable, known[2] if known else None)
+            read = holding.node_gpus(
+                n.labels, n.capacity or n.allocatable, known[2] if known else None, strict=False
+            )
             held = tuple(
                 (h.key, r, c, read.equivalents({r: c}))
                 for h in by_node.get(n.name, ())
@@ -136,5 +139,5 @@ def node_shares(nodes: tuple[NodeFacts, ...], holders: tuple[Holder, ...]) -> tu
         except holding.NodeGpusError as exc:
             out.append(NodeShares(n.name, None, None, (), str(exc)))
             continue
-        out.append(NodeShares(n.name, read.cards, str(read.sharing), held))
+        out.append(NodeShares(n.name, read.cards, str(read.sharing), held, read.problem))
     return tuple(out)

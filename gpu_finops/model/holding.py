@@ -45,7 +45,9 @@ MIG_LEGACY_ID = re.compile(
 # A MIG profile as the plugin names its resource: <g>g.<memory>gb, an attribute suffix such as `.me` (the
 # profile's `+me` with `+` made `.`); g is the GPU instance's compute slices, of 7 on A100, H100 and H200
 # (`shared` is not an attribute: it is the plugin's renameByDefault suffix on a resource, read apart)
-MIG_PROFILE = re.compile(r"([1-8])g\.([1-9][0-9]{0,3})gb((?:[.+](?!shared(?![a-z]))[a-z]{1,8}){0,3})", re.ASCII)
+MIG_PROFILE = re.compile(
+    r"([1-8])g\.([1-9][0-9]{0,3})gb((?:[.+](?!shared(?![a-z]))[a-z]{1,8}){0,3})", re.ASCII
+)
 COUNT_VALUE = re.compile(r"0|[1-9][0-9]{0,5}", re.ASCII)
 REPLICA_INDEX = re.compile(r"0|[1-9][0-9]{0,5}", re.ASCII)  # a plain decimal from 0, as the plugin writes it
 REPLICAS_LABEL_VALUE = re.compile(r"[1-9][0-9]{0,5}", re.ASCII)
@@ -356,6 +358,17 @@ class NodeGpus:
         """Cards' worth of every device the node advertises: its cards when every card is advertised."""
         return sum((o.share * o.count for o in self.offers.values()), Fraction(0))
 
+    @property
+    def problem(self) -> str | None:
+        """Why its devices are not worth its cards (None when they are, or when it advertises none yet)."""
+        if not self.advertised or self.advertised == self.cards:
+            return None
+        shown = ", ".join(f"{o.count} {r} at {o.share}" for r, o in sorted(self.offers.items()))
+        return (
+            f"its devices ({shown}) are worth {self.advertised} cards, not its {self.cards}: its labels and "
+            "capacity disagree (a card lost to the driver, a layout half applied, or labels from another config)"
+        )
+
 
 def is_gpu_resource(resource: str) -> bool:
     """A resource of the NVIDIA device plugin's: nvidia.com/gpu, nvidia.com/gpu.<anything> (a renamed share)
@@ -472,14 +485,20 @@ def node_cards(labels: Mapping[str, str], capacity: Mapping[str, object], cards:
 
 
 def node_gpus(
-    labels: Mapping[str, str], capacity: Mapping[str, object], cards: int | None = None
+    labels: Mapping[str, str],
+    capacity: Mapping[str, object],
+    cards: int | None = None,
+    *,
+    strict: bool = True,
 ) -> NodeGpus:
     """The node's cards (`node_cards`) and offers, read from its labels and its capacity (capacity, not
     allocatable: a card the kubelet marks unhealthy is still bought). The devices it advertises must be worth
     exactly its cards (or nothing yet). Raises NodeGpusError, naming what is wrong, for what `node_cards`
     refuses; a replicas label that is no count or a sharing strategy that contradicts the replicas; a MIG
     single node whose product label names no profile; counts that do not divide into cards or slices; devices
-    worth more or less than the cards."""
+    worth more or less than the cards (`strict=False`: said as the node's `problem` instead, for a reader that
+    must go on while a node's labels and capacity are between two configs: GFD and the device plugin update
+    them apart)."""
     known = node_cards(labels, capacity, cards)
     strategy = labels.get(LABEL_MIG_STRATEGY)
     advertised = _advertised(capacity)
@@ -490,12 +509,8 @@ def node_gpus(
         node = _mig_mixed(labels, advertised, known)
     else:
         node = _cards_only(labels, advertised, known, replicas)
-    if node.advertised and node.advertised != node.cards:
-        shown = ", ".join(f"{o.count} {r} at {o.share}" for r, o in sorted(node.offers.items()))
-        raise NodeGpusError(
-            f"its devices ({shown}) are worth {node.advertised} cards, not its {node.cards}: its labels and "
-            "capacity disagree (a card lost to the driver, a layout half applied, or labels from another config)"
-        )
+    if strict and node.problem:
+        raise NodeGpusError(node.problem)
     return node
 
 

@@ -379,3 +379,23 @@ def test_quantities_read_as_the_api_server_keeps_them_and_sidecars_count_beside_
     for bad in ("0.5", "1_0", "x"):
         with pytest.raises(ValueError, match=re.escape(f"nvidia.com/gpu quantity {bad!r}")):
             effective_requests(client.V1Pod(spec=client.V1PodSpec(containers=[c("a", bad)])))
+
+
+def test_a_node_between_two_configs_stops_only_the_holdings_on_it():
+    from gpu_finops.cost.gpu_holdings import _read_or_error
+    from gpu_finops.model.holding import NodeGpusError
+
+    torn = _node(
+        {"nvidia.com/gpu.count": "1", "nvidia.com/gpu.replicas": "4"}, {"nvidia.com/gpu.shared": "1"}
+    )
+    read = _read_or_error(torn)
+    assert "are worth 1/4 cards, not its 1" in read.problem, "devices not adding up are said, not raised"
+    broken = _read_or_error(_node({"nvidia.com/mig.strategy": "sideways"}, {}))
+    assert isinstance(broken, NodeGpusError)
+    ok = holdings_from_objects([pod("a", "ns-a", node="gpu-a", resource="nvidia.com/gpu.shared")], {},
+                               {"gpu-a": read, "gpu-b": broken}, {})  # fmt: skip
+    assert [h.physical_gpus for h in ok] == [Fraction(1, 4)]
+    with pytest.raises(
+        NodeGpusError, match=r"pod ns-a/b: node gpu-a: label nvidia.com/mig.strategy='sideways'"
+    ):
+        holdings_from_objects([pod("b", "ns-a", node="gpu-b")], {}, {"gpu-b": broken}, {})
