@@ -229,12 +229,14 @@ acts: setup ## run the acts (seven) against TARGET (aws|local); reports in repor
 # The acts run under local/ledger_window.py, which records the ledger of their window (reports/ledger-*.json)
 # for the report; plain `make`, not $(MAKE), so that `make -n demo` does not start it.
 # The local target's Go builds need only python3 and go, so `demo` starts them in the background before setup
-# installs Python; `local up` waits for them on the build lock (local/build/binaries.py: build_all). OpenTofu and
-# its providers follow, one link at a time (local/build/terraform.py); the Terraform tests wait on their lock.
+# installs Python; `local up` waits for them on the build lock (local/build/binaries.py: build_all). Helm goes
+# first (a few minutes: the chart and install tests need it from the suite's first minutes; they wait on its
+# lock, local/charts/helm.py), then the local target's binaries, then OpenTofu and its providers, one link at
+# a time (local/build/terraform.py); the Terraform tests wait on their lock.
 prebuild:
 	@mkdir -p "$${GPU_FINOPS_CACHE:-$$HOME/.cache/gpu-finops}/local"
-	@echo "building the local target's Go binaries, then OpenTofu and its providers, in the background (log: $${GPU_FINOPS_CACHE:-$$HOME/.cache/gpu-finops}/local/prebuild.log)"
-	@nohup nice -n 5 sh -c '$(PYTHON) -u -m local.build.binaries; $(PYTHON) -u -m local.build.terraform' > "$${GPU_FINOPS_CACHE:-$$HOME/.cache/gpu-finops}/local/prebuild.log" 2>&1 &
+	@echo "building helm, the local target's Go binaries, then OpenTofu and its providers, in the background (log: $${GPU_FINOPS_CACHE:-$$HOME/.cache/gpu-finops}/local/prebuild.log)"
+	@nohup nice -n 5 sh -c '$(PYTHON) -u -m local.charts.helm; $(PYTHON) -u -m local.build.binaries; $(PYTHON) -u -m local.build.terraform' > "$${GPU_FINOPS_CACHE:-$$HOME/.cache/gpu-finops}/local/prebuild.log" 2>&1 &
 
 demo: prebuild setup ## the main job on the local target: up, all acts (a skipped act fails the demo) and their ledger, down, the report
 	$(VENV)/bin/gpu-finops local up

@@ -28,7 +28,6 @@ from gpu_finops.facts.catalog import GPU_TYPES
 from gpu_finops.facts.errors import FILE, ConfigError
 from gpu_finops.facts.file_schema import AwareTime, FileModel, Label, Text
 from gpu_finops.facts.kube_keys import (
-    GPU_RESOURCE,
     KUEUE_GROUP,
     KUEUE_VERSION,
     LABEL_INSTANCE_TYPE,
@@ -411,7 +410,7 @@ def write_holdings_file(holdings: list[GpuHolding], path: str | Path) -> None:
 
 def pod_resources_devices(body: dict[str, Any]) -> dict[tuple[str, str], tuple[str, ...]]:
     """The kubelet pod-resources v1 `List` answer -> the GPU device ids per (namespace, pod), as the
-    kubelet gave them (`GPU-<uuid>`, or `GPU-<uuid>::<replica>` for a time-sliced replica). An id the
+    kubelet gave them (`GPU-<uuid>`, `GPU-<uuid>::<replica>` for a replica, `MIG-<uuid>` for a MIG slice). An id the
     device plugin would not write raises `holding.DeviceIdError`: the answer is not read in part."""
     out: dict[tuple[str, str], tuple[str, ...]] = {}
     for entry in body.get("podResources") or ():
@@ -419,11 +418,11 @@ def pod_resources_devices(body: dict[str, Any]) -> dict[tuple[str, str], tuple[s
             d
             for c in entry.get("containers") or ()
             for dev in c.get("devices") or ()
-            if str(dev.get("resourceName", "")).startswith(GPU_RESOURCE)
+            if holding.is_gpu_resource(str(dev.get("resourceName", "")))
             for d in dev.get("deviceIds") or ()
         ]
         if ids:
-            holding.cards(ids)  # an id the device plugin would not write raises DeviceIdError, naming it
+            holding.devices(ids)  # an id the device plugin would not write raises DeviceIdError, naming it
             out[(entry["namespace"], entry["name"])] = tuple(ids)
     return out
 

@@ -59,7 +59,7 @@ def devices_from_pod_resources(body: dict[str, Any]) -> PodDevices:
             d
             for c in entry.get("containers") or ()
             for dev in c.get("devices") or ()
-            if str(dev.get("resourceName", "")).startswith(GPU_RESOURCE)
+            if holding.is_gpu_resource(str(dev.get("resourceName", "")))
             for d in dev.get("deviceIds") or ()
         ]
         by_card: dict[str, str] = {}

@@ -399,3 +399,14 @@ def test_a_node_between_two_configs_stops_only_the_holdings_on_it():
         NodeGpusError, match=r"pod ns-a/b: node gpu-a: label nvidia.com/mig.strategy='sideways'"
     ):
         holdings_from_objects([pod("b", "ns-a", node="gpu-b")], {}, {"gpu-b": broken}, {})
+
+
+def test_the_pod_resources_answer_keeps_mig_slices_of_either_strategy():
+    from gpu_finops.cost.gpu_holdings import pod_resources_devices
+
+    def entry(pod: str, resource: str, ids: list[str]) -> dict:
+        return {"namespace": "ns", "name": pod, "containers": [{"name": "c", "devices": [{"resourceName": resource, "deviceIds": ids}]}]}  # fmt: skip
+
+    body = {"podResources": [entry("single", "nvidia.com/gpu", ["MIG-aa11"]), entry("mixed", "nvidia.com/mig-3g.40gb", ["MIG-bb22"]),
+                             entry("nic", "example.com/nic", ["eth1"])]}  # fmt: skip
+    assert pod_resources_devices(body) == {("ns", "single"): ("MIG-aa11",), ("ns", "mixed"): ("MIG-bb22",)}

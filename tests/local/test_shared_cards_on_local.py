@@ -1,0 +1,203 @@
+"""A card held five ways on the local target, each read back through the held-GPU model: whole, time-sliced,
+MPS clients, MIG single and MIG mixed. Every node's devices sum to its physical cards, every pod holds what the
+kubelet gave it at its share, and a node-interval's cost split over its holders and its unallocated rest sums
+to the node's cost.
+
+On the real local stack (kube-apiserver, the real scheduler, kwok, the simulated device plugin, GFD and MIG
+manager reading the device plugin's ConfigMap as the addons stack ships it): one kwok node per mode, labelled
+with the named config it asks for (and, for MIG, the layout `nvidia.com/mig.config`), pods of two tenants
+placed by the scheduler on each. The holdings are read by the collector's own reader (`gpu_holdings` and the
+kubelet pod-resources answer), the split by the collector's `allocation.shares`."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import replace
+from datetime import timedelta
+from decimal import Decimal
+from fractions import Fraction
+
+import pytest
+
+from gpu_finops.facts.kube_keys import LABEL_DEVICE_PLUGIN_CONFIG, LABEL_MIG_CONFIG, LABEL_TENANT
+from gpu_finops.model import holding
+from harness.waits import eventually
+
+pytestmark = [pytest.mark.local, pytest.mark.slow, pytest.mark.timeout(600)]
+
+# node mode -> (instance type, device plugin config, MIG layout, [(tenant, resource, devices)], expected:
+# cards, each pod's cards' worth)
+MODES = {
+    "whole": ("g6e.12xlarge", "default", None, [("team-a", "nvidia.com/gpu", 1), ("team-b", "nvidia.com/gpu", 2)],
+              4, [Fraction(1), Fraction(2)]),
+    "timesliced": ("g6e.xlarge", "timeslice-4", None,
+                   [("team-a", "nvidia.com/gpu.shared", 1), ("team-b", "nvidia.com/gpu.shared", 1)],
+                   1, [Fraction(1, 4), Fraction(1, 4)]),
+    "mps": ("g6e.xlarge", "mps", None, [("team-a", "nvidia.com/gpu.shared", 1), ("team-b", "nvidia.com/gpu.shared", 1)],
+            1, [Fraction(1, 4), Fraction(1, 4)]),
+    "migsingle": ("p5.48xlarge", "mig-single", "all-1g.10gb", [("team-a", "nvidia.com/gpu", 2), ("team-b", "nvidia.com/gpu", 3)],
+                  8, [Fraction(2, 7), Fraction(3, 7)]),
+    "migmixed": ("p5.48xlarge", "mig-mixed", "all-balanced",
+                 [("team-a", "nvidia.com/mig-3g.40gb", 1), ("team-b", "nvidia.com/mig-1g.10gb", 2)],
+                 8, [Fraction(3, 7), Fraction(2, 7)]),
+}  # fmt: skip
+KINDS = {"whole": holding.Kind.WHOLE, "timesliced": holding.Kind.REPLICA, "mps": holding.Kind.MPS_CLIENT,
+         "migsingle": holding.Kind.MIG_SLICE, "migmixed": holding.Kind.MIG_SLICE}  # fmt: skip
+
+
+def kwok_node(name: str, itype: str, config: str, layout: str | None) -> dict:
+    labels = {"kubernetes.io/hostname": name, "node.kubernetes.io/instance-type": itype, "type": "kwok",
+              LABEL_DEVICE_PLUGIN_CONFIG: config} | ({LABEL_MIG_CONFIG: layout} if layout else {})  # fmt: skip
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "annotations": {"kwok.x-k8s.io/node": "fake"}, "labels": labels}}  # fmt: skip
+
+
+def pod(name: str, ns: str, node: str, resource: str, n: int) -> dict:
+    """A bare pod the real scheduler places on `node` (by its hostname label), asking `n` of `resource`."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": ns,
+            "annotations": {"gpu-finops.io/gpu-profile": "busy-trainer"},
+        },
+        "spec": {
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "main", "image": "fake", "resources": {"limits": {resource: str(n)}}}],
+        },
+    }
+
+
+def test_each_way_of_holding_a_card_sums_to_the_cards_and_splits_the_cost_exactly(local_cluster):
+    from acts.conftest import cleanup_namespaces
+    from gpu_finops.cost.allocation import UNALLOCATED, shares
+    from gpu_finops.cost.allocation import split as allocation_split
+    from gpu_finops.cost.gpu_holdings import gpu_holdings, read_node_gpus, with_devices
+
+    kube = local_cluster.kube()
+    pod_resources = json.loads(local_cluster.describe().read_text())["pod_resources_url"]
+    run = uuid.uuid4().hex[:6]
+    ns = {t: f"shared-{run}-{t}" for t in ("team-a", "team-b")}
+    nodes = {mode: f"shared-{run}-{mode}" for mode in MODES}
+    kube.apply([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n, "labels": {LABEL_TENANT: t}}}
+                for t, n in ns.items()])  # fmt: skip
+    try:
+        kube.apply(
+            [kwok_node(nodes[m], itype, config, layout) for m, (itype, config, layout, *_) in MODES.items()]
+        )
+
+        def advertised() -> dict[str, holding.NodeGpus | str]:
+            out: dict[str, holding.NodeGpus | str] = {}
+            for mode, name in nodes.items():
+                try:
+                    out[mode] = read_node_gpus(kube.core.read_node(name))
+                except holding.NodeGpusError as exc:
+                    out[mode] = str(exc)
+            return out
+
+        read = eventually(
+            advertised,
+            lambda got: all(isinstance(g, holding.NodeGpus) and g.offers and g.advertised == MODES[m][4]
+                            for m, g in got.items()),
+            timeout=90, interval=1, what="every node advertising its cards' worth of devices",
+        )  # fmt: skip
+        for mode, node in read.items():
+            assert node.cards == MODES[mode][4], (mode, node)
+            assert {o.kind for o in node.offers.values()} == {KINDS[mode]}, (mode, node.offers)
+        mixed = read["migmixed"].offers
+        assert {r: (o.count, o.share) for r, o in mixed.items()} == {
+            "nvidia.com/mig-1g.10gb": (16, Fraction(1, 7)),
+            "nvidia.com/mig-2g.20gb": (8, Fraction(2, 7)),
+            "nvidia.com/mig-3g.40gb": (8, Fraction(3, 7)),
+        }
+
+        pods = []
+        for mode, (_, _, _, asks, _, _) in MODES.items():
+            for i, (tenant, resource, n) in enumerate(asks):
+                pods.append(pod(f"{mode}-{i}", ns[tenant], nodes[mode], resource, n))
+        kube.apply(pods)
+        names = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in pods}
+
+        def holdings():
+            return [
+                h for h in with_devices(gpu_holdings(kube), pod_resources) if (h.namespace, h.pod) in names
+            ]
+
+        held = eventually(
+            holdings,
+            lambda hs: len(hs) == len(names) and all(len(h.devices) == h.gpus for h in hs),
+            timeout=90, interval=1, what="every pod Running with the devices the kubelet gave it",
+        )  # fmt: skip
+        shares_and_diagnosis(kube, ns["team-a"], nodes)
+    finally:
+        cleanup_namespaces(kube, list(ns.values()))
+        for name in nodes.values():
+            kube.core.delete_node(name)
+
+    by_pod = {h.pod: h for h in held}
+    start = max(h.start for h in held)
+    end = start + timedelta(seconds=60)
+    for mode, (_, _, _, asks, cards, worth) in MODES.items():
+        node = read[mode]
+        mine = [by_pod[f"{mode}-{i}"] for i in range(len(asks))]
+        assert [h.physical_gpus for h in mine] == worth, (mode, [(h.pod, h.physical_gpus) for h in mine])
+        assert {h.node for h in mine} == {nodes[mode]}, "placed by the scheduler where the selector asked"
+        for h, (tenant, resource, _) in zip(mine, asks, strict=True):
+            assert h.tenant == tenant and h.resources == ((resource, h.gpus),), (mode, h)
+            # the ids the kubelet gave it are what the node's offer says one of them is, each its share
+            got = holding.held(
+                holding.Holder(h.namespace, h.pod, h.tenant), list(h.devices), node.offer(resource)
+            )
+            assert sum(g.share for g in got) == h.physical_gpus and {g.kind for g in got} == {KINDS[mode]}
+        ids = [d for h in mine for d in h.devices]
+        assert len(ids) == len(set(ids)), f"{mode}: a device given twice: {ids}"
+        # one minute of the node at $55.04 a card-hour: the holders' and the unallocated rows sum to it exactly,
+        # each within a micro-dollar of its exact share
+        ended = [h if h.end is not None else replace(h, end=end) for h in mine]
+        split = shares(nodes[mode], start, end, cards * Fraction(60), ended)
+        assert {s.tenant: s.gpu_seconds for s in split} == {
+            **{t: w * 60 for (t, _, _), w in zip(asks, worth, strict=True)},
+            UNALLOCATED: (cards - sum(worth)) * 60,
+        }, mode
+        cost = (Decimal("55.04") * cards / 60).quantize(Decimal("0.000001"))
+        money = allocation_split(cost, [s.weight for s in split])
+        assert sum(money) == cost, (mode, money)
+        for amount, s in zip(money, split, strict=True):
+            assert abs(Fraction(amount) - Fraction(cost) * s.weight) < Fraction(1, 10**6), (mode, s)
+
+
+def shares_and_diagnosis(kube, ns: str, nodes: dict[str, str]) -> None:
+    """`gpu-finops gpus`' shares and `diagnose`'s reading of the same live nodes: each node's holders and its
+    unheld rest sum to its cards; a pod asking a profile the mixed node does not offer is told what it offers."""
+    from gpu_finops.diagnose.engine import diagnose_pod
+    from gpu_finops.diagnose.gpus import node_shares
+    from gpu_finops.diagnose.kube_observer import KubeObserver, holders
+    from gpu_finops.diagnose.model import ALLOCATION
+    from gpu_finops.diagnose.read import read_cluster
+
+    observer = KubeObserver(kube)
+    listed = node_shares(
+        tuple(observer.nodes()), tuple(holders(kube.core.list_pod_for_all_namespaces().items))
+    )
+    mine = {n.node: n for n in listed if n.node in nodes.values()}
+    for mode, name in nodes.items():
+        n, (*_, cards, worth) = mine[name], MODES[mode]
+        assert (n.cards, n.problem) == (cards, None), (mode, n)
+        assert sorted(w for *_, w in n.held) == sorted(worth), (mode, n.held)
+        assert sum(w for *_, w in n.held) + n.unheld == cards, (mode, n)
+    kube.apply([pod("wants-4g", ns, nodes["migmixed"], "nvidia.com/mig-4g.40gb", 1)])
+    eventually(lambda: kube.core.read_namespaced_pod("wants-4g", ns),
+               lambda p: any(c.reason == "Unschedulable" for c in (p.status.conditions or ())),
+               timeout=60, interval=1, what="the 4g.40gb pod unschedulable")  # fmt: skip
+    pods, cluster = read_cluster(observer, "http://127.0.0.1:9", 60, retry_for=0, namespace=ns)
+    (waiting,) = [p for p in pods if p.name == "wants-4g"]
+    finding = diagnose_pod(waiting, cluster).finding(ALLOCATION)
+    assert finding.explains is True, finding
+    assert finding.summary.startswith("asks 4g.40gb; no Ready, schedulable node offers it: "), finding.summary
+    assert f"{nodes['migmixed']} offers 16 x 1g.10gb, 8 x 2g.20gb, 8 x 3g.40gb (MIG layout all-balanced)" in (
+        finding.summary
+    ), finding.summary
+    assert f"offers:{nodes['migmixed']}:3g.40gb" in finding.key_evidence
