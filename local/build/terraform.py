@@ -244,8 +244,16 @@ def available_gib(meminfo: Path = Path("/proc/meminfo")) -> float | None:
     return int(found.group(1)) / 2**20 if found else None
 
 
-def check_memory(tool: Tool, available: float | None) -> None:
-    if available is not None and available < tool.need_gib:
+def check_memory(tool: Tool, available: float | None, echo: Callable[[str], None] = print) -> None:
+    """Refuse to start a build whose link this machine cannot hold; where the kernel does not say how much
+    memory is available, say that the check could not be made and build."""
+    if available is None:
+        echo(
+            f"  {tool.name}: free memory unknown (no MemAvailable in /proc/meminfo): not checked against the "
+            f"{tool.need_gib:g} GiB its link needs"
+        )
+        return
+    if available < tool.need_gib:
         raise BuildError(
             f"building {tool.name} needs about {tool.need_gib:g} GiB of free memory (its link's peak, measured); "
             f"this machine has {available:.1f} GiB available (MemAvailable, /proc/meminfo): stop other work "
@@ -284,7 +292,7 @@ def build(tool: Tool, echo: Callable[[str], None] = print, available: float | No
     out = ROOT / cache_key(tool)
     if (out / tool.name).is_file():
         return out / tool.name
-    check_memory(tool, available_gib() if available is None else available)
+    check_memory(tool, available_gib() if available is None else available, echo)
     cwd = source(tool, echo)
     staging = out.with_name(f".{out.name}.building-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)

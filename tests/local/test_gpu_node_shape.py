@@ -55,7 +55,7 @@ def test_the_shared_pools_node_selects_the_time_slicing_config():
 
 
 @pytest.mark.parametrize(
-    "itype, error", [("p5.48xlarge", "not in gpu_finops/facts/catalog.py"), ("x", "not in")]
+    "itype, error", [("p4d.24xlarge", "not in gpu_finops/facts/catalog.py"), ("x", "not in")]
 )
 def test_an_instance_type_outside_the_catalog_is_refused_by_name(itype, error):
     with pytest.raises(ValueError, match=error):
@@ -65,3 +65,11 @@ def test_an_instance_type_outside_the_catalog_is_refused_by_name(itype, error):
 def test_an_unknown_stage_is_refused():
     with pytest.raises(ValueError, match="stage 'ready'"):
         gpu_node(C, "ready")
+
+
+def test_the_mig_capable_type_is_labelled_as_karpenters_aws_provider_labels_it():
+    labels = instance_labels("p5.48xlarge")
+    assert (
+        labels["karpenter.k8s.aws/instance-gpu-count"],
+        labels["karpenter.k8s.aws/instance-gpu-name"],
+    ) == ("8", "h100")

@@ -91,8 +91,14 @@ def test_a_machine_without_the_memory_a_link_needs_is_refused_before_building():
         f"building terraform-provider-aws needs about {aws.need_gib:g} GiB of free memory (its link's peak, "
         f"measured); this machine has {aws.need_gib - 0.5:.1f} GiB available"
     )
-    terraform.check_memory(aws, aws.need_gib)
-    terraform.check_memory(aws, None)  # a kernel that does not say: the build goes on
+    said: list[str] = []
+    terraform.check_memory(aws, aws.need_gib, said.append)
+    assert said == []
+    terraform.check_memory(aws, None, said.append)  # a kernel that does not say: said, and the build goes on
+    assert said == [
+        f"  terraform-provider-aws: free memory unknown (no MemAvailable in /proc/meminfo): not checked against "
+        f"the {aws.need_gib:g} GiB its link needs"
+    ]
 
 
 def test_memavailable_is_read_in_gib(tmp_path):

@@ -13,7 +13,9 @@ from local.charts import helm
 def test_a_caller_waits_for_the_running_build_and_uses_its_binary(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(build, "CACHE", tmp_path)
     built: list[list[str]] = []
-    monkeypatch.setattr(build, "run", lambda cmd, cwd, log: built.append(cmd))  # a second build would show here
+    monkeypatch.setattr(
+        build, "run", lambda cmd, cwd, log: built.append(cmd)
+    )  # a second build would show here
     path = helm.helm_path()
     path.parent.mkdir(parents=True)
     with (tmp_path / "helm.lock").open("w") as lock:
