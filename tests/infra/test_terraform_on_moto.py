@@ -29,6 +29,10 @@ from gpu_finops.facts.names import CI_ROLE_STACK
 from infra import deploy
 from infra.preflight import GVT_SPOT_QUOTA_CODE
 
+# The first test to ask for OpenTofu waits for the one-time background build (about 10 minutes on a cold
+# machine, docs/log/measurements.md), inside its own timeout; the moto run itself takes about 5.
+pytestmark = pytest.mark.timeout(1800)
+
 ROOT = Path(__file__).resolve().parents[2]
 ACCOUNT = "123456789012"  # moto's
 # Resource -> the words of moto's refusal. Each is what moto's server lacks (docs/local.md, AWS through moto).

@@ -18,6 +18,10 @@ from gpu_finops.facts.names import CI_ROLE_STACK, CLUSTER_STACKS
 from local.build import terraform, versions
 from local.build.binaries import module_info
 
+# The first test to ask for OpenTofu waits for the one-time background build (about 10 minutes on a cold
+# machine, docs/log/measurements.md), inside its own timeout.
+pytestmark = pytest.mark.timeout(1800)
+
 STACKS = (*CLUSTER_STACKS, CI_ROLE_STACK)
 # tofu's own warning on every command while dev_overrides send a provider to a local build (the CLI
 # configuration local/build/terraform.py writes): expected, and the only warning allowed.
