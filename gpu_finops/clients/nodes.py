@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from gpu_finops.facts import file_schema, input_files, timestamps
-from gpu_finops.facts.catalog import GPU_TYPES
 from gpu_finops.facts.errors import FILE, ConfigError
 from gpu_finops.facts.file_schema import AwareTime, ForeignModel, Text
 from gpu_finops.facts.kube_keys import (
@@ -82,11 +81,10 @@ def physical_cards(name: str, labels: dict[str, str], capacity: dict[str, Any]) 
     """The node's physical cards, as the held-GPU model reads them (gpu_finops.model.holding.node_gpus): a MIG
     node's slices and a time-sliced node's replicas are not cards. Raises ValueError naming the node where they
     cannot be read (a MIG node of a type nobody labelled with its GPU count and the catalog does not know)."""
-    known = GPU_TYPES.get(labels.get(LABEL_INSTANCE_TYPE, ""))
     try:
-        return holding.node_cards(labels, capacity, known[2] if known else None)
+        return holding.read_node_cards(name, labels, capacity)
     except holding.NodeGpusError as exc:
-        raise ValueError(f"node {name!r}: {exc}") from None
+        raise ValueError(str(exc)) from None
 
 
 def node_facts(node: Any) -> GpuNode:

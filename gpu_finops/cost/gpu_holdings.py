@@ -24,13 +24,11 @@ from typing import Annotated, Any
 from pydantic import Field, RootModel, Strict
 
 from gpu_finops.facts import file_schema, input_files, json_text
-from gpu_finops.facts.catalog import GPU_TYPES
 from gpu_finops.facts.errors import FILE, ConfigError
 from gpu_finops.facts.file_schema import AwareTime, FileModel, Label, Text
 from gpu_finops.facts.kube_keys import (
     KUEUE_GROUP,
     KUEUE_VERSION,
-    LABEL_INSTANCE_TYPE,
     LABEL_QUEUE_NAME,
     LABEL_TENANT,
     MIG_RESOURCE_PREFIX,
@@ -276,12 +274,8 @@ def read_node_gpus(node: Any, *, strict: bool = True) -> holding.NodeGpus:
     """A node's cards and offers as the model reads them (its catalog entry where no label gives its cards).
     `strict=False`: devices not adding up to the cards are the node's `problem`, not an error."""
     labels = dict(node.metadata.labels or {})
-    known = GPU_TYPES.get(labels.get(LABEL_INSTANCE_TYPE, ""))
     capacity = dict((node.status.capacity or {}) if node.status else {})
-    try:
-        return holding.node_gpus(labels, capacity, known[2] if known else None, strict=strict)
-    except holding.NodeGpusError as exc:
-        raise holding.NodeGpusError(f"node {node.metadata.name}: {exc}") from None
+    return holding.read_node(node.metadata.name, labels, capacity, strict=strict)
 
 
 def _read_or_error(node: Any) -> holding.NodeGpus | holding.NodeGpusError:

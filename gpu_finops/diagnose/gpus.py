@@ -10,8 +10,6 @@ from typing import Any
 
 from gpu_finops.diagnose import activity as act
 from gpu_finops.diagnose.model import Cluster, GpuStats, Holder, NodeFacts
-from gpu_finops.facts.catalog import GPU_TYPES
-from gpu_finops.facts.kube_keys import LABEL_INSTANCE_TYPE
 from gpu_finops.model import holding
 
 
@@ -125,11 +123,8 @@ def node_shares(nodes: tuple[NodeFacts, ...], holders: tuple[Holder, ...]) -> tu
     for n in nodes:
         if not n.allocatable and not n.capacity and not by_node.get(n.name):
             continue
-        known = GPU_TYPES.get(n.labels.get(LABEL_INSTANCE_TYPE, ""))
         try:
-            read = holding.node_gpus(
-                n.labels, n.capacity or n.allocatable, known[2] if known else None, strict=False
-            )
+            read = holding.read_node(n.name, n.labels, n.capacity or n.allocatable, strict=False)
             held = tuple(
                 (h.key, r, c, read.equivalents({r: c}))
                 for h in by_node.get(n.name, ())

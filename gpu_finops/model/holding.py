@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from fractions import Fraction
 
+from gpu_finops.facts.catalog import GPU_TYPES
 from gpu_finops.facts.kube_keys import (
     GPU_RESOURCE,
     LABEL_GPU_COUNT,
@@ -29,6 +30,7 @@ from gpu_finops.facts.kube_keys import (
     LABEL_GPU_REPLICAS,
     LABEL_GPU_SHARING,
     LABEL_INSTANCE_GPU_COUNT,
+    LABEL_INSTANCE_TYPE,
     LABEL_MIG_STRATEGY,
     MIG_RESOURCE_PREFIX,
 )
@@ -512,6 +514,32 @@ def node_gpus(
     if strict and node.problem:
         raise NodeGpusError(node.problem)
     return node
+
+
+def catalog_cards(labels: Mapping[str, str]) -> int | None:
+    """The physical cards of the node's instance type (`node.kubernetes.io/instance-type`) as the catalog knows
+    them, None for a type it does not list."""
+    known = GPU_TYPES.get(labels.get(LABEL_INSTANCE_TYPE, ""))
+    return known[2] if known else None
+
+
+def read_node_cards(name: str, labels: Mapping[str, str], capacity: Mapping[str, object]) -> int:
+    """`node_cards` with the catalog's cards for the node's instance type, its errors naming the node."""
+    try:
+        return node_cards(labels, capacity, catalog_cards(labels))
+    except NodeGpusError as exc:
+        raise NodeGpusError(f"node {name}: {exc}") from None
+
+
+def read_node(
+    name: str, labels: Mapping[str, str], capacity: Mapping[str, object], *, strict: bool = True
+) -> NodeGpus:
+    """`node_gpus` with the catalog's cards for the node's instance type, its errors naming the node: the one
+    reading of a node's GPUs the collector, the diagnosis and `gpus` share."""
+    try:
+        return node_gpus(labels, capacity, catalog_cards(labels), strict=strict)
+    except NodeGpusError as exc:
+        raise NodeGpusError(f"node {name}: {exc}") from None
 
 
 def _cards_only(labels: Mapping[str, str], advertised: dict[str, int], cards: int, replicas: int) -> NodeGpus:

@@ -411,3 +411,22 @@ def test_a_nodes_cards_alone_are_read_without_its_devices_adding_up():
     assert h.node_cards(K8, {"nvidia.com/gpu": "4"}) == 8  # the collector prices the 8 cards bought
     with pytest.raises(h.NodeGpusError, match="are worth 4 cards, not its 8"):
         h.node_gpus(K8, {"nvidia.com/gpu": "4"})
+
+
+def test_a_node_of_a_catalogued_type_reads_its_cards_from_the_catalog_and_errors_name_the_node():
+    labels = {
+        "node.kubernetes.io/instance-type": "p5.48xlarge",
+        "nvidia.com/mig.strategy": "mixed",
+    }
+    capacity = {"nvidia.com/mig-1g.10gb": "56"}
+    assert h.catalog_cards(labels) == 8
+    assert h.read_node_cards("gpu-a", labels, capacity) == 8
+    assert h.read_node("gpu-a", labels, capacity).equivalents({"nvidia.com/mig-1g.10gb": 7}) == 1
+    unknown = {**labels, "node.kubernetes.io/instance-type": "x9.large"}
+    assert h.catalog_cards(unknown) is None
+    with pytest.raises(
+        h.NodeGpusError, match=r"^node gpu-a: a MIG node \(nvidia.com/mig.strategy=mixed\) without"
+    ):
+        h.read_node("gpu-a", unknown, capacity)
+    with pytest.raises(h.NodeGpusError, match=r"^node gpu-b: a MIG node"):
+        h.read_node_cards("gpu-b", unknown, capacity)
