@@ -166,9 +166,8 @@ def mig_parted_config(instance_type: str) -> str:
     configs: dict[str, list[dict[str, Any]]] = {"all-disabled": [{"devices": "all", "mig-enabled": False}]}
     for profile, count in profiles.items():
         configs[f"all-{profile}"] = [{"devices": "all", "mig-enabled": True, "mig-devices": {profile: count}}]
-    small = next(p for p in profiles if p.startswith("1g."))
-    two = next(p for p in profiles if p.startswith("2g."))
-    three = next(p for p in profiles if p.startswith("3g."))
+    compute = {p: holding.MigProfile.parse(p).compute for p in profiles}
+    small, two, three = (next(p for p in profiles if compute[p] == g) for g in (1, 2, 3))
     configs["all-balanced"] = [
         {"devices": "all", "mig-enabled": True, "mig-devices": {small: 2, two: 1, three: 1}}
     ]
@@ -305,15 +304,17 @@ def _advertise_mig(
             GFD_PRODUCT: f"{product}-MIG-{profile}",
         }
         return Advertisement({GPU: str(len(devices[GPU]))}, labels, devices)
-    devices = {MIG_RESOURCE_PREFIX + p.replace("+", "."): ids(p) for p in layout}
-    for p in layout:
-        key, compute = MIG_RESOURCE_PREFIX + p.replace("+", "."), int(p.split("g.")[0])
+    profiles = {p: holding.MigProfile.parse(p.replace("+", ".")) for p in layout}
+    devices = {MIG_RESOURCE_PREFIX + profile.name: ids(p) for p, profile in profiles.items()}
+    for p, profile in profiles.items():
+        key = MIG_RESOURCE_PREFIX + profile.name
         labels |= {
             f"{key}.count": str(len(slices) // sum(layout.values()) * layout[p]),
             f"{key}.replicas": str(reps),
-            f"{key}.memory": str(int(p.split("g.")[1].split("gb")[0]) * 1024),
-            f"{key}.slices.gi": str(compute),
-            f"{key}.slices.ci": str(compute),
+            # the profile's nominal size in MiB: GFD writes what NVML reports for the instance, a few percent under
+            f"{key}.memory": str(profile.memory_gb * 1024),
+            f"{key}.slices.gi": str(profile.compute),
+            f"{key}.slices.ci": str(profile.compute),
         }
     resources: dict[str, str | None] = {r: str(len(v)) for r, v in devices.items()}
     resources[GPU] = None  # every card cut: no whole card left
