@@ -16,14 +16,14 @@ all reported on that card, in the label shape dcgm-exporter 4.8.3 gives them wit
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
-import urllib.request
 from typing import Any
 
 from gpu_finops.clients.kube import Kube
+from gpu_finops.cost.gpu_holdings import pod_resources_devices
+from gpu_finops.cost.gpu_holdings import read_pod_resources as pod_resources
 from gpu_finops.facts import dcgm
 from gpu_finops.facts.kube_keys import (
     ANNOTATION_GPU_PROFILE,
@@ -52,22 +52,16 @@ PodDevices = dict[tuple[str, str], tuple[str, ...]]
 
 
 def devices_from_pod_resources(body: dict[str, Any]) -> PodDevices:
-    """The kubelet pod-resources v1 List answer -> the device IDs per pod, one per physical card."""
-    out: PodDevices = {}
-    for entry in body.get("podResources") or ():
-        ids = [
-            d
-            for c in entry.get("containers") or ()
-            for dev in c.get("devices") or ()
-            if holding.is_gpu_resource(str(dev.get("resourceName", "")))
-            for d in dev.get("deviceIds") or ()
-        ]
-        by_card: dict[str, str] = {}
-        for d in ids:  # a MIG slice named by its own UUID is kept by that UUID: the node maps it to its card
-            by_card.setdefault(holding.device(d).card or d.partition(holding.REPLICA_SEPARATOR)[0], d)
-        if by_card:
-            out[(entry["namespace"], entry["name"])] = tuple(by_card.values())
-    return out
+    """The kubelet pod-resources v1 List answer, as the collector reads it (gpu_finops.cost.gpu_holdings), ->
+    the device IDs per pod, one per physical card."""
+    return {key: _one_per_card(ids) for key, ids in pod_resources_devices(body).items()}
+
+
+def _one_per_card(ids: tuple[str, ...]) -> tuple[str, ...]:
+    by_card: dict[str, str] = {}
+    for d in ids:  # a MIG slice named by its own UUID is kept by that UUID: the node maps it to its card
+        by_card.setdefault(holding.device(d).card or d.partition(holding.REPLICA_SEPARATOR)[0], d)
+    return tuple(by_card.values())
 
 
 def holder_values(annotations: dict[str, str], pod: str = "") -> dict[str, float]:
@@ -184,9 +178,8 @@ def _slices(node: str, cards: int, labels: dict[str, str]) -> dict[str, int]:
 
 
 def read_pod_resources(url: str, node: str, timeout: float = 5.0) -> PodDevices:
-    """The device plugin's allocation on one node, from its pod-resources endpoint."""
-    with urllib.request.urlopen(f"{url}/v1/nodes/{node}/pod-resources", timeout=timeout) as r:
-        return devices_from_pod_resources(json.loads(r.read()))
+    """The device plugin's allocation on one node, from its pod-resources endpoint, one device per card."""
+    return {key: _one_per_card(ids) for key, ids in pod_resources(url, node, timeout).items()}
 
 
 class ClusterGpuSimulator:
