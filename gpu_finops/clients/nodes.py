@@ -42,6 +42,7 @@ class GpuNode:
     annotations: dict[str, str] = field(default_factory=dict)
     # where capacity_type came from: a label key, EC2's InstanceLifecycle, or None (unknown)
     capacity_source: str | None = None
+    capacity: dict[str, Any] = field(default_factory=dict)  # status.capacity: its GPU resources' devices
 
     @property
     def region(self) -> str | None:
@@ -106,6 +107,7 @@ def node_facts(node: Any) -> GpuNode:
         created=meta.creation_timestamp,
         deleted=meta.deletion_timestamp,
         labels=labels,
+        capacity=dict(capacity),
         annotations=dict(meta.annotations or {}),
     )
 
@@ -165,6 +167,7 @@ def node_facts_from_dict(obj: dict[str, Any]) -> GpuNode:
         created=created,
         deleted=timestamps.parse(meta.get("deletionTimestamp") or None),
         labels=labels,
+        capacity=dict(capacity),
         annotations=dict(meta.get("annotations") or {}),
     )
 

@@ -303,6 +303,7 @@ class Collector:
                 + (" ..." if len(got.unjoinable) > 5 else "")
                 + "; is Prometheus dropping the exporter's labels (relabelling), or is this not dcgm-exporter?"
             )
+        problems += self.metrics.observe_shares(list(listed.values()))
         settled = [n for n in listed.values() if (end - n.created).total_seconds() >= self.grace_seconds]
         if holdings_problem:
             problems.append(holdings_problem)

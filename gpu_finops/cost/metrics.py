@@ -8,9 +8,12 @@ from http.server import ThreadingHTTPServer
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from gpu_finops.clients.metrics_http import serve as serve_registry
+from gpu_finops.clients.nodes import GpuNode
 from gpu_finops.cost.holdings_record import IntervalHoldings
 from gpu_finops.cost.records import STATUS_MISSING_SM_ACTIVE, STATUS_NO_GPU_SERIES, CycleResult
 from gpu_finops.facts import collector_metrics as names
+from gpu_finops.facts.kube_keys import ksm_sanitized
+from gpu_finops.model import holding
 
 
 class CollectorMetrics:
@@ -51,6 +54,13 @@ class CollectorMetrics:
             "A node's idle dollars per hour in the last interval, split by the tenants holding its GPUs "
             '(tenant="": held by nobody)',
             ["tenant", "node"],
+            registry=r,
+        )
+        self.device_share = Gauge(
+            names.DEVICE_SHARE,
+            "Cards' worth of one device of the GPU resource on the node, as the held-GPU model reads the node "
+            "(nodes whose devices are not worth their cards are left out)",
+            ["node", "resource"],
             registry=r,
         )
         self.last_record_end = Gauge(
@@ -98,12 +108,30 @@ class CollectorMetrics:
                 continue
             per_gpu = record.x_IdleCost / hours / record.x_GpuCount
             shares: dict[str, float] = {}
-            for holding in h.holdings:
-                gpu_seconds = holding.physical_gpus * holding.seconds_within(result.start, result.end)
-                shares[holding.tenant] = shares.get(holding.tenant, 0.0) + float(gpu_seconds) / seconds
+            for held_by in h.holdings:
+                gpu_seconds = held_by.physical_gpus * held_by.seconds_within(result.start, result.end)
+                shares[held_by.tenant] = shares.get(held_by.tenant, 0.0) + float(gpu_seconds) / seconds
             shares[""] = max(0.0, record.x_GpuCount - sum(shares.values()))
             for tenant, gpus in shares.items():
                 self.tenant_idle_dollars_per_hour.labels(tenant, record.ResourceName).set(per_gpu * gpus)
+
+    def observe_shares(self, nodes: Sequence[GpuNode]) -> list[str]:
+        """Each node's GPU resources at the share of a card one device is worth (the ledger's rules count
+        capacity and requests in cards with it). A node the model cannot read, or whose devices are not worth
+        its cards, exports none, and is returned as a problem naming it."""
+        self.device_share.clear()
+        problems = []
+        for node in nodes:
+            try:
+                read = holding.read_node(node.name, node.labels, node.capacity, strict=True)
+            except holding.NodeGpusError as exc:
+                problems.append(
+                    f"{exc}; its devices' shares are not exported, so the ledger cannot count them"
+                )
+                continue
+            for resource, offer in read.offers.items():
+                self.device_share.labels(node.name, ksm_sanitized(resource)).set(float(offer.share))
+        return problems
 
     def cycle_failed(self) -> None:
         self.cycle_failures.inc()

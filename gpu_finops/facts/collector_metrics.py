@@ -23,6 +23,10 @@ NODE_IDLE_DOLLARS_PER_HOUR = "gpu_finops_node_idle_dollars_per_hour"  # idle cos
 # a node's idle dollars per hour split by who held its GPUs in the last interval (holdings recorded);
 # tenant "" is the part nobody held
 TENANT_IDLE_DOLLARS_PER_HOUR = "gpu_finops_tenant_idle_dollars_per_hour"
+# cards' worth of one device of a GPU resource on a node, as the held-GPU model reads the node (a MIG slice's
+# share, 1/replicas for a replica, 1 for a whole card); labels node and resource, the resource spelled as
+# kube-state-metrics spells it (nvidia_com_mig_1g_10gb), so the ledger's rules join the two
+DEVICE_SHARE = "gpu_finops_device_share"
 
 # The diagnosis exporter (`gpu-finops diagnose --all --port`): pending GPU pods by the diagnosis' first
 # cause (admission, allocation, memory, placement, application; `unexplained` when every check was made

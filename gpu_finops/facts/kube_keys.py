@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 GPU_RESOURCE = "nvidia.com/gpu"
 SHARED_GPU_RESOURCE = "nvidia.com/gpu.shared"  # time-sliced replicas, as the device plugin renames them
 LABEL_DEVICE_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"  # a node's choice of device plugin config
@@ -77,3 +79,10 @@ TAINT_ACT7_MAINTENANCE = "gpu-finops.io/act7-maintenance"  # act 7's own NoSched
 def cluster_tag(cluster: str) -> str:
     """The AWS tag key Kubernetes' cloud integrations put on a cluster's resources ("owned" or "shared")."""
     return f"kubernetes.io/cluster/{cluster}"
+
+
+def ksm_sanitized(name: str) -> str:
+    """A Kubernetes name as kube-state-metrics writes it in a Prometheus label: every character but ASCII
+    letters, digits and `_` made `_` (its SanitizeLabelName): `nvidia.com/mig-1g.10gb` -> `nvidia_com_mig_1g_10gb`
+    as a `resource` label value, `nvidia.com/gpu.replicas` -> `nvidia_com_gpu_replicas` after `label_`."""
+    return re.sub(r"[^a-zA-Z0-9_]", "_", name)

@@ -10,21 +10,29 @@ import re
 from dataclasses import dataclass, field
 
 from gpu_finops.facts import dcgm_inputs
+from gpu_finops.facts.collector_metrics import DEVICE_SHARE
 from gpu_finops.facts.dcgm import HOSTNAME_LABEL, OLD_HOSTNAME_LABEL
 from gpu_finops.facts.dcgm_inputs import PINNED, Spelling
 from gpu_finops.facts.kube_keys import (
     LABEL_GPU_COUNT,
     LABEL_GPU_REPLICAS,
     LABEL_INSTANCE_GPU_COUNT,
+    LABEL_MIG_STRATEGY,
     LABEL_UNSCHEDULABLE_REASON,
     LABEL_WORKLOAD_CLASS,
+    ksm_sanitized,
 )
 
 GPU_RESOURCE = "nvidia_com_gpu"  # kube-state-metrics' sanitized `nvidia.com/gpu`
 # time-sliced replicas, as the device plugin renames them (renameByDefault): `nvidia.com/gpu.shared`
 SHARED_GPU_RESOURCE = "nvidia_com_gpu_shared"
 GPU_RESOURCES = (GPU_RESOURCE, SHARED_GPU_RESOURCE)
-GPU_RESOURCE_SELECTOR = f'resource=~"{"|".join(GPU_RESOURCES)}"'
+# MIG slices under the mixed strategy, one resource per profile (`nvidia.com/mig-1g.10gb`, `.shared` when
+# time-sliced and renamed)
+MIG_RESOURCES = "nvidia_com_mig_.+"
+# every GPU resource the held-GPU model reads: whole cards, replicas and MIG slices
+GPU_RESOURCE_SELECTOR = f'resource=~"{"|".join((*GPU_RESOURCES, MIG_RESOURCES))}"'
+WHOLE_OR_REPLICA_SELECTOR = f'resource=~"{"|".join(GPU_RESOURCES)}"'
 
 # Node labels that say a node was made for GPUs whatever its device plugin advertises (Karpenter's on AWS,
 # GPU feature discovery's anywhere): the alert on a GPU node whose nvidia.com/gpu never registered reads them
@@ -85,6 +93,17 @@ DCGM_INPUTS: dict[str, str] = {
     "DCGM_FI_DEV_POWER_USAGE": "DCGM_FI_DEV_POWER_USAGE",
     "DCGM_FI_DEV_SM_CLOCK": "DCGM_FI_DEV_SM_CLOCK",
 }
+# GPU nodes whose devices' worth nobody said: a MIG node (its strategy label) or a node advertising MIG
+# slices, without the collector's share. The rules leave their devices out of every count, so they are
+# counted here and the report names them.
+UNSHARED: dict[str, str] = {
+    f"GPU nodes under MIG without {DEVICE_SHARE}": (
+        f'(group by (node) (kube_node_labels{{label_{ksm_sanitized(LABEL_MIG_STRATEGY)}=~".+"}}) '
+        f'or group by (node) (kube_node_status_capacity{{resource=~"{MIG_RESOURCES}"}} > 0)) '
+        f"unless on (node) group by (node) ({DEVICE_SHARE})"
+    )
+}
+
 # DCGM series that name no node: neither `hostname` (dcgm-exporter 4.8.3 on) nor `Hostname` (before).
 # The rules leave them out of every device count, so they are counted here and the report names them.
 DCGM_UNPLACED: dict[str, str] = {
@@ -115,7 +134,7 @@ def spelled_dcgm_unplaced(spelling: Spelling) -> dict[str, str]:
 
 def ksm_label(key: str) -> str:
     """The Prometheus label kube-state-metrics makes of a Kubernetes label key (`label_` + sanitized)."""
-    return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
+    return "label_" + ksm_sanitized(key)
 
 
 @dataclass(frozen=True)
@@ -182,7 +201,7 @@ class Conventions:
     @property
     def node_labels(self) -> tuple[str, ...]:
         """Node label keys kube-state-metrics must allowlist for the rules and the alerts."""
-        return (self.reason_label, self.replicas_label, *GPU_NODE_LABELS)
+        return (self.reason_label, self.replicas_label, LABEL_MIG_STRATEGY, *GPU_NODE_LABELS)
 
     @property
     def ksm_labels_allowlist(self) -> tuple[str, ...]:

@@ -15,14 +15,19 @@ from typing import Any
 
 import yaml
 
+from gpu_finops.facts.collector_metrics import DEVICE_SHARE
 from gpu_finops.facts.dcgm import HOSTNAME_LABELS
+from gpu_finops.facts.kube_keys import LABEL_MIG_STRATEGY, ksm_sanitized
 from gpu_finops.ledger.conventions import (
     BUCKETS,
     CLASS_BUCKETS,
     GPU_RESOURCE,
     GPU_RESOURCE_SELECTOR,
     KSM_INPUTS,
+    MIG_RESOURCES,
     SHARED_GPU_RESOURCE,
+    UNSHARED,
+    WHOLE_OR_REPLICA_SELECTOR,
     WORKING_CLASSES,
     Conventions,
     spelled_dcgm_inputs,
@@ -40,6 +45,9 @@ BUCKET = "fleet:ledger_bucket_gpus:sum"  # label bucket=<conventions.BUCKETS>
 LARGEST_PLACEABLE = "fleet:ledger_largest_placeable_gpus:max"
 INPUTS = "fleet:ledger_input_series:count"  # label input=<series name>
 INSTALLED = f'{RUNG}{{rung="installed"}}'
+SHARE = "node_resource:ledger_gpu_share:ratio"  # cards per device, per node and GPU resource
+RESOURCE_RUNG = "fleet:ledger_resource_gpus:sum"  # labels rung=installed|schedulable|allocated, resource
+MIG_STRATEGY_LABEL = "label_" + ksm_sanitized(LABEL_MIG_STRATEGY)
 
 
 def _rule(record: str, expr: str, **labels: str) -> dict[str, Any]:
@@ -69,9 +77,19 @@ def replicas_expr(c: Conventions) -> str:
     )
 
 
+def share_expr() -> str:
+    """What one device of each GPU resource on each node is worth in cards: the collector's reading of the node
+    through the held-GPU model (`gpu_finops_device_share`: the only reading of MIG slices), else, on a node it
+    does not export and that is not under MIG, a whole card or replica at 1/replicas."""
+    fallback = f"""(max by (node, resource) (kube_node_status_capacity{{{WHOLE_OR_REPLICA_SELECTOR}}}) * 0 + 1)
+        / on (node) group_left () node:ledger_gpu_replicas:max
+        unless on (node) kube_node_labels{{{MIG_STRATEGY_LABEL}=~".+"}}"""
+    return f"max by (node, resource) ({DEVICE_SHARE}) or on (node) ({fallback})"
+
+
 def in_cards(series: str) -> str:
-    """A per-node device count (whole cards or time-sliced replicas) in physical cards."""
-    return f"{series} / on (node) group_left () node:ledger_gpu_replicas:max"
+    """A per-node, per-resource device count (whole cards, replicas or MIG slices) in physical cards."""
+    return f"{series} * on (node, resource) group_left () {SHARE}"
 
 
 def node_rules(c: Conventions) -> list[dict[str, Any]]:
@@ -80,16 +98,22 @@ def node_rules(c: Conventions) -> list[dict[str, Any]]:
     return [
         # time-slicing: the device plugin advertises replicas per card; every count below is in cards
         _rule("node:ledger_gpu_replicas:max", replicas_expr(c)),
+        # MIG: a slice is worth its share of a card, as the collector reads the node (docs/finops.md)
+        _rule(SHARE, share_expr()),
         _rule(
-            "node:ledger_gpus_installed:sum",
-            f"sum by (node) ({in_cards(f'kube_node_status_capacity{{{gpu}}}')})",
+            "node_resource:ledger_gpus_installed:sum",
+            f"sum by (node, resource) ({in_cards(f'kube_node_status_capacity{{{gpu}}}')})",
         ),
+        _rule("node:ledger_gpus_installed:sum", "sum by (node) (node_resource:ledger_gpus_installed:sum)"),
         # schedulable: Ready and not cordoned; what the device plugin advertises as allocatable
         _rule(
-            "node:ledger_gpus_schedulable:sum",
-            f"""sum by (node) ({in_cards(f"kube_node_status_allocatable{{{gpu}}}")})
+            "node_resource:ledger_gpus_schedulable:sum",
+            f"""sum by (node, resource) ({in_cards(f"kube_node_status_allocatable{{{gpu}}}")})
             and on (node) (kube_node_status_condition{{condition="Ready",status="true"}} == 1)
             unless on (node) (kube_node_spec_unschedulable == 1)""",
+        ),
+        _rule(
+            "node:ledger_gpus_schedulable:sum", "sum by (node) (node_resource:ledger_gpus_schedulable:sum)"
         ),
         # reason: the node label's value when it is a known one, `other` for any other value or none
         _rule(
@@ -112,7 +136,15 @@ def pod_rules(c: Conventions) -> list[dict[str, Any]]:
             {in_cards(f'kube_pod_container_resource_limits{{{GPU_RESOURCE_SELECTOR},node!=""}}')}
             or kube_pod_container_resource_limits{{resource="{GPU_RESOURCE}",node=""}}
             or kube_pod_container_resource_limits{{resource="{SHARED_GPU_RESOURCE}",node=""}}
-                / on () group_left () max(node:ledger_gpu_replicas:max)) > 0""",
+                / on () group_left () max(node:ledger_gpu_replicas:max)
+            or kube_pod_container_resource_limits{{resource=~"{MIG_RESOURCES}",node=""}}
+                * on (resource) group_left () min by (resource) ({SHARE})) > 0""",
+        ),
+        # the same, per GPU resource, of Running pods on a node: the allocated rung per MIG profile
+        _rule(
+            "resource:ledger_gpus_allocated:sum",
+            f"""sum by (resource) ({in_cards(f'kube_pod_container_resource_limits{{{GPU_RESOURCE_SELECTOR},node!=""}}')}
+            * on (namespace, pod) group_left () (max by (namespace, pod) (kube_pod_status_phase{{phase="Running"}}) == 1))""",
         ),
         _rule(
             "pod:ledger_workload_class:info",
@@ -278,6 +310,12 @@ def fleet_rules(c: Conventions) -> list[dict[str, Any]]:
             rung="useful_training",
         ),
         _rule(LARGEST_PLACEABLE, _gated("max(node:ledger_gpus_free:sum)")),
+        # per GPU resource (a MIG profile, whole cards, replicas), in cards: each rung sums over them
+        _rule(RESOURCE_RUNG, "sum by (resource) (node_resource:ledger_gpus_installed:sum)", rung="installed"),
+        _rule(
+            RESOURCE_RUNG, "sum by (resource) (node_resource:ledger_gpus_schedulable:sum)", rung="schedulable"
+        ),
+        _rule(RESOURCE_RUNG, "resource:ledger_gpus_allocated:sum", rung="allocated"),
     ]
     for value, bucket in c.reasons.items():
         rules.append(
@@ -318,7 +356,7 @@ def fleet_rules(c: Conventions) -> list[dict[str, Any]]:
     )
     assert sorted(r["labels"]["bucket"] for r in rules if r["record"] == BUCKET) == sorted(BUCKETS)
     dcgm = {**spelled_dcgm_inputs(c.spelling), **spelled_dcgm_unplaced(c.spelling)}
-    for name, selector in {**KSM_INPUTS, **dcgm}.items():
+    for name, selector in {**KSM_INPUTS, **dcgm, **UNSHARED}.items():
         rules.append(_rule(INPUTS, f"count({selector}) or vector(0)", input=name))
     return rules
 

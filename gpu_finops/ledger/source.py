@@ -10,7 +10,7 @@ from decimal import Decimal
 from gpu_finops.clients.promql import PrometheusClient, PrometheusQueryError
 from gpu_finops.facts.kube_keys import LABEL_GPU_REPLICAS, LABEL_UNSCHEDULABLE_REASON, LABEL_WORKLOAD_CLASS
 from gpu_finops.ledger import accounting
-from gpu_finops.ledger.conventions import DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS, RUNGS
+from gpu_finops.ledger.conventions import DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS, RUNGS, UNSHARED
 from gpu_finops.ledger.rules import BUCKET, INPUTS, INSTALLED, LARGEST_PLACEABLE, RUNG
 
 # What goes wrong when an input is missing, said next to its name.
@@ -145,6 +145,15 @@ def missing_inputs(client: RangeClient, window: Window) -> list[str]:
                 f"{name}: up to {most} series in the window name no node (dcgm-exporter): their GPUs are "
                 "not counted as busy or live. The exporter labels each series with its node, `hostname` "
                 "since 4.8.3 (`Hostname` before); check its NODE_NAME / kubernetes settings"
+            )
+    for name in UNSHARED:
+        most = seen.get(name, Decimal(0))
+        if most > 0:
+            messages.append(
+                f"{name}: up to {most} nodes in the window: their devices' worth in cards is read only by the "
+                "collector (the held-GPU model: a MIG slice's share of its card), so their GPUs are not counted "
+                "installed, schedulable or allocated. Is `gpu-finops collect` running and scraped, and does its "
+                "/healthz name the node?"
             )
     return messages
 

@@ -132,6 +132,7 @@ def test_each_way_of_holding_a_card_sums_to_the_cards_and_splits_the_cost_exactl
             timeout=90, interval=1, what="every pod Running with the devices the kubelet gave it",
         )  # fmt: skip
         shares_and_diagnosis(kube, ns["team-a"], nodes)
+        ledger_in_cards(nodes, ns)
     finally:
         cleanup_namespaces(kube, list(ns.values()))
         for name in nodes.values():
@@ -201,3 +202,39 @@ def shares_and_diagnosis(kube, ns: str, nodes: dict[str, str]) -> None:
         finding.summary
     ), finding.summary
     assert f"offers:{nodes['migmixed']}:3g.40gb" in finding.key_evidence
+
+
+def ledger_in_cards(nodes: dict[str, str], ns: dict[str, str]) -> None:
+    """The ledger's rules on the target's Prometheus (kube-state-metrics' series, joined on the collector's
+    `gpu_finops_device_share`): every node's installed GPUs are its cards, whatever its devices are, and every
+    pod's request is its cards' worth."""
+    from gpu_finops.clients.promql import PrometheusClient
+    from local.cluster.product import prometheus_url
+
+    prom = PrometheusClient(prometheus_url())
+    names = "|".join(nodes.values())
+    namespaces = "|".join(ns.values())
+
+    def read() -> tuple[dict[str, float], dict[str, float]]:
+        installed = {
+            s.labels["node"]: s.value
+            for s in prom.query(f'node:ledger_gpus_installed:sum{{node=~"{names}"}}')
+        }
+        requested = {
+            s.labels["pod"]: s.value
+            for s in prom.query(f'pod:ledger_gpus_requested:sum{{namespace=~"{namespaces}"}}')
+        }
+        return installed, requested
+
+    def settled(got: tuple[dict[str, float], dict[str, float]]) -> bool:
+        installed, requested = got
+        return all(
+            abs(installed.get(nodes[m], -1) - cards) < 1e-9
+            and all(abs(requested.get(f"{m}-{i}", -1) - float(w)) < 1e-9 for i, w in enumerate(worth))
+            for m, (*_, cards, worth) in MODES.items()
+        )
+
+    # the collector exports the shares once a cycle (60 s), the rules run once a minute
+    eventually(
+        read, settled, timeout=240, interval=5, what="the ledger counting every node's cards and pods' worth"
+    )

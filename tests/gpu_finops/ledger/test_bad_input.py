@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import socket
+from decimal import Decimal
 
 import pytest
 
 from gpu_finops.cli import main
 from gpu_finops.ledger import cli_ledger
-from gpu_finops.ledger.conventions import DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS
+from gpu_finops.ledger.conventions import DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS, UNSHARED
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -123,3 +124,31 @@ def test_bad_arguments_exit_2_saying_what_is_wrong(capsys, argv, said):
     assert code == 2
     assert out == ""
     assert said in " ".join(err.split())
+
+
+class _Inputs:
+    """The two instant queries `missing_inputs` makes, answered with the given maxima and minima."""
+
+    def __init__(self, most: dict[str, int], least: dict[str, int]):
+        self.most, self.least = most, least
+
+    def query_exact(self, promql: str, at: object) -> list[tuple[dict[str, str], Decimal]]:
+        values = self.most if promql.startswith("max by") else self.least
+        return [({"input": k}, Decimal(v)) for k, v in values.items()]
+
+
+def test_gpu_nodes_under_mig_without_the_collectors_share_are_named_with_what_they_cost():
+    from datetime import UTC, datetime
+
+    from gpu_finops.ledger.source import Window, missing_inputs
+
+    (unshared,) = UNSHARED
+    present = {name: 1 for name in (*KSM_INPUTS, *DCGM_INPUTS)}
+    window = Window(datetime(2026, 8, 1, tzinfo=UTC), datetime(2026, 8, 2, tzinfo=UTC))
+    assert missing_inputs(_Inputs({**present, unshared: 0}, {**present, unshared: 0}), window) == []
+    (message,) = missing_inputs(_Inputs({**present, unshared: 2}, {**present, unshared: 0}), window)
+    assert message.startswith(
+        "GPU nodes under MIG without gpu_finops_device_share: up to 2 nodes in the window: their devices' worth "
+        "in cards is read only by the collector"
+    )
+    assert "their GPUs are not counted installed, schedulable or allocated" in message

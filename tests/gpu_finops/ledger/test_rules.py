@@ -86,7 +86,7 @@ def test_kube_state_metrics_allowlists_the_labels_the_rules_read_on_aws_and_loca
     from local.cluster.kube_state_metrics import argv
 
     entries = [
-        "nodes=[gpu-finops.io/unschedulable-reason,nvidia.com/gpu.replicas,"
+        "nodes=[gpu-finops.io/unschedulable-reason,nvidia.com/gpu.replicas,nvidia.com/mig.strategy,"
         "karpenter.k8s.aws/instance-gpu-count,nvidia.com/gpu.count]",
         "pods=[gpu-finops.io/workload-class]",
     ]
@@ -99,6 +99,7 @@ def test_kube_state_metrics_allowlists_the_labels_the_rules_read_on_aws_and_loca
     for key in (
         "gpu-finops.io/unschedulable-reason",
         "nvidia.com/gpu.replicas",
+        "nvidia.com/mig.strategy",
         "gpu-finops.io/workload-class",
     ):
         assert ksm_label(key) in text, key

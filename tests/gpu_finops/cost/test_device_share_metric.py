@@ -1,0 +1,63 @@
+"""The collector's per-node, per-resource share gauge: the held-GPU model's reading the ledger's rules join."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from gpu_finops.clients.nodes import GpuNode
+from gpu_finops.cost.metrics import CollectorMetrics
+from gpu_finops.facts.collector_metrics import DEVICE_SHARE
+
+
+def _node(name: str, labels: dict[str, str], capacity: dict[str, str]) -> GpuNode:
+    return GpuNode(
+        name,
+        "p5.48xlarge",
+        "on-demand",
+        "us-east-1a",
+        "gpu",
+        None,
+        8,
+        datetime(2026, 1, 1, tzinfo=UTC),
+        labels={"node.kubernetes.io/instance-type": "p5.48xlarge", **labels},
+        capacity=capacity,
+    )
+
+
+def _shares(metrics: CollectorMetrics) -> dict[tuple[str, str], float]:
+    return {
+        (s.labels["node"], s.labels["resource"]): s.value
+        for m in metrics.registry.collect()
+        if m.name == DEVICE_SHARE
+        for s in m.samples
+    }
+
+
+def test_each_resource_of_a_node_is_exported_at_the_share_of_a_card_one_device_is_worth():
+    metrics = CollectorMetrics()
+    mixed = {"nvidia.com/mig.strategy": "mixed"}
+    problems = metrics.observe_shares(
+        [
+            _node("mig", mixed, {"nvidia.com/mig-1g.20gb": "16", "nvidia.com/mig-3g.40gb": "12"}),
+            _node("sliced", {"nvidia.com/gpu.replicas": "4"}, {"nvidia.com/gpu": "32"}),
+        ]
+    )
+    assert problems == []
+    # 8 cards: 16 x g1 + 12 x g3 = 52 compute slices, so a 1g slice is 8/52 of a card, a 3g one 24/52
+    assert _shares(metrics) == {
+        ("mig", "nvidia_com_mig_1g_20gb"): 8 / 52,
+        ("mig", "nvidia_com_mig_3g_40gb"): 24 / 52,
+        ("sliced", "nvidia_com_gpu"): 0.25,
+    }
+
+
+def test_a_node_the_model_refuses_exports_no_share_and_is_a_problem_naming_it():
+    metrics = CollectorMetrics()
+    metrics.observe_shares([_node("a", {}, {"nvidia.com/gpu": "8"})])
+    problems = metrics.observe_shares([_node("mig", {}, {"nvidia.com/mig-1g.10gb": "56"})])
+    assert _shares(metrics) == {}  # the earlier cycle's node is gone from the gauge too
+    assert len(problems) == 1
+    assert problems[0].startswith(
+        "node mig: capacity ['nvidia.com/mig-1g.10gb'] without nvidia.com/mig.strategy=mixed (it is absent)"
+    )
+    assert problems[0].endswith("its devices' shares are not exported, so the ledger cannot count them")
