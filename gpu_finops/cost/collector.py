@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from fractions import Fraction
 from statistics import fmean
 from typing import Protocol
 
@@ -40,6 +41,7 @@ from gpu_finops.facts import dcgm, dcgm_inputs
 from gpu_finops.facts.dcgm_inputs import PINNED, Spelling
 from gpu_finops.facts.errors import failure_line
 from gpu_finops.facts.timestamps import iso
+from gpu_finops.model import holding
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +66,8 @@ class Readings:
     unjoinable: list[str] = field(default_factory=list)  # series with no node label, by name
     util_unit: str | None = None  # GPU_UTIL's unit as the data showed it (dcgm_inputs.util_unit)
     unit_error: str | None = None  # why the unit could not be read: GPU_UTIL is then left empty
+    # hostname -> reading key of a MIG GPU instance (`<card UUID>/<GPU_I_ID>`) -> its profile (GPU_I_PROFILE)
+    instances: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def _per_gpu_query(metric: str, key: str, by: str, window_seconds: int) -> str:
@@ -90,7 +94,10 @@ def gpu_readings(
     `unjoinable`, never dropped silently. Per GPU, not per holder: the pod labels change when a GPU
     changes hands, and a mean per holder would split one GPU's interval."""
     out = Readings()
-    by = ", ".join((*spelling.hostname_labels, "gpu", "UUID"))
+    # under MIG the exporter reports each GPU instance (GPU_I_PROFILE, GPU_I_ID) with its card's UUID
+    by = ", ".join(
+        (*spelling.hostname_labels, "gpu", "UUID", dcgm.MIG_PROFILE_LABEL, dcgm.MIG_INSTANCE_LABEL)
+    )
     util: list[tuple[str, str, str, float]] = []  # (host, gpu, series, value) until the unit is known
     for metric in spelling.collected:
         key = spelling.canonical(metric)
@@ -100,6 +107,10 @@ def gpu_readings(
                 out.unjoinable.append(dcgm.describe_series(metric, sample.labels))
                 continue
             gpu = sample.labels.get("UUID") or sample.labels.get("gpu") or "?"
+            instance = sample.labels.get(dcgm.MIG_INSTANCE_LABEL)
+            if instance:  # one GPU instance of a MIG card: its own reading, weighed by its share later
+                gpu = f"{gpu}/{instance}"
+                out.instances.setdefault(host, {})[gpu] = sample.labels.get(dcgm.MIG_PROFILE_LABEL, "")
             if key == dcgm.GPU_UTIL:
                 util.append((host, gpu, dcgm.describe_series(metric, sample.labels), sample.value))
                 continue
@@ -128,6 +139,48 @@ def _mean(values: dict[str, float] | None) -> float | None:
     return None if math.isnan(mean) else mean  # NaN: GPU_UTIL whose unit could not be read
 
 
+def mig_sm_active(
+    node: GpuNode, sm: dict[str, float] | None, instances: dict[str, str]
+) -> tuple[float | None, str | None]:
+    """A MIG node's SM_ACTIVE: each GPU instance's reading (the fraction of its own SMs active) weighed by
+    the share of a card its slice is worth (the held-GPU model's, as the cost is split), cards left whole at
+    1, summed over the node's cards; so the idle cost, cost x (1 - SM_ACTIVE), is exactly the sum of each
+    share's own idle cost, and compute a layout leaves unused counts as idle. (value, None), or (None, why)
+    when the node cannot be read, an instance's profile is not one it advertises, or not every slice and
+    whole card reports."""
+    try:
+        read = holding.read_node(node.name, node.labels, node.capacity, strict=True)
+    except holding.NodeGpusError as exc:
+        return None, f"{exc}; SM_ACTIVE per MIG instance cannot be weighed, idle cost left empty"
+    slice_share: dict[str, Fraction] = {}
+    expected = 0
+    for offer in read.offers.values():
+        if offer.kind is holding.Kind.MIG_SLICE and offer.profile is not None:
+            slice_share[offer.profile.name] = offer.share * offer.replicas
+            expected += offer.count // offer.replicas
+        elif offer.kind is holding.Kind.WHOLE:
+            expected += offer.count
+    readings = sm or {}
+    total = Fraction(0)
+    for key, value in readings.items():
+        profile = instances.get(key)
+        if profile is None:
+            total += Fraction(value)  # a card left whole reports as a GPU
+        elif profile in slice_share:
+            total += slice_share[profile] * Fraction(value)
+        else:
+            return None, (
+                f"a GPU instance of profile {profile!r} reports {dcgm.SM_ACTIVE} on {node.name}, which advertises "
+                f"{sorted(slice_share) or 'no MIG slices'}: idle cost left empty rather than guessed"
+            )
+    if len(readings) < expected:
+        return None, (
+            f"{len(readings)} of the {expected} MIG instances and whole cards on {node.name} report "
+            f"{dcgm.SM_ACTIVE}; idle cost left empty rather than guessed"
+        )
+    return float(total / read.cards) if read.cards else None, None
+
+
 def make_record(
     node: GpuNode,
     start: datetime,
@@ -140,8 +193,10 @@ def make_record(
     grace_seconds: float,
     util_unit: str | None = dcgm_inputs.PERCENT,
     spelling: Spelling = PINNED,
+    instances: dict[str, str] | None = None,
 ) -> CostRecord:
-    """Build one record. Pure: every input is passed in."""
+    """Build one record. Pure: every input is passed in. `instances`: the node's MIG GPU instances among the
+    readings' keys, with their profiles (`mig_sm_active` weighs them)."""
     obs_start, obs_end = observed
     seconds = max(0.0, (obs_end - obs_start).total_seconds())
     readings = readings or {}
@@ -149,8 +204,11 @@ def make_record(
     age = (end - node.created).total_seconds()
     message = priced.message if priced else None
 
+    mig = mig_sm_active(node, sm, instances) if instances and sm else None
     if priced is None:
         status, message = STATUS_NO_RATE, rate_error
+    elif mig is not None:
+        status, message = (STATUS_OK, None) if mig[0] is not None else (STATUS_PARTIAL, mig[1])
     elif sm and len(sm) >= node.gpu_count:
         status = STATUS_OK
     elif sm:
@@ -179,7 +237,12 @@ def make_record(
             "running on that node, and is Prometheus scraping it?"
         )
 
-    sm_active = _mean(sm) if status == STATUS_OK else None
+    if status != STATUS_OK:
+        sm_active = None
+    elif mig is not None:
+        sm_active = mig[0]
+    else:
+        sm_active = _mean(sm)
     cost = priced.cost if priced else None
     idle = cost * (1 - sm_active) if (cost is not None and sm_active is not None) else None
     hours = seconds / 3600
@@ -209,7 +272,7 @@ def make_record(
         x_SmOccupancy=_mean(readings.get(dcgm.SM_OCCUPANCY)),
         x_PowerWatts=_mean(readings.get(dcgm.POWER_USAGE)),
         x_SmClockMHz=_mean(readings.get(dcgm.SM_CLOCK)),
-        x_GpusReporting=len(sm or util or {}),
+        x_GpusReporting=len({k.partition("/")[0] for k in sm or util or {}}),  # cards, not MIG instances
         x_IdleCost=idle,
         x_Status=status,
         x_Message=message,
@@ -239,6 +302,7 @@ class Collector:
             spelling  # how the fleet's exporter spells the inputs (gpu_finops/facts/dcgm_inputs.py)
         )
         self._util_unit: str | None = None  # GPU_UTIL's unit in the cycle being recorded
+        self._instances: dict[str, dict[str, str]] = {}  # the cycle's MIG GPU instances per node
         self.interval, self.grace_seconds = interval, grace_seconds
         self.metrics = metrics or CollectorMetrics()
         self.clock = clock
@@ -274,6 +338,7 @@ class Collector:
         got = gpu_readings(self.prom, end, int((end - start).total_seconds()), self.spelling)
         readings = got.by_host
         self._util_unit = got.util_unit
+        self._instances = got.instances
         queries = self.prom.queries - queries_before
 
         records: list[CostRecord] = []
@@ -361,6 +426,7 @@ class Collector:
             grace_seconds=self.grace_seconds,
             util_unit=self._util_unit,
             spelling=self.spelling,
+            instances=self._instances.get(node.name),
         )
 
     def run_forever(self, stop: Callable[[], bool] = lambda: False, scrape_lag: float = 5.0) -> None:

@@ -40,6 +40,10 @@ DIAGNOSED = (
 # (`isPerProcessMetric`, internal/pkg/transformation/process_metrics.go): the card's own series, without
 # pod labels, and one per pod with its processes' share. docs/infra.md, "Time-sliced attribution".
 PER_PROCESS = (GPU_UTIL, FB_USED)
+# Under MIG dcgm-exporter reports each GPU instance, not the card: the card's `gpu` and `UUID` and these two
+# (internal/pkg/rendermetrics/render_metrics.go); no DCGM_FI_DEV_GPU_UTIL per instance
+MIG_PROFILE_LABEL = "GPU_I_PROFILE"  # the instance's profile, e.g. 1g.10gb
+MIG_INSTANCE_LABEL = "GPU_I_ID"  # its GPU instance id on the card
 
 # The exporter's label that names the node a GPU sits on. dcgm-exporter 4.8.3 renamed it from `Hostname`
 # to `hostname` (NVIDIA/dcgm-exporter#655); readers accept both, the new spelling first.

@@ -13,6 +13,12 @@ FB_USED also keep the card's own series without pod labels, and each holder's se
 own processes' share (`SimGpu.own`, else an equal share). Several SimGpus with the same node and UUID are
 the holders of one card; the card's value of a field is their mean. `virtual_gpus=False` renders the
 shape without that flag: one set of series per card, labelled with the last holder only.
+
+A MIG card is rendered as dcgm-exporter renders one (its default `--devices f`: every GPU instance, no
+series of the card itself): one set of series per GPU instance, with the card's `gpu`, `UUID`, `device` and
+`modelName` and the instance's `GPU_I_PROFILE` (the profile's name, e.g. `1g.10gb`) and `GPU_I_ID`
+(internal/pkg/rendermetrics/render_metrics.go, collector/gpu_collector.go toMetric), its holder's pod labels,
+and no `DCGM_FI_DEV_GPU_UTIL` (DCGM does not report it per MIG instance).
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ class SimGpu:
     pod: tuple[str, str, str] | None = None  # (namespace, pod, container)
     vgpu: str | None = None  # the time-slicing replica the holder was given (`GPU-<uuid>::<n>`), if any
     pod_uid: str = ""
+    # a MIG slice: (its profile, its GPU instance id); its series carry GPU_I_PROFILE and GPU_I_ID
+    instance: tuple[str, int] | None = None
     # the holder's own processes' GPU_UTIL / FB_USED (per-process series); unset: an equal share of the card
     own: dict[str, float] = field(default_factory=dict)
     # The node label's name: `hostname` as the pinned dcgm-exporter 4.8.3 spells it (the default),
@@ -83,9 +91,9 @@ class DcgmSimulator:
         return self._render(gpus)
 
     def _render(self, gpus: list[SimGpu]) -> str:
-        cards: dict[tuple[str, str, str], list[SimGpu]] = {}
-        for gpu in gpus:
-            cards.setdefault((gpu.hostname_label, gpu.hostname, gpu.uuid), []).append(gpu)
+        cards: dict[tuple[str, str, str, tuple[str, int] | None], list[SimGpu]] = {}
+        for gpu in gpus:  # a card, or one GPU instance of a MIG card
+            cards.setdefault((gpu.hostname_label, gpu.hostname, gpu.uuid, gpu.instance), []).append(gpu)
         lines: list[str] = []
         metrics = sorted({m for g in gpus for m in g.values} & self.exported)
         for metric in metrics:
@@ -143,6 +151,8 @@ def _line(
     metric: str, gpu: SimGpu, value: float, *, pod_labels: bool = False, vgpu: bool = False, uid: bool = False
 ) -> str:
     labels = {"gpu": str(gpu.index), "UUID": gpu.uuid, "device": f"nvidia{gpu.index}", "modelName": gpu.model}
+    if gpu.instance is not None:
+        labels.update(GPU_I_PROFILE=gpu.instance[0], GPU_I_ID=str(gpu.instance[1]))
     if gpu.hostname_label:
         labels[gpu.hostname_label] = gpu.hostname
     if pod_labels and gpu.pod:

@@ -11,7 +11,9 @@ annotations of `local.sim.workload_sim` the pods also export the ledger's per-cl
 Which physical card a pod holds comes from the simulated device plugin's allocation (the kubelet's
 pod-resources answer: `GPU-<uuid>` or `GPU-<uuid>::<replica>`), so the time-sliced holders of one card are
 all reported on that card, in the label shape dcgm-exporter 4.8.3 gives them with KUBERNETES_VIRTUAL_GPUS
-(local/sim/dcgm_sim.py); a pod the allocation does not show yet takes the first card nobody holds.
+(local/sim/dcgm_sim.py); a pod the allocation does not show yet takes the first card nobody holds. On a node
+the simulated MIG manager cut, each GPU instance is reported apart, with its card's UUID, its profile and
+instance id and its holder's load (`MIG-<uuid>`), and without GPU_UTIL, as dcgm-exporter reports MIG.
 """
 
 from __future__ import annotations
@@ -115,54 +117,65 @@ def gpus_from_cluster(
         count = physical_gpus(labels.get(LABEL_INSTANCE_TYPE)) or int(
             labels.get(LABEL_GPU_COUNT) or str((n.status.capacity or {}).get(GPU_RESOURCE, "0"))
         )
-        index_of = {gpu_uuid(name, i): i for i in range(count)}  # the UUIDs the device plugin hands out
-        index_of |= _slices(name, count, labels)  # and each MIG slice's card
         allocated = (devices or {}).get(name) or {}
-        on_card: dict[int, list[Any]] = {i: [] for i in range(count)}
-        replica: dict[tuple[str, int], str] = {}  # (pod key, card) -> the replica the device plugin gave it
-        unplaced = []
-        for pod in running.get(name, []):
-            key = f"{pod.metadata.namespace}/{pod.metadata.name}"
-            cards = []
-            for device_id in allocated.get((pod.metadata.namespace, pod.metadata.name), ()):
-                dev = holding.device(device_id)
-                card = dev.card or device_id.partition(holding.REPLICA_SEPARATOR)[0]
-                n = dev.replica or "" if dev.kind is not holding.Kind.MIG_SLICE else ""
-                if card in index_of:
-                    cards.append(index_of[card])
-                    if n:
-                        replica[(key, index_of[card])] = n
-            if cards:
-                for i in cards:
-                    on_card[i].append(pod)
-            else:
-                unplaced.append(pod)
-        for pod in unplaced:  # no allocation seen for it: the first card nobody holds, as before
-            free = next((i for i in range(count) if not on_card[i]), None)
-            if free is not None:
-                on_card[free].append(pod)
-        for i in range(count):
-            uuid = gpu_uuid(name, i)
-            if not on_card[i]:
-                out.append(SimGpu(name, i, uuid, values=profile_values(UNHELD)))
-            for pod in on_card[i]:
-                key = f"{pod.metadata.namespace}/{pod.metadata.name}"
-                out.append(
-                    SimGpu(
-                        name,
-                        i,
-                        uuid,
-                        values=holder_values(pod.metadata.annotations or {}, key),
-                        pod=(pod.metadata.namespace, pod.metadata.name, pod.spec.containers[0].name),
-                        vgpu=replica.get((key, i)),
-                        pod_uid=str(getattr(pod.metadata, "uid", None) or ""),
-                    )
-                )
+        instances = _slices(name, count, labels)
+        if instances:  # a MIG node: series per GPU instance, as dcgm-exporter reports one
+            out.extend(_mig_gpus(name, instances, running.get(name, []), allocated))
+            continue
+        out.extend(_card_gpus(name, count, running.get(name, []), allocated))
     return out
 
 
-def _slices(node: str, cards: int, labels: dict[str, str]) -> dict[str, int]:
-    """MIG slice id -> its card's index, for a node the simulated MIG manager cut (its layout label applied)."""
+def _card_gpus(name: str, count: int, running: list[Any], allocated: PodDevices) -> list[SimGpu]:
+    """One SimGpu per physical card of a node without MIG, or one per holder of a shared card."""
+    out = []
+    index_of = {gpu_uuid(name, i): i for i in range(count)}  # the UUIDs the device plugin hands out
+    on_card: dict[int, list[Any]] = {i: [] for i in range(count)}
+    replica: dict[tuple[str, int], str] = {}  # (pod key, card) -> the replica the device plugin gave it
+    unplaced = []
+    for pod in running:
+        key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+        cards = []
+        for device_id in allocated.get((pod.metadata.namespace, pod.metadata.name), ()):
+            dev = holding.device(device_id)
+            card = dev.card or device_id.partition(holding.REPLICA_SEPARATOR)[0]
+            n = dev.replica or "" if dev.kind is not holding.Kind.MIG_SLICE else ""
+            if card in index_of:
+                cards.append(index_of[card])
+                if n:
+                    replica[(key, index_of[card])] = n
+        if cards:
+            for i in cards:
+                on_card[i].append(pod)
+        else:
+            unplaced.append(pod)
+    for pod in unplaced:  # no allocation seen for it: the first card nobody holds, as before
+        free = next((i for i in range(count) if not on_card[i]), None)
+        if free is not None:
+            on_card[free].append(pod)
+    for i in range(count):
+        uuid = gpu_uuid(name, i)
+        if not on_card[i]:
+            out.append(SimGpu(name, i, uuid, values=profile_values(UNHELD)))
+        for pod in on_card[i]:
+            key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+            out.append(
+                SimGpu(
+                    name,
+                    i,
+                    uuid,
+                    values=holder_values(pod.metadata.annotations or {}, key),
+                    pod=(pod.metadata.namespace, pod.metadata.name, pod.spec.containers[0].name),
+                    vgpu=replica.get((key, i)),
+                    pod_uid=str(getattr(pod.metadata, "uid", None) or ""),
+                )
+            )
+    return out
+
+
+def _slices(node: str, cards: int, labels: dict[str, str]) -> dict[str, tuple[int, str, int]]:
+    """MIG slice id -> (its card's index, its profile, its GPU instance id on the card), for a node the
+    simulated MIG manager cut (its layout label applied) and the device plugin advertises as MIG."""
     layout_name = labels.get(LABEL_MIG_CONFIG)
     if (
         not layout_name
@@ -174,7 +187,49 @@ def _slices(node: str, cards: int, labels: dict[str, str]) -> dict[str, int]:
         layout = mig_layout(labels.get(LABEL_INSTANCE_TYPE), layout_name)
     except ValueError:
         return {}
-    return {sid: card for sid, card, _ in mig_slices(node, cards, layout or {})}
+    out: dict[str, tuple[int, str, int]] = {}
+    for sid, card, profile in mig_slices(node, cards, layout or {}):
+        out[sid] = (card, profile, sum(1 for c, _, _ in out.values() if c == card) + 1)
+    return out
+
+
+def _mig_gpus(
+    node: str, instances: dict[str, tuple[int, str, int]], running: list[Any], allocated: PodDevices
+) -> list[SimGpu]:
+    """One SimGpu per GPU instance of each cut card, or one per holder of a time-sliced instance: its card's
+    index and UUID, its profile and instance id, its holder's load (no GPU_UTIL: DCGM reports none per MIG
+    instance)."""
+    holders: dict[str, list[Any]] = {}
+    for pod in running:
+        for device_id in allocated.get((pod.metadata.namespace, pod.metadata.name), ()):
+            slice_id = device_id.partition(holding.REPLICA_SEPARATOR)[0]
+            if slice_id in instances:
+                holders.setdefault(slice_id, []).append(pod)
+    out = []
+    for slice_id, (card, profile, gi) in instances.items():
+        uuid, instance = gpu_uuid(node, card), (profile, gi)
+        if not holders.get(slice_id):
+            values = {k: v for k, v in profile_values(UNHELD).items() if k != dcgm.GPU_UTIL}
+            out.append(SimGpu(node, card, uuid, values=values, instance=instance))
+        for pod in holders.get(slice_id, ()):
+            key = f"{pod.metadata.namespace}/{pod.metadata.name}"
+            values = {
+                k: v
+                for k, v in holder_values(pod.metadata.annotations or {}, key).items()
+                if k != dcgm.GPU_UTIL
+            }
+            out.append(
+                SimGpu(
+                    node,
+                    card,
+                    uuid,
+                    values=values,
+                    pod=(pod.metadata.namespace, pod.metadata.name, pod.spec.containers[0].name),
+                    pod_uid=str(getattr(pod.metadata, "uid", None) or ""),
+                    instance=instance,
+                )
+            )
+    return out
 
 
 def read_pod_resources(url: str, node: str, timeout: float = 5.0) -> PodDevices:

@@ -104,7 +104,8 @@ def test_pod_resources_keep_the_physical_card_once_per_pod_with_its_first_replic
     assert devices_from_pod_resources(body) == {("ns", "p"): ("GPU-abc::1",)}
 
 
-def test_mig_slice_holders_are_reported_on_the_card_their_slice_was_cut_from():
+def test_mig_slice_holders_are_reported_per_gpu_instance_of_the_card_their_slice_was_cut_from():
+    from local.sim.dcgm_sim import DcgmSimulator
     from local.sim.device_plugin import mig_layout, mig_slices
 
     labels = {"node.kubernetes.io/instance-type": "p5.48xlarge", "nvidia.com/mig.config": "all-3g.40gb",
@@ -118,9 +119,30 @@ def test_mig_slice_holders_are_reported_on_the_card_their_slice_was_cut_from():
         for p in "abc"
     ]
     gpus = gpus_from_cluster([n], pods, devices)
-    assert len({g.uuid for g in gpus}) == 8, "one series set per card, not per slice"
-    held = {g.pod[1]: g.uuid for g in gpus if g.pod}
-    assert (
-        held == {"a": gpu_uuid("mig", 0), "b": gpu_uuid("mig", 0), "c": gpu_uuid("mig", card)} and card == 5
+    # one series set per GPU instance (2 per card), each with its card's UUID, none for the card itself
+    assert len(gpus) == 16 and len({g.uuid for g in gpus}) == 8
+    assert sorted({(g.uuid, g.instance) for g in gpus}) == sorted(
+        (gpu_uuid("mig", c), ("3g.40gb", gi)) for c in range(8) for gi in (1, 2)
     )
-    assert all(g.vgpu is None for g in gpus)
+    held = {g.pod[1]: (g.uuid, g.instance) for g in gpus if g.pod}
+    assert (
+        held
+        == {
+            "a": (gpu_uuid("mig", 0), ("3g.40gb", 1)),
+            "b": (gpu_uuid("mig", 0), ("3g.40gb", 2)),
+            "c": (gpu_uuid("mig", card), ("3g.40gb", 1)),
+        }
+        and card == 5
+    )
+    assert all(g.vgpu is None and dcgm.GPU_UTIL not in g.values for g in gpus), (
+        "DCGM has no GPU_UTIL per MIG instance"
+    )
+    sim = DcgmSimulator([dcgm.GPU_UTIL, dcgm.SM_ACTIVE])
+    sim.set_gpus(gpus)
+    text = sim.render()
+    assert dcgm.GPU_UTIL not in text
+    lines = [line for line in text.splitlines() if line.startswith(dcgm.SM_ACTIVE + "{")]
+    assert len(lines) == 16
+    held_line = next(line for line in lines if 'pod="a"' in line)
+    assert f'UUID="{gpu_uuid("mig", 0)}"' in held_line and 'gpu="0"' in held_line
+    assert 'GPU_I_PROFILE="3g.40gb"' in held_line and 'GPU_I_ID="1"' in held_line
