@@ -117,11 +117,22 @@ def ladder() -> db.Dashboard:
         width=24,
         height=6,
     ).with_target(_query(rules.LARGEST_PLACEABLE, "largest placeable", "A"))
+    by_resource = _series(
+        "Installed, schedulable and allocated GPUs by resource (cards' worth)",
+        "The installed, schedulable and allocated rungs per GPU resource: whole cards (nvidia_com_gpu), "
+        "time-sliced or MPS replicas (nvidia_com_gpu_shared) and each MIG profile (nvidia_com_mig_<profile>), "
+        "each in cards at the share of a card one device is worth, as the collector reads the node "
+        "(gpu_finops_device_share). A rung's resources sum to the rung. docs/ledger.md, \"MIG and MPS\".",
+        "short",
+        width=24,
+        height=8,
+    ).with_target(_query(rules.RESOURCE_RUNG, "{{rung}}: {{resource}}", "A"))
     return (
         _dashboard("gpu-finops-ladder", "gpu-finops / Allocation ladder",
                    "Where every installed GPU-hour goes: the ledger's buckets and the ladder's rungs.")
         .with_panel(panel)
         .with_panel(largest)
+        .with_panel(by_resource)
     )  # fmt: skip
 
 

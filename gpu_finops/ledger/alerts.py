@@ -21,7 +21,13 @@ import yaml
 from gpu_finops.facts import collector_metrics as cm
 from gpu_finops.facts.names import PROJECT
 from gpu_finops.ledger import rules
-from gpu_finops.ledger.conventions import GPU_NODE_LABELS, GPU_RESOURCE_SELECTOR, Conventions, ksm_label
+from gpu_finops.ledger.conventions import (
+    GPU_NODE_LABELS,
+    GPU_RESOURCE_SELECTOR,
+    MIG_NODES_UNSHARED,
+    Conventions,
+    ksm_label,
+)
 from gpu_finops.ledger.generated_file import write_or_print
 
 ALERTS_PATH = Path(__file__).resolve().parents[2] / "charts" / PROJECT / "files" / "alerts.yaml"
@@ -47,6 +53,7 @@ class AlertSettings:
     records_stale_for: str = "5m"
     unaccounted_gpus: float = 0.01  # installed GPUs the buckets do not account for, above rounding
     unaccounted_for: str = "15m"
+    mig_unshared_for: str = "10m"  # the collector exports a new node's shares within two 60 s cycles
     runbook_base: str = RUNBOOK_BASE
 
 
@@ -184,6 +191,18 @@ def collector_alerts(c: Conventions, a: AlertSettings) -> list[dict[str, Any]]:
             s).{{{{ else }}}}No collector exports {cm.LAST_RECORD_END}: it is not running, or Prometheus
             does not scrape it.{{{{ end }}}} GPU cost is not being recorded: is the collector running, are GPU
             nodes listed, and can it reach Prometheus?""",
+            base,
+        ),
+        _alert(
+            "GpuFinopsMigNodeUncounted",
+            MIG_NODES_UNSHARED,
+            a.mig_unshared_for,
+            "warning",
+            "A MIG node's GPUs are in no ledger count.",
+            f"""{{{{ $labels.node }}}} advertises MIG slices, but no collector exports {cm.DEVICE_SHARE}
+            for it: the ledger counts a slice only at the share of a card the collector reads, so the node's
+            GPUs are left out of installed, schedulable and allocated. The collector's /healthz names a node
+            the held-GPU model refuses; else the collector is not running or not scraped.""",
             base,
         ),
         _alert(

@@ -96,13 +96,12 @@ DCGM_INPUTS: dict[str, str] = {
 # GPU nodes whose devices' worth nobody said: a MIG node (its strategy label) or a node advertising MIG
 # slices, without the collector's share. The rules leave their devices out of every count, so they are
 # counted here and the report names them.
-UNSHARED: dict[str, str] = {
-    f"GPU nodes under MIG without {DEVICE_SHARE}": (
-        f'(group by (node) (kube_node_labels{{label_{ksm_sanitized(LABEL_MIG_STRATEGY)}=~".+"}}) '
-        f'or group by (node) (kube_node_status_capacity{{resource=~"{MIG_RESOURCES}"}} > 0)) '
-        f"unless on (node) group by (node) ({DEVICE_SHARE})"
-    )
-}
+MIG_NODES_UNSHARED = (
+    f'(group by (node) (kube_node_labels{{label_{ksm_sanitized(LABEL_MIG_STRATEGY)}=~".+"}}) '
+    f'or group by (node) (kube_node_status_capacity{{resource=~"{MIG_RESOURCES}"}} > 0)) '
+    f"unless on (node) group by (node) ({DEVICE_SHARE})"
+)
+UNSHARED: dict[str, str] = {f"GPU nodes under MIG without {DEVICE_SHARE}": MIG_NODES_UNSHARED}
 
 # DCGM series that name no node: neither `hostname` (dcgm-exporter 4.8.3 on) nor `Hostname` (before).
 # The rules leave them out of every device count, so they are counted here and the report names them.

@@ -43,8 +43,9 @@ def test_every_panel_query_is_promql_prometheus_accepts(preset: str, tmp_path: P
 
 def test_the_ladder_stacks_the_buckets_and_draws_the_rungs_over_them():
     body = json.loads(dashboards.render()["gpu-finops-ladder.json"])
-    (ladder, _) = body["panels"]
+    (ladder, _, by_resource) = body["panels"]
     assert [t["expr"] for t in ladder["targets"]] == [rules.BUCKET, rules.RUNG]
+    assert [t["expr"] for t in by_resource["targets"]] == [rules.RESOURCE_RUNG]
     assert ladder["fieldConfig"]["defaults"]["custom"]["stacking"] == {"group": "buckets", "mode": "normal"}
     (override,) = ladder["fieldConfig"]["overrides"]
     assert override["matcher"] == {"id": "byRegexp", "options": "^rung: .*"}

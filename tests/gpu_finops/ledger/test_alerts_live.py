@@ -176,7 +176,7 @@ def test_every_dashboard_query_returns_series_from_the_rules_and_the_collector(r
     prom, collector = running
     client = PrometheusClient(prom.url)
     panels = [(f.name, title, expr) for f in sorted(DASHBOARDS_DIR.glob("*.json")) for title, expr in queries(f.read_text())]  # fmt: skip
-    assert len(panels) == 11, panels
+    assert len(panels) == 12, panels
 
     def empty() -> list[str]:
         cycle_then_firing(prom, collector)
