@@ -138,23 +138,26 @@ def missing_inputs(client: RangeClient, window: Window) -> list[str]:
                 f"{name}: no series at some evaluations in the window ({source}); "
                 f"while it was missing: {INPUT_CONSEQUENCES[name]}"
             )
-    for name in DCGM_UNPLACED:
+    # counts that must be zero: each input that names a count, and what the count costs
+    counted = {
+        **{
+            name: "series in the window name no node (dcgm-exporter): their GPUs are not counted as busy or "
+            "live. The exporter labels each series with its node, `hostname` since 4.8.3 (`Hostname` "
+            "before); check its NODE_NAME / kubernetes settings"
+            for name in DCGM_UNPLACED
+        },
+        **{
+            name: "nodes in the window: their devices' worth in cards is read only by the collector (the "
+            "held-GPU model: a MIG slice's share of its card), so their GPUs are not counted installed, "
+            "schedulable or allocated. Is `gpu-finops collect` running and scraped, and does its /healthz "
+            "name the node?"
+            for name in UNSHARED
+        },
+    }
+    for name, costs in counted.items():
         most = seen.get(name, Decimal(0))
         if most > 0:
-            messages.append(
-                f"{name}: up to {most} series in the window name no node (dcgm-exporter): their GPUs are "
-                "not counted as busy or live. The exporter labels each series with its node, `hostname` "
-                "since 4.8.3 (`Hostname` before); check its NODE_NAME / kubernetes settings"
-            )
-    for name in UNSHARED:
-        most = seen.get(name, Decimal(0))
-        if most > 0:
-            messages.append(
-                f"{name}: up to {most} nodes in the window: their devices' worth in cards is read only by the "
-                "collector (the held-GPU model: a MIG slice's share of its card), so their GPUs are not counted "
-                "installed, schedulable or allocated. Is `gpu-finops collect` running and scraped, and does its "
-                "/healthz name the node?"
-            )
+            messages.append(f"{name}: up to {most} {costs}")
     return messages
 
 
