@@ -604,7 +604,8 @@ def _mig_mixed(labels: Mapping[str, str], advertised: dict[str, int], cards: int
         if not r.startswith(MIG_RESOURCE_PREFIX) or not n:
             continue
         profile, _ = mig_resource(r)
-        reps = _label_count(labels, f"{r}.replicas", zero_is_one=True)
+        # GFD labels a profile under its own name, renamed (`.shared`) or not: nvidia.com/mig-1g.10gb.replicas
+        reps = _label_count(labels, f"{MIG_RESOURCE_PREFIX}{profile.name}.replicas", zero_is_one=True)
         if n % reps:
             raise NodeGpusError(f"capacity {r} {n} is not a whole number of slices of {reps} replicas")
         slices[r] = (profile, n, reps)

@@ -356,9 +356,10 @@ def test_mig_mixed_with_renamed_shares_prices_whole_replicas_and_slices_each_at_
     assert {r: o.share for r, o in node.offers.items()} == {
         "nvidia.com/gpu.shared": Fraction(1, 4), "nvidia.com/mig-1g.10gb": Fraction(1, 7)
     }  # fmt: skip
+    # GFD labels a renamed profile's replicas under the profile's own name (internal/lm/resource.go)
     shared = h.node_gpus(
         {"karpenter.k8s.aws/instance-gpu-count": "1", "nvidia.com/mig.strategy": "mixed",
-         "nvidia.com/mig-1g.10gb.shared.replicas": "2"},
+         "nvidia.com/mig-1g.10gb.replicas": "2"},
         {"nvidia.com/mig-1g.10gb.shared": "8", "nvidia.com/mig-3g.40gb": "1"},
     )  # fmt: skip
     assert {r: (o.share, o.replicas) for r, o in shared.offers.items()} == {
