@@ -142,41 +142,44 @@ def _mean(values: dict[str, float] | None) -> float | None:
 def mig_sm_active(
     node: GpuNode, sm: dict[str, float] | None, instances: dict[str, str]
 ) -> tuple[float | None, str | None]:
-    """A MIG node's SM_ACTIVE: each GPU instance's reading (the fraction of its own SMs active) weighed by
-    the share of a card its slice is worth (the held-GPU model's, as the cost is split), cards left whole at
-    1, summed over the node's cards; so the idle cost, cost x (1 - SM_ACTIVE), is exactly the sum of each
-    share's own idle cost, and compute a layout leaves unused counts as idle. (value, None), or (None, why)
-    when the node cannot be read, an instance's profile is not one it advertises, or not every slice and
-    whole card reports."""
+    """A MIG node's SM_ACTIVE: each GPU instance's reading (the fraction of its own SMs active) weighed by the
+    part of its card's compute it has (its compute slices of 7), each card left whole at 1, over the node's
+    cards. So compute a layout leaves unused (1g.20gb x 4 uses 4 of 7) counts as idle, and the idle cost,
+    cost x (1 - SM_ACTIVE), is exactly the sum of each share's own, cost x (share - compute part x its
+    SM_ACTIVE), never below zero since a slice's share is at least its compute part. (value, None), or (None,
+    why): the node cannot be read, or its readings are not exactly its slices and whole cards (one missing, a
+    profile it does not advertise, more than its layout has: a series left from a layout changed within the
+    window)."""
     try:
         read = holding.read_node(node.name, node.labels, node.capacity, strict=True)
     except holding.NodeGpusError as exc:
         return None, f"{exc}; SM_ACTIVE per MIG instance cannot be weighed, idle cost left empty"
-    slice_share: dict[str, Fraction] = {}
-    expected = 0
+    expected: dict[str, int] = {}  # profile -> its slices on the node; "" -> cards left whole
+    compute: dict[str, Fraction] = {"": Fraction(1)}
     for offer in read.offers.values():
-        if offer.kind is holding.Kind.MIG_SLICE and offer.profile is not None:
-            slice_share[offer.profile.name] = offer.share * offer.replicas
-            expected += offer.count // offer.replicas
-        elif offer.kind is holding.Kind.WHOLE:
-            expected += offer.count
-    readings = sm or {}
+        key = offer.profile.name if offer.kind is holding.Kind.MIG_SLICE and offer.profile else ""
+        expected[key] = expected.get(key, 0) + offer.count // offer.replicas
+        if offer.profile is not None:
+            compute[key] = offer.profile.compute_fraction
+    got: dict[str, int] = {}
     total = Fraction(0)
-    for key, value in readings.items():
-        profile = instances.get(key)
-        if profile is None:
-            total += Fraction(value)  # a card left whole reports as a GPU
-        elif profile in slice_share:
-            total += slice_share[profile] * Fraction(value)
-        else:
+    for reading, value in (sm or {}).items():
+        profile = instances.get(reading, "")  # a card left whole reports as a GPU, without instance labels
+        if profile not in compute:
             return None, (
                 f"a GPU instance of profile {profile!r} reports {dcgm.SM_ACTIVE} on {node.name}, which advertises "
-                f"{sorted(slice_share) or 'no MIG slices'}: idle cost left empty rather than guessed"
+                f"{sorted(p for p in expected if p) or 'no MIG slices'}: idle cost left empty rather than guessed"
             )
-    if len(readings) < expected:
+        got[profile] = got.get(profile, 0) + 1
+        total += compute[profile] * Fraction(value)
+    if got != {p: n for p, n in expected.items() if n}:
+
+        def said(counts: dict[str, int]) -> str:
+            return ", ".join(f"{n} {p or 'whole card(s)'}" for p, n in sorted(counts.items()) if n) or "none"
+
         return None, (
-            f"{len(readings)} of the {expected} MIG instances and whole cards on {node.name} report "
-            f"{dcgm.SM_ACTIVE}; idle cost left empty rather than guessed"
+            f"{dcgm.SM_ACTIVE} on {node.name} reads {said(got)}, not its slices and whole cards ({said(expected)}): "
+            "one not reporting, or a series left from an earlier layout; idle cost left empty rather than guessed"
         )
     return float(total / read.cards) if read.cards else None, None
 

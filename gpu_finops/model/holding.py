@@ -50,6 +50,7 @@ MIG_LEGACY_ID = re.compile(
 MIG_PROFILE = re.compile(
     r"([1-8])g\.([1-9][0-9]{0,3})gb((?:[.+](?!shared(?![a-z]))[a-z]{1,8}){0,3})", re.ASCII
 )
+CARD_COMPUTE_SLICES = 7  # the compute slices of a MIG-capable card: A100, H100, H200 and B200 alike
 COUNT_VALUE = re.compile(r"0|[1-9][0-9]{0,5}", re.ASCII)
 REPLICA_INDEX = re.compile(r"0|[1-9][0-9]{0,5}", re.ASCII)  # a plain decimal from 0, as the plugin writes it
 REPLICAS_LABEL_VALUE = re.compile(r"[1-9][0-9]{0,5}", re.ASCII)
@@ -259,6 +260,11 @@ class MigProfile:
     name: str
     compute: int  # the GPU instance's compute slices: the `g`
     memory_gb: int
+
+    @property
+    def compute_fraction(self) -> Fraction:
+        """The part of its card's compute this GPU instance has: its compute slices of the card's 7."""
+        return Fraction(self.compute, CARD_COMPUTE_SLICES)
 
     @classmethod
     def parse(cls, name: str) -> MigProfile:

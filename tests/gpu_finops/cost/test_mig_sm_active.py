@@ -1,7 +1,7 @@
 """SM_ACTIVE on a MIG node, through a real Prometheus scraping the simulated exporter's per-instance series:
-each GPU instance weighed by its slice's share of a card, the same share the cost is split by, so a node's
-idle cost is the sum of its shares' own; an instance missing or of a profile the node does not advertise
-leaves the idle cost empty, saying which."""
+each GPU instance weighed by the part of its card's compute it has, so compute a layout leaves unused counts
+as idle; readings that are not exactly the node's slices (one missing, one of a profile the node does not
+advertise, one more than its layout has) leave the idle cost empty, saying what was read."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 from gpu_finops.cost.pricing import CatalogRates
 from gpu_finops.cost.records import STATUS_OK, STATUS_PARTIAL
 from gpu_finops.facts import dcgm
+from harness.waits import eventually
 from local.sim.dcgm_sim import SimGpu
 from tests.gpu_finops.cost.conftest import node
 from tests.gpu_finops.cost.test_collector import collector, last_minute, wait_for_series
@@ -57,8 +58,9 @@ def test_an_instance_that_does_not_report_leaves_the_idle_cost_empty_naming_how_
     (record,) = c.cycle(*last_minute()).records
     assert (record.x_Status, record.x_SmActive, record.x_IdleCost) == (STATUS_PARTIAL, None, None)
     assert record.x_Message == (
-        "31 of the 32 MIG instances and whole cards on mig-b report DCGM_FI_PROF_SM_ACTIVE; idle cost left "
-        "empty rather than guessed"
+        "DCGM_FI_PROF_SM_ACTIVE on mig-b reads 16 1g.10gb, 8 2g.20gb, 7 3g.40gb, not its slices and whole cards "
+        "(16 1g.10gb, 8 2g.20gb, 8 3g.40gb): one not reporting, or a series left from an earlier layout; idle "
+        "cost left empty rather than guessed"
     )
 
 
@@ -76,3 +78,44 @@ def test_an_instance_of_a_profile_the_node_does_not_advertise_leaves_the_idle_co
         "a GPU instance of profile '4g.40gb' reports DCGM_FI_PROF_SM_ACTIVE on mig-c, which advertises "
         "['1g.10gb', '2g.20gb', '3g.40gb']"
     )
+
+
+@pytest.mark.parametrize(
+    ("host", "extra", "said"),
+    [  # a 1g.10gb instance from an earlier layout still in the window; a card-level series beside the instances
+        ("mig-d1", ("1g.10gb", 9), "17 1g.10gb, 8 2g.20gb, 8 3g.40gb"),
+        ("mig-d2", None, "1 whole card(s), 16 1g.10gb, 8 2g.20gb, 8 3g.40gb"),
+    ],
+)
+def test_a_series_beyond_the_layout_leaves_the_idle_cost_empty_not_above_one(
+    sim, prometheus, host, extra, said
+):
+    sim.set_gpus(
+        [*instances(host, {}), SimGpu(host, 0, f"GPU-{host}-9", instance=extra, values={dcgm.SM_ACTIVE: 1.0})]
+    )
+    c = collector([mig_node(host)], prometheus.url, rates=RATES)
+    eventually(
+        lambda: len(c.prom.query(f'{dcgm.SM_ACTIVE}{{hostname="{host}"}}')), lambda n: n == 33,
+        timeout=30, interval=0.5, what=f"33 series for {host}",
+    )  # fmt: skip
+    (record,) = c.cycle(*last_minute()).records
+    assert (record.x_Status, record.x_SmActive, record.x_IdleCost) == (STATUS_PARTIAL, None, None)
+    assert record.x_Message.startswith(f"DCGM_FI_PROF_SM_ACTIVE on {host} reads {said}, not its slices"), (
+        record.x_Message
+    )
+
+
+def test_compute_a_layout_leaves_unused_counts_as_idle(sim, prometheus):
+    # 1g.20gb x 4 on each card: 4 of its 7 compute slices, every instance fully active: 4/7, not 1
+    gpus = [
+        SimGpu("mig-e", card, f"GPU-mig-e-{card}", instance=("1g.20gb", gi), values={dcgm.SM_ACTIVE: 1.0})
+        for card in range(8)
+        for gi in range(1, 5)
+    ]
+    sim.set_gpus(gpus)
+    n = replace(mig_node("mig-e"), capacity={"nvidia.com/mig-1g.20gb": "32"})
+    c = collector([n], prometheus.url, rates=RATES)
+    wait_for_series(c.prom, "mig-e", dcgm.SM_ACTIVE)
+    (record,) = c.cycle(*last_minute()).records
+    assert record.x_Status == STATUS_OK, record.x_Message
+    assert record.x_SmActive == pytest.approx(4 / 7)
