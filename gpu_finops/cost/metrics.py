@@ -63,6 +63,12 @@ class CollectorMetrics:
             ["node", "resource"],
             registry=r,
         )
+        self.node_unreadable = Gauge(
+            names.NODE_UNREADABLE,
+            "1 for a GPU node the held-GPU model refuses (its labels and capacity disagree; /healthz says why)",
+            ["node"],
+            registry=r,
+        )
         self.last_record_end = Gauge(
             names.LAST_RECORD_END,
             "End of the last interval whose records were written (unix seconds); stale when it stops moving",
@@ -118,8 +124,10 @@ class CollectorMetrics:
     def observe_shares(self, nodes: Sequence[GpuNode]) -> list[str]:
         """Each node's GPU resources at the share of a card one device is worth (the ledger's rules count
         capacity and requests in cards with it). A node the model cannot read, or whose devices are not worth
-        its cards, exports none, and is returned as a problem naming it."""
+        its cards, exports none, is marked unreadable (the ledger then guesses no share for it from its
+        replicas label) and is returned as a problem naming it."""
         self.device_share.clear()
+        self.node_unreadable.clear()
         problems = []
         for node in nodes:
             try:
@@ -128,6 +136,7 @@ class CollectorMetrics:
                 problems.append(
                     f"{exc}; its devices' shares are not exported, so the ledger cannot count them"
                 )
+                self.node_unreadable.labels(node.name).set(1)
                 continue
             for resource, offer in read.offers.items():
                 self.device_share.labels(node.name, ksm_sanitized(resource)).set(float(offer.share))
@@ -135,6 +144,9 @@ class CollectorMetrics:
 
     def cycle_failed(self) -> None:
         self.cycle_failures.inc()
+        # a share from an earlier cycle may be a layout's since changed: none is better than a stale one
+        self.device_share.clear()
+        self.node_unreadable.clear()
         self.problems = ["the last cycle raised; see the collector log"]
         self.healthy.set(0)
 

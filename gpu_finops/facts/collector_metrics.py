@@ -27,6 +27,9 @@ TENANT_IDLE_DOLLARS_PER_HOUR = "gpu_finops_tenant_idle_dollars_per_hour"
 # share, 1/replicas for a replica, 1 for a whole card); labels node and resource, the resource spelled as
 # kube-state-metrics spells it (nvidia_com_mig_1g_10gb), so the ledger's rules join the two
 DEVICE_SHARE = "gpu_finops_device_share"
+# 1 for a GPU node the held-GPU model refuses (the collector's /healthz says why): no share of its devices may be
+# guessed, so the ledger counts none of them and names the node
+NODE_UNREADABLE = "gpu_finops_node_unreadable"
 
 # The diagnosis exporter (`gpu-finops diagnose --all --port`): pending GPU pods by the diagnosis' first
 # cause (admission, allocation, memory, placement, application; `unexplained` when every check was made

@@ -24,7 +24,7 @@ from gpu_finops.ledger import rules
 from gpu_finops.ledger.conventions import (
     GPU_NODE_LABELS,
     GPU_RESOURCE_SELECTOR,
-    MIG_NODES_UNSHARED,
+    UNSHARED_NODES,
     Conventions,
     ksm_label,
 )
@@ -194,15 +194,15 @@ def collector_alerts(c: Conventions, a: AlertSettings) -> list[dict[str, Any]]:
             base,
         ),
         _alert(
-            "GpuFinopsMigNodeUncounted",
-            MIG_NODES_UNSHARED,
+            "GpuFinopsGpuDevicesUncounted",
+            UNSHARED_NODES,
             a.mig_unshared_for,
             "warning",
-            "A MIG node's GPUs are in no ledger count.",
-            f"""{{{{ $labels.node }}}} advertises MIG slices, but no collector exports {cm.DEVICE_SHARE}
-            for it: the ledger counts a slice only at the share of a card the collector reads, so the node's
-            GPUs are left out of installed, schedulable and allocated. The collector's /healthz names a node
-            the held-GPU model refuses; else the collector is not running or not scraped.""",
+            "A GPU node's devices are in no ledger count.",
+            f"""{{{{ $labels.node }}}} advertises GPU devices of a resource whose share of a card is not known
+            (no agreeing {cm.DEVICE_SHARE} for it, and it cannot be read by its replicas label): the ledger
+            leaves them out of installed, schedulable and allocated. The collector's /healthz names a node the
+            held-GPU model refuses; else the collector is not running or not scraped.""",
             base,
         ),
         _alert(

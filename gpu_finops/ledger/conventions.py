@@ -10,7 +10,6 @@ import re
 from dataclasses import dataclass, field
 
 from gpu_finops.facts import dcgm_inputs
-from gpu_finops.facts.collector_metrics import DEVICE_SHARE
 from gpu_finops.facts.dcgm import HOSTNAME_LABEL, OLD_HOSTNAME_LABEL
 from gpu_finops.facts.dcgm_inputs import PINNED, Spelling
 from gpu_finops.facts.kube_keys import (
@@ -93,15 +92,15 @@ DCGM_INPUTS: dict[str, str] = {
     "DCGM_FI_DEV_POWER_USAGE": "DCGM_FI_DEV_POWER_USAGE",
     "DCGM_FI_DEV_SM_CLOCK": "DCGM_FI_DEV_SM_CLOCK",
 }
-# GPU nodes whose devices' worth nobody said: a MIG node (its strategy label) or a node advertising MIG
-# slices, without the collector's share. The rules leave their devices out of every count, so they are
-# counted here and the report names them.
-MIG_NODES_UNSHARED = (
-    f'(group by (node) (kube_node_labels{{label_{ksm_sanitized(LABEL_MIG_STRATEGY)}=~".+"}}) '
-    f'or group by (node) (kube_node_status_capacity{{resource=~"{MIG_RESOURCES}"}} > 0)) '
-    f"unless on (node) group by (node) ({DEVICE_SHARE})"
-)
-UNSHARED: dict[str, str] = {f"GPU nodes under MIG without {DEVICE_SHARE}": MIG_NODES_UNSHARED}
+# The collector's reading of a node: what one device of each GPU resource is worth in cards (DEVICE_SHARE), and
+# the nodes the held-GPU model refused (NODE_UNREADABLE), whose devices no share may be guessed for
+SHARE = "node_resource:ledger_gpu_share:ratio"  # cards per device, per node and GPU resource (rules.py)
+# GPU nodes advertising devices of a resource no share is known for (a MIG node without the collector's
+# share, a node the collector refused, a resource a layout added since its last export, two collectors that
+# disagree): the rules leave those devices out of every count, so they are counted here, the report names
+# them and GpuFinopsGpuDevicesUncounted fires
+UNSHARED_NODES = f"group by (node) ((kube_node_status_capacity{{{GPU_RESOURCE_SELECTOR}}} > 0) unless on (node, resource) {SHARE})"
+UNSHARED: dict[str, str] = {"GPU nodes with devices of no known share of a card": UNSHARED_NODES}
 
 # DCGM series that name no node: neither `hostname` (dcgm-exporter 4.8.3 on) nor `Hostname` (before).
 # The rules leave them out of every device count, so they are counted here and the report names them.

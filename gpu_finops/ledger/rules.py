@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from gpu_finops.facts.collector_metrics import DEVICE_SHARE
+from gpu_finops.facts.collector_metrics import DEVICE_SHARE, NODE_UNREADABLE
 from gpu_finops.facts.dcgm import HOSTNAME_LABELS
 from gpu_finops.facts.kube_keys import LABEL_MIG_STRATEGY, ksm_sanitized
 from gpu_finops.ledger.conventions import (
@@ -25,6 +25,7 @@ from gpu_finops.ledger.conventions import (
     GPU_RESOURCE_SELECTOR,
     KSM_INPUTS,
     MIG_RESOURCES,
+    SHARE,
     SHARED_GPU_RESOURCE,
     UNSHARED,
     WHOLE_OR_REPLICA_SELECTOR,
@@ -45,7 +46,6 @@ BUCKET = "fleet:ledger_bucket_gpus:sum"  # label bucket=<conventions.BUCKETS>
 LARGEST_PLACEABLE = "fleet:ledger_largest_placeable_gpus:max"
 INPUTS = "fleet:ledger_input_series:count"  # label input=<series name>
 INSTALLED = f'{RUNG}{{rung="installed"}}'
-SHARE = "node_resource:ledger_gpu_share:ratio"  # cards per device, per node and GPU resource
 RESOURCE_RUNG = "fleet:ledger_resource_gpus:sum"  # labels rung=installed|schedulable|allocated, resource
 MIG_STRATEGY_LABEL = "label_" + ksm_sanitized(LABEL_MIG_STRATEGY)
 
@@ -79,12 +79,15 @@ def replicas_expr(c: Conventions) -> str:
 
 def share_expr() -> str:
     """What one device of each GPU resource on each node is worth in cards: the collector's reading of the node
-    through the held-GPU model (`gpu_finops_device_share`: the only reading of MIG slices), else, on a node it
-    does not export and that is not under MIG, a whole card or replica at 1/replicas."""
+    through the held-GPU model (`gpu_finops_device_share`: the only reading of MIG slices) where every collector
+    exporting it agrees, else, on a node none exports, that is not under MIG and that no collector refused, a
+    whole card or replica at 1/replicas."""
+    exported = f"max by (node, resource) ({DEVICE_SHARE}) == on (node, resource) min by (node, resource) ({DEVICE_SHARE})"
     fallback = f"""(max by (node, resource) (kube_node_status_capacity{{{WHOLE_OR_REPLICA_SELECTOR}}}) * 0 + 1)
         / on (node) group_left () node:ledger_gpu_replicas:max
-        unless on (node) kube_node_labels{{{MIG_STRATEGY_LABEL}=~".+"}}"""
-    return f"max by (node, resource) ({DEVICE_SHARE}) or on (node) ({fallback})"
+        unless on (node) kube_node_labels{{{MIG_STRATEGY_LABEL}=~".+"}}
+        unless on (node) {NODE_UNREADABLE}"""
+    return f"({exported}) or on (node) ({fallback} unless on (node) {DEVICE_SHARE})"
 
 
 def in_cards(series: str) -> str:

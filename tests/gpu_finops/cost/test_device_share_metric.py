@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from gpu_finops.clients.nodes import GpuNode
 from gpu_finops.cost.metrics import CollectorMetrics
-from gpu_finops.facts.collector_metrics import DEVICE_SHARE
+from gpu_finops.facts.collector_metrics import DEVICE_SHARE, NODE_UNREADABLE
 
 
 def _node(name: str, labels: dict[str, str], capacity: dict[str, str]) -> GpuNode:
@@ -22,6 +22,15 @@ def _node(name: str, labels: dict[str, str], capacity: dict[str, str]) -> GpuNod
         labels={"node.kubernetes.io/instance-type": "p5.48xlarge", **labels},
         capacity=capacity,
     )
+
+
+def _unreadable(metrics: CollectorMetrics) -> dict[str, float]:
+    return {
+        s.labels["node"]: s.value
+        for m in metrics.registry.collect()
+        if m.name == NODE_UNREADABLE
+        for s in m.samples
+    }
 
 
 def _shares(metrics: CollectorMetrics) -> dict[tuple[str, str], float]:
@@ -61,3 +70,14 @@ def test_a_node_the_model_refuses_exports_no_share_and_is_a_problem_naming_it():
         "node mig: capacity ['nvidia.com/mig-1g.10gb'] without nvidia.com/mig.strategy=mixed (it is absent)"
     )
     assert problems[0].endswith("its devices' shares are not exported, so the ledger cannot count them")
+    assert _unreadable(metrics) == {"mig": 1.0}, "the ledger guesses no share for a node the model refused"
+
+
+def test_a_failed_cycle_leaves_no_share_from_an_earlier_one():
+    metrics = CollectorMetrics()
+    metrics.observe_shares(
+        [_node("a", {}, {"nvidia.com/gpu": "8"}), _node("b", {}, {"nvidia.com/mig-1g.10gb": "7"})]
+    )
+    assert _shares(metrics) and _unreadable(metrics)
+    metrics.cycle_failed()
+    assert (_shares(metrics), _unreadable(metrics)) == ({}, {})

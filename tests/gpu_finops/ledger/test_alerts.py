@@ -25,7 +25,7 @@ EXPECTED = {
     "GpuFinopsCollectorCyclesFailing",
     "GpuFinopsCollectorRecordsStale",
     "GpuFinopsLedgerGpuHoursUnaccounted",
-    "GpuFinopsMigNodeUncounted",
+    "GpuFinopsGpuDevicesUncounted",
 }
 
 
@@ -60,7 +60,7 @@ def test_every_alert_has_a_firing_case_and_an_explicit_silent_case():
     # each file's header names the near misses that share the firing case's input series (the firing
     # case's exact list of alerts is what keeps them silent); these alerts also have a case of their own
     assert {"GpuFinopsGpuHeldIdle", "GpuFinopsPodsPendingWhileGpusIdle"} <= silent
-    assert {"GpuFinopsLedgerGpuHoursUnaccounted", "GpuFinopsMigNodeUncounted"} <= silent
+    assert {"GpuFinopsLedgerGpuHoursUnaccounted", "GpuFinopsGpuDevicesUncounted"} <= silent
 
 
 def test_the_alerts_read_the_fleets_spelling():

@@ -137,7 +137,7 @@ class _Inputs:
         return [({"input": k}, Decimal(v)) for k, v in values.items()]
 
 
-def test_gpu_nodes_under_mig_without_the_collectors_share_are_named_with_what_they_cost():
+def test_gpu_nodes_with_devices_of_no_known_share_are_named_with_what_they_cost():
     from datetime import UTC, datetime
 
     from gpu_finops.ledger.source import Window, missing_inputs
@@ -148,7 +148,7 @@ def test_gpu_nodes_under_mig_without_the_collectors_share_are_named_with_what_th
     assert missing_inputs(_Inputs({**present, unshared: 0}, {**present, unshared: 0}), window) == []
     (message,) = missing_inputs(_Inputs({**present, unshared: 2}, {**present, unshared: 0}), window)
     assert message.startswith(
-        "GPU nodes under MIG without gpu_finops_device_share: up to 2 nodes in the window: their devices' worth "
+        "GPU nodes with devices of no known share of a card: up to 2 nodes in the window: their devices' worth "
         "in cards is read only by the collector"
     )
     assert "their GPUs are not counted installed, schedulable or allocated" in message
