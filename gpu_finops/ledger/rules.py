@@ -36,6 +36,7 @@ from gpu_finops.ledger.conventions import (
 )
 from gpu_finops.ledger.generated_file import write_or_print
 from gpu_finops.ledger.measures import DENSE_PEAKS
+from gpu_finops.model.holding import CARD_COMPUTE_SLICES
 
 RULES_PATH = Path(__file__).with_name("rules.yaml")
 GROUP = "gpu-finops-ledger"
@@ -90,6 +91,16 @@ def share_expr() -> str:
     return f"({exported}) or on (node) ({fallback} unless on (node) {DEVICE_SHARE})"
 
 
+def unoffered_profiles() -> str:
+    """A Pending pod's MIG profile that no node offers, in cards: its compute slices of a card's 7 (the least a
+    slice of it is worth), read from the profile's name by one selector per compute size, since PromQL cannot
+    turn a label into a number."""
+    pending = 'kube_pod_container_resource_limits{{resource=~"nvidia_com_mig_{g}g_.+",node=""}}'
+    return " or ".join(
+        f"{pending.format(g=g)} * {g} / {CARD_COMPUTE_SLICES}" for g in range(1, CARD_COMPUTE_SLICES + 1)
+    )
+
+
 def in_cards(series: str) -> str:
     """A per-node, per-resource device count (whole cards, replicas or MIG slices) in physical cards."""
     return f"{series} * on (node, resource) group_left () {SHARE}"
@@ -141,7 +152,8 @@ def pod_rules(c: Conventions) -> list[dict[str, Any]]:
             or kube_pod_container_resource_limits{{resource="{SHARED_GPU_RESOURCE}",node=""}}
                 / on () group_left () max(node:ledger_gpu_replicas:max)
             or kube_pod_container_resource_limits{{resource=~"{MIG_RESOURCES}",node=""}}
-                * on (resource) group_left () min by (resource) ({SHARE})) > 0""",
+                * on (resource) group_left () min by (resource) ({SHARE})
+            or {unoffered_profiles()}) > 0""",
         ),
         # the same, per GPU resource, of Running pods on a node: the allocated rung per MIG profile
         _rule(
