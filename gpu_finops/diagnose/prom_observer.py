@@ -30,7 +30,16 @@ FIELD_ATTR = {
     dcgm.NVLINK_RX_BYTES: "nvlink_rx_bps",
     dcgm.POWER_USAGE: "power_w",
 }
-HOLDER_LABELS = ("gpu", "UUID", "namespace", "pod", "exported_namespace", "exported_pod")
+# a MIG card's GPU instances are reported apart (GPU_I_ID, with the card's UUID): each its own row
+HOLDER_LABELS = (
+    "gpu",
+    "UUID",
+    dcgm.MIG_INSTANCE_LABEL,
+    "namespace",
+    "pod",
+    "exported_namespace",
+    "exported_pod",
+)
 GROUP_BY = (*dcgm.HOSTNAME_LABELS, *HOLDER_LABELS)
 MIB_FIELDS = (dcgm.FB_USED, dcgm.FB_FREE)
 
@@ -49,8 +58,9 @@ def _holder(labels: dict[str, str]) -> str | None:
 def read_gpu_stats(
     prom: PrometheusClient, window_s: int, at: datetime | None = None, spelling: Spelling = PINNED
 ) -> list[GpuStats]:
-    """Every GPU series' window averages, one row per (node, gpu, UUID, holder), under the fleet's spelling
-    (framebuffer values put back in MiB)."""
+    """Every GPU series' window averages, one row per (node, gpu, UUID, holder), a MIG card's GPU instances
+    each with their own UUID `<card UUID>/<GPU_I_ID>`, under the fleet's spelling (framebuffer values put back
+    in MiB)."""
     rows: dict[tuple[str, str, str, str | None], GpuStats] = {}
     for field, attr in FIELD_ATTR.items():
         series = spelling.spelled(field)
@@ -61,6 +71,8 @@ def read_gpu_stats(
                 continue
             gpu = sample.labels.get("gpu", "")
             uuid = sample.labels.get("UUID") or f"{host}/gpu{gpu}"
+            if sample.labels.get(dcgm.MIG_INSTANCE_LABEL):  # a GPU instance of a MIG card: `<card UUID>/<id>`
+                uuid = f"{uuid}/{sample.labels[dcgm.MIG_INSTANCE_LABEL]}"
             holder = _holder(sample.labels)
             key = (host, gpu, uuid, holder)
             row = rows.get(key) or GpuStats(host, gpu, uuid, holder)

@@ -300,3 +300,16 @@ def test_kube_observer_reads_events_written_through_core_v1_which_have_no_event_
     pods, *_ = KubeObserver(kube).observe(None)
     train = next(p for p in pods if p.name == "train-x")
     assert train.scheduler_message == "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."
+
+
+def test_a_mig_cards_gpu_instances_are_rows_of_their_own_not_averaged_together():
+    card = {"hostname": "gpu-m", "gpu": "0", "UUID": "GPU-M"}
+    samples = {f: [] for f in dcgm.DIAGNOSED}
+    samples[dcgm.SM_ACTIVE] = [
+        Sample({**card, "GPU_I_PROFILE": "3g.40gb", "GPU_I_ID": "1"}, 0.0),
+        Sample({**card, "GPU_I_PROFILE": "3g.40gb", "GPU_I_ID": "2"}, 0.8),
+    ]
+    prom = RecordingProm(samples)
+    rows = read_gpu_stats(prom, 300)  # type: ignore[arg-type]
+    assert "GPU_I_ID" in prom.queries[0]
+    assert [(r.uuid, r.holder, r.sm_active) for r in rows] == [("GPU-M/1", None, 0.0), ("GPU-M/2", None, 0.8)]
