@@ -14,6 +14,9 @@ GPU_TYPES: dict[str, tuple[int, str, int, float, float]] = {
     # eight H100 80GB, the MIG-capable type (g6e's L40S cannot be partitioned): on-demand as listed after AWS's
     # June 2025 P5 price cut; spot the same half-of-on-demand stand-in
     "p5.48xlarge": (192, "2048Gi", 8, 55.04, 27.52),
+    # one H100 80GB, the smallest MIG-capable type and the MIG pool's (a card cut into slices of two tenants):
+    # on-demand as listed for us-east-1 since its launch in 2025; spot the same half-of-on-demand stand-in
+    "p5.4xlarge": (16, "256Gi", 1, 6.88, 3.44),
 }
 
 # MIG-capable cards by instance type: the card's name as GFD labels it, and the GPU instance profiles a card can
@@ -24,7 +27,30 @@ MIG_CARDS: dict[str, tuple[str, dict[str, int]]] = {
         "NVIDIA-H100-80GB-HBM3",
         {"1g.10gb": 7, "1g.20gb": 4, "2g.20gb": 3, "3g.40gb": 2, "4g.40gb": 1, "7g.80gb": 1},
     ),
+    "p5.4xlarge": (
+        "NVIDIA-H100-80GB-HBM3",
+        {"1g.10gb": 7, "1g.20gb": 4, "2g.20gb": 3, "3g.40gb": 2, "4g.40gb": 1, "7g.80gb": 1},
+    ),
 }
+
+
+def mig_layouts(instance_type: str) -> dict[str, dict[str, int] | None]:
+    """The MIG manager's named layouts for a MIG-capable type, each the GPU instances it cuts per card (None:
+    MIG disabled), as mig-parted's config-default.yaml names them: `all-disabled`, `all-<profile>` with as many
+    of it as fit one card, and `all-balanced` (two of the smallest, one 2g and one 3g: 7 compute slices).
+    Raises ValueError for a type whose card cannot be partitioned."""
+    if instance_type not in MIG_CARDS:
+        raise ValueError(
+            f"instance type {instance_type!r} has no MIG-capable card (MIG: {sorted(MIG_CARDS)})"
+        )
+    _, profiles = MIG_CARDS[instance_type]
+    layouts: dict[str, dict[str, int] | None] = {"all-disabled": None}
+    layouts |= {f"all-{profile}": {profile: count} for profile, count in profiles.items()}
+    compute = {p: int(p.split("g", 1)[0]) for p in profiles}  # `<g>g.<memory>gb`: g compute slices of 7
+    small, two, three = (next(p for p in profiles if compute[p] == g) for g in (1, 2, 3))
+    layouts["all-balanced"] = {small: 2, two: 1, three: 1}
+    return layouts
+
 
 # instance type -> (network interfaces on the default network card, IPv4 addresses per interface), EC2's
 # DescribeInstanceTypes NetworkInfo as karpenter-provider-aws v1.15.0 records it
@@ -35,6 +61,7 @@ GPU_NETWORK: dict[str, tuple[int, int]] = {
     "g6e.12xlarge": (10, 30),
     "g6e.48xlarge": (10, 50),
     "p5.48xlarge": (2, 50),  # its network card 0 of 32
+    "p5.4xlarge": (4, 30),
 }
 
 ON_DEMAND, SPOT = "on-demand", "spot"  # Karpenter's capacity types

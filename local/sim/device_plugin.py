@@ -158,32 +158,22 @@ def physical_gpus(instance_type: str | None) -> int:
 
 def mig_parted_config(instance_type: str) -> str:
     """The MIG manager's config (mig-parted's v1 schema: `mig-configs: <name>: [{devices, mig-enabled,
-    mig-devices}]`) for a MIG-capable type: all-disabled, all-<profile> with as many of it as fit one card,
-    and all-balanced (two of the smallest, one 2g and one 3g: 7 compute slices)."""
-    from gpu_finops.facts.catalog import MIG_CARDS
+    mig-devices}]`) for a MIG-capable type, its layouts gpu_finops/facts/catalog.py's `mig_layouts`."""
+    from gpu_finops.facts.catalog import mig_layouts
 
-    _, profiles = MIG_CARDS[instance_type]
-    configs: dict[str, list[dict[str, Any]]] = {"all-disabled": [{"devices": "all", "mig-enabled": False}]}
-    for profile, count in profiles.items():
-        configs[f"all-{profile}"] = [{"devices": "all", "mig-enabled": True, "mig-devices": {profile: count}}]
-    compute = {p: holding.MigProfile.parse(p).compute for p in profiles}
-    small, two, three = (next(p for p in profiles if compute[p] == g) for g in (1, 2, 3))
-    configs["all-balanced"] = [
-        {"devices": "all", "mig-enabled": True, "mig-devices": {small: 2, two: 1, three: 1}}
-    ]
+    configs = {
+        name: [{"devices": "all", "mig-enabled": False}]
+        if devices is None
+        else [{"devices": "all", "mig-enabled": True, "mig-devices": devices}]
+        for name, devices in mig_layouts(instance_type).items()
+    }
     return yaml.safe_dump({"version": "v1", "mig-configs": configs}, sort_keys=False)
 
 
 def mig_layout(instance_type: str | None, config: str) -> dict[str, int] | None:
     """The MIG devices per card the named layout cuts (None: MIG disabled). Raises ValueError for a type that
     cannot be partitioned or a layout its config does not have (the MIG manager's `failed`)."""
-    from gpu_finops.facts.catalog import MIG_CARDS
-
-    if instance_type not in MIG_CARDS:
-        raise ValueError(
-            f"instance type {instance_type!r} has no MIG-capable card (MIG: {sorted(MIG_CARDS)})"
-        )
-    doc = yaml.safe_load(mig_parted_config(instance_type))
+    doc = yaml.safe_load(mig_parted_config(instance_type or ""))
     if config not in doc["mig-configs"]:
         raise ValueError(f"MIG config {config!r} is not one of {sorted(doc['mig-configs'])}")
     (entry,) = doc["mig-configs"][config]

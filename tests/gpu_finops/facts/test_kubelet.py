@@ -39,6 +39,12 @@ CASES = {
         # cpu: as g6e.48xlarge; memory: 1939865 - (11 x 100 + 255 = 1355) - 100 = 1938410
         {"cpu": "191450m", "memory": "1938410Mi", "pods": "100", "ephemeral-storage": EPHEMERAL_ALLOCATABLE},
     ),
+    "p5.4xlarge": (
+        # memory: 262144 - ceil(19660.8) = 242483; pods: 4 x (30 - 1) + 2 = 118
+        {"cpu": "16", "memory": "242483Mi", "pods": "118", "ephemeral-storage": "100Gi"},
+        # cpu: 16000 - (80 + 12000 x 0.0025 = 30) = 15890m; memory: 242483 - (11 x 118 + 255 = 1553) - 100 = 240830
+        {"cpu": "15890m", "memory": "240830Mi", "pods": "118", "ephemeral-storage": EPHEMERAL_ALLOCATABLE},
+    ),
 }
 
 
