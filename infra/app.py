@@ -27,7 +27,9 @@ def build(
     metrics: tuple[MetricRow, ...] = PROJECT_METRICS,
     account: str | None = None,
 ) -> App:
-    """The app; `account` names the state bucket when state_backend is s3 (infra/state.py)."""
+    """The app; `account` names the state bucket when state_backend is s3 (infra/state.py). The stacks read
+    the configuration as AWS gets it (`Config.for_aws`: the MIG pool only with mig_on_aws)."""
+    c = c.for_aws()
     outdir = Path(outdir)
     holder = state_account(c, account)  # first: an s3 backend with no account refuses before any file
     product = copy_product_chart(outdir, metrics)  # then a bad metrics row fails before any stack

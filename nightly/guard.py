@@ -117,6 +117,8 @@ def estimate(
     Raises GuardError when a price is missing or the EKS version is past its support."""
     if max_hours <= 0:
         raise GuardError(f"max wall time must be positive hours, got {max_hours}")
+    configured_mig = bool(c.mig_slices)
+    c = c.for_aws()  # what `make up` stands up: the MIG pool only with mig_on_aws
     try:
         control_plane = control_plane_price(c.versions.kubernetes, start or datetime.now(UTC), max_hours)
     except UnsupportedVersion as exc:
@@ -135,6 +137,29 @@ def estimate(
         return usd
 
     gpu_type = max(c.gpu_instance_types, key=price)
+    notes = [n for n in (control_plane.note,) if n]
+    mig: tuple[LineItem, ...] = ()
+    if c.mig_slices:
+        _, gpus = c.mig_node_shape
+        mig_nodes = -(-c.mig_cards // gpus)
+        mig = (
+            LineItem(
+                f"MIG nodes: {mig_nodes} x {c.mig_instance_type} (the MIG NodePool's limits, on-demand as the "
+                "spot ceiling)",
+                mig_nodes * max_hours,
+                "node-hours",
+                price(c.mig_instance_type),
+            ),
+        )
+        notes.append(
+            f"the MIG pool is on (mig_on_aws: true): {c.mig_instance_type} costs ${price(c.mig_instance_type):.2f}/h "
+            f"on demand, {price(c.mig_instance_type) / price(gpu_type):.1f} times a {gpu_type}; its spot capacity "
+            "is its own P-family service quota"
+        )
+    elif configured_mig:
+        notes.append(
+            "the MIG pool is off on AWS (mig_on_aws: false): no MIG node, quota or act 8 in this run"
+        )
     items = (
         LineItem(
             f"GPU nodes: {c.gpu_nodes_at_limits} x {gpu_type} (the NodePools' limits, priced on-demand as the "
@@ -143,6 +168,7 @@ def estimate(
             "node-hours",
             price(gpu_type),
         ),
+        *mig,
         LineItem(
             f"system nodes: {c.system_node_count} x {c.system_instance_type}",
             c.system_node_count * max_hours,
@@ -159,7 +185,7 @@ def estimate(
             FIS_ACTION_MINUTE_USD,
         ),
     )
-    return Estimate(items, max_hours, budget_usd, tuple(n for n in (control_plane.note,) if n))
+    return Estimate(items, max_hours, budget_usd, tuple(notes))
 
 
 NOT_COUNTED = (

@@ -40,6 +40,7 @@ from gpu_finops.facts.config_types import (
     InstanceType,
     KubeMinor,
     KubeName,
+    MigProfileName,
     Name,
     Positive,
     PrincipalArn,
@@ -69,6 +70,8 @@ class Tenant:
     )
     # time-sliced replicas: nvidia.com/gpu.shared nominal quota, on the shared NodePool's cards
     shared_gpu_quota: Count = 0
+    # MIG slices: nvidia.com/mig-<profile> nominal quota per profile, on the MIG NodePool's partitioned cards
+    mig_quota: dict[MigProfileName, Count] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,10 @@ class Config:
     project: Name = names.PROJECT
     vpc_cidr: Cidr = "10.42.0.0/16"
     availability_zones: tuple[Name, ...] = ("us-east-1a", "us-east-1b")
-    tenants: tuple[Tenant, ...] = (Tenant("team-a", 1, 4), Tenant("team-b", 1, 0))
+    tenants: tuple[Tenant, ...] = (
+        Tenant("team-a", 1, 4, {"1g.10gb": 1, "3g.40gb": 1}),
+        Tenant("team-b", 1, 0, {"1g.10gb": 1, "2g.20gb": 1}),
+    )
     gpu_instance_types: tuple[InstanceType, ...] = ("g6e.xlarge",)
     gpu_node_vcpu: Positive = 4  # every allowed type has exactly this many vCPUs (pinned in the NodePool)
     gpus_per_node: Positive = 1  # and exactly this many physical GPUs
@@ -135,6 +141,15 @@ class Config:
     system_node_count: Positive = 2
     nodepool_name: KubeName = "gpu-spot"  # whole cards
     shared_nodepool_name: KubeName = "gpu-shared"  # cards the device plugin time-slices into replicas
+    # The MIG pool: cards of `mig_instance_type` the MIG manager cuts by the named `mig_layout` (mig-parted's
+    # names: all-balanced, all-1g.10gb, ...), each GPU instance advertised as nvidia.com/mig-<profile> (the
+    # device plugin's mixed strategy), for the tenants' mig_quota. The local target always runs it when a
+    # tenant has MIG quota; AWS only with `mig_on_aws: true` (a MIG-capable type costs several times a g6e:
+    # `guard estimate` says how much before `make up`).
+    mig_nodepool_name: KubeName = "gpu-mig"
+    mig_instance_type: InstanceType = "p5.4xlarge"
+    mig_layout: Name = "all-balanced"
+    mig_on_aws: Flag = False
     admin_principal_arns: tuple[PrincipalArn, ...] = ()
     collector_interval_seconds: Positive = 60
     log_retention_days: RetentionDays = 365
@@ -175,6 +190,52 @@ class Config:
     def shared_replicas(self) -> int:
         """Time-sliced replicas Kueue may hand out: the tenants' nvidia.com/gpu.shared quotas."""
         return sum(t.shared_gpu_quota for t in self.tenants)
+
+    @property
+    def mig_slices(self) -> dict[str, int]:
+        """MIG profile -> GPU instances Kueue may hand out: the tenants' mig_quota, summed per profile."""
+        out: dict[str, int] = {}
+        for t in self.tenants:
+            for profile, n in t.mig_quota.items():
+                out[profile] = out.get(profile, 0) + n
+        return {p: n for p, n in sorted(out.items()) if n}
+
+    @property
+    def mig_layout_devices(self) -> dict[str, int]:
+        """The GPU instances `mig_layout` cuts from one card of `mig_instance_type` (validate() makes it one)."""
+        from gpu_finops.facts.catalog import mig_layouts
+
+        return mig_layouts(self.mig_instance_type).get(self.mig_layout) or {}
+
+    @property
+    def mig_cards(self) -> int:
+        """Physical cards the MIG quotas fill: enough cards of the layout for every profile's slices."""
+        per_card = self.mig_layout_devices
+        return max((-(-n // per_card[p]) for p, n in self.mig_slices.items() if per_card.get(p)), default=0)
+
+    @property
+    def mig_node_shape(self) -> tuple[int, int]:
+        """(vCPUs, physical GPUs) of one MIG pool node."""
+        from gpu_finops.facts.catalog import GPU_TYPES
+
+        vcpu, _, gpus, _, _ = GPU_TYPES[self.mig_instance_type]
+        return vcpu, gpus
+
+    @property
+    def mig_nodepool_limits(self) -> dict[str, str]:
+        """MIG NodePool limits: the physical cards behind the MIG quotas (Karpenter counts the instance type's
+        nvidia.com/gpu; it knows nothing of MIG)."""
+        vcpu, gpus = self.mig_node_shape
+        return self._limits(self.mig_cards, gpus, vcpu)
+
+    def for_aws(self) -> Config:
+        """The configuration the AWS stacks and the cost guard read: the MIG pool only with mig_on_aws (its
+        quotas dropped otherwise, so Kueue admits no MIG work there is no node for)."""
+        if self.mig_on_aws or not self.mig_slices:
+            return self
+        return dataclasses.replace(
+            self, tenants=tuple(dataclasses.replace(t, mig_quota={}) for t in self.tenants)
+        )
 
     @property
     def shared_cards(self) -> int:
@@ -343,7 +404,45 @@ class Config:
             raise ConfigError(
                 "shared_nodepool_name", f"must differ from nodepool_name {self.nodepool_name!r}"
             )
+        self._mig_pool_fits()
         return self
+
+    def _mig_pool_fits(self) -> None:
+        """The MIG pool's type can be partitioned, its layout is one the MIG manager has, and every profile a
+        tenant has quota for is one the layout cuts."""
+        from gpu_finops.facts.catalog import GPU_TYPES, MIG_CARDS, mig_layouts
+
+        if self.mig_nodepool_name in (self.nodepool_name, self.shared_nodepool_name):
+            raise ConfigError(
+                "mig_nodepool_name",
+                f"must differ from nodepool_name {self.nodepool_name!r} and shared_nodepool_name "
+                f"{self.shared_nodepool_name!r}",
+            )
+        if not self.mig_slices:
+            return
+        if self.mig_instance_type not in MIG_CARDS or self.mig_instance_type not in GPU_TYPES:
+            raise ConfigError(
+                "mig_instance_type",
+                f"{excerpt(self.mig_instance_type, 40)!r} has no MIG-capable card in gpu_finops/facts/catalog.py; "
+                f"the tenants' mig_quota needs one of {sorted(MIG_CARDS)}",
+            )
+        layouts = {k: v for k, v in mig_layouts(self.mig_instance_type).items() if v}
+        if self.mig_layout not in layouts:
+            raise ConfigError(
+                "mig_layout",
+                f"{excerpt(self.mig_layout, 40)!r} is not a MIG layout of {self.mig_instance_type} that cuts its "
+                f"card; expected one of {sorted(layouts)}",
+            )
+        cut = layouts[self.mig_layout]
+        for t in self.tenants:
+            for profile, n in t.mig_quota.items():
+                if n and profile not in cut:
+                    raise ConfigError(
+                        "tenants.mig_quota",
+                        f"tenant {t.name} has quota for {n} {profile} slice(s), which layout {self.mig_layout} "
+                        f"never cuts (it cuts {', '.join(f'{c} x {p}' for p, c in cut.items())} per card): "
+                        "choose a profile of the layout or another mig_layout",
+                    )
 
     def _names_cannot_collide_or_expand(self) -> None:
         """No cluster whose roles could be another cluster's CI role; no name IAM would read as a policy
@@ -387,6 +486,8 @@ def _known_keys(loc: tuple) -> list[str]:
 def _config_error(error: dict[str, Any]) -> ConfigError:
     """One pydantic error as the ConfigError naming the key ("tenants.gpu_quota") and the item."""
     loc = tuple(error["loc"])
+    if loc[-1:] == ("[key]",):  # a mapping's key refused (a MIG profile): the mapping is the key named
+        loc = loc[:-2]
     # a key is the file's text: cut short like any value (a 1 MB unknown key would be echoed whole)
     key = excerpt(".".join(str(p) for p in loc if not isinstance(p, int)), 80) or "<root>"
     items = [p for p in loc if isinstance(p, int)]

@@ -95,4 +95,6 @@ AddonVersion = Annotated[
 GithubRepository = Annotated[str, _matches(r"([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)?", "owner/name")]
 GithubEnvironment = Annotated[str, _matches(r"[A-Za-z0-9_.-]{1,255}", "a GitHub environment name")]
 Email = Annotated[str, _matches(r"[^@\s]+@[^@\s]+\.[^@\s]+", "an e-mail address")]
+# a MIG GPU instance profile as the device plugin names it under the mixed strategy (nvidia.com/mig-<profile>)
+MigProfileName = Annotated[str, _matches(r"[1-7]g\.[0-9]{1,4}gb(\.me)?", "a MIG profile like 1g.10gb")]
 Dollars = Annotated[StrictInt, Field(ge=1, le=1_000_000)]  # whole US dollars

@@ -35,6 +35,12 @@ LABEL_MIG_CONFIG_STATE = "nvidia.com/mig.config.state"  # pending | rebooting | 
 LABEL_MPS_CAPABLE = "nvidia.com/mps.capable"
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"  # under MIG mixed: one resource per profile, nvidia.com/mig-1g.10gb
 
+
+def mig_resource(profile: str) -> str:
+    """The extended resource the device plugin's mixed strategy advertises a MIG profile's slices as."""
+    return MIG_RESOURCE_PREFIX + profile
+
+
 ANNOTATION_DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 TAINT_DISRUPTED = "karpenter.sh/disrupted:NoSchedule"  # what Karpenter puts on an interrupted node
 

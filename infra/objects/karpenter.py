@@ -1,5 +1,5 @@
-"""Karpenter's objects: the whole-card and shared NodePools, the shared pool's NodeOverlay, the
-EC2NodeClass, and the chart's values (moved from infra/objects.py)."""
+"""Karpenter's objects: the whole-card, shared and MIG NodePools, the shared and MIG pools' NodeOverlays,
+the EC2NodeClass, and the chart's values."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ from gpu_finops.facts.kube_keys import (
     LABEL_INSTANCE_CPU,
     LABEL_INSTANCE_GPU_COUNT,
     LABEL_INSTANCE_TYPE,
+    LABEL_MIG_CONFIG,
     LABEL_NODEPOOL,
     LABEL_POOL,
+    mig_resource,
 )
 from gpu_finops.facts.kube_keys import GPU_RESOURCE as GPU
 from gpu_finops.facts.kube_keys import LABEL_DEVICE_PLUGIN_CONFIG as DEVICE_PLUGIN_CONFIG_LABEL
@@ -70,9 +72,36 @@ def nodepool(c: Config, *, shared: bool = False) -> dict[str, Any]:
     }
 
 
+def mig_nodepool(c: Config) -> dict[str, Any]:
+    """The MIG pool: `mig_instance_type` only, its nodes labelled for the MIG manager's layout
+    (`nvidia.com/mig.config`) and the device plugin's mixed strategy, so each GPU instance is advertised as
+    nvidia.com/mig-<profile>. Limits: the cards the MIG quotas fill."""
+    from infra.objects.device_plugin import MIG_MIXED_DEVICE_CONFIG
+
+    pool = nodepool(c)
+    vcpu, gpus = c.mig_node_shape
+    pool["metadata"]["name"] = c.mig_nodepool_name
+    pool["spec"]["template"]["metadata"]["labels"] = {
+        LABEL_POOL: "gpu-mig",
+        DEVICE_PLUGIN_CONFIG_LABEL: MIG_MIXED_DEVICE_CONFIG,
+        LABEL_MIG_CONFIG: c.mig_layout,
+    }
+    pins = {LABEL_INSTANCE_TYPE: [c.mig_instance_type], LABEL_INSTANCE_CPU: [str(vcpu)],
+            LABEL_INSTANCE_GPU_COUNT: [str(gpus)]}  # fmt: skip
+    for r in pool["spec"]["template"]["spec"]["requirements"]:
+        r["values"] = pins.get(r["key"], r["values"])
+    pool["spec"]["limits"] = c.mig_nodepool_limits
+    return pool
+
+
 def nodepools(c: Config) -> list[dict[str, Any]]:
-    """The whole-card pool, and the shared pool when any tenant has replica quota."""
-    return [nodepool(c)] + ([nodepool(c, shared=True)] if c.shared_replicas else [])
+    """The whole-card pool, the shared pool when any tenant has replica quota, the MIG pool when any has MIG
+    quota."""
+    return (
+        [nodepool(c)]
+        + ([nodepool(c, shared=True)] if c.shared_replicas else [])
+        + ([mig_nodepool(c)] if c.mig_slices else [])
+    )
 
 
 def shared_capacity_overlay(c: Config) -> dict[str, Any]:
@@ -90,9 +119,29 @@ def shared_capacity_overlay(c: Config) -> dict[str, Any]:
     }
 
 
+def mig_capacity_overlay(c: Config) -> dict[str, Any]:
+    """Karpenter knows the MIG pool's type by its whole nvidia.com/gpu; this NodeOverlay adds the slices the
+    layout cuts on each card, per profile, so Karpenter launches a node for a pod asking nvidia.com/mig-3g.40gb
+    and places the slices of one card on one node."""
+    _, gpus = c.mig_node_shape
+    return {
+        "apiVersion": "karpenter.sh/v1alpha1",
+        "kind": "NodeOverlay",
+        "metadata": {"name": f"{c.mig_nodepool_name}-slices"},
+        "spec": {
+            "requirements": [{"key": LABEL_NODEPOOL, "operator": "In", "values": [c.mig_nodepool_name]}],
+            "capacity": {mig_resource(p): str(n * gpus) for p, n in sorted(c.mig_layout_devices.items())},
+        },
+    }
+
+
 def karpenter_objects(c: Config) -> list[dict[str, Any]]:
-    """NodePools and, for the shared pool, its capacity overlay (provider-neutral)."""
-    return nodepools(c) + ([shared_capacity_overlay(c)] if c.shared_replicas else [])
+    """NodePools and, for the shared and MIG pools, their capacity overlays (provider-neutral)."""
+    return (
+        nodepools(c)
+        + ([shared_capacity_overlay(c)] if c.shared_replicas else [])
+        + ([mig_capacity_overlay(c)] if c.mig_slices else [])
+    )
 
 
 def ec2nodeclass(c: Config, node_role: str) -> dict[str, Any]:
@@ -136,7 +185,8 @@ def karpenter_values(c: Config, queue_name: str, controller_role_arn: str) -> di
         "settings": {
             "clusterName": c.cluster_name,
             "interruptionQueue": queue_name,
-            "featureGates": {"nodeOverlay": bool(c.shared_replicas)},  # the shared pool's replica overlay
+            # the shared pool's replica overlay, the MIG pool's slices overlay
+            "featureGates": {"nodeOverlay": bool(c.shared_replicas or c.mig_slices)},
         },
         "serviceAccount": {"name": "karpenter"},
         "controller": {

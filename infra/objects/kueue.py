@@ -6,14 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gpu_finops.facts.config import Config
+from gpu_finops.facts.config import Config, Tenant
 from gpu_finops.facts.kube_keys import GPU_RESOURCE as GPU
-from gpu_finops.facts.kube_keys import KUEUE_API, LABEL_NODEPOOL, LABEL_TENANT
+from gpu_finops.facts.kube_keys import KUEUE_API, LABEL_NODEPOOL, LABEL_TENANT, mig_resource
 from gpu_finops.facts.kube_keys import SHARED_GPU_RESOURCE as SHARED_GPU
 
 COHORT = "gpu"
 FLAVOR = "gpu-spot"  # whole cards
 SHARED_FLAVOR = "gpu-shared"  # time-sliced replicas
+MIG_FLAVOR = "gpu-mig"  # MIG slices, one resource per profile
 PRIORITIES = {"low": 100, "high": 1000}  # WorkloadPriorityClass name -> value
 # Kueue's feature gates, the same on AWS (the chart's values below) and on the local target
 # (local/cluster/controllers.py): the visibility API, whose pending workloads carry their queue positions
@@ -33,13 +34,20 @@ def kueue_values() -> dict[str, Any]:
     }
 
 
-def resource_flavor(c: Config, *, shared: bool = False) -> dict[str, Any]:
+def resource_flavor(c: Config, *, shared: bool = False, mig: bool = False) -> dict[str, Any]:
+    name, pool = (
+        (MIG_FLAVOR, c.mig_nodepool_name)
+        if mig
+        else (SHARED_FLAVOR, c.shared_nodepool_name)
+        if shared
+        else (FLAVOR, c.nodepool_name)
+    )
     return {
         "apiVersion": KUEUE_API,
         "kind": "ResourceFlavor",
-        "metadata": {"name": SHARED_FLAVOR if shared else FLAVOR},
+        "metadata": {"name": name},
         "spec": {
-            "nodeLabels": {LABEL_NODEPOOL: c.shared_nodepool_name if shared else c.nodepool_name},
+            "nodeLabels": {LABEL_NODEPOOL: pool},
             "tolerations": [{"key": GPU, "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
         },
     }
@@ -75,9 +83,11 @@ def _quota(name: str, nominal: int, policy: QueuePolicy) -> dict[str, Any]:
 
 
 def resource_groups(
-    c: Config, whole: int, shared: int, policy: QueuePolicy = SHIPPED
+    c: Config, whole: int, shared: int, policy: QueuePolicy = SHIPPED, mig: dict[str, int] | None = None
 ) -> list[dict[str, Any]]:
-    """Whole cards on the whole-card flavor; replicas on the shared flavor, counted in replicas."""
+    """Whole cards on the whole-card flavor; replicas on the shared flavor, counted in replicas; MIG slices on
+    the MIG flavor, one resource per profile any tenant has quota for (`mig`: this tenant's, 0 for the rest:
+    Kueue wants every ClusterQueue of a cohort to name the resources it may be lent)."""
     groups = [
         {
             "coveredResources": [GPU],
@@ -96,16 +106,29 @@ def resource_groups(
                 ],
             }
         )
+    if c.mig_slices:
+        names = [mig_resource(p) for p in c.mig_slices]
+        quota = {mig_resource(p): n for p, n in (mig or {}).items()}
+        groups.append(
+            {
+                "coveredResources": names,
+                "flavors": [
+                    {"name": MIG_FLAVOR, "resources": [_quota(r, quota.get(r, 0), policy) for r in names]}
+                ],
+            }
+        )
     return groups
 
 
-def cluster_queue(c: Config, tenant: Any, policy: QueuePolicy = SHIPPED) -> dict[str, Any]:
+def cluster_queue(c: Config, tenant: Tenant, policy: QueuePolicy = SHIPPED) -> dict[str, Any]:
     """The tenant's ClusterQueue in the one cohort, sharing it as `policy` says."""
     spec: dict[str, Any] = {
         "cohortName": COHORT,
         "namespaceSelector": {},
         "queueingStrategy": policy.queueing_strategy,
-        "resourceGroups": resource_groups(c, tenant.gpu_quota, tenant.shared_gpu_quota, policy),
+        "resourceGroups": resource_groups(
+            c, tenant.gpu_quota, tenant.shared_gpu_quota, policy, tenant.mig_quota
+        ),
         "preemption": {
             "withinClusterQueue": policy.within_cluster_queue,
             "reclaimWithinCohort": policy.reclaim_within_cohort,
@@ -164,6 +187,7 @@ def kueue_objects(c: Config, policies: dict[str, QueuePolicy] | None = None) -> 
         *tenant_namespaces(c),
         resource_flavor(c),
         *([resource_flavor(c, shared=True)] if c.shared_replicas else []),
+        *([resource_flavor(c, mig=True)] if c.mig_slices else []),
         *cluster_queues(c, policies),
         *local_queues(c),
         *priority_classes(),

@@ -17,7 +17,7 @@ def c() -> Config:
 
 
 def test_two_pools_with_limits_that_are_exactly_the_quotas_cards(c):
-    whole, shared = karpenter.nodepools(c)
+    whole, shared, _mig = karpenter.nodepools(c)
     assert whole["metadata"]["name"] == "gpu-spot" and shared["metadata"]["name"] == "gpu-shared"
     assert whole["spec"]["limits"] == {"cpu": "8", "nvidia.com/gpu": "2"}  # two tenants x one card
     assert shared["spec"]["limits"] == {"cpu": "4", "nvidia.com/gpu": "1"}  # four replicas = one card
@@ -46,9 +46,11 @@ def test_kueue_counts_cards_and_replicas_on_their_own_flavors(c):
         for name, groups in queues.items()
     }
     assert quota == {
-        "team-a": {"nvidia.com/gpu": 1, "nvidia.com/gpu.shared": 4},
-        "team-b": {"nvidia.com/gpu": 1, "nvidia.com/gpu.shared": 0},
-    }
+        "team-a": {"nvidia.com/gpu": 1, "nvidia.com/gpu.shared": 4, "nvidia.com/mig-1g.10gb": 1,
+                   "nvidia.com/mig-2g.20gb": 0, "nvidia.com/mig-3g.40gb": 1},
+        "team-b": {"nvidia.com/gpu": 1, "nvidia.com/gpu.shared": 0, "nvidia.com/mig-1g.10gb": 1,
+                   "nvidia.com/mig-2g.20gb": 1, "nvidia.com/mig-3g.40gb": 0},
+    }  # fmt: skip
 
 
 def test_the_device_plugin_shares_cards_only_where_a_node_asks(c):
