@@ -46,6 +46,8 @@ class NodeObs:
     allocatable_shared: int = 0
     deleted_at: datetime | None = None  # deletionTimestamp, or when the act saw it gone
     uid: str | None = None  # metadata.uid: a node re-created under the same name has another
+    mig_capacity: dict[str, int] = field(default_factory=dict)  # nvidia.com/mig-<profile> -> slices (mixed)
+    mig_allocatable: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         require_aware(self)
@@ -71,12 +73,15 @@ class PodObs:
     gpu_uuid: str | None = None  # NVIDIA_VISIBLE_DEVICES / nvidia-smi -L as the pod reported it
     evicted: bool = False  # an Evicted event or a DisruptionTarget condition was observed
     disruption: str | None = None  # the DisruptionTarget condition's reason (EvictionByEvictionAPI, ...)
-    devices: tuple[str, ...] = ()  # device ids the kubelet gave the container (GPU-uuid or GPU-uuid::replica)
+    devices: tuple[
+        str, ...
+    ] = ()  # device ids the kubelet gave the container (GPU-uuid, GPU-uuid::replica, MIG-uuid)
 
     def __post_init__(self) -> None:
         require_aware(self)
-        try:
-            holding.cards(self.devices)
+        try:  # each a device id as the kubelet hands them out (a MIG slice's names no card: not read here)
+            for d in self.devices:
+                holding.device(d)
         except (holding.DeviceIdError, TypeError) as exc:
             raise ValueError(f"PodObs {self.name}: {exc}") from None
 
@@ -92,6 +97,8 @@ class WorkloadSnapshot:
     cluster_queue: str | None = None  # status.admission.clusterQueue: the tenant Kueue charged
     flavors: tuple[str, ...] = ()  # ResourceFlavors of status.admission.podSetAssignments
     uid: str | None = None  # metadata.uid: a Workload deleted and re-created under its name has another
+    # (resource, flavor) of every podSetAssignment: what Kueue charged the quota of, and on which flavor
+    admitted: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         require_aware(self)

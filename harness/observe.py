@@ -10,7 +10,13 @@ from gpu_finops.clients.karpenter import KarpenterClient, NodeClaimFacts
 from gpu_finops.clients.kube import Kube
 from gpu_finops.clients.nodes import instance_id_from_provider_id
 from gpu_finops.facts import timestamps
-from gpu_finops.facts.kube_keys import GPU_RESOURCE, KUEUE_GROUP, KUEUE_VERSION, SHARED_GPU_RESOURCE
+from gpu_finops.facts.kube_keys import (
+    GPU_RESOURCE,
+    KUEUE_GROUP,
+    KUEUE_VERSION,
+    MIG_RESOURCE_PREFIX,
+    SHARED_GPU_RESOURCE,
+)
 from gpu_finops.model import workload as workload_model
 
 KUEUE = (KUEUE_GROUP, KUEUE_VERSION)
@@ -20,10 +26,15 @@ def _count(resources: dict[str, Any] | None, name: str) -> int:
     return int(str((resources or {}).get(name, "0")))
 
 
+def _mig(resources: dict[str, Any] | None) -> dict[str, int]:
+    """nvidia.com/mig-<profile> -> count: the MIG slices a node advertises under the mixed strategy."""
+    return {k: int(str(v)) for k, v in (resources or {}).items() if k.startswith(MIG_RESOURCE_PREFIX)}
+
+
 def is_gpu_node(n: Any) -> bool:
-    """A node that advertises whole GPUs or time-sliced replicas of one."""
+    """A node that advertises whole GPUs, time-sliced replicas of one, or MIG slices."""
     cap = n.status.capacity if n.status else None
-    return _count(cap, GPU_RESOURCE) > 0 or _count(cap, SHARED_GPU_RESOURCE) > 0
+    return _count(cap, GPU_RESOURCE) > 0 or _count(cap, SHARED_GPU_RESOURCE) > 0 or any(_mig(cap).values())
 
 
 def gpu_node_names(kube: Kube) -> list[str]:
@@ -48,6 +59,8 @@ def node_obs(kube: Kube, name: str) -> NodeObs:
         capacity_gpu=_count(n.status.capacity, GPU_RESOURCE),
         allocatable_shared=_count(n.status.allocatable, SHARED_GPU_RESOURCE),
         capacity_shared=_count(n.status.capacity, SHARED_GPU_RESOURCE),
+        mig_capacity=_mig(n.status.capacity),
+        mig_allocatable=_mig(n.status.allocatable),
         instance_id=(
             instance_id_from_provider_id(n.spec.provider_id)
             if (n.spec.provider_id or "").startswith("aws://")
@@ -116,11 +129,12 @@ def snapshot(workload: dict[str, Any], at: datetime, job_suspended: bool | None)
     status = workload.get("status") or {}
     conds = workload_model.conditions(status.get("conditions"))
     admission = status.get("admission") or {}
-    flavors = tuple(
-        sorted(
-            {f for ps in admission.get("podSetAssignments") or [] for f in (ps.get("flavors") or {}).values()}
-        )
-    )
+    pairs = {
+        (r, f)
+        for ps in admission.get("podSetAssignments") or []
+        for r, f in (ps.get("flavors") or {}).items()
+    }
+    flavors = tuple(sorted({f for _, f in pairs}))
     return WorkloadSnapshot(
         at=at,
         conditions=conds,
@@ -128,6 +142,7 @@ def snapshot(workload: dict[str, Any], at: datetime, job_suspended: bool | None)
         job_suspended=job_suspended,
         cluster_queue=admission.get("clusterQueue"),
         flavors=flavors,
+        admitted=tuple(sorted(pairs)),
         uid=(workload.get("metadata") or {}).get("uid"),
     )
 

@@ -27,6 +27,7 @@ from gpu_finops.clients.kube import Kube
 from gpu_finops.cost.gpu_holdings import pod_resources_devices
 from gpu_finops.cost.gpu_holdings import read_pod_resources as pod_resources
 from gpu_finops.facts import dcgm
+from gpu_finops.facts.catalog import MIG_CARDS
 from gpu_finops.facts.kube_keys import (
     ANNOTATION_GPU_PROFILE,
     ANNOTATION_SM_ACTIVE,
@@ -120,7 +121,8 @@ def gpus_from_cluster(
         allocated = (devices or {}).get(name) or {}
         instances = _slices(name, count, labels)
         if instances:  # a MIG node: series per GPU instance, as dcgm-exporter reports one
-            out.extend(_mig_gpus(name, instances, running.get(name, []), allocated))
+            model = MIG_CARDS[labels[LABEL_INSTANCE_TYPE]][0].replace("-", " ")  # GFD's product, DCGM's name
+            out.extend(_mig_gpus(name, instances, running.get(name, []), allocated, model))
             continue
         out.extend(_card_gpus(name, count, running.get(name, []), allocated))
     return out
@@ -194,7 +196,11 @@ def _slices(node: str, cards: int, labels: dict[str, str]) -> dict[str, tuple[in
 
 
 def _mig_gpus(
-    node: str, instances: dict[str, tuple[int, str, int]], running: list[Any], allocated: PodDevices
+    node: str,
+    instances: dict[str, tuple[int, str, int]],
+    running: list[Any],
+    allocated: PodDevices,
+    model: str,
 ) -> list[SimGpu]:
     """One SimGpu per GPU instance of each cut card, or one per holder of a time-sliced instance: its card's
     index and UUID, its profile and instance id, its holder's load (no GPU_UTIL: DCGM reports none per MIG
@@ -210,7 +216,7 @@ def _mig_gpus(
         uuid, instance = gpu_uuid(node, card), (profile, gi)
         if not holders.get(slice_id):
             values = {k: v for k, v in profile_values(UNHELD).items() if k != dcgm.GPU_UTIL}
-            out.append(SimGpu(node, card, uuid, values=values, instance=instance))
+            out.append(SimGpu(node, card, uuid, model=model, values=values, instance=instance))
         for pod in holders.get(slice_id, ()):
             key = f"{pod.metadata.namespace}/{pod.metadata.name}"
             values = {
@@ -227,6 +233,7 @@ def _mig_gpus(
                     pod=(pod.metadata.namespace, pod.metadata.name, pod.spec.containers[0].name),
                     pod_uid=str(getattr(pod.metadata, "uid", None) or ""),
                     instance=instance,
+                    model=model,
                 )
             )
     return out
