@@ -23,6 +23,7 @@ from datetime import datetime
 from assertions.clauses import Miss, before, compose, possible, require_aware, stamp
 from assertions.observed import NodeObs, PodObs, WorkloadObs
 from assertions.verdict import Verdict
+from assertions.workload_gate import one_object, ran_only_while_admitted
 from gpu_finops.facts.kube_keys import LABEL_GPU_COUNT, LABEL_GPU_REPLICAS, LABEL_GPU_SHARING
 from gpu_finops.model import holding, workload
 from gpu_finops.model.workload import ADMITTED
@@ -106,15 +107,7 @@ def no_whole_gpu_beside_the_replicas(o: TimeSlicingObs) -> list[Miss]:
 
 def admitted_as_the_tenant_on_the_flavor(w: WorkloadObs, flavor: str, want: str) -> list[Miss]:
     """Every admitted snapshot of the Workload: one object (uid), its tenant's ClusterQueue, the flavor seen."""
-    misses = []
-    if len(w.uids) != 1 or w.uids[0] is None:
-        misses.append(
-            Miss(
-                want,
-                f"workload {w.name} was seen with uids {list(w.uids)}: deleted and re-created (or its uid not "
-                "observed), so what was admitted is not one object",
-            )
-        )
+    misses = one_object(want, w)
     for s in (s for s in w.snapshots if s.is_(ADMITTED)):
         if flavor not in s.flavors:
             misses.append(
@@ -174,20 +167,7 @@ def each_pod_admitted_by_kueue_on_the_shared_flavor(o: TimeSlicingObs) -> list[M
                 Miss(want, f"pod {p.name} belongs to {len(owners)} of the act's Workloads, expected one")
             )
             continue
-        at = owners[0].since(ADMITTED)
-        if p.running is not None and at is not None and before(p.running.start, at):
-            misses.append(
-                Miss(
-                    want,
-                    f"pod {p.name} was Running at {stamp(p.running.start)}, before its Workload "
-                    f"{owners[0].name} was admitted at {stamp(at)}: Kueue did not gate it",
-                )
-            )
-        elif p.running is not None and at is not None:
-            misses += [
-                Miss(want, f"{v.observed}: Kueue did not gate it")
-                for v in workload.ran_only_while_admitted(owners[0].snapshots, [(p.name, p.running.start)])
-            ]
+        misses += ran_only_while_admitted(want, owners[0], p)
     return misses
 
 

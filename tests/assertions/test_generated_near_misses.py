@@ -11,9 +11,10 @@ from assertions.cold_start import check_cold_start
 from assertions.cost import check_cost
 from assertions.diagnosis import check_diagnosis
 from assertions.interruption import check_interruption
+from assertions.mig import check_mig
 from assertions.preemption import check_preemption
 from assertions.timeslicing import check_timeslicing
-from tests.assertions.near_misses import Break, act1, act2, act3, act4, act5, act6, act7
+from tests.assertions.near_misses import Break, act1, act2, act3, act4, act5, act6, act7, act8
 
 settings.register_profile(
     "claims",
@@ -33,6 +34,7 @@ ACTS = {
     "act5": (act5, check_interruption),
     "act6": (act6, check_cost),
     "act7": (act7, check_diagnosis),
+    "act8": (act8, check_mig),
 }
 CASES = [(act, b) for act, (module, _) in ACTS.items() for b in module.BREAKS]
 
@@ -82,4 +84,5 @@ CHECKERS = {
     "act5": "interruption",
     "act6": "cost",
     "act7": "diagnosis",
+    "act8": "mig",
 }
