@@ -122,7 +122,7 @@ def ladder() -> db.Dashboard:
         "The installed, schedulable and allocated rungs per GPU resource: whole cards (nvidia_com_gpu), "
         "time-sliced or MPS replicas (nvidia_com_gpu_shared) and each MIG profile (nvidia_com_mig_<profile>), "
         "each in cards at the share of a card one device is worth, as the collector reads the node "
-        "(gpu_finops_device_share). A rung's resources sum to the rung. docs/ledger.md, \"MIG and MPS\".",
+        '(gpu_finops_device_share). A rung\'s resources sum to the rung. docs/ledger.md, "MIG and MPS".',
         "short",
         width=24,
         height=8,

@@ -17,6 +17,9 @@ POD_SUCCEEDED = 900.0
 ADMISSION = 120.0
 QUEUED_STEADY = 20.0  # how long "the rest stay queued" must keep holding
 PREEMPTION = 120.0  # Kueue preempts within seconds of the preemptor's arrival
+# a MIG node Ready, its layout applied by the MIG manager and its slices advertised by the device plugin (on the
+# local target seconds; act 8 gives up on a node still uncut after this)
+MIG_LAYOUT_APPLIED = 120.0
 TIMESLICED_RUN = 180.0  # four replica pods, once the first is bound, to run together and finish
 INTERRUPTION_CORDON = 300.0
 REPLACEMENT_NODE = 900.0

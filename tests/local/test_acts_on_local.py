@@ -1,7 +1,7 @@
 """The acts, for real, on the local rehearsal target — and proof that each can fail there.
 
 Uses the local target tests/local/conftest.py brings up once (binaries cached outside the clone), runs the
-seven acts as a user does (`pytest acts --target=local`, a skip counting as a failure), then breaks, one at
+eight acts as a user does (`pytest acts --target=local`, a skip counting as a failure), then breaks, one at
 a time, the thing each act exists to catch, and asserts the act fails for that precise reason: an
 on-demand-only NodePool (act 1), quota two per tenant (act 2), no preemption policy (act 3), a device plugin
 that gives one replica (act 4), a Karpenter without its interruption queue (act 5), the exporter's default
@@ -31,10 +31,13 @@ ACTS = {
     "test_every_record_has_gpu_util_sm_active_cost_and_idle_share": "acts/test_06_every_record_has_cost_and_idle_share.py",
     # act 7's own mutation lives in tests/local/test_act_7_on_local.py
     "test_each_waiting_gpu_pod_is_diagnosed_with_the_cause_it_was_built_with": "acts/test_07_diagnosis_names_the_cause.py",
+    "test_one_card_cut_into_mig_slices_runs_two_tenants_at_once_each_billed_its_share": (
+        "acts/test_08_one_card_cut_into_mig_slices_for_two_tenants.py"
+    ),
 }
 
 
-def test_all_seven_acts_pass_on_the_local_target_and_none_is_skipped(local_cluster, tmp_path):
+def test_all_eight_acts_pass_on_the_local_target_and_none_is_skipped(local_cluster, tmp_path):
     code, acts, out = run_acts(tmp_path, env={"GPU_FINOPS_REQUIRE_ALL_ACTS": "1"})
     assert code == 0, out[-8000:]
     outcomes = {name.split("::")[-1]: a["outcome"] for name, a in acts.items()}
@@ -66,7 +69,9 @@ def assert_fails_for(tmp_path: Path, act: str, reason: str, env: dict[str, str] 
     assert code != 0, out[-4000:]
     got = only(acts)
     assert got["outcome"] == "failed", got
-    assert reason in got["message"], got["message"][-3000:]
+    # the message is the failure's last 4,000 characters; the verdict's `observed` has every clause's whole
+    observed = (got.get("verdict") or {}).get("observed") or ""
+    assert reason in got["message"] or reason in observed, (got["message"][-3000:], observed[:3000])
     assert got["evidence"] and (Path(got["evidence"]) / "nodes.json").exists(), got.get("evidence")
 
 
@@ -150,6 +155,34 @@ def test_act_4_fails_when_the_device_plugin_gives_one_replica(local_cluster, tmp
             tmp_path,
             "test_one_gpu_four_replicas_four_pods_at_once_one_uuid",
             "nvidia.com/gpu.shared capacity is 1, expected 4 = 1 physical x 4 replicas",
+        )
+    finally:
+        reapply(local_cluster, {"ConfigMap"})
+
+
+def test_act_8_fails_when_the_device_plugin_has_no_mig_strategy(local_cluster, tmp_path):
+    """MIG strategy none: the plugin ignores the MIG manager's slices and advertises the card whole, so the MIG
+    pool's node never offers a slice and act 8 says so, naming the node's labels."""
+    import yaml
+
+    from infra.objects.device_plugin import MIG_MIXED_DEVICE_CONFIG
+    from local.sim import device_plugin
+
+    kube = local_cluster.kube()
+    cm = kube.core.read_namespaced_config_map(device_plugin.CONFIG_MAP, device_plugin.CONFIG_NAMESPACE)
+    config = yaml.safe_load(cm.data[MIG_MIXED_DEVICE_CONFIG])
+    config["flags"]["migStrategy"] = "none"
+    kube.core.patch_namespaced_config_map(
+        device_plugin.CONFIG_MAP,
+        device_plugin.CONFIG_NAMESPACE,
+        {"data": {MIG_MIXED_DEVICE_CONFIG: yaml.safe_dump(config)}},
+    )
+    try:
+        assert_fails_for(
+            tmp_path,
+            "test_one_card_cut_into_mig_slices_runs_two_tenants_at_once_each_billed_its_share",
+            "MIG labels are {'strategy': None, 'layout': 'all-balanced', 'state': 'success'}, expected "
+            "{'strategy': 'mixed', 'layout': 'all-balanced', 'state': 'success'}",
         )
     finally:
         reapply(local_cluster, {"ConfigMap"})
