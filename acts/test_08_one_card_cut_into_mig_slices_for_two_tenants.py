@@ -31,7 +31,6 @@ import contextlib
 import uuid
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from fractions import Fraction
 
 import pytest
 
@@ -108,7 +107,7 @@ def test_one_card_cut_into_mig_slices_runs_two_tenants_at_once_each_billed_its_s
         f"layout's slices {layout}",
         lambda seen: all_running(seen[0]) or bool(uncut(seen[1])),
     )
-    billed, interval_s, card_usd, slices = [], Fraction(0), Decimal(0), []
+    billed, (billed_from, billed_to), card_usd, rate, slices = [], (None, None), Decimal(0), Decimal(0), []
     with collecting(kube, tmp_path) as collect:
         with report.phase("a MIG node comes up, cut by the layout, and runs them all at once"):
             running, nodes = eventually_expect(
@@ -122,7 +121,7 @@ def test_one_card_cut_into_mig_slices_runs_two_tenants_at_once_each_billed_its_s
             node_name = pods[0].node
             seen = {"node": node_obs(kube, node_name)}
             with report.phase("the collector prices one interval while all run; FOCUS rows per tenant"):
-                billed, interval_s, card_usd, slices = collect(
+                billed, (billed_from, billed_to), card_usd, rate, slices = collect(
                     node_name, max(p.running.start for p in pods), list(ns.values())
                 )
         else:  # the node never offered the slices: nothing ran to collect; the checker says what was seen
@@ -155,8 +154,10 @@ def test_one_card_cut_into_mig_slices_runs_two_tenants_at_once_each_billed_its_s
         workloads=tuple(rec.workloads()),
         slices=tuple(slices),
         billed=tuple(billed),
-        interval_s=interval_s,
+        billed_from=billed_from,
+        billed_to=billed_to,
         card_usd=card_usd,
+        usd_per_hour=rate,
         layout_name=config.mig_layout,
         flavor=MIG_FLAVOR,
         observed_at=datetime.now(UTC),
@@ -177,7 +178,7 @@ def collecting(kube, tmp_path):
     from gpu_finops.clients.promql import PrometheusClient
     from gpu_finops.cost.allocation import to_decimal
     from gpu_finops.cost.collector import Collector, align
-    from gpu_finops.cost.focus import FocusContext, focus_dataset, parse_time
+    from gpu_finops.cost.focus import FocusContext, focus_dataset
     from gpu_finops.cost.focus13 import SHARE_KEY
     from gpu_finops.cost.holdings_record import kube_reader
     from gpu_finops.cost.pricing import CatalogRates
@@ -218,9 +219,12 @@ def collecting(kube, tmp_path):
                 # the node's own priced intervals, on the money quantum the split uses
                 card_usd = sum((to_decimal(r.EffectiveCost) for r in records if r.EffectiveCost is not None),
                                Decimal(0))  # fmt: skip
-                seconds = sum((Fraction(int((parse_time(r.ChargePeriodEnd) - parse_time(r.ChargePeriodStart))
-                                            .total_seconds())) for r in records), Fraction(0))  # fmt: skip
-                return billed, seconds, card_usd, slice_series(client, namespaces)
+                rate = (
+                    Decimal(str(prices()[(records[0].x_InstanceType, records[0].x_CapacityType)]))
+                    if records
+                    else Decimal(0)
+                )
+                return billed, (start, end), card_usd, rate, slice_series(client, namespaces)
 
             yield collect
     finally:

@@ -6,10 +6,10 @@ once, on one GPU UUID, and each ran to success.
 | node_advertises_one_gpu_as_n_replicas | the node the pods ran on | - | as last seen | GFD count 1, replicas n, shared capacity = allocatable = n | GFD labels, node status | same |
 | no_whole_gpu_beside_the_replicas | the node | - | - | zero nvidia.com/gpu, capacity and allocatable | node status | same |
 | each_pod_admitted_by_kueue_on_the_shared_flavor | a Workload per pod, by the pods recorded under its Job; one uid each (a re-creation or none observed fails) | each Workload owns exactly one of the pods; every admitted snapshot on the shared ResourceFlavor (none observed fails), by the tenant's ClusterQueue | the pod's start inside a stretch its Workload was admitted (not while evicted between two); its Job unsuspended only once admitted, and seen unsuspended when pods ran | n Workloads, n pods, no pod twice | Workload snapshots | same |
-| all_pods_on_that_node | pod spec.nodeName; the pods ran within the node's life (created..deleted), not on a re-created namesake | - | node created <= every start < its deletion | every pod | pod spec, node timestamps | same |
+| all_pods_on_that_node | pod spec.nodeName; the pods ran within the node's life (created..deleted), not on a re-created namesake | - | node created <= every start < its deletion; every run over before it | every pod | pod spec, node timestamps | same |
 | all_ran_at_once | per pod | - | latest start < earliest end; each run possible and before the last look (observed_at required) | every pod Running | recorded intervals; a finished pod without a finish time fails | same |
 | each_pod_got_one_replica_of_one_uuid | device ids | - | - | one device each, one UUID in all, no replica twice | pod-resources (local) / NVIDIA_VISIBLE_DEVICES (AWS, no replica index) | same clause, different observers |
-| each_ran_to_success | per pod | - | - | every pod | phase, exit code 0 exactly (unobserved fails) | same |
+| each_ran_to_success | per pod | - | - | every pod, none disrupted | phase, exit code 0 exactly (unobserved fails), no eviction or DisruptionTarget | same |
 
 Workload identity is by one metadata.uid over every snapshot: a Workload seen under two uids was deleted and
 re-created, and one whose uid was not observed is unproven; both fail, whatever either was admitted as.
@@ -182,12 +182,28 @@ def all_pods_on_that_node(o: TimeSlicingObs) -> list[Miss]:
         if p.running is not None
         and (before(p.running.start, n.created) or (n.deleted_at and before(n.deleted_at, p.running.start)))
     ]
+    outlived = [
+        p.name
+        for p in o.pods
+        if p.running is not None
+        and p.name not in alien
+        and p.running.end
+        and n.deleted_at
+        and before(n.deleted_at, p.running.end)
+    ]
     if alien:
         misses.append(
             Miss(
                 f"every pod Running while node {n.name} (created {stamp(n.created)}) existed",
                 f"pods {alien} ran outside node {n.name}'s life (created {stamp(n.created)}, deleted "
                 f"{stamp(n.deleted_at)}): another node of that name",
+            )
+        )
+    if outlived:
+        misses.append(
+            Miss(
+                f"every pod's run over before node {n.name} was deleted",
+                f"pods {outlived} ran until after node {n.name} was deleted at {stamp(n.deleted_at)}",
             )
         )
     return misses
@@ -260,6 +276,10 @@ def each_ran_to_success(o: TimeSlicingObs) -> list[Miss]:
         f"{p.name} ({p.phase}, exit {p.exit_code})"
         for p in o.pods
         if p.phase != "Succeeded" or p.exit_code != 0
+    ]
+    # a pod the platform disrupted (evicted, or a DisruptionTarget condition) did not run to its end
+    failed += [
+        f"{p.name} (disrupted: {p.disruption or 'evicted'})" for p in o.pods if p.evicted or p.disruption
     ]
     return (
         [Miss("every pod Succeeded, exit 0", f"pods that did not run to success: {failed}")] if failed else []

@@ -48,7 +48,7 @@ MIG_LEGACY_ID = re.compile(
 # profile's `+me` with `+` made `.`); g is the GPU instance's compute slices, of 7 on A100, H100 and H200
 # (`shared` is not an attribute: it is the plugin's renameByDefault suffix on a resource, read apart)
 MIG_PROFILE = re.compile(
-    r"([1-8])g\.([1-9][0-9]{0,3})gb((?:[.+](?!shared(?![a-z]))[a-z]{1,8}){0,3})", re.ASCII
+    r"([1-7])g\.([1-9][0-9]{0,3})gb((?:[.+](?!shared(?![a-z]))[a-z]{1,8}){0,3})", re.ASCII
 )
 CARD_COMPUTE_SLICES = 7  # the compute slices of a MIG-capable card: A100, H100, H200 and B200 alike
 COUNT_VALUE = re.compile(r"0|[1-9][0-9]{0,5}", re.ASCII)

@@ -435,7 +435,12 @@ def test_a_pod_started_after_the_node_was_deleted_ran_on_another_node_of_that_na
             "every pod Running while node gpu-ts (created 2026-11-30T12:00:00+00:00) existed",
             "pods ['ts-3'] ran outside node gpu-ts's life (created 2026-11-30T12:00:00+00:00, deleted "
             "2026-11-30T12:00:12+00:00): another node of that name",
-        )
+        ),
+        # the others started before the deletion, yet ran on past it
+        Miss(
+            "every pod's run over before node gpu-ts was deleted",
+            "pods ['ts-0', 'ts-1', 'ts-2'] ran until after node gpu-ts was deleted at 2026-11-30T12:00:12+00:00",
+        ),
     ]
 
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from assertions.mig import Ask, Billed, MigObs, SliceSeries
 from assertions.observed import Interval, NodeObs, PodObs, WorkloadObs
+from gpu_finops.cost.allocation import split
 from tests.assertions.near_misses import Break
 from tests.assertions.tables import admitted_snap, t
 
@@ -18,16 +19,16 @@ LAYOUTS = {
     "all-1g.10gb": {"1g.10gb": 7},
     "all-3g.40gb": {"3g.40gb": 2},
 }
-RATE = Decimal("0.000956")  # $ per card-second, a p5.4xlarge at $3.44/h
+RATE = Decimal("3.44")  # $ per hour, a p5.4xlarge spot (the catalog's)
 
 
 def world(layout: str, asks: list[tuple[str, str]], interval: int, starts: list[int]) -> MigObs:
     """`asks`: (tenant, profile) per pod, in slice order; pod i on GPU instance i + 1 of card GPU-1111."""
     cut = LAYOUTS[layout]
     labels = {"nvidia.com/gpu.count": "1", "nvidia.com/mig.strategy": "mixed", "nvidia.com/mig.config": layout,
-              "nvidia.com/mig.config.state": "success"}  # fmt: skip
+              "nvidia.com/mig.config.state": "success", "node.kubernetes.io/instance-type": "p5.4xlarge"}  # fmt: skip
     cap = {f"nvidia.com/mig-{p}": n for p, n in cut.items()}
-    node = NodeObs("gpu-mig", t(0), labels, mig_capacity=cap, mig_allocatable=dict(cap))
+    node = NodeObs("gpu-mig", t(0), labels, mig_capacity=cap, mig_allocatable=dict(cap), ready_at=t(2))
     end = max(starts) + interval + 20
     pods, wls, slices, by = [], [], [], {}
     for i, (tenant, profile) in enumerate(asks):
@@ -43,17 +44,15 @@ def world(layout: str, asks: list[tuple[str, str]], interval: int, starts: list[
         by[(tenant, ns)] = by.get((tenant, ns), Fraction(0)) + Fraction(g, 7) * interval
     rest = interval - sum(by.values(), Fraction(0))
     rows = [(k, s) for k, s in by.items()] + ([(("unallocated", None), rest)] if rest else [])
-    card = (RATE * interval).quantize(Decimal("0.000001"))
-    money = [
-        (card * Decimal(s.numerator) / Decimal(s.denominator) / interval).quantize(Decimal("0.000001"))
-        for _, s in rows
-    ]
-    money[-1] += card - sum(money)  # the split's parts sum to the card's exactly
+    card = (RATE * interval / 3600).quantize(Decimal("0.000001"))
+    money = split(
+        card, [s / interval for _, s in rows]
+    )  # the collector's own split: exact sum, each within a quantum
     billed = tuple(Billed(k[0], k[1], s, m) for (k, s), m in zip(rows, money, strict=True))
     return MigObs(
         node, cut, 1, {p.name: Ask(a[0], f"ns-{a[0]}", a[1]) for p, a in zip(pods, asks, strict=True)},
-        tuple(pods), tuple(wls), tuple(slices), billed, Fraction(interval), card, layout_name=layout,
-        observed_at=t(end + 30), jobs=len(asks),
+        tuple(pods), tuple(wls), tuple(slices), billed, t(max(starts) + 1), t(max(starts) + 1 + interval), card,
+        RATE, layout_name=layout, observed_at=t(end + 30), jobs=len(asks),
     )  # fmt: skip
 
 
@@ -122,7 +121,69 @@ def admitted_late(o: MigObs) -> MigObs:
     return replace(o, workloads=(replace(w, snapshots=(snap,)), *o.workloads[1:]))
 
 
+def all_asks(o: MigObs, **changes) -> MigObs:
+    """Every ask changed alike (and the slices, Workloads and bill left as they were)."""
+    return replace(o, asks={k: replace(a, **changes) for k, a in o.asks.items()})
+
+
+def first_wl(o: MigObs, **changes) -> MigObs:
+    return replace(o, workloads=(replace(o.workloads[0], **changes), *o.workloads[1:]))
+
+
+def swap_usd(o: MigObs) -> MigObs:
+    """Dollars moved between the first two rows (their seconds kept): one pays for another's slices. Rows of
+    equal seconds swap to about the same dollars, so three quanta move instead."""
+    a, b = o.billed[0], o.billed[1]
+    if abs(a.usd - b.usd) <= Decimal("0.000002"):
+        q = Decimal("0.000003")
+        return replace(o, billed=(replace(a, usd=a.usd + q), replace(b, usd=b.usd - q), *o.billed[2:]))
+    return replace(o, billed=(replace(a, usd=b.usd), replace(b, usd=a.usd), *o.billed[2:]))
+
+
 BREAKS = (
+    Break("node_cuts_one_card_by_the_layout", "count", "an eight-card instance claimed as one card",
+          lambda o: label(o, "node.kubernetes.io/instance-type", "p5.48xlarge")),
+    Break("node_cuts_one_card_by_the_layout", "count", "two cards where the claim is one",
+          lambda o: replace(label(o, "nvidia.com/gpu.count", "2"), cards=2)),
+    Break("node_cuts_one_card_by_the_layout", "time", "the node never seen Ready", lambda o: node(o, ready_at=None)),
+    Break("node_cuts_one_card_by_the_layout", "count", "replicas allocatable beside the slices",
+          lambda o: node(o, allocatable_shared=4)),
+    Break("each_pod_admitted_by_kueue_for_its_profile", "count", "more slices of a profile asked than the card has",
+          lambda o: all_asks(o, profile="7g.80gb")),
+    Break("each_pod_admitted_by_kueue_for_its_profile", "tenancy", "one tenant only",
+          lambda o: all_asks(o, tenant="team-a", namespace="ns-team-a")),
+    Break("each_pod_admitted_by_kueue_for_its_profile", "tenancy", "two tenants in one namespace",
+          lambda o: all_asks(o, namespace="ns-shared")),
+    Break("each_pod_admitted_by_kueue_for_its_profile", "ownership", "a Workload of another tenant owns the pod",
+          lambda o: first_wl(o, tenant="team-c")),
+    Break("each_pod_admitted_by_kueue_for_its_profile", "identity", "two Workloads with one uid",
+          lambda o: replace(o, workloads=(o.workloads[0], replace(o.workloads[1], snapshots=tuple(replace(sn, uid=o.workloads[0].snapshots[0].uid) for sn in o.workloads[1].snapshots)), *o.workloads[2:]))),
+    Break("each_pod_admitted_by_kueue_for_its_profile", "time", "its Job never seen unsuspended", lambda o: first_snap(o, job_suspended=True)),
+    Break("each_pod_admitted_by_kueue_for_its_profile", "provenance", "admitted with no status.admission",
+          lambda o: first_snap(o, has_admission=False)),
+    Break("each_pod_admitted_by_kueue_for_its_profile", "identity", "the Workload's copy of the pod disagrees",
+          lambda o: first_wl(o, pods=(replace(o.workloads[0].pods[0], node="gpu-other"),))),
+    Break("each_pod_admitted_by_kueue_for_its_profile", "ownership", "a Workload also ran a pod the act did not ask",
+          lambda o: first_wl(o, pods=(*o.workloads[0].pods, replace(o.workloads[0].pods[0], name="mig-x", devices=("MIG-" + "f" * 32,))))),
+    Break("all_pods_on_that_node", "time", "the node deleted before the pods ended",
+          lambda o: node(o, deleted_at=o.pods[0].running.start + (o.pods[0].running.end - o.pods[0].running.start) / 2)),
+    Break("each_pod_on_its_own_slice_of_the_profile_it_asked", "identity", "two pods on replicas of one slice",
+          lambda o: first_pod(o, devices=(o.pods[0].devices[0] + "::1",))),
+    Break("each_pod_on_its_own_slice_of_the_profile_it_asked", "identity", "the pod reports another card than DCGM",
+          lambda o: first_pod(o, gpu_uuid="GPU-2222")),
+    Break("each_pod_on_its_own_slice_of_the_profile_it_asked", "provenance", "series with no card UUID",
+          lambda o: replace(o, slices=tuple(replace(x, card="") for x in o.slices))),
+    Break("each_tenant_billed_its_slices_share_of_the_card", "time", "billed past the first pod's end",
+          lambda o: replace(o, billed_from=o.pods[0].running.end - (o.billed_to - o.billed_from) / 2,
+                            billed_to=o.pods[0].running.end + (o.billed_to - o.billed_from) / 2)),
+    Break("each_tenant_billed_its_slices_share_of_the_card", "ownership", "one tenant's dollars on another's row", swap_usd),
+    Break("each_tenant_billed_its_slices_share_of_the_card", "provenance", "the card's dollars not its rate x seconds",
+          lambda o: replace(o, card_usd=o.card_usd * 2, billed=tuple(replace(b, usd=b.usd * 2) for b in o.billed))),
+    Break("each_tenant_billed_its_slices_share_of_the_card", "count", "a negative row beside a doubled one",
+          lambda o: replace(o, billed=(replace(o.billed[0], gpu_seconds=o.billed[0].gpu_seconds * 2, usd=o.billed[0].usd * 2),
+                                       Billed(o.billed[0].tenant + "-x", None, -o.billed[0].gpu_seconds, -o.billed[0].usd), *o.billed[1:]))),
+    Break("each_ran_to_success", "state", "a disrupted pod counted as a run",
+          lambda o: first_pod(o, evicted=True, disruption="EvictionByEvictionAPI")),
     Break("node_cuts_one_card_by_the_layout", "count", "two physical cards", lambda o: label(o, "nvidia.com/gpu.count", "2")),
     Break("node_cuts_one_card_by_the_layout", "state", "MIG strategy none (no strategy label)",
           lambda o: node(o, labels={k: v for k, v in o.node.labels.items() if k != "nvidia.com/mig.strategy"})),
