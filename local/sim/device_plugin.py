@@ -28,7 +28,10 @@ same inputs:
   this a NodePool's cpu limit would count a few millicores for an instance of 4 vCPUs;
 - the allocation: each container asking for a GPU resource gets free device ids the way the kubelet hands
   them out (`GPU-<uuid>` for whole cards, `GPU-<uuid>::<replica>` for replicas, `MIG-<uuid>` for slices),
-  served as the kubelet's v1 `List` response would report them at `GET /v1/nodes/<node>/pod-resources`.
+  served as the kubelet's v1 `List` response would report them at `GET /v1/nodes/<node>/pod-resources`;
+- the MPS control daemon on a node whose config shares by MPS: the commands it sets each client's pinned memory
+  limit and active thread percentage with (`mps_daemon_commands`), at `GET /v1/nodes/<node>/mps-control-daemon`
+  (404 where no daemon runs).
 
 Run as a supervised process of the local target (`python -m local.sim.device_plugin`).
 """
@@ -147,6 +150,21 @@ def parse_config(name: str, text: str) -> Sharing:
         renamed = r.get("rename") or (f"{GPU}.shared" if section.get("renameByDefault") else GPU)
         return Sharing(name, renamed, replicas, kinds == ["mps"], mig)
     return Sharing(name, GPU, 1, False, mig)
+
+
+# NVML's total memory of each simulated card by instance family, MiB: what the MPS control daemon divides among
+# its clients (an L40S 46068, as local/sim/profiles.py's cards are; an H100 80GB HBM3 81559)
+CARD_MEMORY_MIB = {"g6e": 46068, "p5": 81559}
+
+
+def mps_daemon_commands(cards: int, replicas: int, memory_mib: int) -> list[str]:
+    """What the device plugin's MPS control daemon echoes to nvidia-cuda-mps-control as it starts
+    (k8s-device-plugin v0.18.0 cmd/mps-control-daemon/mps/daemon.go: perDevicePinnedDeviceMemoryLimits and
+    activeThreadPercentage): each card's memory over its clients, in whole MiB (integer division of bytes, as
+    the Go code does), and every client's share of the SMs, 100 over the clients per card."""
+    per_client = memory_mib * 1024 * 1024 // replicas // 1024 // 1024
+    limits = [f"set_default_device_pinned_mem_limit {i} {per_client}M" for i in range(cards)]
+    return [*limits, f"set_default_active_thread_percentage {100 // replicas}"]
 
 
 def physical_gpus(instance_type: str | None) -> int:
@@ -383,6 +401,7 @@ class DevicePlugin:
         self.lock = threading.Lock()
         self.errors: list[str] = []
         self.read_s = 0.0  # the last reconcile's time spent listing the cluster (pacing.next_wait)
+        self.mps: dict[str, list[str]] = {}  # node -> what its MPS control daemon set, where one runs
 
     def configs(self) -> tuple[dict[str, Sharing], str]:
         cm = self.kube.core.read_namespaced_config_map(CONFIG_MAP, CONFIG_NAMESPACE)
@@ -416,6 +435,14 @@ class DevicePlugin:
             )
             ads[name] = ad
             self.apply(n, ad)
+            family = (itype or "").split(".")[0]
+            if sharing[chosen].mps and family in CARD_MEMORY_MIB:
+                self.mps[name] = mps_daemon_commands(
+                    physical_gpus(itype), sharing[chosen].replicas, CARD_MEMORY_MIB[family]
+                )
+            else:
+                self.mps.pop(name, None)
+        self.mps = {k: v for k, v in self.mps.items() if k in ads}
         self.allocate(ads)
 
     def apply(self, node: Any, ad: Advertisement) -> None:
@@ -500,6 +527,12 @@ def serve(plugin: DevicePlugin, port: int) -> ThreadingHTTPServer:
                 body = b"ok"
             elif len(parts) == 4 and parts[:2] == ["v1", "nodes"] and parts[3] == "pod-resources":
                 body = json.dumps(plugin.pod_resources(parts[2])).encode()
+            elif len(parts) == 4 and parts[:2] == ["v1", "nodes"] and parts[3] == "mps-control-daemon":
+                commands = plugin.mps.get(parts[2])
+                if commands is None:  # no MPS control daemon on that node
+                    self.send_error(404)
+                    return
+                body = json.dumps({"node": parts[2], "commands": commands}).encode()
             else:
                 self.send_error(404)
                 return

@@ -104,6 +104,7 @@ def test_each_way_of_holding_a_card_sums_to_the_cards_and_splits_the_cost_exactl
                             for m, g in got.items()),
             timeout=90, interval=1, what="every node advertising its cards' worth of devices",
         )  # fmt: skip
+        mps_daemons(pod_resources, nodes)
         for mode, node in read.items():
             assert node.cards == MODES[mode][4], (mode, node)
             assert {o.kind for o in node.offers.values()} == {KINDS[mode]}, (mode, node.offers)
@@ -168,6 +169,34 @@ def test_each_way_of_holding_a_card_sums_to_the_cards_and_splits_the_cost_exactl
         assert sum(money) == cost, (mode, money)
         for amount, s in zip(money, split, strict=True):
             assert abs(Fraction(amount) - Fraction(cost) * s.weight) < Fraction(1, 10**6), (mode, s)
+
+
+def mps_daemons(pod_resources: str, nodes: dict[str, str]) -> None:
+    """The MPS node's control daemon limits each of its 4 clients to a quarter of the L40S's 46068 MiB and of
+    its SMs; no other mode's node runs one."""
+    import urllib.error
+    import urllib.request
+
+    def daemon(node: str):
+        with urllib.request.urlopen(f"{pod_resources}/v1/nodes/{node}/mps-control-daemon", timeout=10) as r:
+            return json.loads(r.read())
+
+    def mps_node() -> dict:
+        try:
+            return daemon(nodes["mps"])
+        except urllib.error.HTTPError as exc:  # not reconciled yet
+            return {"error": exc.code}
+
+    got = eventually(mps_node, lambda d: bool(d.get("commands")), timeout=30, interval=1,
+                     what="the MPS node's control daemon set")  # fmt: skip
+    assert got["commands"] == [
+        "set_default_device_pinned_mem_limit 0 11517M",
+        "set_default_active_thread_percentage 25",
+    ]
+    for mode in ("whole", "timesliced", "migmixed"):
+        with pytest.raises(urllib.error.HTTPError) as err:
+            daemon(nodes[mode])
+        assert err.value.code == 404, mode
 
 
 def shares_and_diagnosis(kube, ns: str, nodes: dict[str, str]) -> None:

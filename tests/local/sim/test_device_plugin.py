@@ -303,3 +303,22 @@ def test_pods_get_distinct_slices_of_the_profile_they_ask_for(tmp_path):
         k: v for kind, _, b in core.patches if kind == "labels" for k, v in b["metadata"]["labels"].items()
     }
     assert labels["nvidia.com/mig.config.state"] == "success"
+
+
+def test_the_mps_control_daemon_gives_each_client_its_cards_memory_over_the_clients_in_whole_mib():
+    from local.sim.device_plugin import mps_daemon_commands
+
+    # an L40S (46068 MiB) as 4 clients: 11517 MiB each and a quarter of the SMs
+    assert mps_daemon_commands(1, 4, 46068) == [
+        "set_default_device_pinned_mem_limit 0 11517M",
+        "set_default_active_thread_percentage 25",
+    ]
+    # bytes divided as daemon.go does, floored: 81559 MiB over 2 is 40779.5, written 40779M; one line per card
+    eight = mps_daemon_commands(8, 2, 81559)
+    assert eight[:2] == [
+        "set_default_device_pinned_mem_limit 0 40779M",
+        "set_default_device_pinned_mem_limit 1 40779M",
+    ]
+    assert len(eight) == 9 and eight[-1] == "set_default_active_thread_percentage 50"
+    # three clients: 100 // 3 = 33 %, as the Go integer division
+    assert mps_daemon_commands(1, 3, 46068)[-1] == "set_default_active_thread_percentage 33"
