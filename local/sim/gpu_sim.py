@@ -140,8 +140,8 @@ def _card_gpus(name: str, count: int, running: list[Any], allocated: PodDevices)
         cards = []
         for device_id in allocated.get((pod.metadata.namespace, pod.metadata.name), ()):
             dev = holding.device(device_id)
-            card = dev.card or device_id.partition(holding.REPLICA_SEPARATOR)[0]
-            n = dev.replica or "" if dev.kind is not holding.Kind.MIG_SLICE else ""
+            card = dev.card or device_id  # a MIG slice's own id: no card of this node, skipped below
+            n = dev.replica or ""
             if card in index_of:
                 cards.append(index_of[card])
                 if n:
