@@ -113,7 +113,7 @@ class Preflight:
         )
 
     def quota(self) -> Check:
-        need = self.config.gpu_vcpus_needed
+        need = self.config.for_aws().gpu_vcpus_needed  # the pools AWS runs
         try:
             quota = self.session.client("service-quotas", region_name=self.config.region).get_service_quota(
                 ServiceCode="ec2", QuotaCode=GVT_SPOT_QUOTA_CODE

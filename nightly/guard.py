@@ -117,8 +117,10 @@ def estimate(
     Raises GuardError when a price is missing or the EKS version is past its support."""
     if max_hours <= 0:
         raise GuardError(f"max wall time must be positive hours, got {max_hours}")
-    configured_mig = bool(c.mig_slices)
-    c = c.for_aws()  # what `make up` stands up: the MIG pool only with mig_on_aws
+    configured_mig, configured_mps = bool(c.mig_slices), bool(c.mps_clients)
+    c = (
+        c.for_aws()
+    )  # what `make up` stands up: the MIG pool only with mig_on_aws, the MPS pool with mps_on_aws
     try:
         control_plane = control_plane_price(c.versions.kubernetes, start or datetime.now(UTC), max_hours)
     except UnsupportedVersion as exc:
@@ -159,6 +161,15 @@ def estimate(
     elif configured_mig:
         notes.append(
             "the MIG pool is off on AWS (mig_on_aws: false): no MIG node, quota or act 8 in this run"
+        )
+    if c.mps_clients:
+        notes.append(
+            f"the MPS pool is on (mps_on_aws: true): {c.mps_cards} {gpu_type} card(s) of MPS clients, counted "
+            "in the GPU nodes above"
+        )
+    elif configured_mps:
+        notes.append(
+            "the MPS pool is off on AWS (mps_on_aws: false): no MPS node, quota or act 9 in this run"
         )
     items = (
         LineItem(

@@ -72,6 +72,9 @@ class Tenant:
     shared_gpu_quota: Count = 0
     # MIG slices: nvidia.com/mig-<profile> nominal quota per profile, on the MIG NodePool's partitioned cards
     mig_quota: dict[MigProfileName, Count] = field(default_factory=dict)
+    # MPS clients: nvidia.com/gpu.shared nominal quota on the MPS flavor, on the MPS NodePool's cards (each card
+    # `timeslicing_replicas` clients, each limited by the control daemon to 1/replicas of its memory and SMs)
+    mps_quota: Count = 0
 
 
 @dataclass(frozen=True)
@@ -128,8 +131,8 @@ class Config:
     vpc_cidr: Cidr = "10.42.0.0/16"
     availability_zones: tuple[Name, ...] = ("us-east-1a", "us-east-1b")
     tenants: tuple[Tenant, ...] = (
-        Tenant("team-a", 1, 4, {"1g.10gb": 1, "3g.40gb": 1}),
-        Tenant("team-b", 1, 0, {"1g.10gb": 1, "2g.20gb": 1}),
+        Tenant("team-a", 1, 4, {"1g.10gb": 1, "3g.40gb": 1}, 2),
+        Tenant("team-b", 1, 0, {"1g.10gb": 1, "2g.20gb": 1}, 2),
     )
     gpu_instance_types: tuple[InstanceType, ...] = ("g6e.xlarge",)
     gpu_node_vcpu: Positive = 4  # every allowed type has exactly this many vCPUs (pinned in the NodePool)
@@ -150,6 +153,11 @@ class Config:
     mig_instance_type: InstanceType = "p5.4xlarge"
     mig_layout: Name = "all-balanced"
     mig_on_aws: Flag = False
+    # The MPS pool: cards of `gpu_instance_types` the device plugin shares as `timeslicing_replicas` MPS
+    # clients (its "mps" config), for the tenants' mps_quota. The local target always runs it when a tenant has
+    # MPS quota; AWS only with `mps_on_aws: true` (its node needs G/VT spot vCPUs beyond the quota above).
+    mps_nodepool_name: KubeName = "gpu-mps"
+    mps_on_aws: Flag = False
     admin_principal_arns: tuple[PrincipalArn, ...] = ()
     collector_interval_seconds: Positive = 60
     log_retention_days: RetentionDays = 365
@@ -228,13 +236,37 @@ class Config:
         vcpu, gpus = self.mig_node_shape
         return self._limits(self.mig_cards, gpus, vcpu)
 
+    @property
+    def mps_clients(self) -> int:
+        """MPS clients Kueue may hand out: the tenants' mps_quota."""
+        return sum(t.mps_quota for t in self.tenants)
+
+    @property
+    def mps_cards(self) -> int:
+        """Physical cards behind the MPS clients (validate() makes the clients fill whole cards)."""
+        return -(-self.mps_clients // self.timeslicing_replicas)
+
+    @property
+    def mps_nodepool_limits(self) -> dict[str, str]:
+        """MPS NodePool limits: the physical cards behind the MPS quotas."""
+        return self._limits(self.mps_cards, self.gpus_per_node, self.gpu_node_vcpu)
+
     def for_aws(self) -> Config:
-        """The configuration the AWS stacks and the cost guard read: the MIG pool only with mig_on_aws (its
-        quotas dropped otherwise, so Kueue admits no MIG work there is no node for)."""
-        if self.mig_on_aws or not self.mig_slices:
+        """The configuration the AWS stacks and the cost guard read: the MIG pool only with mig_on_aws, the MPS
+        pool only with mps_on_aws (their quotas dropped otherwise, so Kueue admits no work there is no node
+        for)."""
+        drop_mig = bool(self.mig_slices) and not self.mig_on_aws
+        drop_mps = bool(self.mps_clients) and not self.mps_on_aws
+        if not (drop_mig or drop_mps):
             return self
         return dataclasses.replace(
-            self, tenants=tuple(dataclasses.replace(t, mig_quota={}) for t in self.tenants)
+            self,
+            tenants=tuple(
+                dataclasses.replace(
+                    t, mig_quota={} if drop_mig else t.mig_quota, mps_quota=0 if drop_mps else t.mps_quota
+                )
+                for t in self.tenants
+            ),
         )
 
     @property
@@ -261,13 +293,19 @@ class Config:
 
     @property
     def gpu_nodes_at_limits(self) -> int:
-        """GPU nodes both NodePools may run at their limits (what a run can cost at most)."""
-        return (-(-self.whole_cards // self.gpus_per_node)) + (-(-self.shared_cards // self.gpus_per_node))
+        """G/VT GPU nodes the whole-card, shared and MPS NodePools may run at their limits (what a run can cost
+        at most)."""
+        return sum(
+            -(-cards // self.gpus_per_node) for cards in (self.whole_cards, self.shared_cards, self.mps_cards)
+        )
 
     @property
     def gpu_vcpus_needed(self) -> int:
-        """G/VT spot vCPUs both GPU NodePools may use at their limits."""
-        return int(self.nodepool_limits["cpu"]) + int(self.shared_nodepool_limits["cpu"])
+        """G/VT spot vCPUs the whole-card, shared and MPS NodePools may use at their limits."""
+        return sum(
+            int(limits["cpu"])
+            for limits in (self.nodepool_limits, self.shared_nodepool_limits, self.mps_nodepool_limits)
+        )
 
     @property
     def shared_device_config(self) -> str:
@@ -384,40 +422,59 @@ class Config:
                 f"{self.gvt_spot_vcpu_quota} vCPUs cannot run one "
                 f"{self.gpu_node_vcpu}-vCPU GPU node; new accounts start at 0: request an increase",
             )
+        self._replicas_fill_cards()
+        gpus = self.max_gpu_nodes * self.gpus_per_node
+        aws = self.for_aws()  # the quota is AWS's: the MPS pool counts only where AWS runs it
+        nodes = aws.gpu_nodes_at_limits
+        if nodes > self.max_gpu_nodes:
+            mps = f" and {aws.mps_clients} MPS clients ({aws.mps_cards} card(s))" if aws.mps_clients else ""
+            raise ConfigError(
+                "tenants",
+                f"Kueue would admit {self.whole_cards} whole card(s) and {self.shared_replicas} replicas "
+                f"({self.shared_cards} card(s)){mps} = {nodes} node(s), but the spot vCPU quota "
+                f"({self.gvt_spot_vcpu_quota}) runs only {self.max_gpu_nodes} node(s) = {gpus} GPUs; "
+                "lower the quotas or raise gvt_spot_vcpu_quota",
+            )
+        self._pool_names_differ()
+        self._mig_pool_fits()
+        return self
+
+    def _replicas_fill_cards(self) -> None:
+        """The time-sliced replicas and the MPS clients each fill whole cards of timeslicing_replicas."""
         if self.shared_replicas % self.timeslicing_replicas:
             raise ConfigError(
                 "tenants.shared_gpu_quota",
                 f"the shared quotas add up to {self.shared_replicas} replicas, which do not fill whole cards of "
                 f"{self.timeslicing_replicas} replicas: make the sum a multiple of timeslicing_replicas",
             )
-        gpus = self.max_gpu_nodes * self.gpus_per_node
-        nodes = -(-self.whole_cards // self.gpus_per_node) + -(-self.shared_cards // self.gpus_per_node)
-        if nodes > self.max_gpu_nodes:
+        if self.mps_clients % self.timeslicing_replicas:
             raise ConfigError(
-                "tenants",
-                f"Kueue would admit {self.whole_cards} whole card(s) and {self.shared_replicas} replicas "
-                f"({self.shared_cards} card(s)) = {nodes} node(s), but the spot vCPU quota "
-                f"({self.gvt_spot_vcpu_quota}) runs only {self.max_gpu_nodes} node(s) = {gpus} GPUs; "
-                "lower the quotas or raise gvt_spot_vcpu_quota",
+                "tenants.mps_quota",
+                f"the MPS quotas add up to {self.mps_clients} clients, which do not fill whole cards of "
+                f"{self.timeslicing_replicas} clients: make the sum a multiple of timeslicing_replicas",
             )
-        if self.shared_nodepool_name == self.nodepool_name:
-            raise ConfigError(
-                "shared_nodepool_name", f"must differ from nodepool_name {self.nodepool_name!r}"
-            )
-        self._mig_pool_fits()
-        return self
+
+    def _pool_names_differ(self) -> None:
+        """The whole-card, shared, MIG and MPS NodePools each have a name of their own."""
+        pools = [
+            self.nodepool_name,
+            self.shared_nodepool_name,
+            self.mig_nodepool_name,
+            self.mps_nodepool_name,
+        ]
+        for i, key in enumerate(("shared_nodepool_name", "mig_nodepool_name", "mps_nodepool_name"), start=1):
+            if pools[i] in pools[:i]:
+                raise ConfigError(
+                    key,
+                    f"{pools[i]!r} is already another NodePool's name: the whole-card, shared, MIG and MPS "
+                    f"pools are {pools}; give each its own",
+                )
 
     def _mig_pool_fits(self) -> None:
         """The MIG pool's type can be partitioned, its layout is one the MIG manager has, and every profile a
         tenant has quota for is one the layout cuts."""
         from gpu_finops.facts.catalog import GPU_TYPES, MIG_CARDS, mig_layouts
 
-        if self.mig_nodepool_name in (self.nodepool_name, self.shared_nodepool_name):
-            raise ConfigError(
-                "mig_nodepool_name",
-                f"must differ from nodepool_name {self.nodepool_name!r} and shared_nodepool_name "
-                f"{self.shared_nodepool_name!r}",
-            )
         if not self.mig_slices:
             return
         if self.mig_instance_type not in MIG_CARDS or self.mig_instance_type not in GPU_TYPES:

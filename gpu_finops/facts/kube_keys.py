@@ -79,6 +79,9 @@ LABEL_UNSCHEDULABLE_REASON = "gpu-finops.io/unschedulable-reason"
 LABEL_WORKLOAD_CLASS = "gpu-finops.io/workload-class"
 # the local device plugin's ConfigMap: the chart's config.default, kept beside the named configs
 ANNOTATION_DEFAULT_CONFIG = "gpu-finops.io/default-config"
+# The MPS pool's nodes' NoSchedule taint: only work Kueue admitted on the MPS flavor (whose tolerations carry it)
+# runs there, so a pod that asks nvidia.com/gpu.shared, or a whole card, is never an MPS client by chance
+TAINT_MPS_POOL = "gpu-finops.io/mps"
 TAINT_ACT7_MAINTENANCE = "gpu-finops.io/act7-maintenance"  # act 7's own NoSchedule taint (placement)
 
 

@@ -1,8 +1,9 @@
-"""Karpenter's objects: the whole-card, shared and MIG NodePools, the shared and MIG pools' NodeOverlays,
+"""Karpenter's objects: the whole-card, shared, MIG and MPS NodePools, the shared, MIG and MPS pools' NodeOverlays,
 the EC2NodeClass, and the chart's values."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from gpu_finops.facts.config import Config
@@ -17,6 +18,7 @@ from gpu_finops.facts.kube_keys import (
     LABEL_MIG_CONFIG,
     LABEL_NODEPOOL,
     LABEL_POOL,
+    TAINT_MPS_POOL,
     mig_resource,
 )
 from gpu_finops.facts.kube_keys import GPU_RESOURCE as GPU
@@ -25,98 +27,153 @@ from gpu_finops.facts.kube_keys import SHARED_GPU_RESOURCE as SHARED_GPU
 from gpu_finops.facts.kubelet import ROOT_VOLUME_GIB
 
 GPU_TAINT = {"key": GPU, "value": "true", "effect": "NoSchedule"}
+MPS_TAINT = {"key": TAINT_MPS_POOL, "value": "true", "effect": "NoSchedule"}
 
 
-def nodepool(c: Config, *, shared: bool = False) -> dict[str, Any]:
-    """Spot only; instance types, vCPU size and GPU count pinned so quota and hardware agree. The whole-card
-    pool runs the device plugin's default config; the shared pool's nodes select the time-slicing config by
-    label, so only its cards become replicas."""
-    labels = {LABEL_POOL: "gpu-shared" if shared else "gpu"}
-    if shared:
-        labels[DEVICE_PLUGIN_CONFIG_LABEL] = c.shared_device_config
+@dataclass(frozen=True)
+class Pool:
+    """One GPU NodePool: its name, the labels its nodes carry (the pool, the device plugin config they select,
+    the MIG layout), the one instance shape it runs (types, vCPUs, physical GPUs) and its limits."""
+
+    name: str
+    labels: dict[str, str]
+    types: tuple[str, ...]
+    vcpu: int
+    gpus: int
+    limits: dict[str, str]
+    taints: tuple[dict[str, str], ...] = (GPU_TAINT,)
+
+
+def whole_pool(c: Config) -> Pool:
+    """Whole cards: the device plugin's default config."""
+    return Pool(
+        c.nodepool_name,
+        {LABEL_POOL: "gpu"},
+        tuple(c.gpu_instance_types),
+        c.gpu_node_vcpu,
+        c.gpus_per_node,
+        c.nodepool_limits,
+    )
+
+
+def shared_pool(c: Config) -> Pool:
+    """Time-sliced replicas: the nodes select the time-slicing config by label, so only their cards become
+    replicas."""
+    return Pool(
+        c.shared_nodepool_name,
+        {LABEL_POOL: "gpu-shared", DEVICE_PLUGIN_CONFIG_LABEL: c.shared_device_config},
+        tuple(c.gpu_instance_types),
+        c.gpu_node_vcpu,
+        c.gpus_per_node,
+        c.shared_nodepool_limits,
+    )
+
+
+def mps_pool(c: Config) -> Pool:
+    """MPS clients: the nodes select the device plugin's MPS config, whose control daemon limits each client to
+    1/replicas of its card's memory and SMs; tainted (MPS_TAINT) so that only pods admitted on the MPS flavor,
+    which tolerates it, run there."""
+    from infra.objects.device_plugin import MPS_DEVICE_CONFIG
+
+    return Pool(
+        c.mps_nodepool_name,
+        {LABEL_POOL: "gpu-mps", DEVICE_PLUGIN_CONFIG_LABEL: MPS_DEVICE_CONFIG},
+        tuple(c.gpu_instance_types),
+        c.gpu_node_vcpu,
+        c.gpus_per_node,
+        c.mps_nodepool_limits,
+        (GPU_TAINT, MPS_TAINT),
+    )
+
+
+def mig_pool(c: Config) -> Pool:
+    """MIG slices: `mig_instance_type` only, its nodes labelled for the MIG manager's layout
+    (`nvidia.com/mig.config`) and the device plugin's mixed strategy, so each GPU instance is advertised as
+    nvidia.com/mig-<profile>. Limits: the cards the MIG quotas fill."""
+    from infra.objects.device_plugin import MIG_MIXED_DEVICE_CONFIG
+
+    vcpu, gpus = c.mig_node_shape
+    labels = {
+        LABEL_POOL: "gpu-mig",
+        DEVICE_PLUGIN_CONFIG_LABEL: MIG_MIXED_DEVICE_CONFIG,
+        LABEL_MIG_CONFIG: c.mig_layout,
+    }
+    return Pool(c.mig_nodepool_name, labels, (c.mig_instance_type,), vcpu, gpus, c.mig_nodepool_limits)
+
+
+def nodepool(c: Config, *, shared: bool = False, pool: Pool | None = None) -> dict[str, Any]:
+    """Spot only; instance types, vCPU size and GPU count pinned so quota and hardware agree. `pool`: which
+    (default: the whole-card pool, or the shared one with `shared`)."""
+    p = pool or (shared_pool(c) if shared else whole_pool(c))
     return {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",
-        "metadata": {"name": c.shared_nodepool_name if shared else c.nodepool_name},
+        "metadata": {"name": p.name},
         "spec": {
             "template": {
-                "metadata": {"labels": labels},
+                "metadata": {"labels": dict(p.labels)},
                 "spec": {
                     "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"},
                     "requirements": [
                         {"key": LABEL_CAPACITY_TYPE, "operator": "In", "values": ["spot"]},
-                        {
-                            "key": LABEL_INSTANCE_TYPE,
-                            "operator": "In",
-                            "values": list(c.gpu_instance_types),
-                        },
-                        {
-                            "key": LABEL_INSTANCE_CPU,
-                            "operator": "In",
-                            "values": [str(c.gpu_node_vcpu)],
-                        },
-                        {
-                            "key": LABEL_INSTANCE_GPU_COUNT,
-                            "operator": "In",
-                            "values": [str(c.gpus_per_node)],
-                        },
+                        {"key": LABEL_INSTANCE_TYPE, "operator": "In", "values": list(p.types)},
+                        {"key": LABEL_INSTANCE_CPU, "operator": "In", "values": [str(p.vcpu)]},
+                        {"key": LABEL_INSTANCE_GPU_COUNT, "operator": "In", "values": [str(p.gpus)]},
                         {"key": LABEL_ARCH, "operator": "In", "values": ["amd64"]},
                     ],
-                    "taints": [GPU_TAINT],
+                    "taints": [dict(t) for t in p.taints],
                     "expireAfter": "24h",
                 },
             },
-            "limits": c.shared_nodepool_limits if shared else c.nodepool_limits,
+            "limits": dict(p.limits),
             "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "120s"},
         },
     }
 
 
 def mig_nodepool(c: Config) -> dict[str, Any]:
-    """The MIG pool: `mig_instance_type` only, its nodes labelled for the MIG manager's layout
-    (`nvidia.com/mig.config`) and the device plugin's mixed strategy, so each GPU instance is advertised as
-    nvidia.com/mig-<profile>. Limits: the cards the MIG quotas fill."""
-    from infra.objects.device_plugin import MIG_MIXED_DEVICE_CONFIG
+    """The MIG pool's NodePool (`mig_pool`)."""
+    return nodepool(c, pool=mig_pool(c))
 
-    pool = nodepool(c)
-    vcpu, gpus = c.mig_node_shape
-    pool["metadata"]["name"] = c.mig_nodepool_name
-    pool["spec"]["template"]["metadata"]["labels"] = {
-        LABEL_POOL: "gpu-mig",
-        DEVICE_PLUGIN_CONFIG_LABEL: MIG_MIXED_DEVICE_CONFIG,
-        LABEL_MIG_CONFIG: c.mig_layout,
-    }
-    pins = {LABEL_INSTANCE_TYPE: [c.mig_instance_type], LABEL_INSTANCE_CPU: [str(vcpu)],
-            LABEL_INSTANCE_GPU_COUNT: [str(gpus)]}  # fmt: skip
-    for r in pool["spec"]["template"]["spec"]["requirements"]:
-        r["values"] = pins.get(r["key"], r["values"])
-    pool["spec"]["limits"] = c.mig_nodepool_limits
-    return pool
+
+def mps_nodepool(c: Config) -> dict[str, Any]:
+    """The MPS pool's NodePool (`mps_pool`)."""
+    return nodepool(c, pool=mps_pool(c))
 
 
 def nodepools(c: Config) -> list[dict[str, Any]]:
     """The whole-card pool, the shared pool when any tenant has replica quota, the MIG pool when any has MIG
-    quota."""
+    quota, the MPS pool when any has MPS quota."""
     return (
         [nodepool(c)]
         + ([nodepool(c, shared=True)] if c.shared_replicas else [])
         + ([mig_nodepool(c)] if c.mig_slices else [])
+        + ([mps_nodepool(c)] if c.mps_clients else [])
     )
+
+
+def _replicas_overlay(c: Config, pool: str, suffix: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "karpenter.sh/v1alpha1",
+        "kind": "NodeOverlay",
+        "metadata": {"name": f"{pool}-{suffix}"},
+        "spec": {
+            "requirements": [{"key": LABEL_NODEPOOL, "operator": "In", "values": [pool]}],
+            "capacity": {SHARED_GPU: str(c.gpus_per_node * c.timeslicing_replicas)},
+        },
+    }
 
 
 def shared_capacity_overlay(c: Config) -> dict[str, Any]:
     """Karpenter's scheduling simulation knows only the instance type's physical nvidia.com/gpu; this
     NodeOverlay (feature gate NodeOverlay) adds the replicas the device plugin will advertise on the shared
     pool's nodes, so Karpenter places four one-replica pods on one new node instead of four nodes."""
-    return {
-        "apiVersion": "karpenter.sh/v1alpha1",
-        "kind": "NodeOverlay",
-        "metadata": {"name": f"{c.shared_nodepool_name}-replicas"},
-        "spec": {
-            "requirements": [{"key": LABEL_NODEPOOL, "operator": "In", "values": [c.shared_nodepool_name]}],
-            "capacity": {SHARED_GPU: str(c.gpus_per_node * c.timeslicing_replicas)},
-        },
-    }
+    return _replicas_overlay(c, c.shared_nodepool_name, "replicas")
+
+
+def mps_capacity_overlay(c: Config) -> dict[str, Any]:
+    """The MPS pool's clients, as the shared pool's replicas (same resource, nvidia.com/gpu.shared)."""
+    return _replicas_overlay(c, c.mps_nodepool_name, "clients")
 
 
 def mig_capacity_overlay(c: Config) -> dict[str, Any]:
@@ -136,11 +193,12 @@ def mig_capacity_overlay(c: Config) -> dict[str, Any]:
 
 
 def karpenter_objects(c: Config) -> list[dict[str, Any]]:
-    """NodePools and, for the shared and MIG pools, their capacity overlays (provider-neutral)."""
+    """NodePools and, for the shared, MIG and MPS pools, their capacity overlays (provider-neutral)."""
     return (
         nodepools(c)
         + ([shared_capacity_overlay(c)] if c.shared_replicas else [])
         + ([mig_capacity_overlay(c)] if c.mig_slices else [])
+        + ([mps_capacity_overlay(c)] if c.mps_clients else [])
     )
 
 
@@ -185,8 +243,8 @@ def karpenter_values(c: Config, queue_name: str, controller_role_arn: str) -> di
         "settings": {
             "clusterName": c.cluster_name,
             "interruptionQueue": queue_name,
-            # the shared pool's replica overlay, the MIG pool's slices overlay
-            "featureGates": {"nodeOverlay": bool(c.shared_replicas or c.mig_slices)},
+            # the shared pool's replica overlay, the MIG pool's slices overlay, the MPS pool's clients overlay
+            "featureGates": {"nodeOverlay": bool(c.shared_replicas or c.mig_slices or c.mps_clients)},
         },
         "serviceAccount": {"name": "karpenter"},
         "controller": {

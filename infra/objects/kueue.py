@@ -8,13 +8,14 @@ from typing import Any
 
 from gpu_finops.facts.config import Config, Tenant
 from gpu_finops.facts.kube_keys import GPU_RESOURCE as GPU
-from gpu_finops.facts.kube_keys import KUEUE_API, LABEL_NODEPOOL, LABEL_TENANT, mig_resource
+from gpu_finops.facts.kube_keys import KUEUE_API, LABEL_NODEPOOL, LABEL_TENANT, TAINT_MPS_POOL, mig_resource
 from gpu_finops.facts.kube_keys import SHARED_GPU_RESOURCE as SHARED_GPU
 
 COHORT = "gpu"
 FLAVOR = "gpu-spot"  # whole cards
 SHARED_FLAVOR = "gpu-shared"  # time-sliced replicas
 MIG_FLAVOR = "gpu-mig"  # MIG slices, one resource per profile
+MPS_FLAVOR = "gpu-mps"  # MPS clients: nvidia.com/gpu.shared, as time-sliced replicas, on the MPS pool's nodes
 PRIORITIES = {"low": 100, "high": 1000}  # WorkloadPriorityClass name -> value
 # Kueue's feature gates, the same on AWS (the chart's values below) and on the local target
 # (local/cluster/controllers.py): the visibility API, whose pending workloads carry their queue positions
@@ -34,22 +35,31 @@ def kueue_values() -> dict[str, Any]:
     }
 
 
-def resource_flavor(c: Config, *, shared: bool = False, mig: bool = False) -> dict[str, Any]:
+def resource_flavor(
+    c: Config, *, shared: bool = False, mig: bool = False, mps: bool = False
+) -> dict[str, Any]:
+    """A flavor per pool, by the pool's NodePool label: a workload whose pods select a pool (the MPS pool's
+    nodeSelector) is admitted only on that pool's flavor, as Kueue matches a pod's node selection against each
+    flavor's nodeLabels."""
     name, pool = (
         (MIG_FLAVOR, c.mig_nodepool_name)
         if mig
+        else (MPS_FLAVOR, c.mps_nodepool_name)
+        if mps
         else (SHARED_FLAVOR, c.shared_nodepool_name)
         if shared
         else (FLAVOR, c.nodepool_name)
     )
+    tolerations = [{"key": GPU, "operator": "Equal", "value": "true", "effect": "NoSchedule"}]
+    if mps:  # the MPS pool's own taint (infra/objects/karpenter.py MPS_TAINT)
+        tolerations.append(
+            {"key": TAINT_MPS_POOL, "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+        )
     return {
         "apiVersion": KUEUE_API,
         "kind": "ResourceFlavor",
         "metadata": {"name": name},
-        "spec": {
-            "nodeLabels": {LABEL_NODEPOOL: pool},
-            "tolerations": [{"key": GPU, "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
-        },
+        "spec": {"nodeLabels": {LABEL_NODEPOOL: pool}, "tolerations": tolerations},
     }
 
 
@@ -83,26 +93,33 @@ def _quota(name: str, nominal: int, policy: QueuePolicy) -> dict[str, Any]:
 
 
 def resource_groups(
-    c: Config, whole: int, shared: int, policy: QueuePolicy = SHIPPED, mig: dict[str, int] | None = None
+    c: Config,
+    whole: int,
+    shared: int,
+    policy: QueuePolicy = SHIPPED,
+    mig: dict[str, int] | None = None,
+    mps: int = 0,
 ) -> list[dict[str, Any]]:
-    """Whole cards on the whole-card flavor; replicas on the shared flavor, counted in replicas; MIG slices on
-    the MIG flavor, one resource per profile any tenant has quota for (`mig`: this tenant's, 0 for the rest:
-    Kueue wants every ClusterQueue of a cohort to name the resources it may be lent)."""
+    """Whole cards on the whole-card flavor; time-sliced replicas on the shared flavor and MPS clients on the
+    MPS flavor, both nvidia.com/gpu.shared counted in replicas (one resource group, a flavor per pool, in that
+    order); MIG slices on the MIG flavor, one resource per profile any tenant has quota for (`mig`: this
+    tenant's, 0 for the rest: Kueue wants every ClusterQueue of a cohort to name the resources it may be
+    lent)."""
     groups = [
         {
             "coveredResources": [GPU],
             "flavors": [{"name": FLAVOR, "resources": [_quota(GPU, whole, policy)]}],
         }
     ]
-    if c.shared_replicas:
+    replica_flavors = [(SHARED_FLAVOR, shared)] if c.shared_replicas else []
+    replica_flavors += [(MPS_FLAVOR, mps)] if c.mps_clients else []
+    if replica_flavors:
         groups.append(
             {
                 "coveredResources": [SHARED_GPU],
                 "flavors": [
-                    {
-                        "name": SHARED_FLAVOR,
-                        "resources": [_quota(SHARED_GPU, shared, policy)],
-                    }
+                    {"name": name, "resources": [_quota(SHARED_GPU, n, policy)]}
+                    for name, n in replica_flavors
                 ],
             }
         )
@@ -127,7 +144,7 @@ def cluster_queue(c: Config, tenant: Tenant, policy: QueuePolicy = SHIPPED) -> d
         "namespaceSelector": {},
         "queueingStrategy": policy.queueing_strategy,
         "resourceGroups": resource_groups(
-            c, tenant.gpu_quota, tenant.shared_gpu_quota, policy, tenant.mig_quota
+            c, tenant.gpu_quota, tenant.shared_gpu_quota, policy, tenant.mig_quota, tenant.mps_quota
         ),
         "preemption": {
             "withinClusterQueue": policy.within_cluster_queue,
@@ -188,6 +205,7 @@ def kueue_objects(c: Config, policies: dict[str, QueuePolicy] | None = None) -> 
         resource_flavor(c),
         *([resource_flavor(c, shared=True)] if c.shared_replicas else []),
         *([resource_flavor(c, mig=True)] if c.mig_slices else []),
+        *([resource_flavor(c, mps=True)] if c.mps_clients else []),
         *cluster_queues(c, policies),
         *local_queues(c),
         *priority_classes(),

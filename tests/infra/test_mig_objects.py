@@ -72,7 +72,7 @@ def test_aws_gets_the_mig_pool_only_with_mig_on_aws(c):
     assert "gpu-mig" not in [p["metadata"]["name"] for p in karpenter.nodepools(off)]
     assert all(len(q["spec"]["resourceGroups"]) == 2 for q in kueue.cluster_queues(off))
     on = replace(c, mig_on_aws=True)
-    assert on.for_aws() is on
+    assert on.for_aws().mig_slices == c.mig_slices
 
 
 def test_the_cost_guard_prices_the_mig_pool_and_says_what_it_costs_beside_the_g6e(c):
@@ -101,7 +101,7 @@ def test_the_cost_guard_prices_the_mig_pool_and_says_what_it_costs_beside_the_g6
         ({"mig_layout": "all-disabled"}, "mig_layout", "'all-disabled' is not a MIG layout of p5.4xlarge"),
         ({"mig_layout": "all-9g"}, "mig_layout", "'all-9g' is not a MIG layout of p5.4xlarge"),
         ({"mig_instance_type": "g6e.xlarge"}, "mig_instance_type", "'g6e.xlarge' has no MIG-capable card"),
-        ({"mig_nodepool_name": "gpu-shared"}, "mig_nodepool_name", "must differ from nodepool_name"),
+        ({"mig_nodepool_name": "gpu-shared"}, "mig_nodepool_name", "is already another NodePool's name"),
         (
             {"tenants": (Tenant("team-a", 1, 4, {"3g": 1}), Tenant("team-b", 1))},
             "tenants.mig_quota",
