@@ -17,15 +17,22 @@ with the card's unallocated rest sum to the card's cost for the interval.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
 
-from assertions.clauses import Miss, compose, require_aware, stamp
+from assertions.card_shares import (
+    Bill,
+    Billed,
+    billed_their_share,
+    each_admitted_for_its_resource,
+    seconds_text,
+    tenants_and_jobs,
+)
+from assertions.clauses import Miss, compose, require_aware
 from assertions.observed import NodeObs, PodObs, WorkloadObs
 from assertions.timeslicing import all_pods_on_that_node, all_ran_at_once, each_ran_to_success
 from assertions.verdict import Verdict
-from assertions.workload_gate import one_object, ran_only_while_admitted
 from gpu_finops.facts.catalog import GPU_TYPES, MIG_CARDS, mig_layouts
 from gpu_finops.facts.kube_keys import (
     LABEL_GPU_COUNT,
@@ -35,15 +42,12 @@ from gpu_finops.facts.kube_keys import (
     LABEL_MIG_STRATEGY,
     mig_resource,
 )
-from gpu_finops.model import holding, workload
-from gpu_finops.model.workload import ADMITTED
+from gpu_finops.model import holding
 
 CLAIM = (
     "one card cut into MIG slices; pods of two tenants, each admitted by Kueue for its profile, ran at once on "
     "distinct slices of that card, each tenant billed its slices' share, the shares summing to the card's cost"
 )
-UNALLOCATED = "unallocated"  # gpu_finops.cost.allocation's row for the part of a node no pod held
-QUANTUM = Decimal("0.000001")  # the collector's money quantum: a row is its exact share within one
 
 
 @dataclass(frozen=True)
@@ -66,16 +70,6 @@ class SliceSeries:
     instance: str
     profile: str
     hostname: str  # the node the exporter runs on (its `hostname` label)
-
-
-@dataclass(frozen=True)
-class Billed:
-    """One row of the collector's split of the node-interval: a (tenant, namespace), or the unallocated rest."""
-
-    tenant: str
-    namespace: str | None
-    gpu_seconds: Fraction
-    usd: Decimal
 
 
 @dataclass(frozen=True)
@@ -103,13 +97,7 @@ class MigObs:
         bad = [f"cards {self.cards!r}"] if type(self.cards) is not int else []
         bad += [f"layout {p}: {n!r}" for p, n in self.layout.items() if type(n) is not int]
         bad += [f"ask {k}: profile {a.profile!r}" for k, a in self.asks.items() if not _profile(a.profile)]
-        for b in self.billed:
-            if type(b.gpu_seconds) is not Fraction or type(b.usd) is not Decimal or not b.usd.is_finite():
-                bad.append(f"billed row {b.tenant}: {b.gpu_seconds!r} GPU-seconds, {b.usd!r} dollars")
-        for name in ("card_usd", "usd_per_hour"):
-            v = getattr(self, name)
-            if type(v) is not Decimal or not v.is_finite():
-                bad.append(f"{name} {v!r}")
+        bad += self.bill.problems()
         if bad:
             raise ValueError(
                 f"MigObs: {'; '.join(bad)}: expected integer counts, MIG profiles, Fraction seconds and finite "
@@ -117,11 +105,14 @@ class MigObs:
             )
 
     @property
+    def bill(self) -> Bill:
+        """The collector's split of the node-interval and the card's price for it."""
+        return Bill(self.billed, self.billed_from, self.billed_to, self.card_usd, self.usd_per_hour)
+
+    @property
     def interval_s(self) -> Fraction:
         """The billed interval's seconds (0 when none was billed)."""
-        if self.billed_from is None or self.billed_to is None:
-            return Fraction(0)
-        return Fraction((self.billed_to - self.billed_from) // timedelta(microseconds=1), 10**6)
+        return self.bill.seconds
 
 
 def _profile(name: object) -> holding.MigProfile | None:
@@ -206,22 +197,7 @@ def node_cuts_one_card_by_the_layout(o: MigObs) -> list[Miss]:
 def _asks_fit(o: MigObs, want: str) -> list[Miss]:
     """What the act asked: a pod per Job, two tenants or more each in a namespace of its own, profiles the
     layout cuts on the node's cards."""
-    misses = []
-    if len(o.asks) != o.jobs:
-        misses.append(Miss(want, f"{o.jobs} Jobs submitted, {len(o.asks)} of them with a pod observed"))
-    names = [p.name for p in o.pods]
-    if sorted(names) != sorted(o.asks):
-        misses.append(Miss(want, f"pods observed {sorted(names)}, the act asked for {sorted(o.asks)}"))
-    spaces: dict[str, set[str]] = {}
-    for a in o.asks.values():
-        spaces.setdefault(a.tenant, set()).add(a.namespace)
-    shared = sorted(
-        ns for ns in {a.namespace for a in o.asks.values()} if sum(ns in v for v in spaces.values()) > 1
-    )
-    if len(spaces) < 2 or any(len(v) != 1 for v in spaces.values()) or shared:
-        misses.append(
-            Miss(want, f"tenants and their namespaces: { {t: sorted(v) for t, v in sorted(spaces.items())} }")
-        )
+    misses = tenants_and_jobs(want, o.asks, o.jobs, o.pods)
     asked: dict[str, int] = {}
     for a in o.asks.values():
         asked[a.profile] = asked.get(a.profile, 0) + 1
@@ -236,89 +212,15 @@ def _asks_fit(o: MigObs, want: str) -> list[Miss]:
     return misses
 
 
-def _admitted_for_its_profile(o: MigObs, w: WorkloadObs, want: str, by_name: dict[str, PodObs]) -> list[Miss]:
-    """One Workload: one object, one of the act's pods (the same observation of it), its tenant's, admitted
-    by its tenant's ClusterQueue for the pod's profile on the MIG flavor, its pod gated by the admission."""
-    misses: list[Miss] = []
-    misses += one_object(want, w)
-    mine = [p.name for p in w.pods if p.name in o.asks]
-    if len(mine) != 1:
-        misses.append(
-            Miss(want, f"workload {w.name} owns {len(mine)} of the act's pods {mine}, expected one")
-        )
-        return misses
-    ask = o.asks[mine[0]]
-    pod = next(p for p in w.pods if p.name == mine[0])
-    if by_name.get(pod.name) != pod:
-        misses.append(
-            Miss(want, f"two observations of pod {pod.name} disagree: {by_name.get(pod.name)} and {pod}")
-        )
-    extra = [p.name for p in w.pods if p.name not in o.asks and p.disruption is None and not p.evicted]
-    if extra:
-        misses.append(
-            Miss(want, f"workload {w.name} also ran pods {extra}, which hold slices the act did not ask")
-        )
-    if w.tenant != ask.tenant:
-        misses.append(
-            Miss(
-                want,
-                f"workload {w.name} is tenant {w.tenant}'s, its pod {pod.name} tenant {ask.tenant}'s",
-            )
-        )
-    admitted = [s for s in w.snapshots if s.is_(ADMITTED)]
-    if not admitted:
-        misses.append(Miss(want, f"workload {w.name} of pod {mine[0]} was never admitted by Kueue"))
-    for s in admitted:
-        if s.cluster_queue != ask.tenant:
-            misses.append(
-                Miss(
-                    want,
-                    f"{w.name} of pod {mine[0]} (tenant {ask.tenant}) admitted at {stamp(s.at)} by "
-                    f"ClusterQueue {s.cluster_queue}, not its tenant's",
-                )
-            )
-        charged = (mig_resource(ask.profile), o.flavor)
-        if list(s.admitted) != [charged] or not s.has_admission or set(s.flavors) != {o.flavor}:
-            misses.append(
-                Miss(
-                    want,
-                    f"{w.name} of pod {mine[0]}, which asked {mig_resource(ask.profile)}, admitted at "
-                    f"{stamp(s.at)} as {list(s.admitted)} (resource, flavor) on flavors {list(s.flavors)}"
-                    f"{'' if s.has_admission else ' with no status.admission'}, not {[charged]}",
-                )
-            )
-    misses += [
-        Miss(want, f"{w.name}'s {v.observed}: Kueue did not gate it")
-        for v in workload.suspended_until_admitted(w.snapshots)
-        + workload.unsuspended_before_its_pods_ran(w.snapshots, any(p.running for p in w.pods))
-    ]
-    misses += ran_only_while_admitted(want, w, pod)
-    return misses
-
-
 def each_pod_admitted_by_kueue_for_its_profile(o: MigObs) -> list[Miss]:
     want = (
         f"{len(o.asks)} pods of at least two tenants, each in its own namespace, each of its own Workload, admitted "
         f"by its tenant's ClusterQueue for the profile it asked on {o.flavor}, the profiles asked fitting the layout"
     )
-    misses = _asks_fit(o, want)
-    if len(o.workloads) != len(o.asks):
-        misses.append(
-            Miss(want, f"{len(o.workloads)} Kueue Workloads observed for the pods, expected {len(o.asks)}")
-        )
-    uids = [u for w in o.workloads for u in w.uids]
-    if len(uids) != len(set(uids)):
-        misses.append(Miss(want, f"two of the act's Workloads share a uid: {sorted(map(str, uids))}"))
-    by_name = {p.name: p for p in o.pods}
-    for w in o.workloads:
-        misses += _admitted_for_its_profile(o, w, want, by_name)
-    owners = {p: [w.name for w in o.workloads if p in {q.name for q in w.pods}] for p in o.asks}
-    misses += [
-        Miss(want, f"pod {p} belongs to {len(ws)} of the act's Workloads {ws}, expected one")
-        for p, ws in owners.items()
-        if len(ws) != 1
-    ]
-    return misses
+    resource_of = {p: mig_resource(a.profile) for p, a in o.asks.items()}
+    return _asks_fit(o, want) + each_admitted_for_its_resource(
+        want, o.asks, resource_of, o.flavor, "slices", o.pods, o.workloads
+    )
 
 
 def _own_ids(o: MigObs, want: str) -> list[Miss]:
@@ -430,116 +332,14 @@ def _a_card(card: str) -> bool:
     return _parses(card) and holding.device(card).kind is holding.Kind.WHOLE
 
 
-def _billed_while_all_ran(o: MigObs, want: str) -> list[Miss]:
-    """The billed interval lies inside the time every pod ran, and before the act's last look."""
-    misses: list[Miss] = []
-    assert o.billed_from is not None and o.billed_to is not None
-    runs = [p.running for p in o.pods if p.running is not None]
-    latest = max((r.start for r in runs), default=None)
-    earliest = min((r.end for r in runs if r.end is not None), default=None)
-    if (
-        len(runs) != len(o.pods)
-        or latest is None
-        or o.billed_from < latest
-        or (earliest is not None and o.billed_to > earliest)
-        or (o.observed_at is not None and o.billed_to > o.observed_at)
-    ):
-        misses.append(
-            Miss(
-                want,
-                f"billed {stamp(o.billed_from)} to {stamp(o.billed_to)}, not inside the time every pod ran "
-                f"(the last started {stamp(latest)}, the first ended {stamp(earliest)}, last look "
-                f"{stamp(o.observed_at)})",
-            )
-        )
-    return misses
-
-
-def _priced(o: MigObs, want: str, card_s: Fraction) -> list[Miss]:
-    """The card's dollars are its rate times its seconds, and each row's its seconds' share of them."""
-    misses: list[Miss] = []
-    seconds = o.interval_s  # the node's: its rate is the instance's, whatever its cards
-    priced = (o.usd_per_hour * seconds.numerator / seconds.denominator / 3600).quantize(QUANTUM)
-    if o.card_usd <= 0 or abs(o.card_usd - priced) > QUANTUM:
-        misses.append(
-            Miss(
-                want,
-                f"the card's ${o.card_usd} is not its node's rate ${o.usd_per_hour}/h x {_s(seconds)} s (${priced})",
-            )
-        )
-    if card_s and o.card_usd > 0:
-        off = [
-            f"{b.tenant}: ${b.usd} for {_s(b.gpu_seconds)} s"
-            for b in o.billed
-            if abs(Fraction(b.usd) - Fraction(o.card_usd) * b.gpu_seconds / card_s) > Fraction(QUANTUM)
-        ]
-        if off:
-            misses.append(
-                Miss(want, f"rows whose dollars are not their seconds' share of ${o.card_usd}: {off}")
-            )
-    return misses
-
-
 def each_tenant_billed_its_slices_share_of_the_card(o: MigObs) -> list[Miss]:
     want = (
-        f"over the {_s(o.interval_s)} s all ran at once: each tenant billed its slices' compute slices / 7 of the "
+        f"over the {seconds_text(o.interval_s)} s all ran at once: each tenant billed its slices' compute slices / 7 of the "
         "card, the rest unallocated, no row negative, each row's dollars its seconds' share of the card's, the rows "
         "summing to the card's seconds and dollars exactly, the card priced at its rate"
     )
-    if o.interval_s <= 0 or o.billed_from is None or o.billed_to is None:
-        return [Miss(want, f"no interval to bill: {_s(o.interval_s)} s with every pod Running")]
-    if not o.billed:
-        return [Miss(want, "the collector's split has no rows for the node-interval")]
-    misses = []
-    misses += _billed_while_all_ran(o, want)
-    expected: dict[tuple[str, str | None], Fraction] = {}
-    for ask in o.asks.values():
-        key = (ask.tenant, ask.namespace)
-        expected[key] = (
-            expected.get(key, Fraction(0))
-            + holding.MigProfile.parse(ask.profile).compute_fraction * o.interval_s
-        )
-    card_s = o.cards * o.interval_s
-    expected[(UNALLOCATED, None)] = card_s - sum(expected.values(), Fraction(0))
-    keys = [(b.tenant, b.namespace) for b in o.billed]
-    twice = sorted({str(k) for k in keys if keys.count(k) > 1})
-    negative = [
-        f"{b.tenant}: {_s(b.gpu_seconds)} s, ${b.usd}" for b in o.billed if b.gpu_seconds < 0 or b.usd < 0
-    ]
-    if twice or negative:
-        misses.append(Miss(want, f"rows billed twice {twice}; negative rows {negative}"))
-    got: dict[tuple[str, str | None], Fraction] = {}
-    for b in o.billed:
-        got[(b.tenant, b.namespace)] = got.get((b.tenant, b.namespace), Fraction(0)) + b.gpu_seconds
-    if not got.get((UNALLOCATED, None)):
-        got.pop((UNALLOCATED, None), None)
-    if not expected[(UNALLOCATED, None)]:
-        expected.pop((UNALLOCATED, None))
-    for key in sorted(set(expected) | set(got), key=str):
-        if got.get(key) != expected.get(key):
-            who = "the unallocated rest" if key[0] == UNALLOCATED else f"tenant {key[0]} in {key[1]}"
-            misses.append(
-                Miss(
-                    want,
-                    f"{who} billed {_s(got.get(key))} GPU-seconds, its slices are {_s(expected.get(key))}",
-                )
-            )
-    total = sum((b.gpu_seconds for b in o.billed), Fraction(0))
-    if total != card_s:
-        misses.append(
-            Miss(want, f"the rows sum to {_s(total)} GPU-seconds, the card's interval is {_s(card_s)}")
-        )
-    usd = sum((b.usd for b in o.billed), Decimal(0))
-    if usd != o.card_usd:
-        misses.append(
-            Miss(want, f"the rows sum to ${usd}, the card's cost for the interval is ${o.card_usd}")
-        )
-    misses += _priced(o, want, card_s)
-    return misses
-
-
-def _s(x: Fraction | None) -> str:
-    return "none" if x is None else f"{float(x):g}"
+    share_of = {p: holding.MigProfile.parse(a.profile).compute_fraction for p, a in o.asks.items()}
+    return billed_their_share(want, o.bill, o.asks, share_of, o.cards, "slices", o.pods, o.observed_at)
 
 
 CLAUSES = (
