@@ -25,6 +25,7 @@ LABEL_INSTANCE_GPU_COUNT = "karpenter.k8s.aws/instance-gpu-count"
 LABEL_GPU_COUNT = "nvidia.com/gpu.count"
 LABEL_GPU_REPLICAS = "nvidia.com/gpu.replicas"
 LABEL_GPU_SHARING = "nvidia.com/gpu.sharing-strategy"
+LABEL_GPU_MEMORY = "nvidia.com/gpu.memory"  # GFD: a card's memory in MiB, as NVML reports it
 LABEL_GPU_PRODUCT = "nvidia.com/gpu.product"  # under MIG single: <card>-MIG-<profile>
 # MIG (k8s-device-plugin v0.17 internal/lm, mig-parted): the plugin's strategy (single | mixed; absent for
 # none), whether any card can be partitioned, the MIG manager's desired layout and how applying it went

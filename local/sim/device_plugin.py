@@ -14,7 +14,7 @@ same inputs:
   with `renameByDefault` (then `nvidia.com/gpu` is withdrawn), time-sliced (`sharing.timeSlicing`) or MPS
   clients (`sharing.mps`), in capacity and allocatable, plus GFD's labels `nvidia.com/gpu.count`,
   `nvidia.com/gpu.replicas`, `nvidia.com/gpu.sharing-strategy`, `nvidia.com/gpu.product`,
-  `nvidia.com/mps.capable`;
+  `nvidia.com/mps.capable` and, where the family's card is known (`CARD_MEMORY_MIB`), `nvidia.com/gpu.memory`;
 - MIG, as the MIG manager and the plugin's `flags.migStrategy` make it: a node labelled
   `nvidia.com/mig.config=<layout>` has its cards cut by that layout of the mig-parted config (`mig_parted_config`:
   `all-disabled`, `all-<profile>` and `all-balanced` for each MIG-capable type of gpu_finops/facts/catalog.py),
@@ -57,6 +57,7 @@ from gpu_finops.facts.kube_keys import (
     GPU_RESOURCE,
     LABEL_DEVICE_PLUGIN_CONFIG,
     LABEL_GPU_COUNT,
+    LABEL_GPU_MEMORY,
     LABEL_GPU_PRODUCT,
     LABEL_GPU_REPLICAS,
     LABEL_GPU_SHARING,
@@ -82,6 +83,7 @@ NODE_CONFIG_LABEL = LABEL_DEVICE_PLUGIN_CONFIG
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 GFD_COUNT, GFD_REPLICAS, GFD_STRATEGY = LABEL_GPU_COUNT, LABEL_GPU_REPLICAS, LABEL_GPU_SHARING
 GFD_PRODUCT = LABEL_GPU_PRODUCT
+GFD_MEMORY = LABEL_GPU_MEMORY
 TERMINAL = ("Succeeded", "Failed")
 PRODUCTS = {
     "g6e": "NVIDIA-L40S",
@@ -244,7 +246,8 @@ def advertise(
     if layout and sharing.mig_strategy != "none":
         ad = _advertise_mig(node_name, physical, sharing, product, layout, labels)
     else:
-        ad = _advertise_cards(node_name, physical, sharing, product, labels)
+        memory = CARD_MEMORY_MIB.get((instance_type or "").split(".")[0])
+        ad = _advertise_cards(node_name, physical, sharing, product, labels, memory)
     for r in have or {}:  # a GPU resource this advertisement has not is withdrawn
         if holding.is_gpu_resource(r) and r not in ad.resources:
             ad.resources[r] = None
@@ -252,8 +255,11 @@ def advertise(
 
 
 def _advertise_cards(
-    node: str, physical: int, sharing: Sharing, product: str, labels: dict[str, str]
+    node: str, physical: int, sharing: Sharing, product: str, labels: dict[str, str], memory_mib: int | None
 ) -> Advertisement:
+    """Whole cards, or each card as `replicas` devices (time-sliced or MPS clients), with GFD's labels; its
+    card memory (`nvidia.com/gpu.memory`, MiB) where the family's is known. A MIG node's labels carry no card
+    memory here: GFD's per-profile `.memory` labels say what each slice has."""
     devices = [
         gpu_uuid(node, i) + (f"::{r}" if sharing.replicas > 1 else "")
         for i in range(physical)
@@ -268,6 +274,8 @@ def _advertise_cards(
         GFD_PRODUCT: product + ("-SHARED" if sharing.resource != GPU else ""),
         LABEL_MPS_CAPABLE: "true" if sharing.mps else "false",
     }
+    if memory_mib is not None:  # what the MPS control daemon divides among its clients
+        labels[GFD_MEMORY] = str(memory_mib)
     return Advertisement(resources, labels, {sharing.resource: devices})
 
 
@@ -389,6 +397,7 @@ def _ours(label: str) -> bool:
         GFD_REPLICAS,
         GFD_STRATEGY,
         GFD_PRODUCT,
+        GFD_MEMORY,
     )
 
 
