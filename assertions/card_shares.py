@@ -160,7 +160,7 @@ def _admitted_for_its_resource(
                 )
             )
     misses += [
-        Miss(want, f"{w.name}'s {v.observed}: Kueue did not gate it")
+        Miss(want, f"workload {w.name}: {v.observed}: Kueue did not gate it")
         for v in workload.suspended_until_admitted(w.snapshots)
         + workload.unsuspended_before_its_pods_ran(w.snapshots, any(p.running for p in w.pods))
     ]
@@ -293,13 +293,12 @@ def billed_their_share(
         expected.pop((UNALLOCATED, None))
     for key in sorted(set(expected) | set(got), key=str):
         if got.get(key) != expected.get(key):
-            who = "the unallocated rest" if key[0] == UNALLOCATED else f"tenant {key[0]} in {key[1]}"
-            misses.append(
-                Miss(
-                    want,
-                    f"{who} billed {seconds_text(got.get(key))} GPU-seconds, its {share_name} are {seconds_text(expected.get(key))}",
-                )
-            )
+            billed = f"billed {seconds_text(got.get(key))} GPU-seconds"
+            if key[0] == UNALLOCATED:
+                text = f"the unallocated rest {billed}, the card less its {share_name} is {seconds_text(expected.get(key))}"
+            else:
+                text = f"tenant {key[0]} in {key[1]} {billed}, its {share_name} are {seconds_text(expected.get(key))}"
+            misses.append(Miss(want, text))
     total = sum((b.gpu_seconds for b in bill.rows), Fraction(0))
     if total != card_s:
         misses.append(

@@ -12,9 +12,10 @@ from assertions.cost import check_cost
 from assertions.diagnosis import check_diagnosis
 from assertions.interruption import check_interruption
 from assertions.mig import check_mig
+from assertions.mps import check_mps
 from assertions.preemption import check_preemption
 from assertions.timeslicing import check_timeslicing
-from tests.assertions.near_misses import Break, act1, act2, act3, act4, act5, act6, act7, act8
+from tests.assertions.near_misses import Break, act1, act2, act3, act4, act5, act6, act7, act8, act9
 
 settings.register_profile(
     "claims",
@@ -35,6 +36,7 @@ ACTS = {
     "act6": (act6, check_cost),
     "act7": (act7, check_diagnosis),
     "act8": (act8, check_mig),
+    "act9": (act9, check_mps),
 }
 CASES = [(act, b) for act, (module, _) in ACTS.items() for b in module.BREAKS]
 
@@ -85,4 +87,5 @@ CHECKERS = {
     "act6": "cost",
     "act7": "diagnosis",
     "act8": "mig",
+    "act9": "mps",
 }
