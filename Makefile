@@ -222,7 +222,7 @@ local-up: setup ## build (cached) and start the local rehearsal cluster
 local-down: setup ## stop every process the local target started
 	$(VENV)/bin/gpu-finops local down
 
-acts: setup ## run the acts (eight) against TARGET (aws|local); reports in reports/
+acts: setup ## run the acts (nine) against TARGET (aws|local); reports in reports/
 	@mkdir -p reports
 	$(VENV)/bin/pytest acts --target=$(TARGET) -p no:cacheprovider -rs --tb=short --junitxml=reports/acts.junit.xml
 

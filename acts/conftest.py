@@ -51,27 +51,35 @@ def tenant_namespaces(kube: Kube, config) -> Iterator[dict[str, str]]:
 
 
 MIG_ACT = "test_08_one_card_cut_into_mig_slices_for_two_tenants.py"
+MPS_ACT = "test_09_one_card_shared_by_mps_clients_of_two_tenants.py"
+# act file -> (its number, the config flag that stands its pool up on AWS, what the pool is)
+POOL_ACTS = {MIG_ACT: (8, "mig_on_aws", "MIG"), MPS_ACT: (9, "mps_on_aws", "MPS")}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On AWS, act 8 runs only where the MIG pool is stood up (`mig_on_aws`): otherwise its claim is about
-    hardware the run did not buy, so it is deselected, saying why (not skipped: the nightly fails a skip)."""
-    if config.getoption("--target") != "aws" or not any(i.path.name == MIG_ACT for i in items):
+    """On AWS, acts 8 and 9 run only where their pool is stood up (`mig_on_aws`, `mps_on_aws`): otherwise the
+    claim is about hardware the run did not buy, so the act is deselected, saying why (not skipped: the nightly
+    fails a skip)."""
+    if config.getoption("--target") != "aws" or not any(i.path.name in POOL_ACTS for i in items):
         return
     try:
-        if load_config().mig_on_aws:
-            return
+        c = load_config()
     except Exception:  # a bad config: the acts' own fixture says what is wrong with it
         return
-    off = [i for i in items if i.path.name == MIG_ACT]
-    items[:] = [i for i in items if i.path.name != MIG_ACT]
+    off_pools = {name for name, (_, flag, _) in POOL_ACTS.items() if not getattr(c, flag)}
+    off = [i for i in items if i.path.name in off_pools]
+    if not off:
+        return
+    items[:] = [i for i in items if i.path.name not in off_pools]
     config.hook.pytest_deselected(items=off)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(
-            "act 8 deselected: the MIG pool is off on AWS (mig_on_aws: false in the config); set "
-            "mig_on_aws: true to run it (`gpu-finops guard estimate` shows what its nodes cost)"
-        )
+    for name in sorted({i.path.name for i in off}):
+        n, flag, pool = POOL_ACTS[name]
+        if reporter is not None:
+            reporter.write_line(
+                f"act {n} deselected: the {pool} pool is off on AWS ({flag}: false in the config); set "
+                f"{flag}: true to run it (`gpu-finops guard estimate` shows what its nodes cost)"
+            )
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -11,6 +11,7 @@ from gpu_finops.facts.kube_keys import (
     ANNOTATION_SM_ACTIVE,
     GPU_RESOURCE,
     LABEL_ACT_RUN,
+    LABEL_NODEPOOL,
 )
 from harness.jobs import GPU_TOLERATION, KueueJob, gpu_container
 
@@ -32,12 +33,15 @@ def gpu_job(
     resource: str = GPU_RESOURCE,
     survives_eviction: bool = False,
     profile: str | None = None,
+    pool: str | None = None,
 ) -> dict[str, Any]:
     """A one-GPU Job through the tenant's LocalQueue. `resource`: a whole card (nvidia.com/gpu) or a
     time-sliced replica (nvidia.com/gpu.shared). `survives_eviction`: a pod evicted by a drain (condition
     DisruptionTarget) is not counted as a failure and the Job makes a new pod, as a workload that must live
     through a spot interruption would be written. `profile`: the workload kind the GPU simulator reports
-    for the pod's card (local.sim.profiles); on AWS the workload that makes it (acts.gpu_workloads)."""
+    for the pod's card (local.sim.profiles); on AWS the workload that makes it (acts.gpu_workloads). `pool`: the
+    NodePool its pods select (`karpenter.sh/nodepool`), so Kueue admits it only on that pool's flavor (the MPS
+    pool's, whose resource the time-sliced flavor also covers)."""
     pod_annotations = {}
     if t.simulated:
         # kwok's pod-complete stage: the pod stays Running this long, then Succeeds.
@@ -71,6 +75,8 @@ def gpu_job(
     )
     if survives_eviction:
         job.survives_eviction()
+    if pool is not None:
+        job.node_selector({LABEL_NODEPOOL: pool})
     return job.obj()
 
 

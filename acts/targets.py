@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,6 +83,24 @@ def pod_devices(t: Target, kube: Any, namespace: str, pod: str, node: str) -> tu
         return ()
     log = kube.core.read_namespaced_pod_log(pod, namespace)
     return tuple(dict.fromkeys(w for w in log.replace(",", " ").split() if w.startswith("GPU-")))
+
+
+def mps_daemon(t: Target, node: str) -> tuple[str, ...] | None:
+    """The commands the MPS control daemon of `node` set (its clients' pinned memory and active thread
+    percentage), None where no daemon runs. Local: the simulated daemon's answer. AWS: not read (the daemon's
+    log would say it; act 9 does not run on AWS)."""
+    if t.name != "local":
+        raise NotImplementedError(
+            "reading the MPS control daemon on AWS is not built: run act 9 on TARGET=local"
+        )
+    url = f"{local_description()['pod_resources_url']}/v1/nodes/{node}/mps-control-daemon"
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return tuple(json.loads(r.read())["commands"])
+    except urllib.error.HTTPError as exc:
+        if exc.code == 404:  # no daemon on that node
+            return None
+        raise
 
 
 def target(name: str) -> Target:

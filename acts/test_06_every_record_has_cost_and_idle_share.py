@@ -39,19 +39,15 @@ from acts.report import REPORT_DIR
 from assertions.cost import check_cost
 from assertions.cost_obs import CostObs, HolderObs
 from assertions.verdict import require
-from gpu_finops.clients.nodes import KubeNodeSource
-from gpu_finops.clients.promql import PrometheusClient
-from gpu_finops.cost.collector import Collector, align
-from gpu_finops.cost.pricing import CatalogRates
+from gpu_finops.cost.collector import align
 from gpu_finops.cost.records import RATE_CATALOG, RATE_ON_DEMAND, RATE_SPOT
-from gpu_finops.cost.store import SqliteCostStore
 from gpu_finops.dcgm.metrics_csv import exported_fields, render
 from gpu_finops.facts import timeouts
 from gpu_finops.facts.kube_keys import LABEL_CAPACITY_TYPE, LABEL_INSTANCE_TYPE, LABEL_ZONE
 from gpu_finops.facts.timestamps import iso
 from harness.cost_table import collector_log, expected_unit_prices, node_records
 from harness.observe import job_pods
-from harness.waits import WaitTimeout, eventually
+from harness.waits import WaitTimeout
 
 INTERVAL = 10  # seconds per record on the local target (the in-cluster collector uses the config's, 60)
 INTERVALS = 3
@@ -152,44 +148,18 @@ def recorded(store, kube, ns: str, tenant: str, run: str, node: str, since: str)
 
 
 def collect_locally(kube, act_target, ns, tenant, run, tmp_path, caplog) -> Collected:
-    from acts.targets import local_description
-    from gpu_finops.cost.holdings_record import kube_reader
+    from acts.local_collector import local_collector
     from gpu_finops.facts.catalog import prices
-    from local.cluster.prometheus_server import PrometheusServer
-    from local.sim.gpu_sim import ClusterGpuSimulator
 
-    sim = ClusterGpuSimulator(kube, exported_fields(metrics_csv()))
-    port = sim.start()
-    try:
-        with PrometheusServer(tmp_path / "prom", [f"127.0.0.1:{port}"], scrape_interval="1s") as prom:
-            pod = run_gpu_job(kube, act_target, ns, tenant, run, seconds=INTERVAL * (INTERVALS + 4))
-            REPORT_DIR.mkdir(parents=True, exist_ok=True)
-            (REPORT_DIR / STORE_NAME).unlink(missing_ok=True)  # this run's records alone
-            store = SqliteCostStore(REPORT_DIR / STORE_NAME)
-            collector = Collector(
-                KubeNodeSource(kube.core),
-                PrometheusClient(prom.url),
-                CatalogRates(prices()),
-                store,
-                interval=INTERVAL,
-                grace_seconds=INTERVAL,
-                holdings=kube_reader(kube, local_description()["pod_resources_url"]),
-            )
-            first = align(pod.running.start, INTERVAL) + timedelta(seconds=INTERVAL * 2)  # samples in each
-            for i in range(INTERVALS):
-                end = first + timedelta(seconds=INTERVAL * (i + 1))
-                eventually(
-                    lambda end=end: datetime.now(UTC),
-                    lambda now, end=end: now >= end + timedelta(seconds=2),
-                    timeout=INTERVAL * (INTERVALS + 4),
-                    interval=0.5,
-                    what=f"interval ending {end} complete",
-                )
-                collector.cycle(end - timedelta(seconds=INTERVAL), end)
-            records = node_records(store, pod.node, iso(first))
-            holdings, holder = recorded(store, kube, ns, tenant, run, pod.node, iso(first))
-    finally:
-        sim.stop()
+    REPORT_DIR.mkdir(parents=True, exist_ok=True)
+    fields = exported_fields(metrics_csv())
+    with local_collector(kube, tmp_path, REPORT_DIR / STORE_NAME, interval=INTERVAL, fields=fields) as lc:
+        pod = run_gpu_job(kube, act_target, ns, tenant, run, seconds=INTERVAL * (INTERVALS + 4))
+        first = align(pod.running.start, INTERVAL) + timedelta(seconds=INTERVAL * 2)  # samples in each
+        for i in range(INTERVALS):
+            lc.cycle_until(first + timedelta(seconds=INTERVAL * (i + 1)))
+        records = node_records(lc.store, pod.node, iso(first))
+        holdings, holder = recorded(lc.store, kube, ns, tenant, run, pod.node, iso(first))
     node = kube.core.read_node(pod.node)
     labels = node.metadata.labels
     price = prices()[(labels[LABEL_INSTANCE_TYPE], labels[LABEL_CAPACITY_TYPE])]

@@ -29,22 +29,24 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from datetime import UTC, datetime, timedelta
-from decimal import Decimal
+from datetime import UTC, datetime
 
 import pytest
 
 from acts.expect import Expectation, all_finished, eventually_expect, workloads_with_running_devices
 from acts.jobs import gpu_job
+from acts.local_collector import local_collector
 from acts.recorder import WorkloadRecorder
 from acts.targets import pod_devices
-from assertions.mig import Ask, Billed, MigObs, SliceSeries, check_mig
+from assertions.card_shares import Bill
+from assertions.mig import Ask, MigObs, SliceSeries, check_mig
 from assertions.observed import NodeObs
 from assertions.verdict import require
+from gpu_finops.dcgm.metrics_csv import exported_fields, render
 from gpu_finops.facts import timeouts
 from gpu_finops.facts.kube_keys import mig_resource
 from harness.observe import node_obs, nodeclaims
-from harness.waits import WaitTimeout, eventually
+from harness.waits import WaitTimeout
 from infra.objects.kueue import MIG_FLAVOR
 
 SECONDS = 75  # each pod's run: long enough for all to overlap across a whole collector interval
@@ -107,8 +109,9 @@ def test_one_card_cut_into_mig_slices_runs_two_tenants_at_once_each_billed_its_s
         f"layout's slices {layout}",
         lambda seen: all_running(seen[0]) or bool(uncut(seen[1])),
     )
-    billed, (billed_from, billed_to), card_usd, rate, slices = [], (None, None), Decimal(0), Decimal(0), []
-    with collecting(kube, tmp_path) as collect:
+    bill, slices = Bill(), []
+    store = tmp_path / "act-8-cost.sqlite"
+    with local_collector(kube, tmp_path, store, interval=INTERVAL, fields=exported_fields(render())) as lc:
         with report.phase("a MIG node comes up, cut by the layout, and runs them all at once"):
             running, nodes = eventually_expect(
                 lambda: (rec.observe(), mig_nodes()),
@@ -121,9 +124,8 @@ def test_one_card_cut_into_mig_slices_runs_two_tenants_at_once_each_billed_its_s
             node_name = pods[0].node
             seen = {"node": node_obs(kube, node_name)}
             with report.phase("the collector prices one interval while all run; FOCUS rows per tenant"):
-                billed, (billed_from, billed_to), card_usd, rate, slices = collect(
-                    node_name, max(p.running.start for p in pods), list(ns.values())
-                )
+                bill = lc.bill(node_name, max(p.running.start for p in pods), "act 8")
+                slices = slice_series(lc.prometheus, list(ns.values()))
         else:  # the node never offered the slices: nothing ran to collect; the checker says what was seen
             seen = {"node": uncut(nodes)[0]}
             node_name = seen["node"].name
@@ -153,11 +155,11 @@ def test_one_card_cut_into_mig_slices_runs_two_tenants_at_once_each_billed_its_s
         pods=tuple(final),
         workloads=tuple(rec.workloads()),
         slices=tuple(slices),
-        billed=tuple(billed),
-        billed_from=billed_from,
-        billed_to=billed_to,
-        card_usd=card_usd,
-        usd_per_hour=rate,
+        billed=bill.rows,
+        billed_from=bill.start,
+        billed_to=bill.end,
+        card_usd=bill.card_usd,
+        usd_per_hour=bill.usd_per_hour,
         layout_name=config.mig_layout,
         flavor=MIG_FLAVOR,
         observed_at=datetime.now(UTC),
@@ -166,69 +168,6 @@ def test_one_card_cut_into_mig_slices_runs_two_tenants_at_once_each_billed_its_s
     for p in final:
         report.pod_ran(f"pod {p.name} {list(p.devices)}", p.running)
     require(report.record(check_mig(obs)))
-
-
-@contextlib.contextmanager
-def collecting(kube, tmp_path):
-    """The collector on the local target: the DCGM simulator scraped each second by a real Prometheus, the
-    catalog's prices, the kubelet's pod-resources answer for who holds each slice. Yields `collect(node,
-    after, namespaces)`: one interval starting after `after`, priced and split into FOCUS rows."""
-    from acts.targets import local_description
-    from gpu_finops.clients.nodes import KubeNodeSource
-    from gpu_finops.clients.promql import PrometheusClient
-    from gpu_finops.cost.allocation import to_decimal
-    from gpu_finops.cost.collector import Collector, align
-    from gpu_finops.cost.focus import FocusContext, focus_dataset
-    from gpu_finops.cost.focus13 import SHARE_KEY
-    from gpu_finops.cost.holdings_record import kube_reader
-    from gpu_finops.cost.pricing import CatalogRates
-    from gpu_finops.cost.store import SqliteCostStore
-    from gpu_finops.dcgm.metrics_csv import exported_fields, render
-    from gpu_finops.facts.catalog import prices
-    from gpu_finops.facts.timestamps import iso
-    from local.cluster.prometheus_server import PrometheusServer
-    from local.sim.gpu_sim import ClusterGpuSimulator
-
-    pod_resources = local_description()["pod_resources_url"]
-    # the kubelet's answer says which GPU instance each pod holds, as dcgm-exporter reads it
-    sim = ClusterGpuSimulator(kube, exported_fields(render()), pod_resources_url=pod_resources)
-    port = sim.start()
-    try:
-        with PrometheusServer(tmp_path / "prom", [f"127.0.0.1:{port}"], scrape_interval="1s") as prom:
-            store = SqliteCostStore(tmp_path / "act-8-cost.sqlite")
-            client = PrometheusClient(prom.url)
-            collector = Collector(
-                KubeNodeSource(kube.core), client, CatalogRates(prices()), store, interval=INTERVAL,
-                grace_seconds=INTERVAL, holdings=kube_reader(kube, pod_resources),
-            )  # fmt: skip
-
-            def collect(node: str, after: datetime, namespaces: list[str]):
-                start = align(after, INTERVAL) + timedelta(seconds=INTERVAL)
-                end = start + timedelta(seconds=INTERVAL)
-                eventually(lambda: datetime.now(UTC), lambda now: now >= end + timedelta(seconds=2),
-                           timeout=INTERVAL * 4, interval=0.5, what=f"the interval ending {end} complete")  # fmt: skip
-                collector.cycle(start, end)
-                records = [r for r in store.records(since=iso(start)) if r.ResourceName == node]
-                rows = focus_dataset(
-                    records, store.holdings(since=iso(start)), FocusContext("000000000000", "act 8")
-                ).rows
-                billed = [
-                    Billed(r["x_Tenant"], r["x_Namespace"], r[SHARE_KEY].gpu_seconds, r["EffectiveCost"])
-                    for r in rows
-                ]
-                # the node's own priced intervals, on the money quantum the split uses
-                card_usd = sum((to_decimal(r.EffectiveCost) for r in records if r.EffectiveCost is not None),
-                               Decimal(0))  # fmt: skip
-                rate = (
-                    Decimal(str(prices()[(records[0].x_InstanceType, records[0].x_CapacityType)]))
-                    if records
-                    else Decimal(0)
-                )
-                return billed, (start, end), card_usd, rate, slice_series(client, namespaces)
-
-            yield collect
-    finally:
-        sim.stop()
 
 
 def slice_series(client, namespaces: list[str]) -> list[SliceSeries]:

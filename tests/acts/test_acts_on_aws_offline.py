@@ -10,11 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from local.cluster.prometheus_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-ACTS = 7  # act 8 runs on AWS only with mig_on_aws
+ACTS = 7  # act 8 runs on AWS only with mig_on_aws, act 9 only with mps_on_aws
 MIG_ACT = "test_one_card_cut_into_mig_slices_runs_two_tenants_at_once_each_billed_its_share"
+MPS_ACT = "test_one_card_shared_by_mps_clients_runs_two_tenants_at_once_each_limited_and_billed_its_share"
 
 
 def run_acts(tmp_path: Path, env: dict[str, str], *extra: str) -> tuple[int, dict, str]:
@@ -48,25 +51,42 @@ def test_without_credentials_every_act_skips_with_the_reason_and_exits_0(tmp_pat
         assert "TARGET=aws needs credentials for the sandbox account" in a["message"], a
 
 
-def test_act_8_is_deselected_on_aws_saying_the_mig_pool_is_off_and_runs_with_mig_on_aws(tmp_path):
-    code, acts, out = run_acts(tmp_path, {**no_credentials(tmp_path), "GPU_FINOPS_REQUIRE_ALL_ACTS": "1"})
-    assert MIG_ACT not in {name.split("::")[-1] for name in acts}, sorted(acts)
+def test_acts_8_and_9_are_deselected_on_aws_saying_their_pool_is_off(tmp_path):
+    _, acts, out = run_acts(tmp_path, {**no_credentials(tmp_path), "GPU_FINOPS_REQUIRE_ALL_ACTS": "1"})
+    assert not {MIG_ACT, MPS_ACT} & {name.split("::")[-1] for name in acts}, sorted(acts)
     assert "act 8 deselected: the MIG pool is off on AWS (mig_on_aws: false in the config)" in out, out[
         -3000:
     ]
-    assert "1 deselected" in out, out[-2000:]
+    assert "act 9 deselected: the MPS pool is off on AWS (mps_on_aws: false in the config)" in out, out[
+        -3000:
+    ]
+    assert "2 deselected" in out, out[-2000:]
+
+
+@pytest.mark.parametrize(
+    "flag, extra, act, other",
+    [
+        ("mig_on_aws", "", MIG_ACT, "act 9 deselected"),
+        # the MPS pool's node needs G/VT spot vCPUs beyond the default quota's three nodes
+        ("mps_on_aws", "\ngvt_spot_vcpu_quota: 16\n", MPS_ACT, "act 8 deselected"),
+    ],
+)
+def test_an_act_whose_pool_is_on_runs_on_aws(tmp_path, flag, extra, act, other):
     config = tmp_path / "config.yaml"
     shipped = (ROOT / "gpu_finops" / "facts" / "config.yaml").read_text()
-    assert "\nmig_on_aws: false\n" in shipped
-    config.write_text(shipped.replace("\nmig_on_aws: false\n", "\nmig_on_aws: true\n"))
+    assert f"\n{flag}: false\n" in shipped and "\ngvt_spot_vcpu_quota: 12\n" in shipped
+    on = shipped.replace(f"\n{flag}: false\n", f"\n{flag}: true\n")
+    if extra:
+        on = on.replace("\ngvt_spot_vcpu_quota: 12\n", extra)
+    config.write_text(on)
     config.chmod(0o600)
     code, acts, out = run_acts(
         tmp_path / "on", {**no_credentials(tmp_path), "GPU_FINOPS_CONFIG": str(config)}
     )
     assert code == 0 and len(acts) == ACTS + 1, out[-4000:]
-    assert "act 8 deselected" not in out
-    (mig,) = [a for name, a in acts.items() if name.endswith(MIG_ACT)]
-    assert mig["outcome"] == "skipped" and "TARGET=aws needs credentials" in mig["message"], mig
+    assert other in out and "1 deselected" in out, out[-3000:]
+    (ran,) = [a for name, a in acts.items() if name.endswith(act)]
+    assert ran["outcome"] == "skipped" and "TARGET=aws needs credentials" in ran["message"], ran
 
 
 def test_the_nightly_turns_those_skips_into_failures(tmp_path):

@@ -1,11 +1,12 @@
 """The acts, for real, on the local rehearsal target — and proof that each can fail there.
 
 Uses the local target tests/local/conftest.py brings up once (binaries cached outside the clone), runs the
-eight acts as a user does (`pytest acts --target=local`, a skip counting as a failure), then breaks, one at
+nine acts as a user does (`pytest acts --target=local`, a skip counting as a failure), then breaks, one at
 a time, the thing each act exists to catch, and asserts the act fails for that precise reason: an
 on-demand-only NodePool (act 1), quota two per tenant (act 2), no preemption policy (act 3), a device plugin
 that gives one replica (act 4), a Karpenter without its interruption queue (act 5), the exporter's default
-CSV without SM_ACTIVE (act 6)."""
+CSV without SM_ACTIVE (act 6), a device plugin with no MIG strategy (act 8), an "mps" config that time-slices
+(act 9)."""
 
 from __future__ import annotations
 
@@ -34,10 +35,13 @@ ACTS = {
     "test_one_card_cut_into_mig_slices_runs_two_tenants_at_once_each_billed_its_share": (
         "acts/test_08_one_card_cut_into_mig_slices_for_two_tenants.py"
     ),
+    "test_one_card_shared_by_mps_clients_runs_two_tenants_at_once_each_limited_and_billed_its_share": (
+        "acts/test_09_one_card_shared_by_mps_clients_of_two_tenants.py"
+    ),
 }
 
 
-def test_all_eight_acts_pass_on_the_local_target_and_none_is_skipped(local_cluster, tmp_path):
+def test_all_nine_acts_pass_on_the_local_target_and_none_is_skipped(local_cluster, tmp_path):
     code, acts, out = run_acts(tmp_path, env={"GPU_FINOPS_REQUIRE_ALL_ACTS": "1"})
     assert code == 0, out[-8000:]
     outcomes = {name.split("::")[-1]: a["outcome"] for name, a in acts.items()}
@@ -64,14 +68,18 @@ def only(acts: dict) -> dict:
     return act
 
 
-def assert_fails_for(tmp_path: Path, act: str, reason: str, env: dict[str, str] | None = None) -> None:
+def assert_fails_for(
+    tmp_path: Path, act: str, reason: str, env: dict[str, str] | None = None, *, also: tuple[str, ...] = ()
+) -> None:
+    """The act fails, saying `reason` (and each of `also`)."""
     code, acts, out = run_acts(tmp_path, ACTS[act], env=env)
     assert code != 0, out[-4000:]
     got = only(acts)
     assert got["outcome"] == "failed", got
     # the message is the failure's last 4,000 characters; the verdict's `observed` has every clause's whole
     observed = (got.get("verdict") or {}).get("observed") or ""
-    assert reason in got["message"] or reason in observed, (got["message"][-3000:], observed[:3000])
+    for said in (reason, *also):
+        assert said in got["message"] or said in observed, (said, got["message"][-3000:], observed[:3000])
     assert got["evidence"] and (Path(got["evidence"]) / "nodes.json").exists(), got.get("evidence")
 
 
@@ -183,6 +191,38 @@ def test_act_8_fails_when_the_device_plugin_has_no_mig_strategy(local_cluster, t
             "test_one_card_cut_into_mig_slices_runs_two_tenants_at_once_each_billed_its_share",
             "MIG labels are {'strategy': None, 'layout': 'all-balanced', 'state': 'success'}, expected "
             "{'strategy': 'mixed', 'layout': 'all-balanced', 'state': 'success'}",
+        )
+    finally:
+        reapply(local_cluster, {"ConfigMap"})
+
+
+def test_act_9_fails_when_the_mps_config_time_slices(local_cluster, tmp_path):
+    """The "mps" config with sharing.timeSlicing in place of sharing.mps: the MPS pool's node still offers four
+    nvidia.com/gpu.shared and the pods run, but as time-sliced replicas with no control daemon limiting them, so
+    act 9 fails naming the node's sharing strategy and the missing daemon."""
+    import yaml
+
+    from infra.objects.device_plugin import MPS_DEVICE_CONFIG
+    from local.sim import device_plugin
+
+    kube = local_cluster.kube()
+    cm = kube.core.read_namespaced_config_map(device_plugin.CONFIG_MAP, device_plugin.CONFIG_NAMESPACE)
+    config = yaml.safe_load(cm.data[MPS_DEVICE_CONFIG])
+    config["sharing"] = {"timeSlicing": config["sharing"]["mps"]}
+    kube.core.patch_namespaced_config_map(
+        device_plugin.CONFIG_MAP,
+        device_plugin.CONFIG_NAMESPACE,
+        {"data": {MPS_DEVICE_CONFIG: yaml.safe_dump(config)}},
+    )
+    try:
+        assert_fails_for(
+            tmp_path,
+            "test_one_card_shared_by_mps_clients_runs_two_tenants_at_once_each_limited_and_billed_its_share",
+            "no MPS control daemon ran on node ",
+            also=(
+                "'sharing': 'time-slicing', 'mps.capable': 'false', 'replicas': '4'}, expected {'count': '1', "
+                "'sharing': 'mps', 'mps.capable': 'true', 'replicas': '4'}",
+            ),
         )
     finally:
         reapply(local_cluster, {"ConfigMap"})
