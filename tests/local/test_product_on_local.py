@@ -9,9 +9,6 @@ holding its card with the resident-model profile (held, SM_ACTIVE low)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -22,6 +19,7 @@ import yaml
 from gpu_finops.facts.kube_keys import GPU_RESOURCE
 from gpu_finops.facts.names import COLLECTOR, MONITORING_NS
 from harness.waits import eventually
+from tests.local.product_cli import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.local, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -84,23 +82,6 @@ def fleet(local_cluster):
     yield local_cluster
     kube.core.delete_namespace(NS)
     kube.core.delete_node(NODE)
-
-
-def env_of(cluster) -> dict[str, str]:
-    from local.cluster import product
-
-    env = dict(os.environ)
-    for line in product.exports(cluster).splitlines():
-        key, _, value = line.removeprefix("export ").partition("=")
-        env[key] = value
-    return {**env, "COLUMNS": "160"}
-
-
-def cli(cluster, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "gpu_finops.cli", *args],
-        capture_output=True, text=True, timeout=180, env=env_of(cluster), cwd=ROOT,
-    )  # fmt: skip
 
 
 def test_the_chart_is_installed_by_helm_with_its_rules_configmap(local_cluster):

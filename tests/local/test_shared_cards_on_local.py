@@ -7,7 +7,9 @@ On the real local stack (kube-apiserver, the real scheduler, kwok, the simulated
 manager reading the device plugin's ConfigMap as the addons stack ships it): one kwok node per mode, labelled
 with the named config it asks for (and, for MIG, the layout `nvidia.com/mig.config`), pods of two tenants
 placed by the scheduler on each. The holdings are read by the collector's own reader (`gpu_holdings` and the
-kubelet pod-resources answer), the split by the collector's `allocation.shares`."""
+kubelet pod-resources answer), the split by the collector's `allocation.shares`; and the same nodes through the
+CLI a user runs (`gpus`, `diagnose --all`, `cost report` and `cost export` over the local target's own
+collector)."""
 
 from __future__ import annotations
 
@@ -48,6 +50,7 @@ KINDS = {"whole": holding.Kind.WHOLE, "timesliced": holding.Kind.REPLICA, "mps":
 
 def kwok_node(name: str, itype: str, config: str, layout: str | None) -> dict:
     labels = {"kubernetes.io/hostname": name, "node.kubernetes.io/instance-type": itype, "type": "kwok",
+              "karpenter.sh/capacity-type": "spot",
               LABEL_DEVICE_PLUGIN_CONFIG: config} | ({LABEL_MIG_CONFIG: layout} if layout else {})  # fmt: skip
     return {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "annotations": {"kwok.x-k8s.io/node": "fake"}, "labels": labels}}  # fmt: skip
@@ -71,7 +74,7 @@ def pod(name: str, ns: str, node: str, resource: str, n: int) -> dict:
     }
 
 
-def test_each_way_of_holding_a_card_sums_to_the_cards_and_splits_the_cost_exactly(local_cluster):
+def test_each_way_of_holding_a_card_sums_to_the_cards_and_splits_the_cost_exactly(local_cluster, tmp_path):
     from acts.conftest import cleanup_namespaces
     from gpu_finops.cost.allocation import UNALLOCATED, shares
     from gpu_finops.cost.allocation import split as allocation_split
@@ -134,6 +137,7 @@ def test_each_way_of_holding_a_card_sums_to_the_cards_and_splits_the_cost_exactl
         )  # fmt: skip
         shares_and_diagnosis(kube, ns["team-a"], nodes)
         ledger_in_cards(nodes, ns)
+        cli_figures(local_cluster, nodes, ns, max(h.start for h in held), tmp_path)
     finally:
         cleanup_namespaces(kube, list(ns.values()))
         for name in nodes.values():
@@ -267,3 +271,68 @@ def ledger_in_cards(nodes: dict[str, str], ns: dict[str, str]) -> None:
     eventually(
         read, settled, timeout=240, interval=5, what="the ledger counting every node's cards and pods' worth"
     )
+
+
+def cli_figures(cluster, nodes: dict[str, str], ns: dict[str, str], all_held, tmp_path) -> None:
+    """The same live nodes through the CLI: `gpus --json` gives each node its cards and each pod its cards'
+    worth, the unheld rest summing to the cards; `diagnose --all --json` names the 4g.40gb pod's cause and the
+    mixed node's offer; and over the local target's own collector (60-second intervals), for an interval every
+    pod held whole, `cost export`'s FOCUS rows of each node (its tenants' and the unallocated rest) sum to the
+    node's cost in `cost report --json`, each tenant's row its pods' share of the cards."""
+    import pyarrow.parquet as pq
+
+    from gpu_finops.facts.timestamps import iso
+    from tests.local.product_cli import cli
+
+    got = cli(cluster, "gpus", "--json")
+    assert got.returncode == 0, got.stderr
+    listed = {n["node"]: n for n in json.loads(got.stdout)["shares"] if n["node"] in nodes.values()}
+    for mode, (*_, cards, worth) in MODES.items():
+        n = listed[nodes[mode]]
+        held = sorted(Fraction(h["cards"]) for h in n["held"])
+        assert (n["cards"], n["problem"], held) == (cards, None, sorted(worth)), (mode, n)
+        assert sum(held) + Fraction(n["unheld_cards"]) == cards, (mode, n)
+
+    got = cli(cluster, "diagnose", "--all", "-n", ns["team-a"], "--json")
+    assert got.returncode == 0, got.stderr
+    (waiting,) = [d for d in json.loads(got.stdout)["diagnoses"] if d["target"].endswith("/wants-4g")]
+    assert waiting["first_cause"] == "allocation", waiting
+    (finding,) = [f for f in waiting["findings"] if f["check"] == "allocation"]
+    assert f"{nodes['migmixed']} offers 16 x 1g.10gb, 8 x 2g.20gb, 8 x 3g.40gb" in finding["summary"], finding
+
+    since = iso(all_held.replace(microsecond=0) + timedelta(seconds=1))  # intervals every pod held throughout
+
+    def exported():
+        out = tmp_path / f"focus-{uuid.uuid4().hex[:6]}"
+        done = cli(cluster, "cost", "export", "--out", str(out), "--since", since)
+        assert done.returncode == 0, done.stderr
+        rows = [r for f in sorted(out.rglob("*.parquet")) for r in pq.read_table(f).to_pylist()]
+        return [r for r in rows if r["ResourceName"] in nodes.values()]
+
+    def one_interval_each(rows) -> bool:
+        return {r["ResourceName"] for r in rows} == set(nodes.values())
+
+    rows = eventually(exported, one_interval_each, timeout=300, interval=10,
+                      what="the local collector's first interval of every node with every pod holding")  # fmt: skip
+    report = tmp_path / "report.json"
+    until = iso(max(r["ChargePeriodEnd"] for r in rows))
+    got = cli(cluster, "cost", "report", "--since", since, "--until", until, "--json", str(report))
+    assert got.returncode == 0, got.stderr
+    cost = {n["node"]: n["cost"] for n in json.loads(report.read_text())}
+    tenant_of = {n: t for t, n in ns.items()}
+    for mode, (_, _, _, asks, cards, worth) in MODES.items():
+        mine = [r for r in rows if r["ResourceName"] == nodes[mode]]
+        assert abs(sum(r["EffectiveCost"] for r in mine) - cost[nodes[mode]]) < 1e-6, (mode, mine, cost)
+        for start in {r["ChargePeriodStart"] for r in mine}:
+            per = {(r["x_Tenant"], tenant_of.get(r["x_Namespace"])): r["x_AllocationShare"] for r in mine
+                   if r["ChargePeriodStart"] == start}  # fmt: skip
+            want: dict = {}
+            for (tenant, _, _), w in zip(asks, worth, strict=True):
+                want[(tenant, tenant)] = want.get((tenant, tenant), 0) + float(w / cards)
+            if sum(worth) < cards:
+                want[("unallocated", None)] = float(1 - sum(worth) / cards)
+            assert per.keys() == want.keys() and all(abs(per[k] - want[k]) < 1e-9 for k in want), (
+                mode,
+                per,
+                want,
+            )
