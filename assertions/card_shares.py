@@ -14,9 +14,10 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import Protocol
 
-from assertions.clauses import Miss, stamp
-from assertions.observed import PodObs, WorkloadObs
+from assertions.clauses import Miss, before, stamp
+from assertions.observed import NodeObs, PodObs, WorkloadObs
 from assertions.workload_gate import one_object, ran_only_while_admitted
+from gpu_finops.facts.kube_keys import LABEL_INSTANCE_TYPE
 from gpu_finops.model import workload
 from gpu_finops.model.workload import ADMITTED
 
@@ -75,15 +76,24 @@ class Bill:
         return bad
 
 
-def tenants_and_jobs(want: str, asks: Mapping[str, Asked], jobs: int, pods: Sequence[PodObs]) -> list[Miss]:
-    """A pod observed per Job submitted, the pods the act asked for and no other, two tenants or more each in a
-    namespace of its own."""
+def tenants_and_jobs(
+    want: str, asks: Mapping[str, Asked], jobs: int, pods: Sequence[PodObs], replaced: Mapping[str, str]
+) -> list[Miss]:
+    """A pod observed per Job submitted, the pods the act asked for and no other (none of them also among those
+    disrupted and replaced), two tenants or more each in a namespace of its own."""
     misses = []
+    both = sorted(set(replaced) & set(asks))
+    if both:
+        misses.append(Miss(want, f"pods counted as the act's and as disrupted and replaced: {both}"))
     if len(asks) != jobs:
         misses.append(Miss(want, f"{jobs} Jobs submitted, {len(asks)} of them with a pod observed"))
     names = [p.name for p in pods]
     if sorted(names) != sorted(asks):
         misses.append(Miss(want, f"pods observed {sorted(names)}, the act asked for {sorted(asks)}"))
+    unnamed = sorted(p for p, a in asks.items() if not _named(a.tenant) or not _named(a.namespace))
+    if unnamed:
+        misses.append(Miss(want, f"pods asked for no named tenant or namespace: {unnamed}"))
+        return misses
     spaces: dict[str, set[str]] = {}
     for a in asks.values():
         spaces.setdefault(a.tenant, set()).add(a.namespace)
@@ -93,6 +103,50 @@ def tenants_and_jobs(want: str, asks: Mapping[str, Asked], jobs: int, pods: Sequ
     if len(spaces) < 2 or any(len(v) != 1 for v in spaces.values()) or shared:
         misses.append(
             Miss(want, f"tenants and their namespaces: { {t: sorted(v) for t, v in sorted(spaces.items())} }")
+        )
+    return misses
+
+
+def _named(x: object) -> bool:
+    return isinstance(x, str) and bool(x.strip())
+
+
+def node_history(
+    want: str, node: NodeObs, pods: Sequence[PodObs], observed_at: datetime | None
+) -> list[Miss]:
+    """The node's own history is well-formed and the act's: created <= Ready <= the last look, Ready before any
+    pod of the act started there, not deleted before it was Ready."""
+    n, misses = node, []
+    if n.ready_at is None:
+        return [Miss(want, f"node {n.name} was never seen Ready")]
+    starts = [p.running.start for p in pods if p.running is not None and p.node == n.name]
+    first = min(starts, default=None)
+    launched = n.nodeclaim_launched_at
+    if (n.nodeclaim_created is not None and before(n.created, n.nodeclaim_created)) or (
+        launched is not None
+        and (before(n.ready_at, launched) or (first is not None and before(first, launched)))
+    ):
+        misses.append(
+            Miss(
+                want,
+                f"node {n.name} (created {stamp(n.created)}, Ready {stamp(n.ready_at)}) and its NodeClaim "
+                f"{n.nodeclaim} (created {stamp(n.nodeclaim_created)}, launched {stamp(launched)}): the claim came "
+                f"after the node it launched, or launched after the node was Ready or a pod ran ({stamp(first)})",
+            )
+        )
+    if (
+        before(n.ready_at, n.created)
+        or (observed_at is not None and before(observed_at, n.ready_at))
+        or (first is not None and before(first, n.ready_at))
+        or (n.deleted_at is not None and before(n.deleted_at, n.ready_at))
+    ):
+        misses.append(
+            Miss(
+                want,
+                f"node {n.name}: created {stamp(n.created)}, Ready {stamp(n.ready_at)}, deleted {stamp(n.deleted_at)}, "
+                f"the first pod started {stamp(first)}, last look {stamp(observed_at)}: not Ready between its "
+                "creation and the pods' start",
+            )
         )
     return misses
 
@@ -122,7 +176,14 @@ def _admitted_for_its_resource(
         misses.append(
             Miss(want, f"two observations of pod {pod.name} disagree: {by_name.get(pod.name)} and {pod}")
         )
-    extra = [p.name for p in w.pods if p.name not in asks and p.disruption is None and not p.evicted]
+    # a pod of its own the act did not ask for holds what it runs on (or was given), disrupted or not; one
+    # disrupted before it ran and given nothing holds nothing
+    extra = [
+        p.name
+        for p in w.pods
+        if p.name not in asks
+        and (p.running is not None or (p.devices and p.disruption is None and not p.evicted))
+    ]
     if extra:
         misses.append(
             Miss(
@@ -225,9 +286,30 @@ def _billed_while_all_ran(
     return []
 
 
-def _priced(want: str, bill: Bill, card_s: Fraction) -> list[Miss]:
-    """The card's dollars are its rate times its seconds, and each row's its seconds' share of them."""
+def catalog_rate(node: NodeObs) -> Decimal | None:
+    """The catalog's $/h for the node's instance type and capacity type (on-demand where it has no capacity-type
+    label), None where the catalog has no price for it."""
+    from gpu_finops.facts.catalog import prices
+
+    key = (node.labels.get(LABEL_INSTANCE_TYPE, ""), node.capacity_type or "on-demand")
+    price = prices().get(key)
+    return None if price is None else Decimal(str(price))
+
+
+def _priced(want: str, bill: Bill, card_s: Fraction, node: NodeObs) -> list[Miss]:
+    """The card's rate is the catalog's for its node, its dollars its rate times its seconds, and each row's
+    its seconds' share of them."""
     misses: list[Miss] = []
+    rate = catalog_rate(node)
+    if rate is None or bill.usd_per_hour != rate:
+        misses.append(
+            Miss(
+                want,
+                f"the card priced at ${bill.usd_per_hour}/h, the catalog's rate for node {node.name} "
+                f"({node.labels.get(LABEL_INSTANCE_TYPE)}, {node.capacity_type or 'on-demand'}) is "
+                f"{'none' if rate is None else f'${rate}/h'}",
+            )
+        )
     seconds = bill.seconds  # the node's: its rate is the instance's, whatever its cards
     priced = (bill.usd_per_hour * seconds.numerator / seconds.denominator / 3600).quantize(QUANTUM)
     if bill.card_usd <= 0 or abs(bill.card_usd - priced) > QUANTUM:
@@ -251,19 +333,24 @@ def _priced(want: str, bill: Bill, card_s: Fraction) -> list[Miss]:
     return misses
 
 
+@dataclass(frozen=True)
+class Shares:
+    """What each asked pod holds of the node's cards: `share_of` pod -> cards' worth (a slice's compute part, a
+    client's 1/replicas), `name` what one is called in the texts ("slices", "clients")."""
+
+    asks: Mapping[str, Asked]
+    share_of: Mapping[str, Fraction]
+    cards: int
+    name: str
+
+
 def billed_their_share(
-    want: str,
-    bill: Bill,
-    asks: Mapping[str, Asked],
-    share_of: Mapping[str, Fraction],
-    cards: int,
-    share_name: str,
-    pods: Sequence[PodObs],
-    observed_at: datetime | None,
+    want: str, bill: Bill, shares: Shares, pods: Sequence[PodObs], observed_at: datetime | None, node: NodeObs
 ) -> list[Miss]:
-    """Each tenant billed its pods' shares of the card (`share_of`: pod -> cards' worth) over the interval, the
-    rest unallocated; no row twice or negative; the rows summing to the card's seconds and dollars exactly, each
-    row's dollars its seconds' share, the card priced at its rate; the interval inside the time all ran."""
+    """Each tenant billed its pods' shares of the card over the interval, the rest unallocated; no row twice or
+    negative; the rows summing to the card's seconds and dollars exactly, each row's dollars its seconds' share,
+    the card priced at its node's catalog rate; the interval inside the time all ran."""
+    asks, share_of, cards, share_name = shares.asks, shares.share_of, shares.cards, shares.name
     if bill.seconds <= 0 or bill.start is None or bill.end is None:
         return [Miss(want, f"no interval to bill: {seconds_text(bill.seconds)} s with every pod Running")]
     if not bill.rows:
@@ -312,7 +399,7 @@ def billed_their_share(
         misses.append(
             Miss(want, f"the rows sum to ${usd}, the card's cost for the interval is ${bill.card_usd}")
         )
-    misses += _priced(want, bill, card_s)
+    misses += _priced(want, bill, card_s, node)
     return misses
 
 

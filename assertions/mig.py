@@ -24,8 +24,10 @@ from fractions import Fraction
 from assertions.card_shares import (
     Bill,
     Billed,
+    Shares,
     billed_their_share,
     each_admitted_for_its_resource,
+    node_history,
     seconds_text,
     tenants_and_jobs,
 )
@@ -147,8 +149,7 @@ def node_cuts_one_card_by_the_layout(o: MigObs) -> list[Miss]:
                 f"{o.cards} card(s) cut as {o.layout}",
             )
         )
-    if n.ready_at is None:
-        misses.append(Miss(want, f"node {n.name} was never seen Ready"))
+    misses += node_history(want, n, o.pods, o.observed_at)
     count = n.labels.get(LABEL_GPU_COUNT)
     if count != str(o.cards):
         misses.append(
@@ -197,7 +198,7 @@ def node_cuts_one_card_by_the_layout(o: MigObs) -> list[Miss]:
 def _asks_fit(o: MigObs, want: str) -> list[Miss]:
     """What the act asked: a pod per Job, two tenants or more each in a namespace of its own, profiles the
     layout cuts on the node's cards."""
-    misses = tenants_and_jobs(want, o.asks, o.jobs, o.pods)
+    misses = tenants_and_jobs(want, o.asks, o.jobs, o.pods, o.replaced)
     asked: dict[str, int] = {}
     for a in o.asks.values():
         asked[a.profile] = asked.get(a.profile, 0) + 1
@@ -339,7 +340,8 @@ def each_tenant_billed_its_slices_share_of_the_card(o: MigObs) -> list[Miss]:
         "summing to the card's seconds and dollars exactly, the card priced at its rate"
     )
     share_of = {p: holding.MigProfile.parse(a.profile).compute_fraction for p, a in o.asks.items()}
-    return billed_their_share(want, o.bill, o.asks, share_of, o.cards, "slices", o.pods, o.observed_at)
+    shares = Shares(o.asks, share_of, o.cards, "slices")
+    return billed_their_share(want, o.bill, shares, o.pods, o.observed_at, o.node)
 
 
 CLAUSES = (

@@ -20,6 +20,7 @@ device's), so no clause reads a client's SM_ACTIVE: the bill splits the card by 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -27,8 +28,10 @@ from fractions import Fraction
 
 from assertions.card_shares import (
     Bill,
+    Shares,
     billed_their_share,
     each_admitted_for_its_resource,
+    node_history,
     seconds_text,
     tenants_and_jobs,
 )
@@ -36,8 +39,9 @@ from assertions.clauses import Miss, compose, require_aware
 from assertions.observed import NodeObs, PodObs, WorkloadObs
 from assertions.timeslicing import all_pods_on_that_node, all_ran_at_once, each_ran_to_success
 from assertions.verdict import Verdict
-from gpu_finops.facts.catalog import GPU_TYPES
+from gpu_finops.facts.catalog import CARD_MEMORY_MIB, GPU_TYPES
 from gpu_finops.facts.kube_keys import (
+    GPU_RESOURCE,
     LABEL_GPU_COUNT,
     LABEL_GPU_MEMORY,
     LABEL_GPU_REPLICAS,
@@ -55,6 +59,7 @@ CLAIM = (
     "card, each tenant billed its clients' share, the shares summing to the card's cost"
 )
 PIN = "set_default_device_pinned_mem_limit"
+MPS_MAX_CLIENTS = 48  # CUDA MPS serves at most 48 clients per device (Volta and later)
 THREADS = "set_default_active_thread_percentage"
 
 
@@ -104,11 +109,26 @@ class MpsObs:
         ]
         if self.daemon is not None and not all(type(c) is str for c in self.daemon):
             bad.append(f"daemon commands {self.daemon!r}")
+        labels = self.node.labels
+        if not isinstance(labels, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in labels.items()
+        ):
+            bad.append(f"node labels {labels!r}")
+        for name in ("mig_capacity", "mig_allocatable"):
+            counts = getattr(self.node, name)
+            if not isinstance(counts, dict) or not all(type(v) is int for v in counts.values()):
+                bad.append(f"node {name} {counts!r}")
+        if not isinstance(self.node.taints, tuple) or not all(isinstance(t, str) for t in self.node.taints):
+            bad.append(f"node taints {self.node.taints!r}")
+        if not isinstance(self.asks, dict) or not all(isinstance(a, Client) for a in self.asks.values()):
+            bad.append(f"asks {self.asks!r}")
+        if not all(isinstance(x, ClientSeries) for x in self.series):
+            bad.append(f"series {self.series!r}")
         bad += self.bill.problems()
         if bad:
             raise ValueError(
-                f"MpsObs: {'; '.join(bad)}: expected integer counts, command strings, Fraction seconds and "
-                "finite Decimal dollars"
+                f"MpsObs: {'; '.join(bad)}: expected integer counts, string labels and taints, command strings, "
+                "Client asks, ClientSeries, Fraction seconds and finite Decimal dollars"
             )
 
 
@@ -135,16 +155,25 @@ def node_shares_one_card_by_mps(o: MpsObs) -> list[Miss]:
                 f"{known[2] if known else 'unknown'} card(s); the act expected {o.cards}",
             )
         )
-    if n.ready_at is None:
-        misses.append(Miss(want, f"node {n.name} was never seen Ready"))
-    if n.nodepool != o.pool or f"{TAINT_MPS_POOL}:NoSchedule" not in n.taints:
+    misses += node_history(want, n, o.pods, o.observed_at)
+    if (
+        n.nodepool != o.pool
+        or n.nodeclaim_nodepool != o.pool
+        or f"{TAINT_MPS_POOL}:NoSchedule" not in n.taints
+    ):
         misses.append(
             Miss(
                 want,
-                f"node {n.name} is of NodePool {n.nodepool} with taints {list(n.taints)}, not the {o.pool} pool's "
-                f"node tainted {TAINT_MPS_POOL}:NoSchedule",
+                f"node {n.name} is of NodePool {n.nodepool} (its NodeClaim {n.nodeclaim or 'none'}'s "
+                f"{n.nodeclaim_nodepool}) with taints {list(n.taints)}, not the {o.pool} pool's node tainted "
+                f"{TAINT_MPS_POOL}:NoSchedule",
             )
         )
+    if not 1 <= o.replicas <= MPS_MAX_CLIENTS:
+        misses.append(
+            Miss(want, f"{o.replicas} clients per card: MPS serves 1 to {MPS_MAX_CLIENTS} per card")
+        )
+    misses += _read_by_the_model(o, want)
     got = {
         "count": n.labels.get(LABEL_GPU_COUNT),
         "sharing": n.labels.get(LABEL_GPU_SHARING),
@@ -179,9 +208,60 @@ def node_shares_one_card_by_mps(o: MpsObs) -> list[Miss]:
     return misses
 
 
+def _read_by_the_model(o: MpsObs, want: str) -> list[Miss]:
+    """The node as the one reading of a held GPU reads it (gpu_finops.model.holding, strictly, as the collector
+    and the diagnosis do): its cards shared by MPS, each a client worth 1/replicas, nothing it refuses."""
+    n = o.node
+    capacity = {
+        k: v
+        for k, v in {
+            GPU_RESOURCE: n.capacity_gpu,
+            SHARED_GPU_RESOURCE: n.capacity_shared,
+            **n.mig_capacity,
+        }.items()
+        if v
+    }
+    try:
+        read = holding.read_node(n.name, n.labels, capacity)
+    except holding.NodeGpusError as exc:
+        return [Miss(want, f"the held-GPU model refuses {exc}")]
+    offer = read.offers.get(SHARED_GPU_RESOURCE)
+    if (
+        read.sharing is not holding.Sharing.MPS
+        or read.cards != o.cards
+        or offer is None
+        or offer.kind is not holding.Kind.MPS_CLIENT
+    ):
+        return [
+            Miss(
+                want,
+                f"the held-GPU model reads node {n.name} as {read.cards} card(s) shared by {read.sharing}, offering "
+                f"{ {r: str(x.kind) for r, x in read.offers.items()} }",
+            )
+        ]
+    return []
+
+
+def _card_memory(o: MpsObs, want: str) -> tuple[int | None, list[Miss]]:
+    """The card's memory, MiB, as GFD labels it, which must be the catalog's for the node's instance family."""
+    n = o.node
+    said = n.labels.get(LABEL_GPU_MEMORY, "")
+    family = n.labels.get(LABEL_INSTANCE_TYPE, "").split(".")[0]
+    known = CARD_MEMORY_MIB.get(family)
+    if not re.fullmatch(r"[0-9]{1,7}", said) or int(said) != known:
+        return None, [
+            Miss(
+                want,
+                f"node {n.name}'s card memory (GFD {LABEL_GPU_MEMORY}) is {said or 'not labelled'!r}, the "
+                f"catalog's for a {family or 'type-less'} card {known or 'unknown'} MiB: the clients' limits "
+                "cannot be checked",
+            )
+        ]
+    return int(said), []
+
+
 def the_control_daemon_limits_each_client_to_its_share(o: MpsObs) -> list[Miss]:
     n = o.node
-    memory = n.labels.get(LABEL_GPU_MEMORY, "")
     want = (
         f"node {n.name}'s MPS control daemon: each of the {o.cards} card(s) pinned at its memory over the "
         f"{o.replicas} clients (whole MiB), every client {100 // max(o.replicas, 1)} % of the SMs, nothing else"
@@ -194,25 +274,19 @@ def the_control_daemon_limits_each_client_to_its_share(o: MpsObs) -> list[Miss]:
                 "no limit",
             )
         ]
-    if not memory.isdigit() or int(memory) <= 0 or o.replicas < 1:
-        return [
-            Miss(
-                want,
-                f"node {n.name}'s card memory (GFD {LABEL_GPU_MEMORY}) is {memory or 'not labelled'!r} and its "
-                f"replicas {o.replicas}: the clients' limits cannot be checked",
-            )
-        ]
-    per_client = int(memory) // o.replicas
+    mib, misses = _card_memory(o, want)
+    if mib is None or not 1 <= o.replicas <= MPS_MAX_CLIENTS:
+        return misses or [Miss(want, f"{o.replicas} clients per card: the clients' limits cannot be checked")]
+    per_client = mib // o.replicas
     expected = [f"{PIN} {i} {per_client}M" for i in range(o.cards)] + [f"{THREADS} {100 // o.replicas}"]
     got = list(o.daemon)
-    misses = []
     missing = [c for c in expected if got.count(c) == 0]
     if missing:
         set_ = [c for c in got if c.startswith((PIN, THREADS))]
         misses.append(
             Miss(
                 want,
-                f"the daemon on node {n.name} did not set {missing} ({memory} MiB / {o.replicas} clients = "
+                f"the daemon on node {n.name} did not set {missing} ({mib} MiB / {o.replicas} clients = "
                 f"{per_client} MiB); it set {set_}",
             )
         )
@@ -230,7 +304,7 @@ def each_pod_admitted_by_kueue_on_the_mps_flavor(o: MpsObs) -> list[Miss]:
         f"{len(o.asks)} pods of at least two tenants, each in its own namespace, each of its own Workload, admitted "
         f"by its tenant's ClusterQueue for {SHARED_GPU_RESOURCE} on {o.flavor}, no more than the card's clients"
     )
-    misses = tenants_and_jobs(want, o.asks, o.jobs, o.pods)
+    misses = tenants_and_jobs(want, o.asks, o.jobs, o.pods, o.replaced)
     if len(o.asks) > o.cards * o.replicas:
         misses.append(
             Miss(
@@ -323,8 +397,8 @@ def each_tenant_billed_its_clients_share_of_the_card(o: MpsObs) -> list[Miss]:
     )
     if o.replicas < 1:
         return [Miss(want, f"{o.replicas} clients per card: no share to bill")]
-    share_of = dict.fromkeys(o.asks, Fraction(1, o.replicas))
-    return billed_their_share(want, o.bill, o.asks, share_of, o.cards, "clients", o.pods, o.observed_at)
+    shares = Shares(o.asks, dict.fromkeys(o.asks, Fraction(1, o.replicas)), o.cards, "clients")
+    return billed_their_share(want, o.bill, shares, o.pods, o.observed_at, o.node)
 
 
 CLAUSES = (

@@ -28,6 +28,10 @@ from gpu_finops.facts.kube_keys import LABEL_GPU_COUNT, LABEL_GPU_REPLICAS, LABE
 from gpu_finops.model import holding, workload
 from gpu_finops.model.workload import ADMITTED
 
+# terminated or status reasons of a pod that did not run to its end (kubelet's and Kubernetes' own words)
+ENDED_BADLY = frozenset(
+    {"Evicted", "OOMKilled", "Error", "DeadlineExceeded", "ContainerStatusUnknown", "Preempted"}
+)
 CLAIM = (
     "one physical GPU advertised as four time-sliced replicas; four pods admitted by Kueue ran on it at "
     "once, all on one GPU UUID, each to success"
@@ -277,6 +281,8 @@ def each_ran_to_success(o: TimeSlicingObs) -> list[Miss]:
         for p in o.pods
         if p.phase != "Succeeded" or p.exit_code != 0
     ]
+    # a pod ended by the platform or its limits, whatever its exit code, did not run to its end
+    failed += [f"{p.name} (ended {p.reason})" for p in o.pods if p.reason in ENDED_BADLY]
     # a pod the platform disrupted (evicted, or a DisruptionTarget condition) did not run to its end
     failed += [
         f"{p.name} (disrupted: {p.disruption or 'evicted'})" for p in o.pods if p.evicted or p.disruption

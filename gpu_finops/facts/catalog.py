@@ -19,6 +19,10 @@ GPU_TYPES: dict[str, tuple[int, str, int, float, float]] = {
     "p5.4xlarge": (16, "256Gi", 1, 6.88, 3.44),
 }
 
+# NVML's total memory of one card by instance family, MiB, as GFD labels it (`nvidia.com/gpu.memory`) and the
+# MPS control daemon divides among its clients: the L40S of g6e 46068, the H100 80GB HBM3 of p5 81559.
+CARD_MEMORY_MIB: dict[str, int] = {"g6e": 46068, "p5": 81559}
+
 # MIG-capable cards by instance type: the card's name as GFD labels it, and the GPU instance profiles a card can
 # be cut into with how many of each fit one card (mig-parted's config-default.yaml: the H100 80GB's). A card
 # has 7 compute slices; a profile's `<g>g` is its share of them.

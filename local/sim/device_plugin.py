@@ -52,6 +52,7 @@ from typing import Any
 
 import yaml
 
+from gpu_finops.facts.catalog import CARD_MEMORY_MIB
 from gpu_finops.facts.kube_keys import (
     ANNOTATION_DEFAULT_CONFIG,
     GPU_RESOURCE,
@@ -154,9 +155,6 @@ def parse_config(name: str, text: str) -> Sharing:
     return Sharing(name, GPU, 1, False, mig)
 
 
-# NVML's total memory of each simulated card by instance family, MiB: what the MPS control daemon divides among
-# its clients (an L40S 46068, as local/sim/profiles.py's cards are; an H100 80GB HBM3 81559)
-CARD_MEMORY_MIB = {"g6e": 46068, "p5": 81559}
 
 
 def mps_daemon_commands(cards: int, replicas: int, memory_mib: int) -> list[str]:

@@ -46,7 +46,14 @@ def test_the_clause_accepts_what_the_simulated_daemon_sets_for_every_card_of_a_n
         WORLD,
         replicas=replicas,
         cards=4,
-        node=replace(WORLD.node, labels={**WORLD.node.labels, "nvidia.com/gpu.memory": "81559"}),
+        node=replace(
+            WORLD.node,
+            labels={
+                **WORLD.node.labels,
+                "nvidia.com/gpu.memory": "81559",
+                "node.kubernetes.io/instance-type": "p5.4xlarge",
+            },
+        ),
         daemon=tuple(mps_daemon_commands(4, replicas, 81559)),
     )
     assert the_control_daemon_limits_each_client_to_its_share(o) == []

@@ -26,7 +26,8 @@ def world(layout: str, asks: list[tuple[str, str]], interval: int, starts: list[
     """`asks`: (tenant, profile) per pod, in slice order; pod i on GPU instance i + 1 of card GPU-1111."""
     cut = LAYOUTS[layout]
     labels = {"nvidia.com/gpu.count": "1", "nvidia.com/mig.strategy": "mixed", "nvidia.com/mig.config": layout,
-              "nvidia.com/mig.config.state": "success", "node.kubernetes.io/instance-type": "p5.4xlarge"}  # fmt: skip
+              "nvidia.com/mig.config.state": "success", "node.kubernetes.io/instance-type": "p5.4xlarge",
+              "karpenter.sh/capacity-type": "spot"}  # fmt: skip
     cap = {f"nvidia.com/mig-{p}": n for p, n in cut.items()}
     node = NodeObs("gpu-mig", t(0), labels, mig_capacity=cap, mig_allocatable=dict(cap), ready_at=t(2))
     end = max(starts) + interval + 20
@@ -233,4 +234,12 @@ BREAKS = (
     Break("each_tenant_billed_its_slices_share_of_the_card", "provenance", "no rows from the collector",
           lambda o: replace(o, billed=())),
     Break("each_ran_to_success", "state", "one pod failed", lambda o: first_pod(o, phase="Failed", exit_code=1)),
+    Break("node_cuts_one_card_by_the_layout", "time", "the node Ready only after the pods ran",
+          lambda o: node(o, ready_at=max(p.running.end for p in o.pods))),
+    Break("each_pod_admitted_by_kueue_for_its_profile", "ownership", "an evicted pod of a Workload still running on a slice",
+          lambda o: first_wl(o, pods=(*o.workloads[0].pods, replace(o.workloads[0].pods[0], name="mig-x", evicted=True,
+                                                                    disruption="EvictionByEvictionAPI")))),
+    Break("each_tenant_billed_its_slices_share_of_the_card", "provenance", "the card priced at another rate than the catalog's",
+          lambda o: replace(o, card_usd=o.card_usd * 2, usd_per_hour=o.usd_per_hour * 2,
+                            billed=tuple(replace(b, usd=b.usd * 2) for b in o.billed))),
 )  # fmt: skip

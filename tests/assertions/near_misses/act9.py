@@ -16,7 +16,7 @@ from tests.assertions.near_misses import Break
 from tests.assertions.tables import admitted_snap, t
 
 MEMORY = {"g6e.xlarge": 46068, "p5.4xlarge": 81559}  # MiB, GFD's nvidia.com/gpu.memory: an L40S, an H100
-RATE = Decimal("0.93")  # $ per hour, a g6e.xlarge spot stand-in
+RATE = {"g6e.xlarge": Decimal("0.95"), "p5.4xlarge": Decimal("3.44")}  # $ per hour, the catalog's spot
 CARD = "GPU-1111"
 
 
@@ -31,9 +31,11 @@ def world(itype: str, replicas: int, tenants: list[str], interval: int, starts: 
     """`tenants`: one per pod; pod i the MPS client GPU-1111::i."""
     labels = {"nvidia.com/gpu.count": "1", "nvidia.com/gpu.sharing-strategy": "mps", "nvidia.com/mps.capable": "true",
               "nvidia.com/gpu.replicas": str(replicas), "nvidia.com/gpu.memory": str(MEMORY[itype]),
-              "node.kubernetes.io/instance-type": itype, "karpenter.sh/nodepool": "gpu-mps"}  # fmt: skip
+              "node.kubernetes.io/instance-type": itype, "karpenter.sh/nodepool": "gpu-mps",
+              "karpenter.sh/capacity-type": "spot"}  # fmt: skip
     node = NodeObs("gpu-mps", t(0), labels, capacity_shared=replicas, allocatable_shared=replicas, ready_at=t(2),
-                   taints=("nvidia.com/gpu:NoSchedule", "gpu-finops.io/mps:NoSchedule"))  # fmt: skip
+                   taints=("nvidia.com/gpu:NoSchedule", "gpu-finops.io/mps:NoSchedule"), nodeclaim="gpu-mps-x1",
+                   nodeclaim_nodepool="gpu-mps")  # fmt: skip
     end = max(starts) + interval + 20
     pods, wls, series, by = [], [], [], {}
     for i, tenant in enumerate(tenants):
@@ -48,11 +50,11 @@ def world(itype: str, replicas: int, tenants: list[str], interval: int, starts: 
         by[(tenant, ns)] = by.get((tenant, ns), Fraction(0)) + Fraction(interval, replicas)
     rest = interval - sum(by.values(), Fraction(0))
     rows = [(k, s) for k, s in by.items()] + ([(("unallocated", None), rest)] if rest else [])
-    card = (RATE * interval / 3600).quantize(Decimal("0.000001"))
+    card = (RATE[itype] * interval / 3600).quantize(Decimal("0.000001"))
     money = split(card, [s / interval for _, s in rows])  # the collector's own split
     bill = Bill(
         tuple(Billed(k[0], k[1], s, m) for (k, s), m in zip(rows, money, strict=True)),
-        t(max(starts) + 1), t(max(starts) + 1 + interval), card, RATE,
+        t(max(starts) + 1), t(max(starts) + 1 + interval), card, RATE[itype],
     )  # fmt: skip
     return MpsObs(
         node, replicas, 1, {p.name: Client(a, f"ns-{a}") for p, a in zip(pods, tenants, strict=True)},
@@ -260,4 +262,28 @@ BREAKS = (
     Break("each_ran_to_success", "state", "one pod failed", lambda o: first_pod(o, phase="Failed", exit_code=1)),
     Break("each_ran_to_success", "state", "a disrupted pod counted as a run",
           lambda o: first_pod(o, evicted=True, disruption="EvictionByEvictionAPI")),
+    Break("each_ran_to_success", "state", "an OOM-killed pod with exit 0 counted as a run",
+          lambda o: first_pod(o, reason="OOMKilled")),
+    Break("node_shares_one_card_by_mps", "time", "the node Ready only after the pods ran",
+          lambda o: node(o, ready_at=max(p.running.end for p in o.pods))),
+    Break("node_shares_one_card_by_mps", "time", "the node Ready before it was created",
+          lambda o: node(o, ready_at=o.node.created - (o.pods[0].running.start - o.node.created))),
+    Break("node_shares_one_card_by_mps", "time", "the node's NodeClaim launched after the pods started",
+          lambda o: node(o, nodeclaim_launched_at=max(p.running.start for p in o.pods))),
+    Break("each_pod_admitted_by_kueue_on_the_mps_flavor", "identity", "an asked pod also counted as disrupted and replaced",
+          lambda o: replace(o, replaced={o.pods[0].name: "EvictionByEvictionAPI"})),
+    Break("node_shares_one_card_by_mps", "ownership", "the node's NodeClaim of another pool",
+          lambda o: node(o, nodeclaim_nodepool="gpu-shared")),
+    Break("node_shares_one_card_by_mps", "count", "more clients per card than MPS serves",
+          lambda o: replace(o, replicas=64)),
+    Break("node_shares_one_card_by_mps", "count", "labels of a four-card type on one card",
+          lambda o: label(o, "karpenter.k8s.aws/instance-gpu-count", "4")),
+    Break("each_pod_admitted_by_kueue_on_the_mps_flavor", "tenancy", "pods of no named tenant",
+          lambda o: all_asks(o, tenant="")),
+    Break("each_pod_admitted_by_kueue_on_the_mps_flavor", "ownership", "an evicted pod of a Workload still running on a client",
+          lambda o: first_wl(o, pods=(*o.workloads[0].pods, replace(o.workloads[0].pods[0], name="mps-x", evicted=True,
+                                                                    disruption="EvictionByEvictionAPI", devices=o.pods[1].devices)))),
+    Break("each_tenant_billed_its_clients_share_of_the_card", "provenance", "the card priced at another rate than the catalog's",
+          lambda o: rows(o, tuple(replace(b, usd=b.usd * 2) for b in o.bill.rows), card_usd=o.bill.card_usd * 2,
+                         usd_per_hour=o.bill.usd_per_hour * 2)),
 )  # fmt: skip
