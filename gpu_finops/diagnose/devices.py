@@ -148,6 +148,22 @@ def check_memory(v: View) -> Finding:
     if not v.stats_known:
         return not_checked(MEMORY, v.cluster)
     pod = v.pod
+    if pod.node_name and (mps := v.mps_limit(pod.node_name)) is not None:
+        limit = mps["client_limit_mib"]
+        cap = (
+            f"{limit} MiB ({mps['card_memory_mib']} MiB / {mps['clients_per_card']})"
+            if limit
+            else (f"1/{mps['clients_per_card']} of its card's memory")
+        )
+        return Finding(
+            MEMORY,
+            False,
+            f"bound to {pod.node_name}, which shares its cards by MPS: the control daemon caps each client at {cap}, "
+            "so the other clients cannot take this one's memory; a workload that needs more than its cap fails on "
+            "any client of these cards (ask for a whole card or a MIG slice with the memory)",
+            evidence={"node": pod.node_name, "mps": mps},
+            key_evidence=(f"mps-client-limit:{pod.node_name}",),
+        )
     if pod.node_name:
         full = v.vram_full_cards(pod.node_name)
         if full is None:
@@ -187,8 +203,15 @@ def check_memory(v: View) -> Finding:
         "cards": cards,
         "threshold_fb_used_ratio": act.FB_RESIDENT,
     }
+    mps = {n: m for n in room if (m := v.mps_limit(n)) is not None}
+    if mps:
+        evidence["mps"] = mps
     if any(r is True for r in room.values()):
-        ok = [n for n, r in room.items() if r]
+        ok = [
+            n + (" (MPS: each client's memory capped at its share)" if n in mps else "")
+            for n, r in room.items()
+            if r
+        ]
         return Finding(
             MEMORY, False, f"free {v.resource} with VRAM room on {', '.join(ok)}", evidence=evidence
         )

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from gpu_finops.diagnose import activity as act
 from gpu_finops.diagnose.model import GPU, Cluster, Finding, GpuStats, Holder, NodeFacts, PodFacts
 from gpu_finops.diagnose.scheduling import RuleOut, constraint_rule_outs
+from gpu_finops.facts.kube_keys import LABEL_GPU_MEMORY, LABEL_GPU_SHARING
 
 
 @dataclass(frozen=True)
@@ -89,8 +90,28 @@ class View:
             if a.fb_ratio is not None and a.fb_ratio >= act.FB_RESIDENT
         ]
 
+    def mps_limit(self, node: str) -> dict[str, int | None] | None:
+        """Where the node shares its cards by MPS (GFD's sharing strategy), what the device plugin's MPS control
+        daemon caps each client at: the card's memory (GFD, MiB; None where unlabelled) over its replicas. None
+        for a node that does not share by MPS."""
+        n = self.index.nodes_by_name.get(node)
+        labels = n.labels if n is not None else {}
+        if labels.get(LABEL_GPU_SHARING) != "mps":
+            return None
+        replicas = n.replicas_per_gpu if n is not None else 1
+        said = labels.get(LABEL_GPU_MEMORY, "")
+        memory = int(said) if said.isascii() and said.isdigit() else None
+        return {
+            "card_memory_mib": memory,
+            "clients_per_card": replicas,
+            "client_limit_mib": None if memory is None else memory // replicas,
+        }
+
     def memory_room(self, node: str) -> bool | None:
-        """True: some card has VRAM room; False: every card is resident; None: not known."""
+        """True: some card has VRAM room (on an MPS node always: the daemon caps every other client at its share,
+        so a free client's share is its own); False: every card is resident; None: not known."""
+        if self.mps_limit(node) is not None:
+            return True
         cards = self.cards.get(node)
         if not self.stats_known or not cards:
             return None
