@@ -17,8 +17,8 @@ from typing import Protocol
 from assertions.clauses import Miss, before, stamp
 from assertions.observed import NodeObs, PodObs, WorkloadObs
 from assertions.workload_gate import one_object, ran_only_while_admitted
-from gpu_finops.facts.kube_keys import LABEL_INSTANCE_TYPE
-from gpu_finops.model import workload
+from gpu_finops.facts.kube_keys import GPU_RESOURCE, LABEL_INSTANCE_TYPE, SHARED_GPU_RESOURCE
+from gpu_finops.model import holding, workload
 from gpu_finops.model.workload import ADMITTED
 
 UNALLOCATED = "unallocated"  # gpu_finops.cost.allocation's row for the part of a node no pod held
@@ -149,6 +149,41 @@ def node_history(
             )
         )
     return misses
+
+
+def read_by_the_model(
+    want: str, node: NodeObs, cards: int, sharing: holding.Sharing, kind: holding.Kind
+) -> list[Miss]:
+    """The node as the one reading of a held GPU reads it (gpu_finops.model.holding, strictly, as the collector
+    and the diagnosis do): `cards` cards shared as `sharing`, every device it offers a `kind`, nothing it
+    refuses (labels that contradict the capacity, a strategy the resources do not match)."""
+    capacity = {
+        k: v
+        for k, v in {
+            GPU_RESOURCE: node.capacity_gpu,
+            SHARED_GPU_RESOURCE: node.capacity_shared,
+            **node.mig_capacity,
+        }.items()
+        if v
+    }
+    try:
+        read = holding.read_node(node.name, node.labels, capacity)
+    except holding.NodeGpusError as exc:
+        return [Miss(want, f"the held-GPU model refuses {exc}")]
+    if (
+        read.sharing is not sharing
+        or read.cards != cards
+        or not read.offers
+        or any(o.kind is not kind for o in read.offers.values())
+    ):
+        return [
+            Miss(
+                want,
+                f"the held-GPU model reads node {node.name} as {read.cards} card(s) shared by {read.sharing}, "
+                f"offering { {r: str(x.kind) for r, x in read.offers.items()} }",
+            )
+        ]
+    return []
 
 
 def _admitted_for_its_resource(

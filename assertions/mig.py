@@ -28,6 +28,7 @@ from assertions.card_shares import (
     billed_their_share,
     each_admitted_for_its_resource,
     node_history,
+    read_by_the_model,
     seconds_text,
     tenants_and_jobs,
 )
@@ -150,6 +151,7 @@ def node_cuts_one_card_by_the_layout(o: MigObs) -> list[Miss]:
             )
         )
     misses += node_history(want, n, o.pods, o.observed_at)
+    misses += read_by_the_model(want, n, o.cards, holding.Sharing.MIG_MIXED, holding.Kind.MIG_SLICE)
     count = n.labels.get(LABEL_GPU_COUNT)
     if count != str(o.cards):
         misses.append(

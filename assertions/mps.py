@@ -32,6 +32,7 @@ from assertions.card_shares import (
     billed_their_share,
     each_admitted_for_its_resource,
     node_history,
+    read_by_the_model,
     seconds_text,
     tenants_and_jobs,
 )
@@ -41,7 +42,6 @@ from assertions.timeslicing import all_pods_on_that_node, all_ran_at_once, each_
 from assertions.verdict import Verdict
 from gpu_finops.facts.catalog import CARD_MEMORY_MIB, GPU_TYPES
 from gpu_finops.facts.kube_keys import (
-    GPU_RESOURCE,
     LABEL_GPU_COUNT,
     LABEL_GPU_MEMORY,
     LABEL_GPU_REPLICAS,
@@ -173,7 +173,7 @@ def node_shares_one_card_by_mps(o: MpsObs) -> list[Miss]:
         misses.append(
             Miss(want, f"{o.replicas} clients per card: MPS serves 1 to {MPS_MAX_CLIENTS} per card")
         )
-    misses += _read_by_the_model(o, want)
+    misses += read_by_the_model(want, n, o.cards, holding.Sharing.MPS, holding.Kind.MPS_CLIENT)
     got = {
         "count": n.labels.get(LABEL_GPU_COUNT),
         "sharing": n.labels.get(LABEL_GPU_SHARING),
@@ -206,40 +206,6 @@ def node_shares_one_card_by_mps(o: MpsObs) -> list[Miss]:
             Miss(want, f"node {n.name} also advertises {beside}: a card handed out beside its clients")
         )
     return misses
-
-
-def _read_by_the_model(o: MpsObs, want: str) -> list[Miss]:
-    """The node as the one reading of a held GPU reads it (gpu_finops.model.holding, strictly, as the collector
-    and the diagnosis do): its cards shared by MPS, each a client worth 1/replicas, nothing it refuses."""
-    n = o.node
-    capacity = {
-        k: v
-        for k, v in {
-            GPU_RESOURCE: n.capacity_gpu,
-            SHARED_GPU_RESOURCE: n.capacity_shared,
-            **n.mig_capacity,
-        }.items()
-        if v
-    }
-    try:
-        read = holding.read_node(n.name, n.labels, capacity)
-    except holding.NodeGpusError as exc:
-        return [Miss(want, f"the held-GPU model refuses {exc}")]
-    offer = read.offers.get(SHARED_GPU_RESOURCE)
-    if (
-        read.sharing is not holding.Sharing.MPS
-        or read.cards != o.cards
-        or offer is None
-        or offer.kind is not holding.Kind.MPS_CLIENT
-    ):
-        return [
-            Miss(
-                want,
-                f"the held-GPU model reads node {n.name} as {read.cards} card(s) shared by {read.sharing}, offering "
-                f"{ {r: str(x.kind) for r, x in read.offers.items()} }",
-            )
-        ]
-    return []
 
 
 def _card_memory(o: MpsObs, want: str) -> tuple[int | None, list[Miss]]:
