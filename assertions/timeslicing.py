@@ -29,9 +29,7 @@ from gpu_finops.model import holding, workload
 from gpu_finops.model.workload import ADMITTED
 
 # terminated or status reasons of a pod that did not run to its end (kubelet's and Kubernetes' own words)
-ENDED_BADLY = frozenset(
-    {"Evicted", "OOMKilled", "Error", "DeadlineExceeded", "ContainerStatusUnknown", "Preempted"}
-)
+ENDED_BADLY = frozenset({"Evicted", "OOMKilled", "Error", "DeadlineExceeded", "ContainerStatusUnknown"})
 CLAIM = (
     "one physical GPU advertised as four time-sliced replicas; four pods admitted by Kueue ran on it at "
     "once, all on one GPU UUID, each to success"

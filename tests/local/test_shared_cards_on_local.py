@@ -275,7 +275,8 @@ def ledger_in_cards(nodes: dict[str, str], ns: dict[str, str]) -> None:
 
 def cli_figures(cluster, nodes: dict[str, str], ns: dict[str, str], all_held, tmp_path) -> None:
     """The same live nodes through the CLI: `gpus --json` gives each node its cards and each pod its cards'
-    worth, the unheld rest summing to the cards; `diagnose --all --json` names the 4g.40gb pod's cause and the
+    worth, the unheld rest summing to the cards; `ledger ladder --json` counts them among the fleet's installed
+    and allocated cards; `diagnose --all --json` names the 4g.40gb pod's cause and the
     mixed node's offer; and over the local target's own collector (60-second intervals), for an interval every
     pod held whole, `cost export`'s FOCUS rows of each node (its tenants' and the unallocated rest) sum to the
     node's cost in `cost report --json`, each tenant's row its pods' share of the cards."""
@@ -292,6 +293,14 @@ def cli_figures(cluster, nodes: dict[str, str], ns: dict[str, str], all_held, tm
         held = sorted(Fraction(h["cards"]) for h in n["held"])
         assert (n["cards"], n["problem"], held) == (cards, None, sorted(worth)), (mode, n)
         assert sum(held) + Fraction(n["unheld_cards"]) == cards, (mode, n)
+
+    got = cli(cluster, "ledger", "ladder", "--window", "5m", "--json")
+    assert got.returncode == 0, got.stderr
+    now = {r["rung"]: r["now"] for r in json.loads(got.stdout)["rungs"]}
+    # the fleet's rungs (other modules' nodes too): at least these nodes' cards and these pods' worth, in cards
+    cards = sum(cards for *_, cards, _ in MODES.values())
+    held = sum(sum(worth) for *_, worth in MODES.values())
+    assert Fraction(now["installed"]) >= cards and Fraction(now["allocated"]) >= held, now
 
     got = cli(cluster, "diagnose", "--all", "-n", ns["team-a"], "--json")
     assert got.returncode == 0, got.stderr

@@ -2,7 +2,8 @@
 Python string of ours equals one of them. Tests may write them out (recorded shapes are written on purpose).
 
 Allowed, each for its reason: a pod's `status.reason` "Evicted" (the kubelet's and the Eviction API's word
-for a pod, not a Workload's condition) where the acts' observer reads a pod."""
+for a pod, not a Workload's condition) where the acts' observer reads a pod, and where a checker refuses a pod
+that ended so as a run."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ HOME = "gpu_finops/model/"
 TYPES = {t: "workload" for t in workload.CONDITION_TYPES} | {t: "nodeclaim" for t in nodeclaim.LIFECYCLE}
 ALLOWED = {
     ("harness/observe.py", "Evicted"): "a pod's status.reason, not a Workload condition",
+    ("assertions/timeslicing.py", "Evicted"): "a pod's terminated or status reason, not a Workload condition",
 }
 
 
