@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
-from typing import Protocol
+from typing import Any, Protocol
 
 from assertions.clauses import Miss, before, stamp
 from assertions.observed import NodeObs, PodObs, WorkloadObs
@@ -148,6 +148,21 @@ def node_history(
                 "creation and the pods' start",
             )
         )
+    return misses
+
+
+def series_of_the_node(
+    want: str, series: Sequence[Any], node: str, asks: Mapping[str, Asked], what: str
+) -> list[Miss]:
+    """DCGM's series the act read (each with `.pod` and `.hostname`) all come from the node's exporter and name
+    only the act's pods; `what` names them in the texts ("slice series", "series")."""
+    misses = []
+    elsewhere = sorted({f"{s.pod} on {s.hostname or 'no hostname'}" for s in series if s.hostname != node})
+    if elsewhere:
+        misses.append(Miss(want, f"{what} from another node than {node}: {elsewhere}"))
+    strangers = sorted({s.pod for s in series} - set(asks))
+    if strangers:
+        misses.append(Miss(want, f"{what} of pods the act did not run: {strangers}"))
     return misses
 
 

@@ -30,6 +30,7 @@ from assertions.card_shares import (
     node_history,
     read_by_the_model,
     seconds_text,
+    series_of_the_node,
     tenants_and_jobs,
 )
 from assertions.clauses import Miss, compose, require_aware
@@ -291,14 +292,7 @@ def each_pod_on_its_own_slice_of_the_profile_it_asked(o: MigObs) -> list[Miss]:
                     f"pod {name} asked {ask.profile} and runs on GPU instance {s.instance} of profile {s.profile}",
                 )
             )
-    elsewhere = sorted(
-        {f"{s.pod} on {s.hostname or 'no hostname'}" for s in o.slices if s.hostname != o.node.name}
-    )
-    if elsewhere:
-        misses.append(Miss(want, f"slice series from another node than {o.node.name}: {elsewhere}"))
-    strangers = sorted({s.pod for s in o.slices} - set(o.asks))
-    if strangers:
-        misses.append(Miss(want, f"slice series of pods the act did not run: {strangers}"))
+    misses += series_of_the_node(want, o.slices, o.node.name, o.asks, "slice series")
     keys = [(s.card, s.instance) for s in o.slices]
     twice = sorted({k for k in keys if keys.count(k) > 1})
     if twice:

@@ -34,6 +34,7 @@ from assertions.card_shares import (
     node_history,
     read_by_the_model,
     seconds_text,
+    series_of_the_node,
     tenants_and_jobs,
 )
 from assertions.clauses import Miss, compose, require_aware
@@ -344,14 +345,7 @@ def each_pod_a_client_of_its_own_on_that_card(o: MpsObs) -> list[Miss]:
                     f"pod {name}'s series is card {s.card} client {s.vgpu!r}, the kubelet gave it {d.id}",
                 )
             )
-    elsewhere = sorted(
-        {f"{s.pod} on {s.hostname or 'no hostname'}" for s in o.series if s.hostname != o.node.name}
-    )
-    if elsewhere:
-        misses.append(Miss(want, f"series from another node than {o.node.name}: {elsewhere}"))
-    strangers = sorted({s.pod for s in o.series} - set(o.asks))
-    if strangers:
-        misses.append(Miss(want, f"series of pods the act did not run: {strangers}"))
+    misses += series_of_the_node(want, o.series, o.node.name, o.asks, "series")
     return misses
 
 
