@@ -155,8 +155,6 @@ def parse_config(name: str, text: str) -> Sharing:
     return Sharing(name, GPU, 1, False, mig)
 
 
-
-
 def mps_daemon_commands(cards: int, replicas: int, memory_mib: int) -> list[str]:
     """What the device plugin's MPS control daemon echoes to nvidia-cuda-mps-control as it starts
     (k8s-device-plugin v0.18.0 cmd/mps-control-daemon/mps/daemon.go: perDevicePinnedDeviceMemoryLimits and
