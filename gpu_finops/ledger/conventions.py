@@ -101,6 +101,16 @@ SHARE = "node_resource:ledger_gpu_share:ratio"  # cards per device, per node and
 # them and GpuFinopsGpuDevicesUncounted fires
 UNSHARED_NODES = f"group by (node) ((kube_node_status_capacity{{{GPU_RESOURCE_SELECTOR}}} > 0) unless on (node, resource) {SHARE})"
 UNSHARED: dict[str, str] = {"GPU nodes with devices of no known share of a card": UNSHARED_NODES}
+# Running pods holding GPUs on a node with no installed GPUs at the same evaluation (its capacity series not yet
+# in kube-state-metrics, or already gone from it, while the pod's still name the node): the rules count a pod
+# allocated only on an installed node, so the buckets never exceed installed; the pods are counted here
+INSTALLED_NODES = "node:ledger_gpus_installed:sum"
+PODS_OFF_INSTALLED = (
+    f'group by (namespace, pod) (kube_pod_container_resource_limits{{{GPU_RESOURCE_SELECTOR},node!=""}} '
+    'and on (namespace, pod) (max by (namespace, pod) (kube_pod_status_phase{phase="Running"}) == 1) '
+    f"unless on (node) {INSTALLED_NODES})"
+)
+OFF_INSTALLED: dict[str, str] = {"Running GPU pods on nodes with no installed GPUs": PODS_OFF_INSTALLED}
 
 # DCGM series that name no node: neither `hostname` (dcgm-exporter 4.8.3 on) nor `Hostname` (before).
 # The rules leave them out of every device count, so they are counted here and the report names them.

@@ -23,8 +23,10 @@ from gpu_finops.ledger.conventions import (
     CLASS_BUCKETS,
     GPU_RESOURCE,
     GPU_RESOURCE_SELECTOR,
+    INSTALLED_NODES,
     KSM_INPUTS,
     MIG_RESOURCES,
+    OFF_INSTALLED,
     SHARE,
     SHARED_GPU_RESOURCE,
     UNSHARED,
@@ -159,7 +161,8 @@ def pod_rules(c: Conventions) -> list[dict[str, Any]]:
         _rule(
             "resource:ledger_gpus_allocated:sum",
             f"""sum by (resource) ({in_cards(f'kube_pod_container_resource_limits{{{GPU_RESOURCE_SELECTOR},node!=""}}')}
-            * on (namespace, pod) group_left () (max by (namespace, pod) (kube_pod_status_phase{{phase="Running"}}) == 1))""",
+            * on (namespace, pod) group_left () (max by (namespace, pod) (kube_pod_status_phase{{phase="Running"}}) == 1)
+            and on (node, resource) node_resource:ledger_gpus_installed:sum)""",
         ),
         _rule(
             "pod:ledger_workload_class:info",
@@ -167,14 +170,16 @@ def pod_rules(c: Conventions) -> list[dict[str, Any]]:
             "class", "$1", "{c.class_ksm_label}", "({classes})"), "class", "unclassified", "class", ""))""",
         ),
         # allocated: GPU limits of Running pods, on the node kube_pod_info names, with the pod's class
-        # (unclassified when kube_pod_labels has no series for the pod)
+        # (unclassified when kube_pod_labels has no series for the pod); only on a node counted installed at
+        # the same evaluation, so that allocated never exceeds installed (OFF_INSTALLED counts the others)
         _rule(
             "pod:ledger_gpus_allocated:sum",
-            """(pod:ledger_gpus_requested:sum
-                * on (namespace, pod) group_left () (max by (namespace, pod) (kube_pod_status_phase{phase="Running"}) == 1)
-                * on (namespace, pod) group_left (node) max by (namespace, pod, node) (kube_pod_info{node!=""}))
+            f"""((pod:ledger_gpus_requested:sum
+                * on (namespace, pod) group_left () (max by (namespace, pod) (kube_pod_status_phase{{phase="Running"}}) == 1)
+                * on (namespace, pod) group_left (node) max by (namespace, pod, node) (kube_pod_info{{node!=""}}))
             * on (namespace, pod) group_left (class) (pod:ledger_workload_class:info
-                or on (namespace, pod) label_replace(max by (namespace, pod) (kube_pod_info), "class", "unclassified", "", ""))""",
+                or on (namespace, pod) label_replace(max by (namespace, pod) (kube_pod_info), "class", "unclassified", "", "")))
+            and on (node) {INSTALLED_NODES}""",
         ),
     ]
 
@@ -371,7 +376,7 @@ def fleet_rules(c: Conventions) -> list[dict[str, Any]]:
     )
     assert sorted(r["labels"]["bucket"] for r in rules if r["record"] == BUCKET) == sorted(BUCKETS)
     dcgm = {**spelled_dcgm_inputs(c.spelling), **spelled_dcgm_unplaced(c.spelling)}
-    for name, selector in {**KSM_INPUTS, **dcgm, **UNSHARED}.items():
+    for name, selector in {**KSM_INPUTS, **dcgm, **UNSHARED, **OFF_INSTALLED}.items():
         rules.append(_rule(INPUTS, f"count({selector}) or vector(0)", input=name))
     return rules
 

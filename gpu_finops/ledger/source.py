@@ -10,7 +10,14 @@ from decimal import Decimal
 from gpu_finops.clients.promql import PrometheusClient, PrometheusQueryError
 from gpu_finops.facts.kube_keys import LABEL_GPU_REPLICAS, LABEL_UNSCHEDULABLE_REASON, LABEL_WORKLOAD_CLASS
 from gpu_finops.ledger import accounting
-from gpu_finops.ledger.conventions import DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS, RUNGS, UNSHARED
+from gpu_finops.ledger.conventions import (
+    DCGM_INPUTS,
+    DCGM_UNPLACED,
+    KSM_INPUTS,
+    OFF_INSTALLED,
+    RUNGS,
+    UNSHARED,
+)
 from gpu_finops.ledger.rules import BUCKET, INPUTS, INSTALLED, LARGEST_PLACEABLE, RUNG
 
 # What goes wrong when an input is missing, said next to its name.
@@ -152,6 +159,13 @@ def missing_inputs(client: RangeClient, window: Window) -> list[str]:
             "schedulable or allocated. Is `gpu-finops collect` running and scraped, and does its /healthz "
             "name the node?"
             for name in UNSHARED
+        },
+        **{
+            name: "pods in the window held GPUs on a node with no installed GPUs at the same evaluation (its "
+            "kube_node_status_capacity not yet in kube-state-metrics, or already gone from it), so their GPUs "
+            "are not counted allocated. At a node's creation or deletion this lasts a scrape; longer, check "
+            "kube-state-metrics' node series"
+            for name in OFF_INSTALLED
         },
     }
     for name, costs in counted.items():

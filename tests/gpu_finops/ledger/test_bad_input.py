@@ -12,7 +12,7 @@ import pytest
 
 from gpu_finops.cli import main
 from gpu_finops.ledger import cli_ledger
-from gpu_finops.ledger.conventions import DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS, UNSHARED
+from gpu_finops.ledger.conventions import DCGM_INPUTS, DCGM_UNPLACED, KSM_INPUTS, OFF_INSTALLED, UNSHARED
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -152,3 +152,20 @@ def test_gpu_nodes_with_devices_of_no_known_share_are_named_with_what_they_cost(
         "in cards is read only by the collector"
     )
     assert "their GPUs are not counted installed, schedulable or allocated" in message
+
+
+def test_running_gpu_pods_on_nodes_with_no_installed_gpus_are_named_with_what_they_cost():
+    from datetime import UTC, datetime
+
+    from gpu_finops.ledger.source import Window, missing_inputs
+
+    (off,) = OFF_INSTALLED
+    present = {name: 1 for name in (*KSM_INPUTS, *DCGM_INPUTS)}
+    window = Window(datetime(2026, 8, 1, tzinfo=UTC), datetime(2026, 8, 2, tzinfo=UTC))
+    assert missing_inputs(_Inputs({**present, off: 0}, {**present, off: 0}), window) == []
+    (message,) = missing_inputs(_Inputs({**present, off: 3}, {**present, off: 0}), window)
+    assert message.startswith(
+        "Running GPU pods on nodes with no installed GPUs: up to 3 pods in the window held GPUs on a node with "
+        "no installed GPUs at the same evaluation"
+    )
+    assert "so their GPUs are not counted allocated" in message
