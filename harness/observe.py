@@ -120,6 +120,31 @@ def workloads(kube: Kube, namespace: str) -> list[dict[str, Any]]:
     return kube.custom.list_namespaced_custom_object(*KUEUE, namespace, "workloads").get("items", [])
 
 
+def queue_state(kube: Kube, namespaces: list[str], cluster_queues: list[str]) -> dict[str, Any]:
+    """What Kueue says of the namespaces' Workloads (each condition as type=status:reason) and of the
+    ClusterQueues (pending, admitted, reserved per flavor and resource): the observation a wait on
+    admission reports when it times out, so the reason a Workload waited is in the failure."""
+    held = {}
+    for ns in namespaces:
+        for w in workloads(kube, ns):
+            conds = (w.get("status") or {}).get("conditions") or []
+            held[f"{ns}/{w['metadata']['name']}"] = [
+                f"{c.get('type')}={c.get('status')}:{c.get('reason')}" for c in conds
+            ]
+    queues = {}
+    for name in cluster_queues:
+        status = kube.custom.get_cluster_custom_object(*KUEUE, "clusterqueues", name).get("status") or {}
+        queues[name] = {
+            "pending": status.get("pendingWorkloads"),
+            "admitted": status.get("admittedWorkloads"),
+            "reserved": {
+                f["name"]: {r["name"]: r.get("total") for r in f.get("resources") or []}
+                for f in status.get("flavorsReservation") or []
+            },
+        }
+    return {"workloads": held, "cluster_queues": queues}
+
+
 def job_of(workload: dict[str, Any]) -> str | None:
     owner = next((o for o in workload["metadata"].get("ownerReferences", []) if o["kind"] == "Job"), None)
     return owner["name"] if owner else None

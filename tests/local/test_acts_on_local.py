@@ -271,7 +271,7 @@ def test_reaper_apply_deletes_only_the_eligible_nodeclaim_and_karpenter_removes_
     from gpu_finops.cost.records import RATE_CATALOG
     from gpu_finops.cost.store import SqliteCostStore
     from gpu_finops.facts.kube_keys import ANNOTATION_DO_NOT_DISRUPT
-    from harness.observe import job_pods
+    from harness.observe import job_pods, queue_state
     from harness.waits import eventually
 
     kube, config, target = local_cluster.kube(), local_cluster.config, local_target()
@@ -288,13 +288,18 @@ def test_reaper_apply_deletes_only_the_eligible_nodeclaim_and_karpenter_removes_
     try:
         for tenant, ns in namespaces.items():  # quota 1 GPU per tenant: one node each
             kube.batch.create_namespaced_job(ns, gpu_job(target, f"idle-{run}", ns, tenant, run, seconds=900))
-        pods = eventually(
-            lambda: [p for ns in namespaces.values() for p in job_pods(kube, ns, f"idle-{run}")],
-            lambda ps: len(ps) == 2 and all(p.running and p.node for p in ps),
+        seen = eventually(
+            lambda: (
+                [p for ns in namespaces.values() for p in job_pods(kube, ns, f"idle-{run}")],
+                queue_state(kube, list(namespaces.values()), list(namespaces)),
+            ),
+            lambda seen: len(seen[0]) == 2 and all(p.running and p.node for p in seen[0]),
             timeout=300,
             interval=2,
-            what="two GPU pods Running on Karpenter nodes",
+            what="two GPU pods Running on Karpenter nodes (the last observation: the pods, then Kueue's "
+            "Workloads and ClusterQueues)",
         )
+        pods = seen[0]
         reaped, kept = sorted(p.node for p in pods)
         assert reaped != kept
         kube.core.patch_node(kept, {"metadata": {"annotations": {ANNOTATION_DO_NOT_DISRUPT: "true"}}})
