@@ -13,7 +13,7 @@ from gpu_finops.facts.kube_keys import (
     LABEL_ACT_RUN,
     LABEL_NODEPOOL,
 )
-from harness.jobs import GPU_TOLERATION, KueueJob, gpu_container
+from harness.jobs import GPU_TOLERATION, MPS_TOLERATION, KueueJob, gpu_container
 
 RUN_LABEL = LABEL_ACT_RUN
 # kwok's pod-ready stage waits this long (read from the pod's annotation) before it starts the containers
@@ -34,6 +34,7 @@ def gpu_job(
     survives_eviction: bool = False,
     profile: str | None = None,
     pool: str | None = None,
+    mps: bool = False,
 ) -> dict[str, Any]:
     """A one-GPU Job through the tenant's LocalQueue. `resource`: a whole card (nvidia.com/gpu) or a
     time-sliced replica (nvidia.com/gpu.shared). `survives_eviction`: a pod evicted by a drain (condition
@@ -41,7 +42,8 @@ def gpu_job(
     through a spot interruption would be written. `profile`: the workload kind the GPU simulator reports
     for the pod's card (local.sim.profiles); on AWS the workload that makes it (acts.gpu_workloads). `pool`: the
     NodePool its pods select (`karpenter.sh/nodepool`), so Kueue admits it only on that pool's flavor (the MPS
-    pool's, whose resource the time-sliced flavor also covers)."""
+    pool's, whose resource the time-sliced flavor also covers). `mps`: its pods tolerate the MPS pool's taint,
+    the one way Kueue admits a workload on the MPS flavor (infra/objects/kueue.py)."""
     pod_annotations = {}
     if t.simulated:
         # kwok's pod-complete stage: the pod stays Running this long, then Succeeds.
@@ -77,6 +79,8 @@ def gpu_job(
         job.survives_eviction()
     if pool is not None:
         job.node_selector({LABEL_NODEPOOL: pool})
+    if mps:
+        job.tolerate(MPS_TOLERATION)
     return job.obj()
 
 

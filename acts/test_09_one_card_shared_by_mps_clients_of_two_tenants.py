@@ -83,7 +83,7 @@ def test_one_card_shared_by_mps_clients_runs_two_tenants_at_once_each_limited_an
         for name, tenant in asks.items():
             job = gpu_job(act_target, f"{name}-{run}", ns[tenant], tenant, run, seconds=SECONDS,
                           resource=SHARED_GPU_RESOURCE, survives_eviction=True, sm_active=0.2,
-                          pool=config.mps_nodepool_name)  # fmt: skip
+                          pool=config.mps_nodepool_name, mps=True)  # fmt: skip
             kube.batch.create_namespaced_job(ns[tenant], job)
     bill, series, daemon = Bill(), (), None
     store = tmp_path / "act-9-cost.sqlite"

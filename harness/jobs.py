@@ -11,9 +11,12 @@ from __future__ import annotations
 import copy
 from typing import Any, Self
 
-from gpu_finops.facts.kube_keys import GPU_RESOURCE, LABEL_PRIORITY_CLASS, LABEL_QUEUE_NAME
+from gpu_finops.facts.kube_keys import GPU_RESOURCE, LABEL_PRIORITY_CLASS, LABEL_QUEUE_NAME, TAINT_MPS_POOL
 
 GPU_TOLERATION = {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
+# the MPS pool's taint: a workload tolerates it to be an MPS client (Kueue's MPS flavor lists it as a nodeTaint,
+# so only a workload that tolerates it is admitted there)
+MPS_TOLERATION = {"key": TAINT_MPS_POOL, "operator": "Equal", "value": "true", "effect": "NoSchedule"}
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 
 
@@ -40,6 +43,7 @@ class KueueJob:
         self._grace: int = 5
         self._spec_extra: dict[str, Any] = {}
         self._pod_spec_extra: dict[str, Any] = {}
+        self._tolerations: list[dict[str, Any]] = [GPU_TOLERATION]
 
     def queue(self, local_queue: str) -> Self:
         self._labels[LABEL_QUEUE_NAME] = local_queue
@@ -74,6 +78,11 @@ class KueueJob:
         self._pod_spec_extra["nodeSelector"] = dict(selector)
         return self
 
+    def tolerate(self, toleration: dict[str, Any]) -> Self:
+        """One more toleration of its pods, beside the GPU nodes' taint."""
+        self._tolerations.append(dict(toleration))
+        return self
+
     def grace(self, seconds: int) -> Self:
         """terminationGracePeriodSeconds of its pods."""
         self._grace = seconds
@@ -106,7 +115,7 @@ class KueueJob:
                         "spec": {
                             "restartPolicy": "Never",
                             "containers": self._containers,
-                            "tolerations": [GPU_TOLERATION],
+                            "tolerations": self._tolerations,
                             "terminationGracePeriodSeconds": self._grace,
                             **self._pod_spec_extra,
                         },

@@ -71,8 +71,8 @@ def shared_pool(c: Config) -> Pool:
 
 def mps_pool(c: Config) -> Pool:
     """MPS clients: the nodes select the device plugin's MPS config, whose control daemon limits each client to
-    1/replicas of its card's memory and SMs; tainted (MPS_TAINT) so that only pods admitted on the MPS flavor,
-    which tolerates it, run there."""
+    1/replicas of its card's memory and SMs; tainted (MPS_TAINT) so that only pods that tolerate it run there,
+    which are the only ones Kueue admits on the MPS flavor (the taint is that flavor's nodeTaint)."""
     from infra.objects.device_plugin import MPS_DEVICE_CONFIG
 
     return Pool(

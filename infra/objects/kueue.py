@@ -50,17 +50,16 @@ def resource_flavor(
         if shared
         else (FLAVOR, c.nodepool_name)
     )
-    tolerations = [{"key": GPU, "operator": "Equal", "value": "true", "effect": "NoSchedule"}]
-    if mps:  # the MPS pool's own taint (infra/objects/karpenter.py MPS_TAINT)
-        tolerations.append(
-            {"key": TAINT_MPS_POOL, "operator": "Equal", "value": "true", "effect": "NoSchedule"}
-        )
-    return {
-        "apiVersion": KUEUE_API,
-        "kind": "ResourceFlavor",
-        "metadata": {"name": name},
-        "spec": {"nodeLabels": {LABEL_NODEPOOL: pool}, "tolerations": tolerations},
+    spec: dict[str, Any] = {
+        "nodeLabels": {LABEL_NODEPOOL: pool},
+        "tolerations": [{"key": GPU, "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
     }
+    if mps:
+        # the MPS pool's own taint (infra/objects/karpenter.py MPS_TAINT) as a nodeTaint, not a toleration the
+        # flavor adds: Kueue assigns this flavor only to a workload that tolerates it, so a tenant's time-sliced
+        # ask never overflows onto the MPS flavor (nor becomes an MPS client) when its gpu-shared quota is full
+        spec["nodeTaints"] = [{"key": TAINT_MPS_POOL, "value": "true", "effect": "NoSchedule"}]
+    return {"apiVersion": KUEUE_API, "kind": "ResourceFlavor", "metadata": {"name": name}, "spec": spec}
 
 
 @dataclass(frozen=True)

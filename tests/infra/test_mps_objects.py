@@ -50,21 +50,16 @@ def test_the_overlay_tells_karpenter_the_mps_pools_clients(c):
     assert overlay["spec"]["capacity"] == {"nvidia.com/gpu.shared": "4"}
 
 
-def test_kueue_admits_mps_clients_on_their_own_flavor_which_tolerates_the_pools_taint(c):
+def test_kueue_admits_on_the_mps_flavor_only_workloads_that_tolerate_the_pools_taint(c):
     flavors = {f["metadata"]["name"]: f for f in kueue.kueue_objects(c) if f["kind"] == "ResourceFlavor"}
     assert flavors["gpu-mps"]["spec"]["nodeLabels"] == {"karpenter.sh/nodepool": "gpu-mps"}
-    assert {
-        "key": "gpu-finops.io/mps",
-        "operator": "Equal",
-        "value": "true",
-        "effect": "NoSchedule",
-    } in flavors["gpu-mps"]["spec"]["tolerations"]
-    assert all(
-        t["key"] != "gpu-finops.io/mps"
-        for n, f in flavors.items()
-        if n != "gpu-mps"
-        for t in f["spec"]["tolerations"]
-    )
+    # a nodeTaint: Kueue assigns the flavor only to a podset that tolerates it; a toleration of it among the
+    # flavor's own would make Kueue add it to any pod, and a full gpu-shared quota overflow onto MPS
+    assert flavors["gpu-mps"]["spec"]["nodeTaints"] == [
+        {"key": "gpu-finops.io/mps", "value": "true", "effect": "NoSchedule"}
+    ]
+    assert all(t["key"] != "gpu-finops.io/mps" for f in flavors.values() for t in f["spec"]["tolerations"])
+    assert all("nodeTaints" not in f["spec"] for n, f in flavors.items() if n != "gpu-mps")
     for q in kueue.cluster_queues(c):
         (group,) = [
             g for g in q["spec"]["resourceGroups"] if g["coveredResources"] == ["nvidia.com/gpu.shared"]
@@ -137,3 +132,17 @@ def test_an_mps_pool_that_cannot_be_filled_or_run_is_refused_naming_the_key(c, c
 def test_the_vcpu_quota_counts_the_mps_pool_only_where_aws_runs_it(c):
     assert c.gpu_vcpus_needed == 16 and c.for_aws().gpu_vcpus_needed == 12 <= c.gvt_spot_vcpu_quota
     assert c.validate() is c
+
+
+def test_an_act_job_is_an_mps_client_only_when_it_tolerates_the_pools_taint():
+    from acts.jobs import gpu_job
+    from acts.targets import local_target
+
+    def tolerated(job):
+        return [t["key"] for t in job["spec"]["template"]["spec"]["tolerations"]]
+
+    t = local_target()
+    plain = gpu_job(t, "j", "ns", "team-a", "r", resource="nvidia.com/gpu.shared", pool="gpu-mps")
+    client = gpu_job(t, "j", "ns", "team-a", "r", resource="nvidia.com/gpu.shared", pool="gpu-mps", mps=True)
+    assert tolerated(plain) == ["nvidia.com/gpu"]
+    assert tolerated(client) == ["nvidia.com/gpu", "gpu-finops.io/mps"]
