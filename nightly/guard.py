@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from gpu_finops.cost.rates import RateUnavailable
 from gpu_finops.facts import timeouts
 from gpu_finops.facts.config import Config
 from gpu_finops.facts.errors import EXIT_FALSE, UsageError
@@ -130,9 +131,12 @@ def estimate(
         try:
             usd = on_demand_usd_h(instance_type)
         except Exception as exc:
+            # the price reader's own error already names the instance type and region: said once
+            named = isinstance(exc, RateUnavailable)
+            cause = str(exc) if named else f"no on-demand price for {instance_type} in {c.region}: {exc}"
             raise GuardError(
-                f"no on-demand price for {instance_type} in {c.region}: {exc}; the cost guard will not "
-                "start a run it cannot bound (check pricing:GetProducts access, or use --rates catalog)"
+                f"{cause}; the cost guard will not start a run it cannot bound (check pricing:GetProducts "
+                "access, or use --rates catalog)"
             ) from exc
         if not usd > 0:
             raise GuardError(f"on-demand price for {instance_type} is {usd!r}; expected a positive $/h")

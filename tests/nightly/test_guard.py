@@ -96,11 +96,19 @@ def test_a_missing_price_refuses_to_bound_the_run():
 
     client, stub = pricing_stub([RuntimeError()])
     prices = OnDemandPrices(client)
-    with (
-        stub,
-        pytest.raises(GuardError, match=r"no on-demand price for g6e.xlarge in us-east-1.*will not start"),
-    ):
+    with stub, pytest.raises(GuardError) as refused:
         estimate(Config(), lambda t: prices.get(t, "us-east-1").usd_per_hour, max_hours=2)
+    message = str(refused.value)
+    assert message.startswith("no on-demand price for g6e.xlarge in us-east-1: ")
+    assert message.count("no on-demand price") == 1, message  # the reader's error is not prefixed again
+    assert message.endswith("the cost guard will not start a run it cannot bound (check pricing:GetProducts "
+                            "access, or use --rates catalog)")  # fmt: skip
+
+
+def test_a_price_reader_failing_its_own_way_is_named_with_the_instance_type():
+    with pytest.raises(GuardError) as refused:
+        estimate(Config(), lambda t: (_ for _ in ()).throw(OSError("disk gone")), max_hours=1)
+    assert str(refused.value).startswith("no on-demand price for g6e.xlarge in us-east-1: disk gone; ")
 
 
 def test_zero_price_is_an_error_not_a_free_run():
