@@ -8,6 +8,7 @@
 | gpu_util_is_a_percentage | - | - | - | every record | DCGM_FI_DEV_GPU_UTIL | same |
 | sm_active_is_the_ratio_the_load_ran_at | - | - | - | every record | DCGM_FI_PROF_SM_ACTIVE | local: must equal the simulator's load (0.005); AWS: real silicon, no expected value |
 | sm_active_seen_while_the_load_ran | the act's pod | - | the intervals its span overlaps; none overlapping fails | not all zero | recorded SM_ACTIVE | both, when the act ran a compute load |
+| gpu_util_seen_while_the_load_ran | the act's pod | - | the intervals its span overlaps | not all zero | recorded GPU_UTIL | both, when the act ran a compute load |
 | sm_active_within_gpu_util | - | - | same interval | every record | the two DCGM fields | both (tolerance 0.05) |
 | cost_is_the_rate_times_seconds | - | rate source the act expects | per interval's price | every record | prices the act read itself (AWS: spot history; local: the catalog, not independent) | same clause, different price observers |
 | idle_is_cost_times_unused_share | - | - | - | every record | cost, SM_ACTIVE | same |
@@ -17,13 +18,14 @@ Tolerances: dollars 1e-6 (float sums); instance-seconds 1 s (Kubernetes stores w
 simulated SM_ACTIVE 0.005 (a scrape at an interval's edge); SM_ACTIVE may exceed GPU_UTIL/100 by at most
 0.05: GPU_UTIL is the share of time any kernel ran, SM_ACTIVE the share of SM cycles with a warp resident,
 averaged over all SMs, so it cannot exceed the first; DCGM samples the two on different schedules, so an
-interval's means may differ by a sample's worth. "Identically zero" is exact: any SM activity at all while
-a compute load ran is the metric being there.
+interval's means may differ by a sample's worth, and that tolerance would let a GPU_UTIL of 0 under a small
+SM_ACTIVE through: GPU_UTIL identically zero while the load ran is its own clause. "Identically zero" is exact:
+any activity at all while a compute load ran is the metric being there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from itertools import pairwise
 from typing import Any
 
@@ -180,8 +182,17 @@ def sm_active_is_the_ratio_the_load_ran_at(o: CostObs) -> list[Miss]:
     return misses
 
 
-def sm_active_seen_while_the_load_ran(o: CostObs) -> list[Miss]:
-    """A compute load ran: SM_ACTIVE exactly zero in every interval it ran is the metric that was never there."""
+def _util(r: Mapping[str, Any]) -> float | None:
+    """The record's GPU_UTIL when it is a percentage in [0, 100]; None otherwise (other clauses say why)."""
+    util = r.get("x_GpuUtilPercent")
+    return float(util) if _number(util) and 0 <= util <= 100 else None
+
+
+def _seen_while_the_load_ran(
+    o: CostObs, metric: str, read: Callable[[Mapping[str, Any]], float | None], *, says_no_overlap: bool
+) -> list[Miss]:
+    """A compute load ran: `metric` exactly zero in every interval it ran is the metric that was never there.
+    Only one of the metrics' clauses (`says_no_overlap`) names a load span no record overlaps."""
     if not o.compute_load:
         return []
     recs = ordered(o)
@@ -192,24 +203,37 @@ def sm_active_seen_while_the_load_ran(o: CostObs) -> list[Miss]:
         if h is None or h.overlaps(parse_iso(r["ChargePeriodStart"]), parse_iso(r["ChargePeriodEnd"]))
     ]
     if recs and not during:
+        if not says_no_overlap:
+            return []  # sm_active_seen_while_the_load_ran names the span no record overlaps
         return [
             Miss(
-                "SM_ACTIVE recorded in some interval the compute load ran",
+                f"{metric} recorded in some interval the compute load ran",
                 f"no record's interval overlaps the load's span ({h.held_from.isoformat() if h else '?'} to "
-                f"{h.held_until.isoformat() if h and h.held_until else 'still running'}): whether SM_ACTIVE "
+                f"{h.held_until.isoformat() if h and h.held_until else 'still running'}): whether {metric} "
                 "was there while it ran is unobserved",
             )
         ]
-    values = [_sm(r) for r in during]
+    values = [read(r) for r in during]
     if not during or any(v is None for v in values) or any(values):
         return []  # no record at all (the count clause says so), a value other clauses reject, or activity
     return [
         Miss(
-            "SM_ACTIVE above zero in some interval the compute load ran",
-            f"SM_ACTIVE was 0 in all {len(during)} interval(s) the compute load ran "
+            f"{metric} above zero in some interval the compute load ran",
+            f"{metric} was 0 in all {len(during)} interval(s) the compute load ran "
             f"({during[0]['ChargePeriodStart']} to {during[-1]['ChargePeriodEnd']}): the metric was never there",
         )
     ]
+
+
+def sm_active_seen_while_the_load_ran(o: CostObs) -> list[Miss]:
+    """A compute load ran: SM_ACTIVE exactly zero in every interval it ran is the metric that was never there."""
+    return _seen_while_the_load_ran(o, "SM_ACTIVE", _sm, says_no_overlap=True)
+
+
+def gpu_util_seen_while_the_load_ran(o: CostObs) -> list[Miss]:
+    """A compute load ran: GPU_UTIL exactly zero in every interval it ran is the metric that was never there
+    (SM_ACTIVE within its tolerance above GPU_UTIL/100 does not catch it)."""
+    return _seen_while_the_load_ran(o, "GPU_UTIL", _util, says_no_overlap=False)
 
 
 def sm_active_within_gpu_util(o: CostObs) -> list[Miss]:
@@ -284,6 +308,7 @@ CLAUSES = (
     gpu_util_is_a_percentage,
     sm_active_is_the_ratio_the_load_ran_at,
     sm_active_seen_while_the_load_ran,
+    gpu_util_seen_while_the_load_ran,
     sm_active_within_gpu_util,
     cost_is_the_rate_times_seconds,
     idle_is_cost_times_unused_share,
@@ -302,7 +327,11 @@ def check_cost(o: CostObs) -> Verdict:
         f"{SM_OVER_UTIL_TOLERANCE}), cost = {_price_words(o.expected_unit_price)} x seconds > 0, idle = cost x "
         "(1 - SM_ACTIVE)"
         + (f", rate source {o.expected_rate_source}" if o.expected_rate_source else "")
-        + ("; SM_ACTIVE not identically zero while the compute load ran" if o.compute_load else "")
+        + (
+            "; SM_ACTIVE and GPU_UTIL not identically zero while the compute load ran"
+            if o.compute_load
+            else ""
+        )
         + (
             f"; GPU holdings recorded naming {o.holder.namespace}/{o.holder.pod} for tenant "
             f"{o.holder.tenant} in each interval it ran"

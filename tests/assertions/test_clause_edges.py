@@ -33,6 +33,7 @@ from assertions.cost import (
     check_cost,
     cost_is_the_rate_times_seconds,
     enough_consecutive_records,
+    gpu_util_seen_while_the_load_ran,
     idle_is_cost_times_unused_share,
     instance_seconds_match_the_node_life,
     sm_active_is_the_ratio_the_load_ran_at,
@@ -569,6 +570,28 @@ def test_a_load_span_outside_every_record_is_named_with_its_end():
             "2026-11-30T12:11:40+00:00): whether SM_ACTIVE was there while it ran is unobserved",
         )
     ]
+
+
+def test_gpu_util_zero_under_load_is_refused_though_sm_active_is_within_its_tolerance_above_it():
+    recs = [record(i, sm=0.02, util=0.0) for i in range(3)]
+    o = replace(COST, records=recs, expected_sm_active=0.02, compute_load=True)
+    assert sm_active_within_gpu_util(o) == []  # 0.02 <= 0/100 + 0.05: the tolerance lets it through
+    assert gpu_util_seen_while_the_load_ran(o) == [
+        Miss(
+            "GPU_UTIL above zero in some interval the compute load ran",
+            "GPU_UTIL was 0 in all 3 interval(s) the compute load ran (2026-11-30T12:00:00Z to "
+            "2026-11-30T12:03:00Z): the metric was never there",
+        )
+    ]
+    some = [record(0, sm=0.02, util=0.0), record(1, sm=0.02, util=3.0), record(2, sm=0.02, util=0.0)]
+    assert gpu_util_seen_while_the_load_ran(replace(o, records=some)) == []
+    assert gpu_util_seen_while_the_load_ran(replace(o, compute_load=False)) == []
+
+
+def test_a_load_span_outside_every_record_is_named_once_by_the_sm_active_clause():
+    holder = HolderObs("act-1-team-a", "cost-1-x", "team-a", held_from=t(600), held_until=t(700))
+    o = replace(COST, compute_load=True, holder=holder)
+    assert gpu_util_seen_while_the_load_ran(o) == [] and len(sm_active_seen_while_the_load_ran(o)) == 1
 
 
 # --- cost_is_the_rate_times_seconds ---------------------------------------------------------------------

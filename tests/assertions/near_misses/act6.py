@@ -62,6 +62,11 @@ def never_there(o: CostObs) -> CostObs:
     return replace(o, records=recs, expected_sm_active=None)
 
 
+def util_never_there(o: CostObs) -> CostObs:
+    """GPU_UTIL 0 throughout while the load ran: SM_ACTIVE's small value stays within its tolerance above it."""
+    return replace(o, records=[{**r, "x_GpuUtilPercent": 0.0} for r in o.records])
+
+
 def sm_over_util(o: CostObs) -> CostObs:
     """SM_ACTIVE 0.5 while GPU_UTIL says a kernel ran 10 % of the time: not one GPU's metrics."""
     recs = sorted(o.records, key=lambda r: r["ChargePeriodStart"])
@@ -98,6 +103,7 @@ BREAKS = (
     Break("sm_active_is_the_ratio_the_load_ran_at", "state", "SM_ACTIVE off the simulated load",
           lambda o: replace(o, expected_sm_active=0.9) if o.expected_sm_active != 0.9 else replace(o, expected_sm_active=0.1)),
     Break("sm_active_seen_while_the_load_ran", "provenance", "SM_ACTIVE identically zero under load", never_there),
+    Break("gpu_util_seen_while_the_load_ran", "provenance", "GPU_UTIL identically zero under load", util_never_there),
     Break("sm_active_within_gpu_util", "state", "SM_ACTIVE above GPU_UTIL", sm_over_util),
     Break("cost_is_the_rate_times_seconds", "state", "a zero cost", lambda o: first(o, EffectiveCost=0.0)),
     Break("cost_is_the_rate_times_seconds", "state", "charged at another rate",
