@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from assertions.clauses import Miss, parse_iso
-from assertions.cost_obs import CostObs
+from assertions.cost_obs import CostObs, HolderObs
 
 
 def held_after_it_finished(o: CostObs, want: str) -> list[Miss]:
@@ -31,7 +31,7 @@ def held_after_it_finished(o: CostObs, want: str) -> list[Miss]:
 
 def holdings_name_the_acts_pod(o: CostObs) -> list[Miss]:
     """Each record whose interval the act's pod overlapped must have holdings recorded that name the pod,
-    attributed to the act's tenant; at least one record must be such an interval."""
+    attributed to the act's tenant, on the records' node, holding the GPUs its Job asked for; at least one record must be such an interval."""
     h = o.holder
     recs = sorted(o.records, key=lambda r: r["ChargePeriodStart"])
     if h is None or not recs:
@@ -85,12 +85,33 @@ def holdings_name_the_acts_pod(o: CostObs) -> list[Miss]:
             misses.append(
                 Miss(want, f"{at}: the holdings recorded for {o.node} name {names}, not the act's pod {who}")
             )
-        elif mine.get("tenant") != h.tenant:
-            misses.append(
-                Miss(
-                    want,
-                    f"{at}: the act's pod {who} was recorded for tenant {mine.get('tenant')!r}, "
-                    f"expected {h.tenant!r}",
-                )
+        else:
+            misses += _holding_fields(want, at, who, mine, h, o.node)
+    return misses
+
+
+def _holding_fields(want: str, at: str, who: str, mine: dict, h: HolderObs, node: str) -> list[Miss]:
+    """Every field of the pod's holding the bill reads: its tenant, the node whose card it holds, and how many
+    GPUs it holds (a holding of none, or of another node's card, bills nobody the node's interval)."""
+    misses = []
+    if mine.get("tenant") != h.tenant:
+        misses.append(
+            Miss(
+                want,
+                f"{at}: the act's pod {who} was recorded for tenant {mine.get('tenant')!r}, expected {h.tenant!r}",
             )
+        )
+    if mine.get("node") != node:
+        misses.append(
+            Miss(want, f"{at}: the act's pod {who} was recorded holding a card of node {mine.get('node')!r}, "
+                       f"expected {node!r} (the node the records price)")
+        )  # fmt: skip
+    gpus = mine.get("gpus")
+    if type(gpus) is not int or gpus != h.gpus:
+        misses.append(
+            Miss(
+                want,
+                f"{at}: the act's pod {who} was recorded holding {gpus!r} GPU(s), its Job asked for {h.gpus}",
+            )
+        )
     return misses

@@ -20,6 +20,7 @@ class HolderObs:
     tenant: str  # the tenant the act ran it for (its LocalQueue's ClusterQueue)
     held_from: datetime  # the pod's container started (its devices were allocated no later)
     held_until: datetime | None = None  # its container finished; None: still running when the act read it
+    gpus: int = 1  # the GPUs its Job asked for (act 6: one whole card): what a holding of it must record
 
     def __post_init__(self) -> None:
         require_aware(self)

@@ -223,7 +223,7 @@ def record(start: float, sm: float = 0.4582, util: float = 80.0, secs: float = 6
 
 
 def holding(tenant: str = "team-a") -> dict:
-    return {"namespace": "team-a", "pod": "cost-pod", "tenant": tenant}
+    return {"namespace": "team-a", "pod": "cost-pod", "tenant": tenant, "node": "gpu-a", "gpus": 1}
 
 
 def cost() -> CostObs:

@@ -40,7 +40,10 @@ def holding(draw: st.DrawFn) -> CostObs:
         recs[-1] = record(T0 + timedelta(seconds=60 * (n - 1)), 60, 0.3, 50.0)
     holder = HolderObs("team-a", "cost-1", "team-a", T0 + timedelta(seconds=created_offset + 1))
     holdings = {
-        r["ChargePeriodStart"]: [{"namespace": "team-a", "pod": "cost-1", "tenant": "team-a"}] for r in recs
+        r["ChargePeriodStart"]: [
+            {"namespace": "team-a", "pod": "cost-1", "tenant": "team-a", "node": "gpu-a", "gpus": 1}
+        ]
+        for r in recs
     }
     order = draw(st.permutations(recs))
     return CostObs("gpu-a", order, RATE, min_records=2, expected_rate_source="catalog", node_created=created,
@@ -119,6 +122,10 @@ BREAKS = (
           lambda o: replace(o, holdings={k: [{**h, "pod": "other"} for h in v] for k, v in o.holdings.items()})),
     Break("holdings_name_the_acts_pod", "ownership", "the pod recorded for another tenant",
           lambda o: replace(o, holdings={k: [{**h, "tenant": "team-b"} for h in v] for k, v in o.holdings.items()})),
+    Break("holdings_name_the_acts_pod", "count", "the pod recorded holding no GPU",
+          lambda o: replace(o, holdings={k: [{**h, "gpus": 0} for h in v] for k, v in o.holdings.items()})),
+    Break("holdings_name_the_acts_pod", "identity", "the pod recorded holding another node's card",
+          lambda o: replace(o, holdings={k: [{**h, "node": "gpu-b"} for h in v] for k, v in o.holdings.items()})),
     Break("holdings_name_the_acts_pod", "time", "the pod's span overlaps no record",
           lambda o: replace(o, holder=replace(o.holder, held_from=T0 + seconds(86400)))),
 )  # fmt: skip
