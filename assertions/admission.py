@@ -8,7 +8,7 @@ rest queued. Decided over the whole observation window, never from the last snap
 | exactly_n_admitted | per Workload | - | ever, in any snapshot | exactly n | QuotaReserved and Admitted True together | same |
 | one_admitted_per_cluster_queue | per Workload | the ClusterQueue Kueue charged = the tenant that submitted it, in every admitted snapshot; one each | - | one per tenant | status.admission.clusterQueue | same |
 | pods_start_only_after_admission | pods recorded under their Workload's Job, no pod under two Workloads | the Workload's own pods; its Job seen unsuspended | Running start inside a stretch the Workload was admitted (whole seconds: not before the first admission, not while evicted between two) | every pod | Admitted lastTransitionTime, else the first snapshot showing it | same |
-| admitted_pods_ran_healthy | per pod | - | - | >= 1 healthy run each | container status | same |
+| admitted_pods_ran_healthy | per pod | - | - | >= 1 healthy run each: not crashed, not disrupted (DisruptionTarget, eviction or a platform reason) | container status, pod conditions | same |
 | admitted_ran_at_once | per pod | - | one moment every admitted Workload ran; each run possible (end >= start) and before the act's last look | any number of tenants | recorded intervals | same |
 | admitted_ran_on_different_cards | device ids (an empty id is no device) | - | - | >= 1 device each, no card shared by any pair | kubelet pod-resources (local) / NVIDIA_VISIBLE_DEVICES (AWS) | same clause, different observers |
 | the_rest_never_held_quota_and_stayed_suspended | per Workload | - | over the whole window | every waiting one | QuotaReserved, Admitted, status.admission, Job spec.suspend, pods | same |
@@ -59,11 +59,14 @@ def waiting(o: AdmissionObs) -> list[WorkloadObs]:
 
 
 def healthy_runs(w: WorkloadObs) -> list[Interval]:
-    """Running intervals of the Workload's pods that did not crash."""
+    """Running intervals of the Workload's pods that did not crash and that the platform did not disrupt."""
     return [
         p.running
         for p in w.pods
-        if p.running is not None and p.phase != "Failed" and p.exit_code in (None, 0)
+        if p.running is not None
+        and p.phase != "Failed"
+        and p.exit_code in (None, 0)
+        and not p.not_its_own_end
     ]
 
 
@@ -192,10 +195,24 @@ def admitted_pods_ran_healthy(o: AdmissionObs) -> list[Miss]:
             for p in w.pods
             if p.running is not None and (p.phase == "Failed" or p.exit_code not in (None, 0))
         ]
+        disrupted = [
+            f"{p.name} ({p.not_its_own_end})"
+            for p in w.pods
+            if p.running is not None
+            and p.not_its_own_end
+            and p.phase != "Failed"
+            and p.exit_code in (None, 0)
+        ]
         want = f"{w.name} Running without crashing"
         if crashed:
             misses.append(
                 Miss(want, f"admitted workload {w.name}'s pod crashed, which is not running: {crashed}")
+            )
+        if disrupted:
+            misses.append(
+                Miss(
+                    want, f"admitted workload {w.name}'s pod was ended by the platform, not run: {disrupted}"
+                )
             )
         if not healthy_runs(w):
             misses.append(Miss(want, f"admitted workload {w.name} never had a healthy Running pod"))

@@ -7,7 +7,7 @@
 | node_is_spot_with_a_gpu | the node above | capacity-type label | - (labels do not change) | >= 1 allocatable GPU, allocatable <= capacity | node status | same (kwok: simulated GPUs) |
 | node_became_ready | the node above | - | created <= Ready | - | Ready's lastTransitionTime | same |
 | pod_ran_on_that_node_after_it_was_ready | pod bound to the node's name, while that node existed (not deleted before the pod started) | - | Ready <= Running start <= end | one pod | container status | same |
-| pod_succeeded_doing_gpu_work | the pod above | - | - | - | phase, exit code 0 and finish time observed (unobserved fails); the marker in its log | AWS: marker required; local: no logs, marker None, said in evidence |
+| pod_succeeded_doing_gpu_work | the pod above | - | - | - | phase, exit code 0 and finish time observed (unobserved fails), not disrupted (no DisruptionTarget, eviction or platform reason); the marker in its log | AWS: marker required; local: no logs, marker None, said in evidence |
 
 Identity of the node is by name plus "created after the act began, by a NodeClaim created after it": a
 node re-created under an old name is new by those timestamps, which is the claim. Job pods carry
@@ -226,6 +226,10 @@ def pod_succeeded_doing_gpu_work(o: ColdStartObs) -> list[Miss]:
                 f"pod {p.name} is Succeeded but its container's exit code ({p.exit_code}) or finish time "
                 "was not observed: success is unproven",
             )
+        ]
+    if p.phase == "Succeeded" and p.exit_code == 0 and p.not_its_own_end:
+        return [
+            Miss(want, f"pod {p.name} is Succeeded, exit 0, but {p.not_its_own_end}: not a run to its end")
         ]
     if p.phase != "Succeeded" or p.exit_code != 0:
         why = ": a CUDA build that does not match the driver exits 253 without doing work"

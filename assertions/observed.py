@@ -61,6 +61,11 @@ class NodeObs:
         return self.labels.get(LABEL_CAPACITY_TYPE)
 
 
+# A pod's terminated or status reason that says the platform or its limits ended it, not the workload: such a
+# pod did not run to its own end, whatever its exit code
+ENDED_BADLY = frozenset({"Evicted", "OOMKilled", "Error", "DeadlineExceeded", "ContainerStatusUnknown"})
+
+
 @dataclass(frozen=True)
 class PodObs:
     name: str
@@ -76,6 +81,20 @@ class PodObs:
     devices: tuple[
         str, ...
     ] = ()  # device ids the kubelet gave the container (GPU-uuid, GPU-uuid::replica, MIG-uuid)
+
+    @property
+    def not_its_own_end(self) -> str | None:
+        """Why this pod did not run to its own end, in a few words, or None: a DisruptionTarget condition (the
+        platform disrupted it, whatever its phase and exit code after), an eviction, or a terminated reason
+        of the platform's or its limits' (ENDED_BADLY). The one reading every act's "ran" and "succeeded"
+        clauses share."""
+        if self.disruption:
+            return f"disrupted: {self.disruption}"
+        if self.evicted:
+            return "disrupted: evicted"
+        if self.reason in ENDED_BADLY:
+            return f"ended {self.reason}"
+        return None
 
     def __post_init__(self) -> None:
         require_aware(self)

@@ -29,7 +29,6 @@ from gpu_finops.model import holding, workload
 from gpu_finops.model.workload import ADMITTED
 
 # terminated or status reasons of a pod that did not run to its end (kubelet's and Kubernetes' own words)
-ENDED_BADLY = frozenset({"Evicted", "OOMKilled", "Error", "DeadlineExceeded", "ContainerStatusUnknown"})
 CLAIM = (
     "one physical GPU advertised as four time-sliced replicas; four pods admitted by Kueue ran on it at "
     "once, all on one GPU UUID, each to success"
@@ -279,12 +278,8 @@ def each_ran_to_success(o: TimeSlicingObs) -> list[Miss]:
         for p in o.pods
         if p.phase != "Succeeded" or p.exit_code != 0
     ]
-    # a pod ended by the platform or its limits, whatever its exit code, did not run to its end
-    failed += [f"{p.name} (ended {p.reason})" for p in o.pods if p.reason in ENDED_BADLY]
-    # a pod the platform disrupted (evicted, or a DisruptionTarget condition) did not run to its end
-    failed += [
-        f"{p.name} (disrupted: {p.disruption or 'evicted'})" for p in o.pods if p.evicted or p.disruption
-    ]
+    # a pod the platform disrupted, or ended by the platform or its limits, did not run to its end
+    failed += [f"{p.name} ({p.not_its_own_end})" for p in o.pods if p.not_its_own_end]
     return (
         [Miss("every pod Succeeded, exit 0", f"pods that did not run to success: {failed}")] if failed else []
     )

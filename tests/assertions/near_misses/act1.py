@@ -97,6 +97,8 @@ BREAKS = (
           lambda o: pod(o, running=None)),
     Break("pod_succeeded_doing_gpu_work", "state", "the pod failed", lambda o: pod(o, phase="Failed", exit_code=1)),
     Break("pod_succeeded_doing_gpu_work", "state", "a CUDA/driver mismatch", lambda o: pod(o, exit_code=253)),
+    Break("pod_succeeded_doing_gpu_work", "state", "Succeeded, exit 0, with a DisruptionTarget condition",
+          lambda o: pod(o, disruption="DeletionByTaintManager")),
     Break("pod_succeeded_doing_gpu_work", "provenance", "succeeded without the marker",
           lambda o: replace(o, success_marker=MARKER, pod=replace(o.pod, output="Done"))),
 )  # fmt: skip

@@ -135,6 +135,8 @@ BREAKS = (
     Break("pods_start_only_after_admission", "time", "Running before Kueue admitted it", lambda o: first_admitted(o, admit_later)),
     Break("admitted_pods_ran_healthy", "state", "the admitted pod crashed",
           lambda o: first_admitted(o, lambda w: pod(w, phase="Failed", exit_code=1))),
+    Break("admitted_pods_ran_healthy", "state", "the admitted pod disrupted by the platform, exit 0",
+          lambda o: first_admitted(o, lambda w: pod(w, disruption="PreemptionByScheduler", evicted=True))),
     Break("admitted_ran_at_once", "time", "the two ran one after the other", both_disjoint),
     Break("admitted_ran_on_different_cards", "identity", "both on one card",
           lambda o: first_admitted(o, lambda w: pod(w, devices=admitted(o)[1].pods[0].devices))),

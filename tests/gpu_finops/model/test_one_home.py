@@ -21,7 +21,7 @@ HOME = "gpu_finops/model/"
 TYPES = {t: "workload" for t in workload.CONDITION_TYPES} | {t: "nodeclaim" for t in nodeclaim.LIFECYCLE}
 ALLOWED = {
     ("harness/observe.py", "Evicted"): "a pod's status.reason, not a Workload condition",
-    ("assertions/timeslicing.py", "Evicted"): "a pod's terminated or status reason, not a Workload condition",
+    ("assertions/observed.py", "Evicted"): "a pod's terminated or status reason, not a Workload condition",
 }
 
 
