@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import pairwise
 
 from assertions.clauses import require_aware
 from gpu_finops.facts.conditions import Condition
@@ -121,6 +122,18 @@ class WorkloadSnapshot:
 
     def __post_init__(self) -> None:
         require_aware(self)
+        # the model's predicates read Conditions by type: anything else is refused here, naming it, not
+        # crashed on (or misread) by a clause
+        wrong = [
+            f"{k!r}: {type(c).__name__}"
+            for k, c in dict(self.conditions).items()
+            if not isinstance(c, Condition) or c.type != k
+        ]
+        if wrong:
+            raise ValueError(
+                f"WorkloadSnapshot at {self.at.isoformat()}: conditions must map each type to its Condition "
+                f"(gpu_finops.model.workload.conditions reads status.conditions so); got {wrong}"
+            )
 
     def is_(self, ctype: str, reason: str | None = None) -> bool:
         return workload.is_true(self.conditions, ctype, reason)
@@ -134,6 +147,15 @@ class WorkloadObs:
     priority: int | None = None  # spec.priority, the value Kueue resolved from the priority class
     snapshots: tuple[WorkloadSnapshot, ...] = ()
     pods: tuple[PodObs, ...] = ()
+
+    def __post_init__(self) -> None:
+        # a history is the looks in the order they were taken: one out of order would let a clause read a
+        # later state as an earlier one
+        back = [
+            f"{a.at.isoformat()} then {b.at.isoformat()}" for a, b in pairwise(self.snapshots) if b.at < a.at
+        ]
+        if back:
+            raise ValueError(f"WorkloadObs {self.name}: snapshots out of time order ({'; '.join(back)})")
 
     def first(self, ctype: str, reason: str | None = None) -> WorkloadSnapshot | None:
         """The first snapshot in which the condition was True (with that reason)."""

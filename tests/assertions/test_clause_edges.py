@@ -184,7 +184,8 @@ def test_the_replicas_of_one_card_are_one_card():
 
 # --- act 3: a condition with a reason --------------------------------------------------------------------
 def test_first_with_a_reason_skips_the_condition_with_another():
-    other = replace(VICTIM.snapshots[2], conditions={"Evicted": cond("Evicted", "True", "PodsReadyTimeout")})
+    other = replace(VICTIM.snapshots[2], at=VICTIM.snapshots[0].at - timedelta(seconds=1),
+                    conditions={"Evicted": cond("Evicted", "True", "PodsReadyTimeout")})  # fmt: skip
     w = replace(VICTIM, snapshots=(other, *VICTIM.snapshots))
     assert w.first("Evicted", "Preempted") is VICTIM.snapshots[2]
     assert w.first("Evicted") is other

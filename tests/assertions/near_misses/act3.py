@@ -105,6 +105,8 @@ def finished(o: PreemptionObs) -> PreemptionObs:
 def admitted_early(o: PreemptionObs) -> PreemptionObs:
     first_evicted = next(s for s in after(o) if s.is_("Evicted")).at
     early = admitted((first_evicted - T0).total_seconds() - 2, "uid-high")
+    # seen no earlier than the preemptor's first look (a history is in time order); admitted 2 s before the eviction
+    early = replace(early, at=max(early.at, o.preemptor.snapshots[0].at))
     return preemptor(o, snapshots=(o.preemptor.snapshots[0], early))
 
 
