@@ -8,7 +8,7 @@ from typing import Any
 
 from gpu_finops.clients.kube import Kube
 from gpu_finops.facts import timeouts
-from gpu_finops.facts.kube_keys import KUEUE_API, LABEL_ACT_RUN
+from gpu_finops.facts.kube_keys import KUEUE_API, KUEUE_GROUP, KUEUE_VERSION, LABEL_ACT_RUN
 
 
 def create_tenant_namespaces(kube: Kube, config: Any) -> dict[str, str]:
@@ -33,7 +33,33 @@ def create_tenant_namespaces(kube: Kube, config: Any) -> dict[str, str]:
             }
         )
     kube.apply(objs)
+    local_queues_active(kube, {ns: tenant for tenant, ns in names.items()})
     return names
+
+
+def local_queues_active(kube: Kube, queues: dict[str, str]) -> None:
+    """Wait until Kueue reports each LocalQueue (namespace -> name) Active (its ClusterQueue known and active),
+    so a Job submitted next is queued by a Kueue that has seen its queue; the last observation names each
+    queue's conditions."""
+    from harness.waits import eventually
+
+    def conditions() -> dict[str, list[str]]:
+        out = {}
+        for ns, name in queues.items():
+            lq = kube.custom.get_namespaced_custom_object(KUEUE_GROUP, KUEUE_VERSION, ns, "localqueues", name)
+            out[f"{ns}/{name}"] = [
+                f"{c.get('type')}={c.get('status')}:{c.get('reason')}"
+                for c in (lq.get("status") or {}).get("conditions") or []
+            ]
+        return out
+
+    eventually(
+        conditions,
+        lambda seen: all(any(c.startswith("Active=True:") for c in cs) for cs in seen.values()),
+        timeout=timeouts.ADMISSION,
+        interval=0.5,
+        what=f"Kueue to report the LocalQueues {sorted(queues.items())} Active",
+    )
 
 
 def cleanup_namespaces(kube: Kube, namespaces: list[str]) -> None:

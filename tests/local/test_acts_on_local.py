@@ -261,7 +261,7 @@ def test_reaper_apply_deletes_only_the_eligible_nodeclaim_and_karpenter_removes_
     from datetime import UTC, datetime, timedelta
 
     from acts.jobs import gpu_job
-    from acts.namespaces import cleanup_namespaces
+    from acts.namespaces import cleanup_namespaces, local_queues_active
     from acts.targets import local_target
     from gpu_finops.cli import main
     from gpu_finops.clients.karpenter import KarpenterClient
@@ -284,6 +284,7 @@ def test_reaper_apply_deletes_only_the_eligible_nodeclaim_and_karpenter_removes_
              "metadata": {"name": tenant, "namespace": ns}, "spec": {"clusterQueue": tenant}},
         )]
     )  # fmt: skip
+    local_queues_active(kube, {ns: tenant for tenant, ns in namespaces.items()})
     kept = None
     try:
         for tenant, ns in namespaces.items():  # quota 1 GPU per tenant: one node each

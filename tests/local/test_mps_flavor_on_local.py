@@ -17,7 +17,7 @@ def test_a_shared_gpu_ask_without_the_mps_toleration_waits_while_a_client_that_t
     local_cluster,
 ):
     from acts.jobs import gpu_job
-    from acts.namespaces import cleanup_namespaces
+    from acts.namespaces import cleanup_namespaces, local_queues_active
     from acts.targets import local_target
     from gpu_finops.facts.kube_keys import KUEUE_API, SHARED_GPU_RESOURCE
     from harness.observe import workloads
@@ -36,6 +36,7 @@ def test_a_shared_gpu_ask_without_the_mps_toleration_waits_while_a_client_that_t
         ]
     )  # fmt: skip
     try:
+        local_queues_active(kube, {ns: tenant.name})
         ask = dict(resource=SHARED_GPU_RESOURCE, seconds=5)
         plain = gpu_job(target, f"plain-{run}", ns, tenant.name, run, **ask)
         client = gpu_job(
