@@ -96,11 +96,18 @@ def mps_daemon(t: Target, node: str) -> tuple[str, ...] | None:
     url = f"{local_description()['pod_resources_url']}/v1/nodes/{node}/mps-control-daemon"
     try:
         with urllib.request.urlopen(url, timeout=10) as r:
-            return tuple(json.loads(r.read())["commands"])
+            answer = json.loads(r.read())
     except urllib.error.HTTPError as exc:
         if exc.code == 404:  # no daemon on that node
             return None
         raise
+    commands = answer.get("commands") if isinstance(answer, dict) else None
+    if not isinstance(commands, list) or not all(isinstance(c, str) for c in commands):
+        raise ValueError(
+            f"{url} answered {answer!r}: expected {{'commands': [the daemon's commands, each a string]}}; is the "
+            "GPU simulator (local/sim) the one this checkout builds? `gpu-finops local down` and `local up` again"
+        )
+    return tuple(commands)
 
 
 def target(name: str) -> Target:
