@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from kubernetes.client.exceptions import ApiException
 
 from gpu_finops.facts.catalog import CARD_MEMORY_MIB
 from gpu_finops.facts.kube_keys import (
@@ -82,6 +83,8 @@ CONFIG_MAP = "nvidia-device-plugin-configs"
 DEFAULT_CONFIG_KEY = ANNOTATION_DEFAULT_CONFIG  # the chart's config.default, kept in the ConfigMap
 NODE_CONFIG_LABEL = LABEL_DEVICE_PLUGIN_CONFIG
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+# a node whose GPUs the DRA driver allocates, not the device plugin (ours: the simulated driver reads it)
+DRA_NODE_LABEL, DRA_NODE_VALUE = "gpu-finops.io/gpu-allocation", "dra"
 GFD_COUNT, GFD_REPLICAS, GFD_STRATEGY = LABEL_GPU_COUNT, LABEL_GPU_REPLICAS, LABEL_GPU_SHARING
 GFD_PRODUCT = LABEL_GPU_PRODUCT
 GFD_MEMORY = LABEL_GPU_MEMORY
@@ -428,6 +431,11 @@ class DevicePlugin:
         ads: dict[str, Advertisement] = {}
         for name, n in nodes.items():
             labels = n.metadata.labels or {}
+            if labels.get(DRA_NODE_LABEL) == DRA_NODE_VALUE:
+                # the DRA driver's node: no device plugin, so no extended resource; its cards are devices of
+                # the driver's ResourceSlice, which the scheduler allocates (local/sim/dra_driver.py)
+                self.publish_dra(n)
+                continue
             chosen = labels.get(NODE_CONFIG_LABEL, default)
             if chosen not in sharing:
                 log.error("node %s asks for device plugin config %r; the ConfigMap has %s", name, chosen,
@@ -449,6 +457,28 @@ class DevicePlugin:
                 self.mps.pop(name, None)
         self.mps = {k: v for k, v in self.mps.items() if k in ads}
         self.allocate(ads)
+
+    def publish_dra(self, node: Any) -> None:
+        """A DRA node: its GPU extended resources withdrawn (the device plugin does not run there), its cards
+        published as the driver's one ResourceSlice (created once; the Node owns it, so it goes with it)."""
+        from local.sim import dra_driver
+
+        name, labels = node.metadata.name, node.metadata.labels or {}
+        itype = labels[LABEL_INSTANCE_TYPE]
+        gpu_resources = {r: None for r in (node.status.capacity or {}) if holding.is_gpu_resource(r)}
+        capacity, allocatable = _kubelet_figures(itype)
+        want = {"capacity": {**capacity, **gpu_resources}, "allocatable": {**allocatable, **gpu_resources}}
+        have = {"capacity": node.status.capacity or {}, "allocatable": node.status.allocatable or {}}
+        if gpu_resources or any(not same_quantities(have[k], want[k]) for k in want):
+            self.kube.core.patch_node_status(name, {"status": want})
+        uuids = [gpu_uuid(name, i) for i in range(physical_gpus(itype))]
+        slice_ = dra_driver.resource_slice(name, node.metadata.uid, itype, uuids)
+        try:
+            self.kube.custom.create_cluster_custom_object("resource.k8s.io", "v1", "resourceslices", slice_)
+            log.info("node %s: published %d DRA devices", name, len(uuids))
+        except ApiException as exc:
+            if exc.status != 409:  # 409: published already
+                raise
 
     def apply(self, node: Any, ad: Advertisement) -> None:
         labels = node.metadata.labels or {}

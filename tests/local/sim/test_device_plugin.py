@@ -322,3 +322,38 @@ def test_the_mps_control_daemon_gives_each_client_its_cards_memory_over_the_clie
     assert len(eight) == 9 and eight[-1] == "set_default_active_thread_percentage 50"
     # three clients: 100 // 3 = 33 %, as the Go integer division
     assert mps_daemon_commands(1, 3, 46068)[-1] == "set_default_active_thread_percentage 33"
+
+
+class FakeCustom:
+    """Just enough of CustomObjectsApi for the DRA driver: creates, a second of the same name refused (409)."""
+
+    def __init__(self):
+        self.created = {}
+
+    def create_cluster_custom_object(self, group, version, plural, body):
+        from kubernetes.client.exceptions import ApiException
+
+        name = body["metadata"]["name"]
+        if name in self.created:
+            raise ApiException(status=409, reason="AlreadyExists")
+        self.created[name] = (group, version, plural, body)
+
+
+def test_a_dra_node_advertises_no_gpu_resource_and_publishes_its_cards_once_as_the_drivers_slice(tmp_path):
+    c = load_config()
+    n = node("dra-1")
+    n.metadata.labels["gpu-finops.io/gpu-allocation"] = "dra"
+    n.metadata.uid = "uid-dra-1"
+    core, custom = FakeCore([n], [], device_plugin_configs(c)), FakeCustom()
+    plugin = DevicePlugin(NS(core=core, custom=custom), Allocations(tmp_path / "alloc.json"))
+    plugin.reconcile()
+    (body,) = [b for kind, name, b in core.patches if kind == "status"]
+    assert body["status"]["capacity"] == {**KUBELET_CAPACITY, "nvidia.com/gpu": None}  # withdrawn
+    assert [k for k, _, _ in core.patches] == ["status"]  # no GFD labels of a device plugin
+    ((group, version, plural, s),) = custom.created.values()
+    assert (group, version, plural) == ("resource.k8s.io", "v1", "resourceslices")
+    assert s["spec"]["nodeName"] == "dra-1" and s["spec"]["pool"]["name"] == "dra-1"
+    assert [d["attributes"]["uuid"]["string"] for d in s["spec"]["devices"]] == [gpu_uuid("dra-1", 0)]
+    assert s["metadata"]["ownerReferences"][0]["uid"] == "uid-dra-1"
+    plugin.reconcile()  # published already: the 409 is not an error
+    assert len(custom.created) == 1
