@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -88,12 +89,13 @@ def physical_cards(name: str, labels: dict[str, str], capacity: dict[str, Any]) 
         raise ValueError(str(exc)) from None
 
 
-def node_facts(node: Any) -> GpuNode:
-    """Convert a kubernetes-client V1Node (or anything shaped like it) into GpuNode."""
+def node_facts(node: Any, dra_cards: int = 0) -> GpuNode:
+    """Convert a kubernetes-client V1Node (or anything shaped like it) into GpuNode. `dra_cards`: the cards a
+    DRA driver publishes for it (gpu_finops.model.dra), its GPUs where it advertises none as a resource."""
     meta, status, spec = node.metadata, node.status, node.spec
     labels = dict(meta.labels or {})
     capacity = dict((status.capacity or {}) if status else {})
-    gpu_count = physical_cards(meta.name, labels, capacity)
+    gpu_count = physical_cards(meta.name, labels, capacity) or dra_cards
     capacity_type, capacity_source = capacity_type_of(labels)
     return GpuNode(
         name=meta.name,
@@ -115,8 +117,10 @@ def node_facts(node: Any) -> GpuNode:
 class KubeNodeSource:
     """Lists GPU nodes through the Kubernetes API."""
 
-    def __init__(self, core_v1: Any):
+    def __init__(self, core_v1: Any, resource_slices: Callable[[], list[dict[str, Any]]] | None = None):
         self.core_v1 = core_v1
+        # the cluster's ResourceSlices (resource.k8s.io/v1), where DRA GPUs are read: None reads none
+        self.resource_slices = resource_slices
 
     @classmethod
     def from_kubeconfig(cls, kubeconfig: str | None = None) -> KubeNodeSource:
@@ -132,10 +136,30 @@ class KubeNodeSource:
                 config.load_incluster_config()
             except config.ConfigException:
                 config.load_kube_config()
-        return cls(client.CoreV1Api())
+        custom = client.CustomObjectsApi()
+
+        def slices() -> list[dict[str, Any]]:
+            return custom.list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices").get(
+                "items", []
+            )
+
+        return cls(client.CoreV1Api(), slices)
+
+    def dra_cards(self) -> dict[str, int]:
+        """Node -> the physical cards the GPU DRA driver publishes there (whole cards and MIG slices' cards)."""
+        if self.resource_slices is None:
+            return {}
+        from gpu_finops.model import dra
+
+        cards: dict[str, set[str]] = {}
+        for d in dra.installed(self.resource_slices()).values():
+            if d.node:
+                cards.setdefault(d.node, set()).add(d.card)
+        return {node: len(c) for node, c in cards.items()}
 
     def gpu_nodes(self) -> list[GpuNode]:
-        facts = [node_facts(n) for n in self.core_v1.list_node().items]
+        dra_cards = self.dra_cards()
+        facts = [node_facts(n, dra_cards.get(n.metadata.name, 0)) for n in self.core_v1.list_node().items]
         return [f for f in facts if f.gpu_count > 0]
 
 
