@@ -22,6 +22,7 @@ from gpu_finops.facts.kube_keys import (
     LABEL_ZONE,
 )
 from gpu_finops.model import holding
+from gpu_finops.model.dra import NodeCards
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,8 @@ class GpuNode:
     # where capacity_type came from: a label key, EC2's InstanceLifecycle, or None (unknown)
     capacity_source: str | None = None
     capacity: dict[str, Any] = field(default_factory=dict)  # status.capacity: its GPU resources' devices
+    # its GPUs as the DRA driver publishes them (gpu_finops.model.dra), where it advertises none as a resource
+    dra: NodeCards | None = None
 
     @property
     def region(self) -> str | None:
@@ -89,13 +92,17 @@ def physical_cards(name: str, labels: dict[str, str], capacity: dict[str, Any]) 
         raise ValueError(str(exc)) from None
 
 
-def node_facts(node: Any, dra_cards: int = 0) -> GpuNode:
-    """Convert a kubernetes-client V1Node (or anything shaped like it) into GpuNode. `dra_cards`: the cards a
-    DRA driver publishes for it (gpu_finops.model.dra), its GPUs where it advertises none as a resource."""
+def node_facts(node: Any, dra: NodeCards | None = None) -> GpuNode:
+    """Convert a kubernetes-client V1Node (or anything shaped like it) into GpuNode. `dra`: the cards the GPU
+    DRA driver publishes for it (gpu_finops.model.dra), its GPUs where it advertises none as a resource (a node
+    that advertises GPU resources is read by them, and its DRA devices, if any, are not counted again)."""
     meta, status, spec = node.metadata, node.status, node.spec
     labels = dict(meta.labels or {})
     capacity = dict((status.capacity or {}) if status else {})
-    gpu_count = physical_cards(meta.name, labels, capacity) or dra_cards
+    advertises = any(holding.is_gpu_resource(r) and str(v) not in ("0", "") for r, v in capacity.items())
+    if advertises or dra is None or not dra.installed:
+        dra = None  # read by its GPU resources, or by its labels and the catalog where it has none yet
+    gpu_count = int(dra.installed) if dra else physical_cards(meta.name, labels, capacity)
     capacity_type, capacity_source = capacity_type_of(labels)
     return GpuNode(
         name=meta.name,
@@ -111,6 +118,7 @@ def node_facts(node: Any, dra_cards: int = 0) -> GpuNode:
         labels=labels,
         capacity=dict(capacity),
         annotations=dict(meta.annotations or {}),
+        dra=dra,
     )
 
 
@@ -139,27 +147,29 @@ class KubeNodeSource:
         custom = client.CustomObjectsApi()
 
         def slices() -> list[dict[str, Any]]:
-            return custom.list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices").get(
-                "items", []
-            )
+            from kubernetes.client.exceptions import ApiException
+
+            try:
+                got = custom.list_cluster_custom_object("resource.k8s.io", "v1", "resourceslices")
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+                return []  # no resource.k8s.io/v1 (Kubernetes before 1.34): no DRA devices
+            return got.get("items", [])
 
         return cls(client.CoreV1Api(), slices)
 
-    def dra_cards(self) -> dict[str, int]:
+    def dra_cards(self) -> dict[str, NodeCards]:
         """Node -> the physical cards the GPU DRA driver publishes there (whole cards and MIG slices' cards)."""
         if self.resource_slices is None:
             return {}
         from gpu_finops.model import dra
 
-        cards: dict[str, set[str]] = {}
-        for d in dra.installed(self.resource_slices()).values():
-            if d.node:
-                cards.setdefault(d.node, set()).add(d.card)
-        return {node: len(c) for node, c in cards.items()}
+        return dra.node_cards(dra.installed(self.resource_slices()))
 
     def gpu_nodes(self) -> list[GpuNode]:
         dra_cards = self.dra_cards()
-        facts = [node_facts(n, dra_cards.get(n.metadata.name, 0)) for n in self.core_v1.list_node().items]
+        facts = [node_facts(n, dra_cards.get(n.metadata.name)) for n in self.core_v1.list_node().items]
         return [f for f in facts if f.gpu_count > 0]
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from fractions import Fraction
@@ -34,7 +35,7 @@ from gpu_finops.facts.kube_keys import (
     MIG_RESOURCE_PREFIX,
 )
 from gpu_finops.facts.private_files import write_private
-from gpu_finops.model import holding
+from gpu_finops.model import dra, holding
 
 TENANT_LABEL, QUEUE_LABEL = LABEL_TENANT, LABEL_QUEUE_NAME
 KUEUE = (KUEUE_GROUP, KUEUE_VERSION)
@@ -59,6 +60,9 @@ class GpuHolding:
     # not 1/replicas); None in holdings recorded before, read as gpus / replicas
     equivalents: Fraction | None = None
     resources: tuple[tuple[str, int], ...] = ()  # (resource, devices) it asked for: nvidia.com/mig-1g.10gb, 2
+    # the ResourceClaims its devices were allocated through (Dynamic Resource Allocation): where they are, its
+    # `devices` are the claims' allocated devices and `equivalents` their parts of cards (gpu_finops.model.dra)
+    claims: tuple[str, ...] = ()
 
     @property
     def physical_gpus(self) -> Fraction:
@@ -98,6 +102,7 @@ class GpuHolding:
         data["devices"] = list(self.devices)
         data["equivalents"] = None if self.equivalents is None else str(self.equivalents)
         data["resources"] = dict(self.resources)
+        data["claims"] = list(self.claims)
         return data
 
     @classmethod
@@ -110,6 +115,7 @@ class GpuHolding:
                 "devices": tuple(data.get("devices") or ()),
                 "equivalents": None if data.get("equivalents") is None else Fraction(data["equivalents"]),
                 "resources": tuple(sorted((data.get("resources") or {}).items())),
+                "claims": tuple(data.get("claims") or ()),
             }
         )
 
@@ -226,21 +232,33 @@ def holdings_from_objects(
     node_gpus: dict[str, int | holding.NodeGpus | holding.NodeGpusError],
     cluster_queues: dict[tuple[str, str], str],
     job_queues: dict[tuple[str, str], str] | None = None,
+    reserved: Mapping[tuple[str, str], list[dra.Reservation]] | None = None,
 ) -> list[GpuHolding]:
     """Pure: GPU holdings from pod objects and the lookups they need (`node_gpus`: node -> its cards as the
     model reads them, why it could not be read (raised naming the pod, for a pod on it), or the replicas per
     card of a node that shares only by replicas; a pod on a node not listed (gone since) is read as whole cards:
     no node-interval of it is priced, so it is never split; `job_queues`:
     (namespace, Job) -> the Job's queue-name label). A pod asking for a resource its node does not advertise
-    raises NodeGpusError naming the pod."""
+    raises NodeGpusError naming the pod. `reserved`: (namespace, pod) -> the GPU devices ResourceClaims
+    allocate to it (`dra.by_pod`): such a pod holds those devices, whether it asked for them through a claim or
+    as `nvidia.com/gpu` served by DRA, and its limits are not read again."""
     out = []
     for pod in pods:
+        ns, node = pod.metadata.namespace, pod.spec.node_name
+        interval = holding_interval(pod)
+        claimed = (reserved or {}).get((ns, pod.metadata.name))
+        if claimed and interval is not None:
+            queue = queue_of(pod, job_queues or {})
+            out.append(
+                _claimed(
+                    pod, claimed, interval, tenant_of(ns, queue, namespace_labels.get(ns, {}), cluster_queues)
+                )
+            )
+            continue
         requests = effective_requests(pod)
         gpus = sum(requests.values())
-        interval = holding_interval(pod)
         if gpus <= 0 or interval is None:
             continue
-        ns, node = pod.metadata.namespace, pod.spec.node_name
         queue = queue_of(pod, job_queues or {})
         read = node_gpus.get(node, 1)
         if isinstance(read, holding.NodeGpusError):
@@ -268,6 +286,32 @@ def holdings_from_objects(
             )
         )
     return sorted(out, key=lambda h: (h.node, h.start, h.namespace, h.pod))
+
+
+def _claimed(
+    pod: Any, claimed: list[dra.Reservation], interval: tuple[datetime, datetime | None], tenant: str
+) -> GpuHolding:
+    """A pod's holding of the GPU devices its ResourceClaims allocate: one per device, each worth its part of a
+    card (a claim shared by several pods split among them). Raises DraReadError, naming the pod, where a device
+    is on another node than the pod: an allocation is for the node the pod was scheduled to."""
+    ns, name, node = pod.metadata.namespace, pod.metadata.name, pod.spec.node_name
+    elsewhere = sorted({f"{r.held.device.id} on {r.node}" for r in claimed if r.node != node})
+    if elsewhere:
+        raise dra.DraReadError(
+            f"pod {ns}/{name} on node {node}: its claims allocate device(s) of another node ({', '.join(elsewhere)})"
+        )
+    return GpuHolding(
+        namespace=ns,
+        tenant=tenant,
+        pod=name,
+        node=node,
+        gpus=len(claimed),
+        start=interval[0],
+        end=interval[1],
+        devices=tuple(r.held.device.id for r in claimed),
+        equivalents=sum((r.held.share for r in claimed), Fraction(0)),
+        claims=tuple(sorted({r.claim for r in claimed})),
+    )
 
 
 def read_node_gpus(node: Any, *, strict: bool = True) -> holding.NodeGpus:
@@ -315,7 +359,22 @@ def gpu_holdings(kube: Any) -> list[GpuHolding]:
         (j.metadata.namespace, j.metadata.name): j.metadata.labels[QUEUE_LABEL]
         for j in kube.batch.list_job_for_all_namespaces(label_selector=QUEUE_LABEL).items
     }
-    return holdings_from_objects(pods, namespace_labels, node_gpus, cluster_queues, job_queues)
+    reserved = dra.by_pod(
+        dra.reservations(_dra_list(kube, "resourceclaims"), dra.installed(_dra_list(kube, "resourceslices")))
+    )
+    return holdings_from_objects(pods, namespace_labels, node_gpus, cluster_queues, job_queues, reserved)
+
+
+def _dra_list(kube: Any, plural: str) -> list[dict[str, Any]]:
+    """Every object of a resource.k8s.io/v1 kind; none where the API is not served (Kubernetes before 1.34)."""
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        return kube.custom.list_cluster_custom_object(*dra.API, plural).get("items", [])
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+        return []
 
 
 class HoldingEntry(FileModel):
@@ -334,6 +393,7 @@ class HoldingEntry(FileModel):
         Annotated[str, Strict(), Field(pattern=r"^(0|[1-9][0-9]{0,8})(/[1-9][0-9]{0,8})?$")] | None
     ) = None
     resources: dict[Label, Annotated[int, Strict(), Field(ge=1)]] = Field(default_factory=dict)
+    claims: tuple[Label, ...] = ()
 
 
 class HoldingsFile(RootModel[list[HoldingEntry]]):

@@ -5,7 +5,9 @@ at its newest generation only, and only when that generation is complete (as man
 `resourceSliceCount`): the scheduler ignores older generations, and a pool still being republished is not a
 count of anything. Whole cards are `type: gpu` devices; MIG slices are `type: mig` devices naming their card
 (`parentUUID`) and `profile`. A card cut into slices is one card: each slice holds the part of it its compute
-slices are of the compute slices cut on that card (as the collector reads a MIG node, docs/finops.md).
+slices are of the compute slices cut on that card (as the collector reads a MIG node, docs/finops.md). A device
+tainted NoSchedule or NoExecute (`devices[].taints`, the DRADeviceTaints feature) is installed but not
+schedulable: the scheduler allocates it to no claim that does not tolerate the taint.
 
 Allocated: a ResourceClaim's `status.allocation.devices.results` (driver, pool, device) held by the pods in
 its `reservedFor`; a claim shared by several pods splits each device evenly among them. A result naming a
@@ -22,6 +24,7 @@ from typing import Any
 from gpu_finops.model.holding import Device, HeldGpu, Holder, Kind, MigProfile
 
 GPU_DRIVER = "gpu.nvidia.com"
+API = ("resource.k8s.io", "v1")  # the group and version served since Kubernetes 1.34 (GA)
 
 
 class DraReadError(ValueError):
@@ -41,6 +44,7 @@ class SliceDevice:
     card: str  # the physical card's UUID (a slice's parentUUID)
     uuid: str
     profile: MigProfile | None = None
+    tainted: bool = False  # a NoSchedule or NoExecute taint: not offered to a claim that does not tolerate it
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -56,6 +60,16 @@ def _string(device: Mapping[str, Any], name: str, where: str) -> str:
     return value
 
 
+TAINT_EFFECTS = ("NoSchedule", "NoExecute")  # resource.k8s.io/v1 DeviceTaint effects that keep claims off
+
+
+def _tainted(raw: Mapping[str, Any], where: str) -> bool:
+    taints = raw.get("taints") or []
+    if not isinstance(taints, list) or not all(isinstance(t, Mapping) for t in taints):
+        raise DraReadError(f"{where}: taints {taints!r} is not a list of taints")
+    return any(t.get("effect") in TAINT_EFFECTS for t in taints)
+
+
 def _device(
     driver: str, pool: str, node: str | None, raw: Mapping[str, Any], where: str
 ) -> SliceDevice | None:
@@ -65,11 +79,20 @@ def _device(
     name = raw.get("name")
     where = f"{where} device {name!r}"
     uuid = _string(raw, "uuid", where)
+    tainted = _tainted(raw, where)
     if kind == "gpu":
-        return SliceDevice(driver, pool, str(name), node, Kind.WHOLE, uuid, uuid)
+        return SliceDevice(driver, pool, str(name), node, Kind.WHOLE, uuid, uuid, tainted=tainted)
     profile = MigProfile.parse(_string(raw, "profile", where))
     return SliceDevice(
-        driver, pool, str(name), node, Kind.MIG_SLICE, _string(raw, "parentUUID", where), uuid, profile
+        driver,
+        pool,
+        str(name),
+        node,
+        Kind.MIG_SLICE,
+        _string(raw, "parentUUID", where),
+        uuid,
+        profile,
+        tainted,
     )
 
 
@@ -122,21 +145,56 @@ def shares(devices: Mapping[tuple[str, str, str], SliceDevice]) -> dict[tuple[st
     }
 
 
-def held(
+@dataclass(frozen=True)
+class NodeCards:
+    """A node's GPUs as its DRA driver publishes them, in cards: every device's part of its card, and the part
+    not tainted away from claims."""
+
+    installed: Fraction
+    schedulable: Fraction
+
+
+def node_cards(devices: Mapping[tuple[str, str, str], SliceDevice]) -> dict[str, NodeCards]:
+    """Node -> its published GPUs in cards (a card cut into slices counted once, by its slices' parts)."""
+    part = shares(devices)
+    installed: dict[str, Fraction] = defaultdict(Fraction)
+    schedulable: dict[str, Fraction] = defaultdict(Fraction)
+    for k, d in devices.items():
+        if d.node is None:
+            continue  # a network-attached pool: no node to put it on
+        installed[d.node] += part[k]
+        if not d.tainted:
+            schedulable[d.node] += part[k]
+    return {n: NodeCards(installed[n], schedulable[n]) for n in installed}
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """One GPU device a claim allocates, as one pod it is reserved for holds it: the claim's name with it."""
+
+    claim: str
+    node: str | None
+    held: HeldGpu
+
+
+def reservations(
     claims: Iterable[Mapping[str, Any]],
     devices: Mapping[tuple[str, str, str], SliceDevice],
     tenant_of: Mapping[str, str] | None = None,
-) -> list[HeldGpu]:
+) -> list[Reservation]:
     """Every GPU device allocated by a claim, once per pod it is reserved for, with that pod's part of the
     card. `tenant_of`: namespace -> tenant. Raises DraReadError for a result naming a device no complete pool
-    publishes."""
+    publishes, or a claim whose reservedFor is not a list of consumers."""
     part = shares(devices)
     out = []
     for c in claims:
         meta, status = c.get("metadata") or {}, c.get("status") or {}
         where = f"ResourceClaim {meta.get('namespace')}/{meta.get('name')}"
         results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
-        pods = [r for r in status.get("reservedFor") or [] if r.get("resource") == "pods"]
+        consumers = status.get("reservedFor") or []
+        if not isinstance(consumers, list) or not all(isinstance(r, Mapping) for r in consumers):
+            raise DraReadError(f"{where}: status.reservedFor {consumers!r} is not a list of consumers")
+        pods = [r for r in consumers if r.get("resource") == "pods"]
         if not results or not pods:
             continue  # not allocated, or allocated to no pod yet: nobody holds it
         for r in results:
@@ -154,11 +212,28 @@ def held(
             for p in pods:
                 holder = Holder(ns, p.get("name") or "", (tenant_of or {}).get(ns))
                 out.append(
-                    HeldGpu(
-                        Device(d.uuid, d.card, d.kind),
-                        holder,
-                        each,
-                        d.kind,
+                    Reservation(
+                        str(meta.get("name")),
+                        d.node,
+                        HeldGpu(Device(d.uuid, d.card, d.kind), holder, each, d.kind),
                     )
                 )
     return out
+
+
+def by_pod(reserved: Iterable[Reservation]) -> dict[tuple[str, str], list[Reservation]]:
+    """(namespace, pod) -> the GPU devices reserved for it, in the order read."""
+    out: dict[tuple[str, str], list[Reservation]] = defaultdict(list)
+    for r in reserved:
+        out[(r.held.holder.namespace, r.held.holder.pod)].append(r)
+    return dict(out)
+
+
+def held(
+    claims: Iterable[Mapping[str, Any]],
+    devices: Mapping[tuple[str, str, str], SliceDevice],
+    tenant_of: Mapping[str, str] | None = None,
+) -> list[HeldGpu]:
+    """Every GPU device allocated by a claim, once per pod it is reserved for, with that pod's part of the
+    card (`reservations` without the claims)."""
+    return [r.held for r in reservations(claims, devices, tenant_of)]

@@ -106,3 +106,46 @@ def test_unallocated_or_unreserved_claims_hold_nothing():
     devices = dra.installed([gpu_slice()])
     assert dra.held([claim("c1", [("n1", "gpu-0")], [])], devices) == []
     assert dra.held([{"metadata": {"name": "c2", "namespace": "x"}, "status": {}}], devices) == []
+
+
+def test_a_node_publishes_its_cards_installed_and_the_untainted_ones_schedulable_a_cut_card_once():
+    s = gpu_slice(uuids=("GPU-a", "GPU-b", "GPU-c"))
+    s["spec"]["devices"][1]["taints"] = [{"key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoExecute"}]
+    s["spec"]["devices"][2]["taints"] = [
+        {"key": "note", "effect": "None"}
+    ]  # says something, keeps nothing off
+    got = dra.node_cards(dra.installed([s, mig_slice()]))
+    assert got == {
+        "n1": dra.NodeCards(installed=Fraction(3), schedulable=Fraction(2)),
+        "m1": dra.NodeCards(installed=Fraction(1), schedulable=Fraction(1)),
+    }
+
+
+def test_taints_that_are_not_a_list_of_taints_are_refused_naming_the_device():
+    s = gpu_slice()
+    s["spec"]["devices"][0]["taints"] = "NoSchedule"
+    with pytest.raises(dra.DraReadError) as err:
+        dra.installed([s])
+    assert str(err.value) == (
+        "ResourceSlice n1-gpu.nvidia.com device 'gpu-0': taints 'NoSchedule' is not a list of taints"
+    )
+
+
+def test_a_claim_whose_reserved_for_is_not_a_list_of_consumers_is_refused_naming_the_claim():
+    c = claim("c", [("n1", "gpu-0")], ["p"])
+    c["status"]["reservedFor"] = {"resource": "pods", "name": "p"}
+    with pytest.raises(dra.DraReadError) as err:
+        dra.reservations([c], dra.installed([gpu_slice()]))
+    assert str(err.value).startswith("ResourceClaim team-a/c: status.reservedFor {")
+
+
+def test_each_reservation_names_its_claim_and_node_and_groups_by_pod():
+    got = dra.by_pod(
+        dra.reservations(
+            [claim("c", [("n1", "gpu-0"), ("n1", "gpu-1")], ["p"])], dra.installed([gpu_slice()])
+        )
+    )
+    assert [(r.claim, r.node, r.held.device.id) for r in got[("team-a", "p")]] == [
+        ("c", "n1", "GPU-a"),
+        ("c", "n1", "GPU-b"),
+    ]
