@@ -372,6 +372,7 @@ class Collector:
                 + "; is Prometheus dropping the exporter's labels (relabelling), or is this not dcgm-exporter?"
             )
         problems += self.metrics.observe_shares(list(listed.values()))
+        self.metrics.observe_claims(held)
         settled = [n for n in listed.values() if (end - n.created).total_seconds() >= self.grace_seconds]
         if holdings_problem:
             problems.append(holdings_problem)

@@ -9,6 +9,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from gpu_finops.clients.metrics_http import serve as serve_registry
 from gpu_finops.clients.nodes import GpuNode
+from gpu_finops.cost.gpu_holdings import GpuHolding
 from gpu_finops.cost.holdings_record import IntervalHoldings
 from gpu_finops.cost.records import STATUS_MISSING_SM_ACTIVE, STATUS_NO_GPU_SERIES, CycleResult
 from gpu_finops.facts import collector_metrics as names
@@ -61,6 +62,19 @@ class CollectorMetrics:
             "Cards' worth of one device of the GPU resource on the node, as the held-GPU model reads the node "
             "(nodes whose devices are not worth their cards are left out)",
             ["node", "resource"],
+            registry=r,
+        )
+        self.dra_gpus = Gauge(
+            names.DRA_GPUS,
+            "Cards the node's DRA driver publishes (state=installed) and those no device taint keeps off "
+            "(state=schedulable), on a node that advertises no GPU resource",
+            ["node", "state"],
+            registry=r,
+        )
+        self.pod_dra_gpus = Gauge(
+            names.POD_DRA_GPUS,
+            "Cards a pod holds through the devices its ResourceClaims allocate, as last read",
+            ["namespace", "pod", "node"],
             registry=r,
         )
         self.node_unreadable = Gauge(
@@ -128,8 +142,13 @@ class CollectorMetrics:
         replicas label) and is returned as a problem naming it."""
         self.device_share.clear()
         self.node_unreadable.clear()
+        self.dra_gpus.clear()
         problems = []
         for node in nodes:
+            if node.dra is not None:
+                self.dra_gpus.labels(node.name, "installed").set(float(node.dra.installed))
+                self.dra_gpus.labels(node.name, "schedulable").set(float(node.dra.schedulable))
+                continue  # its GPUs are devices, not a resource: no share of a resource to export
             try:
                 read = holding.read_node(node.name, node.labels, node.capacity, strict=True)
             except holding.NodeGpusError as exc:
@@ -142,11 +161,21 @@ class CollectorMetrics:
                 self.device_share.labels(node.name, ksm_sanitized(resource)).set(float(offer.share))
         return problems
 
+    def observe_claims(self, held: Sequence[GpuHolding] | None) -> None:
+        """Each pod still holding GPUs through ResourceClaims, at the cards it holds (none when holdings were
+        not read: the ledger then counts such pods nowhere and its input check names them)."""
+        self.pod_dra_gpus.clear()
+        for h in held or ():
+            if h.claims and h.end is None:
+                self.pod_dra_gpus.labels(h.namespace, h.pod, h.node).inc(float(h.physical_gpus))
+
     def cycle_failed(self) -> None:
         self.cycle_failures.inc()
         # a share from an earlier cycle may be a layout's since changed: none is better than a stale one
         self.device_share.clear()
         self.node_unreadable.clear()
+        self.dra_gpus.clear()
+        self.pod_dra_gpus.clear()
         self.problems = ["the last cycle raised; see the collector log"]
         self.healthy.set(0)
 

@@ -27,6 +27,13 @@ TENANT_IDLE_DOLLARS_PER_HOUR = "gpu_finops_tenant_idle_dollars_per_hour"
 # share, 1/replicas for a replica, 1 for a whole card); labels node and resource, the resource spelled as
 # kube-state-metrics spells it (nvidia_com_mig_1g_10gb), so the ledger's rules join the two
 DEVICE_SHARE = "gpu_finops_device_share"
+# a node's GPUs as its DRA driver publishes them in ResourceSlices, in cards, where the node advertises no GPU
+# resource (kube-state-metrics has no ResourceSlice series): labels node and state, installed (every device) or
+# schedulable (devices no NoSchedule/NoExecute taint keeps off); the ledger's installed and schedulable rungs
+DRA_GPUS = "gpu_finops_dra_gpus"
+# the cards a pod holds through its ResourceClaims' allocated devices (a claim template or nvidia.com/gpu served
+# from DRA), as the collector last read them: labels namespace, pod, node; the ledger's requests of such pods
+POD_DRA_GPUS = "gpu_finops_pod_dra_gpus"
 # 1 for a GPU node the held-GPU model refuses (the collector's /healthz says why): no share of its devices may be
 # guessed, so the ledger counts none of them and names the node
 NODE_UNREADABLE = "gpu_finops_node_unreadable"

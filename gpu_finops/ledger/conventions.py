@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from gpu_finops.facts import dcgm_inputs
+from gpu_finops.facts.collector_metrics import DRA_GPUS, POD_DRA_GPUS
 from gpu_finops.facts.dcgm import HOSTNAME_LABEL, OLD_HOSTNAME_LABEL
 from gpu_finops.facts.dcgm_inputs import PINNED, Spelling
 from gpu_finops.facts.kube_keys import (
@@ -76,13 +77,21 @@ CLASS_BUCKETS: dict[str, str] = {
 WORKING_CLASSES: tuple[str, ...] = ("serving-traffic", "training-stepping", "unclassified")
 
 # The series the rules read, and the selector that counts each one's presence.
+# Dynamic Resource Allocation: a node whose GPUs are its DRA driver's devices advertises no GPU resource, and
+# kube-state-metrics has no series of ResourceSlices or of claims' allocations; the collector exports them
+# (facts/collector_metrics.py), and the rules count them under the driver's name as their resource
+DRA_RESOURCE = "gpu_nvidia_com"  # the driver gpu.nvidia.com, spelled as kube-state-metrics spells a resource
+DRA_INSTALLED = f'max by (node) ({DRA_GPUS}{{state="installed"}})'
+DRA_SCHEDULABLE = f'max by (node) ({DRA_GPUS}{{state="schedulable"}})'
+DRA_HELD = f"max by (namespace, pod, node) ({POD_DRA_GPUS})"
 KSM_INPUTS: dict[str, str] = {
-    "kube_node_status_capacity": f"kube_node_status_capacity{{{GPU_RESOURCE_SELECTOR}}}",
-    "kube_node_status_allocatable": f"kube_node_status_allocatable{{{GPU_RESOURCE_SELECTOR}}}",
+    # each GPU input is present on a fleet whose GPUs are all DRA devices when the collector exports those
+    "kube_node_status_capacity": f'kube_node_status_capacity{{{GPU_RESOURCE_SELECTOR}}} or {DRA_GPUS}{{state="installed"}}',
+    "kube_node_status_allocatable": f'kube_node_status_allocatable{{{GPU_RESOURCE_SELECTOR}}} or {DRA_GPUS}{{state="schedulable"}}',
     "kube_node_spec_unschedulable": "kube_node_spec_unschedulable",
     "kube_node_status_condition": 'kube_node_status_condition{condition="Ready"}',
     "kube_node_labels": "kube_node_labels",
-    "kube_pod_container_resource_limits": f"kube_pod_container_resource_limits{{{GPU_RESOURCE_SELECTOR}}}",
+    "kube_pod_container_resource_limits": f"kube_pod_container_resource_limits{{{GPU_RESOURCE_SELECTOR}}} or {POD_DRA_GPUS}",
     "kube_pod_status_phase": "kube_pod_status_phase",
     "kube_pod_labels": "kube_pod_labels",
     "kube_pod_info": "kube_pod_info",
@@ -110,7 +119,15 @@ PODS_OFF_INSTALLED = (
     'and on (namespace, pod) (max by (namespace, pod) (kube_pod_status_phase{phase="Running"}) == 1) '
     f"unless on (node) {INSTALLED_NODES})"
 )
+# Running pods asking for GPUs on a DRA node that the collector reports holding none through claims (it is not
+# running, its holdings are not read, or it has not read the pod yet): their GPUs are not counted allocated
+PODS_UNCLAIMED = (
+    f'group by (namespace, pod) (kube_pod_container_resource_limits{{{GPU_RESOURCE_SELECTOR},node!=""}} '
+    'and on (namespace, pod) (max by (namespace, pod) (kube_pod_status_phase{phase="Running"}) == 1) '
+    f"and on (node) {DRA_INSTALLED} unless on (namespace, pod) {POD_DRA_GPUS})"
+)
 OFF_INSTALLED: dict[str, str] = {"Running GPU pods on nodes with no installed GPUs": PODS_OFF_INSTALLED}
+UNCLAIMED: dict[str, str] = {"Running GPU pods on DRA nodes with no claim reported": PODS_UNCLAIMED}
 
 # DCGM series that name no node: neither `hostname` (dcgm-exporter 4.8.3 on) nor `Hostname` (before).
 # The rules leave them out of every device count, so they are counted here and the report names them.

@@ -21,6 +21,10 @@ from gpu_finops.facts.kube_keys import LABEL_MIG_STRATEGY, ksm_sanitized
 from gpu_finops.ledger.conventions import (
     BUCKETS,
     CLASS_BUCKETS,
+    DRA_HELD,
+    DRA_INSTALLED,
+    DRA_RESOURCE,
+    DRA_SCHEDULABLE,
     GPU_RESOURCE,
     GPU_RESOURCE_SELECTOR,
     INSTALLED_NODES,
@@ -29,6 +33,7 @@ from gpu_finops.ledger.conventions import (
     OFF_INSTALLED,
     SHARE,
     SHARED_GPU_RESOURCE,
+    UNCLAIMED,
     UNSHARED,
     WHOLE_OR_REPLICA_SELECTOR,
     WORKING_CLASSES,
@@ -108,6 +113,11 @@ def in_cards(series: str) -> str:
     return f"{series} * on (node, resource) group_left () {SHARE}"
 
 
+def as_dra(series: str) -> str:
+    """A per-node (or per-pod) DRA count in cards, labelled with the driver as its resource."""
+    return f'label_replace({series}, "resource", "{DRA_RESOURCE}", "", "")'
+
+
 def node_rules(c: Conventions) -> list[dict[str, Any]]:
     gpu = GPU_RESOURCE_SELECTOR
     reasons = _alternation(list(c.reasons))
@@ -116,15 +126,20 @@ def node_rules(c: Conventions) -> list[dict[str, Any]]:
         _rule("node:ledger_gpu_replicas:max", replicas_expr(c)),
         # MIG: a slice is worth its share of a card, as the collector reads the node (docs/finops.md)
         _rule(SHARE, share_expr()),
+        # a DRA node's cards come from its driver's ResourceSlices (the collector's DRA_GPUS), under the driver's
+        # name as resource, only where the node advertises no GPU resource: each card counted once
         _rule(
             "node_resource:ledger_gpus_installed:sum",
-            f"sum by (node, resource) ({in_cards(f'kube_node_status_capacity{{{gpu}}}')})",
+            f"""sum by (node, resource) ({in_cards(f"kube_node_status_capacity{{{gpu}}}")})
+            or on (node) {as_dra(DRA_INSTALLED)}
+            unless on (node) kube_node_status_capacity{{{gpu}}}""",
         ),
         _rule("node:ledger_gpus_installed:sum", "sum by (node) (node_resource:ledger_gpus_installed:sum)"),
         # schedulable: Ready and not cordoned; what the device plugin advertises as allocatable
         _rule(
             "node_resource:ledger_gpus_schedulable:sum",
-            f"""sum by (node, resource) ({in_cards(f"kube_node_status_allocatable{{{gpu}}}")})
+            f"""(sum by (node, resource) ({in_cards(f"kube_node_status_allocatable{{{gpu}}}")})
+                or on (node) {as_dra(DRA_SCHEDULABLE)} and on (node, resource) node_resource:ledger_gpus_installed:sum)
             and on (node) (kube_node_status_condition{{condition="Ready",status="true"}} == 1)
             unless on (node) (kube_node_spec_unschedulable == 1)""",
         ),
@@ -155,12 +170,14 @@ def pod_rules(c: Conventions) -> list[dict[str, Any]]:
                 / on () group_left () max(node:ledger_gpu_replicas:max)
             or kube_pod_container_resource_limits{{resource=~"{MIG_RESOURCES}",node=""}}
                 * on (resource) group_left () min by (resource) ({SHARE})
-            or {unoffered_profiles()}) > 0""",
+            or {unoffered_profiles()}) > 0
+            or on (namespace, pod) sum by (namespace, pod) ({DRA_HELD}) > 0""",
         ),
         # the same, per GPU resource, of Running pods on a node: the allocated rung per MIG profile
         _rule(
             "resource:ledger_gpus_allocated:sum",
-            f"""sum by (resource) ({in_cards(f'kube_pod_container_resource_limits{{{GPU_RESOURCE_SELECTOR},node!=""}}')}
+            f"""sum by (resource) (({in_cards(f'kube_pod_container_resource_limits{{{GPU_RESOURCE_SELECTOR},node!=""}}')}
+                or {as_dra(DRA_HELD)})
             * on (namespace, pod) group_left () (max by (namespace, pod) (kube_pod_status_phase{{phase="Running"}}) == 1)
             and on (node, resource) node_resource:ledger_gpus_installed:sum)""",
         ),
@@ -376,7 +393,7 @@ def fleet_rules(c: Conventions) -> list[dict[str, Any]]:
     )
     assert sorted(r["labels"]["bucket"] for r in rules if r["record"] == BUCKET) == sorted(BUCKETS)
     dcgm = {**spelled_dcgm_inputs(c.spelling), **spelled_dcgm_unplaced(c.spelling)}
-    for name, selector in {**KSM_INPUTS, **dcgm, **UNSHARED, **OFF_INSTALLED}.items():
+    for name, selector in {**KSM_INPUTS, **dcgm, **UNSHARED, **OFF_INSTALLED, **UNCLAIMED}.items():
         rules.append(_rule(INPUTS, f"count({selector}) or vector(0)", input=name))
     return rules
 

@@ -16,6 +16,7 @@ from gpu_finops.ledger.conventions import (
     KSM_INPUTS,
     OFF_INSTALLED,
     RUNGS,
+    UNCLAIMED,
     UNSHARED,
 )
 from gpu_finops.ledger.rules import BUCKET, INPUTS, INSTALLED, LARGEST_PLACEABLE, RUNG
@@ -166,6 +167,13 @@ def missing_inputs(client: RangeClient, window: Window) -> list[str]:
             "are not counted allocated. At a node's creation or deletion this lasts a scrape; longer, check "
             "kube-state-metrics' node series"
             for name in OFF_INSTALLED
+        },
+        **{
+            name: "pods in the window asked for GPUs on a node whose GPUs are DRA devices, and the collector "
+            "reported no claim allocating any to them, so their GPUs are not counted allocated. Is `gpu-finops "
+            "collect` running with holdings read from Kubernetes (`--holdings kube`), and may it list "
+            "resourceclaims and resourceslices?"
+            for name in UNCLAIMED
         },
     }
     for name, costs in counted.items():

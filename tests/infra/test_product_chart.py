@@ -114,6 +114,8 @@ def test_the_collector_lists_only_what_it_reads(plain, work):
     }
     assert granted == {
         ("", "nodes", "list"),
+        ("resource.k8s.io", "resourceslices", "list"),  # a DRA node's GPUs
+        ("resource.k8s.io", "resourceclaims", "list"),  # the devices a pod holds under DRA
         ("", "pods", "list"),
         ("", "namespaces", "list"),
         ("batch", "jobs", "list"),
@@ -133,11 +135,14 @@ def test_the_collector_lists_only_what_it_reads(plain, work):
     for name in (COLLECTOR, DIAGNOSIS):
         dep = named(plain["Deployment"], name)
         assert dep["spec"]["template"]["spec"]["serviceAccountName"] == sa["metadata"]["name"]
-    # without holdings and without the diagnosis, nodes alone
+    # without holdings and without the diagnosis, nodes and the DRA driver's devices alone
     values = [{"collector": {"holdings": "none"}, "diagnosis": {"enabled": False}}]
     alone = kinds(product_chart.template(values, work=work / "nh"))
     (role,) = alone["ClusterRole"]
-    assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]}]
+    assert role["rules"] == [
+        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["list"]},
+        {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"], "verbs": ["list"]},
+    ]
     assert [d["metadata"]["name"] for d in alone["Deployment"]] == [COLLECTOR]
 
 

@@ -81,3 +81,50 @@ def test_a_failed_cycle_leaves_no_share_from_an_earlier_one():
     assert _shares(metrics) and _unreadable(metrics)
     metrics.cycle_failed()
     assert (_shares(metrics), _unreadable(metrics)) == ({}, {})
+
+
+def _samples(metrics: CollectorMetrics, name: str, *labels: str) -> dict[tuple[str, ...], float]:
+    return {
+        tuple(s.labels[k] for k in labels): s.value
+        for m in metrics.registry.collect()
+        if m.name == name
+        for s in m.samples
+    }
+
+
+def test_a_dra_node_exports_its_published_cards_installed_and_schedulable_and_no_share():
+    from dataclasses import replace
+    from fractions import Fraction
+
+    from gpu_finops.facts.collector_metrics import DRA_GPUS
+    from gpu_finops.model.dra import NodeCards
+
+    metrics = CollectorMetrics()
+    dra = replace(_node("dra", {}, {"cpu": "192"}), dra=NodeCards(Fraction(8), Fraction(7)))
+    assert metrics.observe_shares([dra, _node("a", {}, {"nvidia.com/gpu": "8"})]) == []
+    assert _samples(metrics, DRA_GPUS, "node", "state") == {
+        ("dra", "installed"): 8.0,
+        ("dra", "schedulable"): 7.0,
+    }
+    assert _shares(metrics) == {("a", "nvidia_com_gpu"): 1.0}
+    metrics.cycle_failed()
+    assert _samples(metrics, DRA_GPUS, "node", "state") == {}
+
+
+def test_only_pods_still_holding_through_claims_are_exported_at_the_cards_they_hold():
+    from fractions import Fraction
+
+    from gpu_finops.cost.gpu_holdings import GpuHolding
+    from gpu_finops.facts.collector_metrics import POD_DRA_GPUS
+
+    t = datetime(2026, 1, 1, tzinfo=UTC)
+    metrics = CollectorMetrics()
+    held = [
+        GpuHolding("t-a", "a", "shared", "dra", 1, t, equivalents=Fraction(1, 2), claims=("c",)),
+        GpuHolding("t-a", "a", "done", "dra", 1, t, end=t, equivalents=Fraction(1), claims=("d",)),
+        GpuHolding("t-a", "a", "plugin", "g1", 1, t),  # the device plugin's: read from kube-state-metrics
+    ]
+    metrics.observe_claims(held)
+    assert _samples(metrics, POD_DRA_GPUS, "namespace", "pod", "node") == {("t-a", "shared", "dra"): 0.5}
+    metrics.observe_claims(None)  # holdings not read: none, not the last cycle's
+    assert _samples(metrics, POD_DRA_GPUS, "namespace", "pod", "node") == {}
