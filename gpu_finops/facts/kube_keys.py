@@ -60,6 +60,9 @@ LABEL_PRIORITY_CLASS = "kueue.x-k8s.io/priority-class"
 LABEL_ACT_RUN = "gpu-finops.io/act-run"
 LABEL_TENANT = "gpu-finops.io/tenant"
 LABEL_POOL = "gpu-finops.io/pool"
+# a node whose GPUs the DRA driver allocates, not the device plugin: the simulated device plugin and DRA driver
+# read it (local/sim), and a DRA NodePool sets it
+LABEL_GPU_ALLOCATION, GPU_ALLOCATION_DRA = "gpu-finops.io/gpu-allocation", "dra"
 ANNOTATION_SM_ACTIVE = "gpu-finops.io/sm-active"  # what a simulated workload keeps its SMs busy at (0..1)
 # a simulated workload's kind (resident-model | data-starved | busy-trainer | small-batch-server, and the
 # ledger's training-stepping | training-stalled | serving-idle | serving-busy): the GPU

@@ -56,8 +56,10 @@ from kubernetes.client.exceptions import ApiException
 from gpu_finops.facts.catalog import CARD_MEMORY_MIB
 from gpu_finops.facts.kube_keys import (
     ANNOTATION_DEFAULT_CONFIG,
+    GPU_ALLOCATION_DRA,
     GPU_RESOURCE,
     LABEL_DEVICE_PLUGIN_CONFIG,
+    LABEL_GPU_ALLOCATION,
     LABEL_GPU_COUNT,
     LABEL_GPU_MEMORY,
     LABEL_GPU_PRODUCT,
@@ -84,7 +86,7 @@ DEFAULT_CONFIG_KEY = ANNOTATION_DEFAULT_CONFIG  # the chart's config.default, ke
 NODE_CONFIG_LABEL = LABEL_DEVICE_PLUGIN_CONFIG
 KWOK_ANNOTATION = "kwok.x-k8s.io/node"
 # a node whose GPUs the DRA driver allocates, not the device plugin (ours: the simulated driver reads it)
-DRA_NODE_LABEL, DRA_NODE_VALUE = "gpu-finops.io/gpu-allocation", "dra"
+DRA_NODE_LABEL, DRA_NODE_VALUE = LABEL_GPU_ALLOCATION, GPU_ALLOCATION_DRA
 GFD_COUNT, GFD_REPLICAS, GFD_STRATEGY = LABEL_GPU_COUNT, LABEL_GPU_REPLICAS, LABEL_GPU_SHARING
 GFD_PRODUCT = LABEL_GPU_PRODUCT
 GFD_MEMORY = LABEL_GPU_MEMORY
@@ -410,6 +412,7 @@ class DevicePlugin:
         self.errors: list[str] = []
         self.read_s = 0.0  # the last reconcile's time spent listing the cluster (pacing.next_wait)
         self.mps: dict[str, list[str]] = {}  # node -> what its MPS control daemon set, where one runs
+        self.dra_classes = False  # the DRA driver's DeviceClasses created (with the first DRA node's slice)
 
     def configs(self) -> tuple[dict[str, Sharing], str]:
         cm = self.kube.core.read_namespaced_config_map(CONFIG_MAP, CONFIG_NAMESPACE)
@@ -472,13 +475,16 @@ class DevicePlugin:
         if gpu_resources or any(not same_quantities(have[k], want[k]) for k in want):
             self.kube.core.patch_node_status(name, {"status": want})
         uuids = [gpu_uuid(name, i) for i in range(physical_gpus(itype))]
-        slice_ = dra_driver.resource_slice(name, node.metadata.uid, itype, uuids)
-        try:
-            self.kube.custom.create_cluster_custom_object("resource.k8s.io", "v1", "resourceslices", slice_)
-            log.info("node %s: published %d DRA devices", name, len(uuids))
-        except ApiException as exc:
-            if exc.status != 409:  # 409: published already
-                raise
+        objects = [] if self.dra_classes else [("deviceclasses", c) for c in dra_driver.device_classes()]
+        objects.append(("resourceslices", dra_driver.resource_slice(name, node.metadata.uid, itype, uuids)))
+        for plural, obj in objects:  # the driver chart's DeviceClasses once, as its install creates them
+            try:
+                self.kube.custom.create_cluster_custom_object("resource.k8s.io", "v1", plural, obj)
+                log.info("node %s: created %s %s", name, plural, obj["metadata"]["name"])
+            except ApiException as exc:
+                if exc.status != 409:  # 409: created already
+                    raise
+        self.dra_classes = True
 
     def apply(self, node: Any, ad: Advertisement) -> None:
         labels = node.metadata.labels or {}

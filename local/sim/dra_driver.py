@@ -19,11 +19,12 @@ from __future__ import annotations
 from typing import Any
 
 from gpu_finops.facts.catalog import CARD_MEMORY_MIB
+from gpu_finops.facts.kube_keys import GPU_RESOURCE
 
 DRIVER = "gpu.nvidia.com"
 DRA_API = "resource.k8s.io/v1"
 GPU_CLASS, MIG_CLASS = "gpu.nvidia.com", "mig.nvidia.com"
-EXTENDED_RESOURCE = "nvidia.com/gpu"
+EXTENDED_RESOURCE = GPU_RESOURCE
 DRIVER_VERSION, CUDA_DRIVER_VERSION = "570.172.8", "12.8.0"  # one driver for every simulated node
 
 # NVML's name, architecture and CUDA compute capability of each instance family's card
