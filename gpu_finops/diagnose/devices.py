@@ -4,6 +4,7 @@ VRAM is resident) and application (holders starved of input or transfer-bound). 
 from __future__ import annotations
 
 from gpu_finops.diagnose import activity as act
+from gpu_finops.diagnose import dra
 from gpu_finops.diagnose.model import ALLOCATION, APPLICATION, MEMORY, Finding
 from gpu_finops.diagnose.view import View, fmt_pct, fmt_sm, not_checked
 from gpu_finops.facts.kube_keys import (
@@ -64,6 +65,9 @@ def mig_elsewhere(v: View) -> Finding | None:
 
 def check_allocation(v: View) -> Finding:
     pod = v.pod
+    claims = dra.dra_claims_of(v)
+    if claims and not pod.node_name:
+        return dra.check_dra_allocation(v, claims)  # devices from Dynamic Resource Allocation
     if pod.node_name:
         return Finding(
             ALLOCATION,

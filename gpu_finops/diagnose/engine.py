@@ -54,10 +54,10 @@ def why_not_diagnosable(pod: PodFacts) -> str | None:
     if pod.phase != "Pending":
         where = f" on node {pod.node_name}" if pod.node_name else ""
         return f"pod {pod.key} is not pending: it is {pod.phase}{where}"
-    if pod.gpu_resource is None:
+    if pod.gpu_resource is None and not pod.claims:
         return (
             f"pod {pod.key} is not a GPU pod: it requests neither nvidia.com/gpu nor nvidia.com/gpu.shared "
-            f"(requests: {pod.gpu_requests or 'none'})"
+            f"(requests: {pod.gpu_requests or 'none'}) and references no ResourceClaim"
         )
     return None
 

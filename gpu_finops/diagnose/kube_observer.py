@@ -8,11 +8,17 @@ through the same parser.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from gpu_finops.diagnose.model import (
+    EXTENDED_CLAIM,
+    ClaimFacts,
+    DraDevice,
+    DraFacts,
     Holder,
     NodeFacts,
+    PodClaim,
     PodFacts,
     Requirement,
     SelectorTerm,
@@ -22,7 +28,7 @@ from gpu_finops.diagnose.model import (
 )
 from gpu_finops.diagnose.owners import by_owner, owner, owner_uid, workload_of
 from gpu_finops.facts.kube_keys import KUEUE_GROUP, KUEUE_VERSION
-from gpu_finops.model import holding
+from gpu_finops.model import dra, holding
 from gpu_finops.model import workload as workload_model
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -102,22 +108,87 @@ def tolerations(spec: dict[str, Any]) -> tuple[Toleration, ...]:
     )
 
 
+def pod_claims(spec: dict[str, Any], status: dict[str, Any] | None = None) -> tuple[PodClaim, ...]:
+    """The ResourceClaims a pod references (`spec.resourceClaims`), each with the claim's name: the one it names,
+    or the one made from its template as the pod's `status.resourceClaimStatuses` says (None while not made);
+    and the scheduler's claim of its extended resources (`status.extendedResourceClaimStatus`), where one was made."""
+    made = {
+        s.get("name"): s.get("resourceClaimName") for s in (status or {}).get("resourceClaimStatuses") or ()
+    }
+    out = [
+        PodClaim(
+            c.get("name") or "",
+            c.get("resourceClaimName") or made.get(c.get("name")),
+            c.get("resourceClaimTemplateName"),
+        )
+        for c in spec.get("resourceClaims") or ()
+    ]
+    extended = ((status or {}).get("extendedResourceClaimStatus") or {}).get("resourceClaimName")
+    if extended:
+        out.append(PodClaim(EXTENDED_CLAIM, extended))
+    return tuple(out)
+
+
+def claim_facts(claim: dict[str, Any]) -> ClaimFacts:
+    """A ResourceClaim as the diagnosis reads it: its requests (DeviceClass and count; a prioritized list by its
+    first choice), the GPU driver's devices allocated to it, the pods it is reserved for."""
+    meta, spec, status = claim.get("metadata") or {}, claim.get("spec") or {}, claim.get("status") or {}
+    requests = []
+    for r in (spec.get("devices") or {}).get("requests") or ():
+        one = r.get("exactly") or next(iter(r.get("firstAvailable") or ()), None) or {}
+        count = -1 if one.get("allocationMode") == "All" else int(one.get("count") or 1)
+        requests.append((one.get("deviceClassName") or "", count))
+    results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or ()
+    return ClaimFacts(
+        meta.get("namespace") or "",
+        meta.get("name") or "",
+        tuple(requests),
+        tuple(
+            (r.get("pool") or "", r.get("device") or "") for r in results if r.get("driver") == dra.GPU_DRIVER
+        ),
+        tuple(c.get("name") or "" for c in status.get("reservedFor") or () if c.get("resource") == "pods"),
+    )
+
+
+def dra_facts(
+    slices: list[dict[str, Any]], claims: list[dict[str, Any]], classes: list[dict[str, Any]]
+) -> DraFacts:
+    """The GPU driver's devices (the held-GPU model's reading of ResourceSlices), every claim, and which
+    extended resource each DeviceClass serves."""
+    devices = tuple(
+        DraDevice(d.node or "", d.pool, d.name, "gpu" if d.profile is None else "mig", d.taints)
+        for d in dra.installed(slices).values()
+    )
+    extended = {
+        (c.get("spec") or {})["extendedResourceName"]: (c.get("metadata") or {}).get("name") or ""
+        for c in sorted(classes, key=lambda c: (c.get("metadata") or {}).get("name") or "")
+        if (c.get("spec") or {}).get("extendedResourceName")
+    }
+    return DraFacts(devices, tuple(claim_facts(c) for c in claims), extended)
+
+
 def pod_facts(pod: Any, *, workload: str | None = None, scheduler_message: str | None = None) -> PodFacts:
     """A V1Pod (or its JSON) as PodFacts. The scheduler message defaults to PodScheduled's, if False."""
     p = as_json(pod)
     meta, spec, status = p.get("metadata") or {}, p.get("spec") or {}, p.get("status") or {}
+    scheduled = next((c for c in status.get("conditions") or () if c.get("type") == "PodScheduled"), None)
+    condition = (
+        (scheduled.get("message") or scheduled.get("reason"))
+        if scheduled and scheduled.get("status") == "False"
+        else None
+    )
     if scheduler_message is None:
-        scheduled = next((c for c in status.get("conditions") or () if c.get("type") == "PodScheduled"), None)
-        if scheduled and scheduled.get("status") == "False":
-            scheduler_message = scheduled.get("message") or scheduled.get("reason")
-    return template_facts(
+        scheduler_message = condition
+    facts = template_facts(
         meta.get("namespace") or "",
         meta.get("name") or "",
         spec,
         phase=status.get("phase") or "Pending",
         workload=workload,
         scheduler_message=scheduler_message,
+        status=status,
     )
+    return replace(facts, condition_message=condition)
 
 
 def template_facts(
@@ -128,6 +199,7 @@ def template_facts(
     phase: str = "Pending",
     workload: str | None = None,
     scheduler_message: str | None = None,
+    status: dict[str, Any] | None = None,
 ) -> PodFacts:
     return PodFacts(
         namespace=namespace,
@@ -140,6 +212,7 @@ def template_facts(
         tolerations=tolerations(spec),
         workload=workload,
         scheduler_message=scheduler_message,
+        claims=pod_claims(spec, status),
     )
 
 
@@ -314,6 +387,22 @@ class KubeObserver:
             wl_uid = owner_uid(wl, "Job")
             out.append(workload_facts(wl, None if uid and wl_uid and uid != wl_uid else suspend))
         return out
+
+    def dra(self) -> DraFacts | None:
+        """The GPU driver's ResourceSlices, every ResourceClaim and the DeviceClasses; None where resource.k8s.io/v1
+        is not served (Kubernetes before 1.34)."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            got = {
+                plural: self.kube.custom.list_cluster_custom_object(*dra.API, plural).get("items", [])
+                for plural in ("resourceslices", "resourceclaims", "deviceclasses")
+            }
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return dra_facts(got["resourceslices"], got["resourceclaims"], got["deviceclasses"])
 
     def nodes(self) -> list[NodeFacts]:
         return [node_facts(n) for n in _items(self.kube.core.list_node(_preload_content=False))]

@@ -72,6 +72,54 @@ class SelectorTerm:
     match_fields: tuple[Requirement, ...] = ()
 
 
+# --- Dynamic Resource Allocation -------------------------------------------------------------------------
+EXTENDED_CLAIM = "extended-resources"  # a pod's name for the scheduler's claim of its extended resources
+
+
+@dataclass(frozen=True)
+class PodClaim:
+    """A ResourceClaim a pod references (`spec.resourceClaims`), or the scheduler's claim of its extended
+    resources (name `extended-resources`): `claim` is the ResourceClaim's name (the named claim, or the one made
+    from the template, read from the pod's status), None while not made yet; `requests` what it asks where the
+    claim itself was not read ((DeviceClass, count), count -1 for all)."""
+
+    name: str
+    claim: str | None
+    template: str | None = None
+    requests: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def label(self) -> str:
+        return self.claim or f"{self.name} (not made yet)"
+
+
+@dataclass(frozen=True)
+class ClaimFacts:
+    namespace: str
+    name: str
+    requests: tuple[tuple[str, int], ...] = ()  # (deviceClassName, count) per request; count -1: all
+    allocated: tuple[tuple[str, str], ...] = ()  # (pool, device) of each result of the GPU driver
+    reserved_for: tuple[str, ...] = ()  # the pods it is reserved for
+
+
+@dataclass(frozen=True)
+class DraDevice:
+    node: str
+    pool: str
+    name: str
+    kind: str  # the driver's type attribute: gpu or mig
+    taints: tuple[str, ...] = ()  # NoSchedule / NoExecute taints, as key=value:effect
+
+
+@dataclass(frozen=True)
+class DraFacts:
+    """The GPU driver's devices, every ResourceClaim, and the extended resources DeviceClasses serve."""
+
+    devices: tuple[DraDevice, ...] = ()
+    claims: tuple[ClaimFacts, ...] = ()
+    extended: dict[str, str] = field(default_factory=dict)  # extended resource name -> DeviceClass
+
+
 # --- the pod (or the workload's pod template) waiting for a GPU ----------------------------------------
 @dataclass(frozen=True)
 class PodFacts:
@@ -86,6 +134,9 @@ class PodFacts:
     tolerations: tuple[Toleration, ...] = ()
     workload: str | None = None  # the Kueue Workload this pod belongs to, when one does
     scheduler_message: str | None = None  # the latest FailedScheduling event (or PodScheduled message)
+    claims: tuple[PodClaim, ...] = ()  # the ResourceClaims it references (Dynamic Resource Allocation)
+    # the scheduler's own PodScheduled=False message (a newer FailedScheduling event may be Karpenter's)
+    condition_message: str | None = None
 
     @property
     def key(self) -> str:
@@ -229,6 +280,7 @@ class Cluster:
     stats: tuple[GpuStats, ...] | None = None  # None: DCGM not read (see `stats_unavailable`)
     stats_unavailable: str | None = None  # why, e.g. "Prometheus at http://... unreachable"
     window_s: int = 300
+    dra: DraFacts | None = None  # the GPU driver's devices and every claim; None: not read
 
 
 # --- what the diagnosis says ---------------------------------------------------------------------------

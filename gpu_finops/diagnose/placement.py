@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpu_finops.diagnose.dra import check_dra_placement, dra_claims_of
 from gpu_finops.diagnose.model import PLACEMENT, Finding
 from gpu_finops.diagnose.scheduling import (
     RULE_AFFINITY,
@@ -30,6 +31,9 @@ def _placement_action(rules: set[str]) -> str:
 
 def check_placement(v: View) -> Finding:
     pod = v.pod
+    claims = dra_claims_of(v)
+    if claims and not pod.node_name:
+        return check_dra_placement(v, claims)
     if pod.node_name:
         return Finding(PLACEMENT, False, f"the scheduler placed the pod on {pod.node_name}")
     per_node: dict[str, list[RuleOut]] = {}

@@ -37,6 +37,7 @@ def read_cluster(
     # Kueue's own word on the workloads it holds back: positions from its visibility API (a 403, 404 or 503
     # is a stated fallback, not an error; an unreachable API server is, as for every other read)
     signals = kube_call(read_signals, kube_get(observer.kube), workloads)
+    dra = kube_call(observer.dra)  # the DRA driver's devices and the claims; None before resource.k8s.io/v1
     workloads = [replace(w, kueue=signals[w.key]) if w.key in signals else w for w in workloads]
     stats, why = read_or_reason(prometheus_url, window_s, retry_for=retry_for, spelling=spelling)
     cluster = Cluster(
@@ -46,5 +47,6 @@ def read_cluster(
         stats=None if stats is None else tuple(stats),
         stats_unavailable=why,
         window_s=window_s,
+        dra=dra,
     )
     return list(pods), cluster

@@ -44,7 +44,12 @@ class SliceDevice:
     card: str  # the physical card's UUID (a slice's parentUUID)
     uuid: str
     profile: MigProfile | None = None
-    tainted: bool = False  # a NoSchedule or NoExecute taint: not offered to a claim that does not tolerate it
+    # its NoSchedule and NoExecute taints (key=value:effect): not offered to a claim that does not tolerate them
+    taints: tuple[str, ...] = ()
+
+    @property
+    def tainted(self) -> bool:
+        return bool(self.taints)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -63,11 +68,15 @@ def _string(device: Mapping[str, Any], name: str, where: str) -> str:
 TAINT_EFFECTS = ("NoSchedule", "NoExecute")  # resource.k8s.io/v1 DeviceTaint effects that keep claims off
 
 
-def _tainted(raw: Mapping[str, Any], where: str) -> bool:
+def _taints(raw: Mapping[str, Any], where: str) -> tuple[str, ...]:
     taints = raw.get("taints") or []
     if not isinstance(taints, list) or not all(isinstance(t, Mapping) for t in taints):
         raise DraReadError(f"{where}: taints {taints!r} is not a list of taints")
-    return any(t.get("effect") in TAINT_EFFECTS for t in taints)
+    return tuple(
+        f"{t.get('key')}={t.get('value') or ''}:{t['effect']}"
+        for t in taints
+        if t.get("effect") in TAINT_EFFECTS
+    )
 
 
 def _device(
@@ -79,9 +88,9 @@ def _device(
     name = raw.get("name")
     where = f"{where} device {name!r}"
     uuid = _string(raw, "uuid", where)
-    tainted = _tainted(raw, where)
+    taints = _taints(raw, where)
     if kind == "gpu":
-        return SliceDevice(driver, pool, str(name), node, Kind.WHOLE, uuid, uuid, tainted=tainted)
+        return SliceDevice(driver, pool, str(name), node, Kind.WHOLE, uuid, uuid, taints=taints)
     profile = MigProfile.parse(_string(raw, "profile", where))
     return SliceDevice(
         driver,
@@ -92,7 +101,7 @@ def _device(
         _string(raw, "parentUUID", where),
         uuid,
         profile,
-        tainted,
+        taints,
     )
 
 

@@ -116,6 +116,7 @@ def test_the_collector_lists_only_what_it_reads(plain, work):
         ("", "nodes", "list"),
         ("resource.k8s.io", "resourceslices", "list"),  # a DRA node's GPUs
         ("resource.k8s.io", "resourceclaims", "list"),  # the devices a pod holds under DRA
+        ("resource.k8s.io", "deviceclasses", "list"),  # the diagnosis: which class serves nvidia.com/gpu
         ("", "pods", "list"),
         ("", "namespaces", "list"),
         ("batch", "jobs", "list"),

@@ -366,6 +366,7 @@ def test_the_collector_records_holdings_and_may_read_what_they_need_only(synthes
         ("kueue.x-k8s.io", "workloads"),
         ("resource.k8s.io", "resourceslices"),  # a DRA node's GPUs
         ("resource.k8s.io", "resourceclaims"),  # the devices a pod holds under DRA
+        ("resource.k8s.io", "deviceclasses"),  # the diagnosis: which class serves nvidia.com/gpu
     ]
     # the diagnosis' two reads by name: a waiting workload's LocalQueue (its ClusterQueue) and its queue
     # positions from Kueue's visibility API (gpu_finops/diagnose/kueue_visibility.py)

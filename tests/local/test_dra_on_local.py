@@ -6,6 +6,7 @@ claims allocate; the ledger's rules count the node installed and the pods alloca
 
 from __future__ import annotations
 
+from datetime import timedelta
 from fractions import Fraction
 
 import pytest
@@ -21,16 +22,18 @@ from tests.local.test_product_on_local import prom_query
 pytestmark = [pytest.mark.local, pytest.mark.slow, pytest.mark.timeout(900)]
 
 NODE, NS, TENANT, ITYPE = "dra-live-0", "dra-live", "dra-team", "g6e.12xlarge"  # 4 cards
+# the same workload on a device-plugin node of the same type, for the same tenant
+PLUGIN_NODE, PLUGIN_NS = "dra-live-plugin-0", "dra-live-plugin"
 CARDS = [gpu_uuid(NODE, i) for i in range(4)]
 
 
-def pod(name: str, **spec) -> dict:
+def pod(name: str, node: str = NODE, ns: str = NS, **spec) -> dict:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": NS},
+        "metadata": {"name": name, "namespace": ns},
         "spec": {
-            "nodeSelector": {"kubernetes.io/hostname": NODE},
+            "nodeSelector": {"kubernetes.io/hostname": node},
             "terminationGracePeriodSeconds": 1,
             **spec,
         },
@@ -73,12 +76,28 @@ def dra_fleet(local_cluster):
         "by-resource",
         containers=[{"name": "main", "image": "fake", "resources": {"limits": {GPU_RESOURCE: "2"}}}],
     )
+    plugin_node = {**node, "metadata": {**node["metadata"], "name": PLUGIN_NODE,
+                   "labels": {k: v for k, v in {**node["metadata"]["labels"], "kubernetes.io/hostname": PLUGIN_NODE}.items() if k != DRA_NODE_LABEL}}}  # fmt: skip
+    plugin_pods = [
+        pod(
+            n,
+            PLUGIN_NODE,
+            PLUGIN_NS,
+            containers=[{"name": "main", "image": "fake", "resources": {"limits": {GPU_RESOURCE: g}}}],
+        )
+        for n, g in (("by-claim", "1"), ("by-resource", "2"))
+    ]
+    plugin_ns = {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": PLUGIN_NS, "labels": {"gpu-finops.io/tenant": TENANT}},
+    }
     namespace = {
         "apiVersion": "v1",
         "kind": "Namespace",
         "metadata": {"name": NS, "labels": {"gpu-finops.io/tenant": TENANT}},
     }
-    kube.apply([namespace, node])
+    kube.apply([namespace, node, plugin_ns, plugin_node])
     eventually(
         lambda: kube.custom.list_cluster_custom_object(
             "resource.k8s.io", "v1", "resourceslices", field_selector=f"spec.nodeName={NODE}"
@@ -87,16 +106,19 @@ def dra_fleet(local_cluster):
         timeout=120,
         what=f"the DRA driver's ResourceSlice of {NODE}",
     )
-    kube.apply([template, by_claim, by_resource])
-    eventually(
-        lambda: {p.metadata.name: p.status.phase for p in kube.core.list_namespaced_pod(NS).items},
-        lambda phases: phases == {"by-claim": "Running", "by-resource": "Running"},
-        timeout=180,
-        what=f"both pods Running on {NODE}",
-    )
+    kube.apply([template, by_claim, by_resource, *plugin_pods])
+    for ns, where in ((NS, NODE), (PLUGIN_NS, PLUGIN_NODE)):
+        eventually(
+            lambda ns=ns: {p.metadata.name: p.status.phase for p in kube.core.list_namespaced_pod(ns).items},
+            lambda phases: phases == {"by-claim": "Running", "by-resource": "Running"},
+            timeout=180,
+            what=f"both pods Running on {where}",
+        )
     yield local_cluster
-    kube.core.delete_namespace(NS)
-    kube.core.delete_node(NODE)
+    for ns in (NS, PLUGIN_NS):
+        kube.core.delete_namespace(ns)
+    for name in (NODE, PLUGIN_NODE):
+        kube.core.delete_node(name)
 
 
 def test_the_node_advertises_no_gpu_resource_and_is_priced_by_the_cards_its_driver_publishes(dra_fleet):
@@ -120,6 +142,37 @@ def test_each_pod_holds_the_devices_its_claim_allocates_once_for_its_tenant(dra_
     )
     devices = claim.devices + resource.devices
     assert len(set(devices)) == 3 and set(devices) <= set(CARDS), devices
+
+
+def test_each_tenant_s_share_of_the_dra_node_equals_its_share_of_a_device_plugin_node_for_the_same_work(
+    dra_fleet,
+):
+    """The same two pods (1 and 2 cards) on a DRA node and on a device-plugin node of the same type: read by the
+    collector's one reader of holdings, the tenant holds the same share of each node, so the same cost."""
+    from gpu_finops.cost.allocation import UNALLOCATED, shares
+    from local.cluster import product
+
+    held = [h for h in gpu_holdings(dra_fleet.kube()) if h.namespace in (NS, PLUGIN_NS)]
+    start = max(h.start for h in held)  # an interval in which every pod of both held its GPUs
+    end = start + timedelta(seconds=60)
+    capacity = Fraction(4 * 60)
+    dra, plugin = (shares(node, start, end, capacity, held) for node in (NODE, PLUGIN_NODE))
+    assert [(s.tenant, s.weight, s.pods) for s in dra] == [
+        (TENANT, Fraction(3, 4), ("by-claim", "by-resource")),
+        (UNALLOCATED, Fraction(1, 4), ()),
+    ]
+    assert [(s.tenant, s.weight, s.pods) for s in plugin] == [(s.tenant, s.weight, s.pods) for s in dra]
+    by_node = {
+        n.name: n
+        for n in KubeNodeSource.from_kubeconfig(
+            str(product.service_account_kubeconfig(dra_fleet))
+        ).gpu_nodes()
+        if n.name in (NODE, PLUGIN_NODE)
+    }
+    assert (by_node[NODE].gpu_count, by_node[NODE].instance_type) == (
+        by_node[PLUGIN_NODE].gpu_count,
+        by_node[PLUGIN_NODE].instance_type,
+    )
 
 
 def test_the_ledger_counts_the_node_installed_and_both_pods_allocated(dra_fleet):
@@ -159,3 +212,57 @@ def test_the_ledger_counts_the_node_installed_and_both_pods_allocated(dra_fleet)
         what=f"the ledger's rules counting {NODE}",
     )
     assert ledger
+
+
+def test_the_diagnosis_names_the_claim_the_scheduler_cannot_allocate_and_why(dra_fleet):
+    """A third pod's claim asks 2 devices of the class where 1 is free: the scheduler's DRA reason, read as the
+    chart's ServiceAccount, is the diagnosis' first cause, naming the claim and the devices held."""
+    from gpu_finops.clients.kube import Kube
+    from gpu_finops.diagnose.engine import diagnose_pod
+    from gpu_finops.diagnose.kube_observer import KubeObserver
+    from gpu_finops.diagnose.model import ALLOCATION
+    from gpu_finops.diagnose.read import read_cluster
+    from local.cluster import product
+
+    kube = dra_fleet.kube()
+    two = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "two-gpus", "namespace": NS},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}}
+                    ]
+                }
+            }
+        },
+    }
+    wants = pod(
+        "wants-two",
+        resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "two-gpus"}],
+        containers=[{"name": "main", "image": "fake", "resources": {"claims": [{"name": "gpu"}]}}],
+    )
+    kube.apply([two, wants])
+    eventually(
+        lambda: kube.core.read_namespaced_pod("wants-two", NS),
+        lambda p: any(c.reason == "Unschedulable" for c in (p.status.conditions or ())),
+        timeout=120,
+        interval=2,
+        what="wants-two unschedulable",
+    )
+    observer = KubeObserver(Kube.from_kubeconfig(str(product.service_account_kubeconfig(dra_fleet))))
+    pods, cluster = read_cluster(observer, "http://127.0.0.1:9", 60, retry_for=0, namespace=NS)
+    (waiting,) = [p for p in pods if p.name == "wants-two"]
+    diagnosis = diagnose_pod(waiting, cluster)
+    finding = diagnosis.finding(ALLOCATION)
+    assert diagnosis.first_cause == ALLOCATION and finding.explains is True, finding
+    (claim,) = [c.claim for c in waiting.claims]
+    assert claim and claim.startswith("wants-two-gpu-"), waiting.claims
+    assert finding.key_evidence == (f"dra-claim:{NS}/{claim}", "dra-reason:cannot allocate all claims"), (
+        finding
+    )
+    assert finding.summary.endswith(
+        "gpu.nvidia.com: 2 asked, at most 1 free on one node (1 free, 3 held, 0 tainted on 1 usable node(s))"
+    ), finding.summary

@@ -231,6 +231,13 @@ class _Custom:
         return {"items": [w for w in self.s.workloads if w["metadata"]["namespace"] == namespace]}
 
     def list_cluster_custom_object(self, group, version, plural):
+        if group == "resource.k8s.io":  # Dynamic Resource Allocation: a 404 where the fleet serves none
+            assert version == "v1" and plural in ("resourceslices", "resourceclaims", "deviceclasses"), plural
+            if self.s.dra is None:
+                from kubernetes.client.exceptions import ApiException
+
+                raise ApiException(status=404, reason="Not Found")
+            return {"items": list(self.s.dra.get(plural, ()))}
         assert (group, version, plural) == ("kueue.x-k8s.io", "v1beta2", "workloads")
         return {"items": list(self.s.workloads)}
 
@@ -252,8 +259,20 @@ class FakeKube:
     """Stands in for gpu_finops.clients.kube.Kube: the same .core/.events/.custom/.batch surfaces."""
 
     def __init__(
-        self, *, nodes=(), pods=(), events=(), workloads=(), jobs=(), down=False, raw_events=(), paths=None
+        self,
+        *,
+        nodes=(),
+        pods=(),
+        events=(),
+        workloads=(),
+        jobs=(),
+        down=False,
+        raw_events=(),
+        paths=None,
+        dra=None,
     ):
+        # resource.k8s.io/v1 plural -> items (resourceslices, resourceclaims, deviceclasses); None: not served
+        self.dra = dra
         # GET path -> (status, body) for get_raw (Kueue's visibility API, LocalQueues); any other path is a
         # 404 as kube-apiserver answers for an API it does not serve
         self.paths = dict(paths or {})

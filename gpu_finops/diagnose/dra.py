@@ -1,0 +1,219 @@
+"""The allocation check for a pod whose GPUs come from Dynamic Resource Allocation: its ResourceClaims (through a
+template, by name, or the scheduler's claim for `nvidia.com/gpu` served from a DeviceClass), the devices the GPU
+driver publishes of each class they ask for, and the scheduler's own reason.
+
+The scheduler's DRA plugin (kubernetes v1.36 `pkg/scheduler/framework/plugins/dynamicresources`) writes its
+reason per node into the FailedScheduling message (`0/5 nodes are available: 1 cannot allocate all claims, ...`);
+each reason it writes, and what it means, is in `REASONS`. The devices are counted per node: free (allocated to
+no claim and tainted by no NoSchedule/NoExecute taint), tainted, and held (by which claim)."""
+
+from __future__ import annotations
+
+from gpu_finops.diagnose.model import ALLOCATION, EXTENDED_CLAIM, PLACEMENT, DraFacts, Finding, PodClaim
+from gpu_finops.diagnose.view import View
+
+# the GPU driver's DeviceClasses (NVIDIA's chart) and the device type each selects (`type == 'gpu'`)
+CLASS_KINDS = {"gpu.nvidia.com": "gpu", "mig.nvidia.com": "mig"}
+
+# the scheduler's DRA reasons, as it writes them, and what each means for the pod
+REASONS: dict[str, str] = {
+    "cannot allocate all claims": "no node has devices free that satisfy every request of its claims",
+    "resourceclaim not available on the node": "a claim of it is already allocated on another node",
+    "resourceclaim in use": "a claim of it is allocated and reserved for as many pods as a claim may be",
+    "cannot schedule extended resource claim": "its extended-resource claim is from an earlier attempt and is "
+    "being recreated",
+    "cannot fit resource": "a node neither advertises the resource nor serves it from a DeviceClass",
+    "does not exist": "a request names a DeviceClass that does not exist",
+}
+
+
+def dra_claims_of(v: View) -> tuple[PodClaim, ...]:
+    """The pod's claims, with the scheduler's claim for an extended resource a DeviceClass serves where no node
+    advertises it (the scheduler serves it from DRA only there)."""
+    pod, dra = v.pod, v.cluster.dra
+    claims = list(pod.claims)
+    served = dra is not None and pod.gpu_resource in dra.extended
+    if (
+        dra is not None
+        and served
+        and not any(n.allocatable.get(pod.gpu_resource or "", 0) for n in v.cluster.nodes)
+        and not any(c.name == EXTENDED_CLAIM for c in claims)
+    ):
+        claims.append(
+            PodClaim(EXTENDED_CLAIM, None, None, ((dra.extended[pod.gpu_resource or ""], pod.gpu_count),))
+        )
+    return tuple(claims)
+
+
+def _reason(*messages: str | None) -> str | None:
+    """The first DRA reason the scheduler's messages name, in REASONS' order: its newest FailedScheduling event,
+    then its PodScheduled condition (Karpenter writes FailedScheduling events of its own, which may be newer)."""
+    for message in messages:
+        found = next((r for r in REASONS if message and r in message), None)
+        if found:
+            return found
+    return None
+
+
+def _devices(dra: DraFacts, kind: str, usable: set[str]) -> dict[str, dict[str, object]]:
+    held = {(p, d): f"{c.namespace}/{c.name}" for c in dra.claims for p, d in c.allocated}
+    out: dict[str, dict[str, object]] = {}
+    for d in dra.devices:
+        if d.kind != kind or d.node not in usable:
+            continue
+        row = out.setdefault(d.node, {"free": 0, "tainted": {}, "held": {}})
+        if (d.pool, d.name) in held:
+            row["held"][d.name] = held[(d.pool, d.name)]  # type: ignore[index]
+        elif d.taints:
+            row["tainted"][d.name] = list(d.taints)  # type: ignore[index]
+        else:
+            row["free"] = int(row["free"]) + 1  # type: ignore[call-overload]
+    return out
+
+
+def check_dra_allocation(v: View, claims: tuple[PodClaim, ...]) -> Finding:
+    """The allocation finding for a pod with DRA claims: the scheduler's reason naming the claim(s), else whether
+    any usable node has enough free devices of each class asked."""
+    pod, dra = v.pod, v.cluster.dra
+    if dra is None:
+        return Finding(
+            ALLOCATION,
+            None,
+            f"not checked: the pod asks for devices through ResourceClaims ({', '.join(c.label for c in claims)}) "
+            "and the cluster's ResourceSlices and ResourceClaims were not read",
+        )
+    usable = {n.name for n in v.cluster.nodes if n.ready and not n.unschedulable}
+    rows, asked, unknown = {}, {}, []
+    by_name = {(c.namespace, c.name): c for c in dra.claims}
+    for c in claims:
+        facts = by_name.get((pod.namespace, c.claim)) if c.claim else None
+        requests = facts.requests if facts else c.requests
+        rows[c.name] = {
+            "claim": c.claim or f"not made yet{f' (template {c.template})' if c.template else ''}",
+            "requests": [f"{n} x {cls}" if n >= 0 else f"all of {cls}" for cls, n in requests],
+            "allocated": [f"{p}/{d}" for p, d in facts.allocated] if facts else [],
+            "reserved_for": list(facts.reserved_for) if facts else [],
+        }
+        for cls, n in requests:
+            if cls not in CLASS_KINDS:
+                unknown.append(cls)
+            elif not (facts and facts.allocated):
+                asked[cls] = asked.get(cls, 0) + max(n, 1)
+    devices = {cls: _devices(dra, CLASS_KINDS[cls], usable) for cls in asked}
+    evidence = {
+        "claims": rows,
+        "devices": devices,
+        "scheduler_message": pod.scheduler_message,
+        "pod_scheduled_message": pod.condition_message,
+    }
+    names = ", ".join(
+        f"{pod.namespace}/{c.claim}" if c.claim else f"{c.name} ({rows[c.name]['claim']})" for c in claims
+    )
+    keys = tuple(f"dra-claim:{pod.namespace}/{c.claim}" for c in claims if c.claim)
+    reason = _reason(pod.scheduler_message, pod.condition_message)
+    if reason:
+        return Finding(
+            ALLOCATION,
+            True,
+            f'the scheduler cannot allocate its claim(s) {names}: "{reason}" ({REASONS[reason]})'
+            + _free_said(devices, asked),
+            _action(reason),
+            evidence,
+            (*keys, f"dra-reason:{reason}"),
+        )
+    short = {
+        cls: n for cls, n in asked.items() if not any(int(r["free"]) >= n for r in devices[cls].values())
+    }
+    if short:
+        return Finding(
+            ALLOCATION,
+            True,
+            f"no Ready, schedulable node has the devices its claim(s) {names} ask for free:"
+            + _free_said(devices, short),
+            _action("cannot allocate all claims"),
+            evidence,
+            (*keys, *(f"dra-short:{cls}" for cls in short)),
+        )
+    if unknown:
+        return Finding(
+            ALLOCATION,
+            None,
+            f"not checked: its claim(s) {names} ask DeviceClass(es) {sorted(set(unknown))}, whose devices this "
+            f"diagnosis does not read (it reads {sorted(CLASS_KINDS)})",
+            evidence=evidence,
+            key_evidence=keys,
+        )
+    return Finding(
+        ALLOCATION,
+        False,
+        f"devices its claim(s) {names} ask for are free:" + _free_said(devices, asked),
+        evidence=evidence,
+        key_evidence=keys,
+    )
+
+
+def _free_said(devices: dict[str, dict[str, dict[str, object]]], asked: dict[str, int]) -> str:
+    parts = []
+    for cls, n in asked.items():
+        nodes = devices.get(cls, {})
+        free = {node: int(r["free"]) for node, r in nodes.items()}  # type: ignore[call-overload]
+        tainted = sum(len(r["tainted"]) for r in nodes.values())  # type: ignore[arg-type]
+        held = sum(len(r["held"]) for r in nodes.values())  # type: ignore[arg-type]
+        most = max(free.values(), default=0)
+        parts.append(
+            f" {cls}: {n} asked, at most {most} free on one node ({sum(free.values())} free, {held} held, "
+            f"{tainted} tainted on {len(nodes)} usable node(s))"
+        )
+    return ";".join(parts)
+
+
+def _action(reason: str) -> str:
+    return {
+        "resourceclaim not available on the node": "the claim is bound to another node: let the pod go there "
+        "(its constraints) or delete and recreate the claim",
+        "resourceclaim in use": "the claim is reserved by other pods: wait for them to end, or give this pod its "
+        "own claim (a ResourceClaimTemplate)",
+        "does not exist": "create the DeviceClass (the driver's chart), or fix the request's deviceClassName",
+        "cannot fit resource": "install the DRA driver's DeviceClass with extendedResourceName, or a device plugin",
+    }.get(
+        reason,
+        "free devices of the class (see who holds them in the evidence), untaint tainted devices once repaired, "
+        "or add a node (Karpenter) whose driver publishes more",
+    )
+
+
+def check_dra_placement(v: View, claims: tuple[PodClaim, ...]) -> Finding:
+    """Do the pod's own constraints rule out every node with free devices of the classes its claims ask?"""
+    pod, dra = v.pod, v.cluster.dra
+    if pod.node_name:
+        return Finding(PLACEMENT, False, f"the scheduler placed the pod on {pod.node_name}")
+    if dra is None:
+        return Finding(PLACEMENT, None, "not checked: the cluster's ResourceSlices were not read")
+    kinds = {CLASS_KINDS[cls] for c in claims for cls, _ in c.requests if cls in CLASS_KINDS}
+    by_name = {(c.namespace, c.name): c for c in dra.claims}
+    for c in claims:
+        facts = by_name.get((pod.namespace, c.claim)) if c.claim else None
+        kinds |= {CLASS_KINDS[cls] for cls, _ in (facts.requests if facts else ()) if cls in CLASS_KINDS}
+    publishing = sorted({d.node for d in dra.devices if d.kind in kinds})
+    nodes = [n for n in v.cluster.nodes if n.name in publishing]
+    per_node = {n.name: v.rule_outs(n) for n in nodes}
+    evidence = {"nodes": {n: [str(r) for r in rs] for n, rs in per_node.items()}}
+    if per_node and all(per_node.values()):
+        return Finding(
+            PLACEMENT,
+            True,
+            "the pod's constraints rule out every node whose DRA driver publishes the devices it asks for: "
+            + "; ".join(f"{n}: {', '.join(str(r) for r in rs)}" for n, rs in per_node.items()),
+            "add a toleration, relax the pod's nodeSelector / required node affinity, or uncordon the node",
+            evidence,
+            tuple(f"ruled-out:{n}:{r.rule}" for n, rs in per_node.items() for r in rs),
+        )
+    if not per_node:
+        return Finding(
+            PLACEMENT,
+            False,
+            f"no node's DRA driver publishes {sorted(kinds) or 'the'} devices: nothing to place on",
+            evidence=evidence,
+        )
+    allowed = [n for n, rs in per_node.items() if not rs]
+    return Finding(PLACEMENT, False, f"the pod's constraints allow {', '.join(allowed)}", evidence=evidence)

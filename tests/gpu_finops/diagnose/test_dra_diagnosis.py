@@ -1,0 +1,158 @@
+"""The diagnosis of a pod whose GPUs come from Dynamic Resource Allocation: its claims, the devices the GPU
+driver publishes for the classes they ask, and the scheduler's own DRA reason, each said with evidence."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpu_finops.diagnose.engine import NotDiagnosable, diagnose_pod
+from gpu_finops.diagnose.kube_observer import dra_facts, pod_claims, pod_facts
+from gpu_finops.diagnose.model import ALLOCATION, PLACEMENT, Cluster, NodeFacts, PodClaim, Taint
+from local.sim import dra_driver
+
+NODE = "dra-1"
+MESSAGE = (
+    "0/3 nodes are available: 1 cannot allocate all claims, 2 node(s) didn't match Pod's node affinity/selector. "
+    "still not schedulable, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+)
+
+
+def slices(taint_first=False):
+    s = dra_driver.resource_slice(NODE, "u", "g6e.12xlarge", ["GPU-a", "GPU-b", "GPU-c", "GPU-d"])
+    if taint_first:
+        s["spec"]["devices"][0]["taints"] = [
+            {"key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoExecute"}
+        ]
+    return [s]
+
+
+def claim(name, count=1, cls="gpu.nvidia.com", devices=(), reserved=(), ns="team-a"):
+    c = {"metadata": {"name": name, "namespace": ns},
+         "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": cls, "count": count}}]}},
+         "status": {}}  # fmt: skip
+    if devices:
+        c["status"] = {"allocation": {"devices": {"results": [
+            {"request": "gpu", "driver": "gpu.nvidia.com", "pool": NODE, "device": d} for d in devices]}},
+            "reservedFor": [{"resource": "pods", "name": p, "uid": p} for p in reserved]}  # fmt: skip
+    return c
+
+
+def waiting(claim_name="train-gpu-x", message=None, limits=None, template="two-gpus", **spec):
+    pod = {"metadata": {"name": "train", "namespace": "team-a"},
+           "spec": {"containers": [{"name": "main", "resources": {"limits": limits or {}}}], **spec},
+           "status": {"phase": "Pending"}}  # fmt: skip
+    if template:
+        pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": template}]
+        if claim_name:
+            pod["status"]["resourceClaimStatuses"] = [{"name": "gpu", "resourceClaimName": claim_name}]
+    return pod_facts(pod, scheduler_message=message)
+
+
+def cluster(claims, *, taint_first=False, nodes=None, classes=None):
+    return Cluster(
+        nodes=tuple(nodes or [NodeFacts(NODE)]),
+        dra=dra_facts(
+            slices(taint_first), claims, dra_driver.device_classes() if classes is None else classes
+        ),
+    )
+
+
+def test_the_scheduler_s_dra_reason_explains_the_wait_naming_the_claim_and_the_devices():
+    held = claim("other-gpu", count=3, devices=("gpu-0", "gpu-1", "gpu-2"), reserved=("other",))
+    d = diagnose_pod(waiting(message=MESSAGE), cluster([claim("train-gpu-x", count=2), held]))
+    f = d.finding(ALLOCATION)
+    assert d.first_cause == ALLOCATION and f.explains is True
+    assert f.summary == (
+        'the scheduler cannot allocate its claim(s) team-a/train-gpu-x: "cannot allocate all claims" (no node has '
+        "devices free that satisfy every request of its claims) gpu.nvidia.com: 2 asked, at most 1 free on one "
+        "node (1 free, 3 held, 0 tainted on 1 usable node(s))"
+    )
+    assert f.key_evidence == ("dra-claim:team-a/train-gpu-x", "dra-reason:cannot allocate all claims")
+    assert f.evidence["devices"]["gpu.nvidia.com"][NODE]["held"] == {
+        "gpu-0": "team-a/other-gpu", "gpu-1": "team-a/other-gpu", "gpu-2": "team-a/other-gpu"
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("held", "taint", "explains"),
+    [((), False, False), (("gpu-0", "gpu-1"), False, False), (("gpu-0", "gpu-1", "gpu-2"), False, True), (("gpu-1", "gpu-2"), True, True)],
+    ids=["all-free", "two-free", "one-free", "one-free-one-tainted"],
+)  # fmt: skip
+def test_without_a_scheduler_message_free_untainted_devices_decide(held, taint, explains):
+    claims = [claim("train-gpu-x", count=2)] + (
+        [claim("o", count=len(held), devices=held, reserved=("o",))] if held else []
+    )
+    f = diagnose_pod(waiting(), cluster(claims, taint_first=taint)).finding(ALLOCATION)
+    assert f.explains is explains
+    assert ("dra-short:gpu.nvidia.com" in f.key_evidence) is explains
+
+
+def test_a_claim_in_use_says_so_and_names_the_pods_it_is_reserved_for():
+    busy = claim("shared", devices=("gpu-0",), reserved=("a", "b"))
+    pod = waiting(claim_name=None, template=None, resourceClaims=[{"name": "gpu", "resourceClaimName": "shared"}],
+                  message="0/1 nodes are available: 1 resourceclaim in use.")  # fmt: skip
+    f = diagnose_pod(pod, cluster([busy])).finding(ALLOCATION)
+    assert f.explains is True and "dra-reason:resourceclaim in use" in f.key_evidence
+    assert f.evidence["claims"]["gpu"]["reserved_for"] == ["a", "b"]
+    assert f.next_action.startswith("the claim is reserved by other pods")
+
+
+def test_a_claim_not_made_yet_is_said_with_its_template():
+    f = diagnose_pod(waiting(claim_name=None), cluster([])).finding(ALLOCATION)
+    assert f.explains is False and "gpu (not made yet (template two-gpus))" in f.summary
+
+
+def test_an_extended_resource_served_from_dra_is_read_as_a_claim_only_where_no_node_advertises_it():
+    pod = waiting(template=None, limits={"nvidia.com/gpu": "5"})
+    f = diagnose_pod(pod, cluster([])).finding(ALLOCATION)
+    assert f.explains is True and f.evidence["claims"]["extended-resources"]["requests"] == [
+        "5 x gpu.nvidia.com"
+    ]
+    plugin = NodeFacts("dp-1", allocatable={"nvidia.com/gpu": 8}, capacity={"nvidia.com/gpu": 8})
+    f = diagnose_pod(pod, cluster([], nodes=[NodeFacts(NODE), plugin])).finding(ALLOCATION)
+    assert "claims" not in f.evidence  # the device plugin's resource: read as ever
+
+
+def test_a_class_the_diagnosis_does_not_read_is_not_checked_and_unread_dra_is_said():
+    f = diagnose_pod(waiting(), cluster([claim("train-gpu-x", cls="nic.example.com")])).finding(ALLOCATION)
+    assert f.explains is None and "['nic.example.com']" in f.summary
+    f = diagnose_pod(waiting(), Cluster(nodes=(NodeFacts(NODE),))).finding(ALLOCATION)
+    assert f.explains is None and f.summary.endswith("ResourceSlices and ResourceClaims were not read")
+
+
+def test_placement_explains_when_the_pod_s_constraints_rule_out_every_node_publishing_the_devices():
+    tainted = NodeFacts(NODE, taints=(Taint("gpu", "NoSchedule"),))
+    f = diagnose_pod(waiting(), cluster([claim("train-gpu-x")], nodes=[tainted])).finding(PLACEMENT)
+    assert f.explains is True and f.key_evidence == (f"ruled-out:{NODE}:taint",)
+    f = diagnose_pod(waiting(), cluster([claim("train-gpu-x")])).finding(PLACEMENT)
+    assert f.explains is False and f.summary == f"the pod's constraints allow {NODE}"
+
+
+def test_a_pod_is_read_with_its_claims_and_one_with_neither_gpus_nor_claims_is_not_diagnosable():
+    spec = {
+        "resourceClaims": [
+            {"name": "a", "resourceClaimName": "fixed"},
+            {"name": "b", "resourceClaimTemplateName": "t"},
+        ]
+    }
+    status = {"resourceClaimStatuses": [{"name": "b", "resourceClaimName": "p-b-xyz"}],
+              "extendedResourceClaimStatus": {"resourceClaimName": "p-extended-resources-q"}}  # fmt: skip
+    assert pod_claims(spec, status) == (
+        PodClaim("a", "fixed"), PodClaim("b", "p-b-xyz", "t"), PodClaim("extended-resources", "p-extended-resources-q")
+    )  # fmt: skip
+    with pytest.raises(NotDiagnosable) as err:
+        diagnose_pod(waiting(template=None), cluster([]))
+    assert str(err.value).endswith("and references no ResourceClaim")
+
+
+def test_the_scheduler_s_reason_in_the_pod_s_condition_is_read_when_a_newer_event_is_karpenter_s():
+    pod = {"metadata": {"name": "train", "namespace": "team-a"},
+           "spec": {"containers": [{"name": "main"}], "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]},
+           "status": {"phase": "Pending", "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "train-gpu-x"}],
+                      "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": MESSAGE}]}}  # fmt: skip
+    karpenter = 'Failed to schedule pod, incompatible with nodepool "gpu", daemonset overhead={"cpu":"0"}'
+    f = diagnose_pod(pod_facts(pod, scheduler_message=karpenter), cluster([claim("train-gpu-x")])).finding(
+        ALLOCATION
+    )
+    assert f.explains is True and f.key_evidence[-1] == "dra-reason:cannot allocate all claims"
+    assert (f.evidence["scheduler_message"], f.evidence["pod_scheduled_message"]) == (karpenter, MESSAGE)
