@@ -246,7 +246,11 @@ def holdings_from_objects(
     for pod in pods:
         ns, node = pod.metadata.namespace, pod.spec.node_name
         interval = holding_interval(pod)
-        claimed = (reserved or {}).get((ns, pod.metadata.name))
+        uid = getattr(pod.metadata, "uid", None)
+        # a claim reserved for an earlier pod of the same name (another UID) is not this pod's
+        claimed = [
+            r for r in (reserved or {}).get((ns, pod.metadata.name), ()) if not uid or r.pod_uid == uid
+        ]
         if claimed and interval is not None:
             queue = queue_of(pod, job_queues or {})
             out.append(
@@ -432,6 +436,11 @@ def _inconsistent(h: GpuHolding) -> str | None:
             return f"has resources {dict(h.resources)} adding up to {sum(c for _, c in h.resources)} devices, not its gpus {h.gpus}"
     if h.equivalents is not None and not 0 < h.equivalents <= h.gpus:
         return f"has equivalents {h.equivalents}: each of its {h.gpus} device(s) is worth more than nothing and at most a card"
+    if h.claims and (h.equivalents is None or len(set(h.claims)) != len(h.claims) or h.resources):
+        return (
+            f"holds through claims {list(h.claims)} without its devices' worth (equivalents), with a claim twice, "
+            "or with resources as well: a holding through claims has distinct claims, its equivalents and no resources"
+        )
     if h.equivalents is None and any(r.startswith(MIG_RESOURCE_PREFIX) for r, _ in h.resources):
         return "holds MIG slices without their share of a card (equivalents)"
     try:

@@ -9,13 +9,17 @@ no claim and tainted by no NoSchedule/NoExecute taint), tainted, and held (by wh
 
 from __future__ import annotations
 
+import re
+
 from gpu_finops.diagnose.model import ALLOCATION, EXTENDED_CLAIM, PLACEMENT, DraFacts, Finding, PodClaim
 from gpu_finops.diagnose.view import View
 
 # the GPU driver's DeviceClasses (NVIDIA's chart) and the device type each selects (`type == 'gpu'`)
 CLASS_KINDS = {"gpu.nvidia.com": "gpu", "mig.nvidia.com": "mig"}
 
-# the scheduler's DRA reasons, as it writes them, and what each means for the pod
+# the scheduler's DRA reasons, as it writes them, and what each means for the pod. The scheduler's message lists
+# them after "nodes are available: ", each as "<nodes> <reason>" (a Filter's) or "<reason>" alone (a PreFilter's),
+# separated by ", " and ended by "." (kubernetes v1.36 `framework.FitError`): a reason is read only as one such item
 REASONS: dict[str, str] = {
     "cannot allocate all claims": "no node has devices free that satisfy every request of its claims",
     "resourceclaim not available on the node": "a claim of it is already allocated on another node",
@@ -23,7 +27,19 @@ REASONS: dict[str, str] = {
     "cannot schedule extended resource claim": "its extended-resource claim is from an earlier attempt and is "
     "being recreated",
     "cannot fit resource": "a node neither advertises the resource nor serves it from a DeviceClass",
-    "does not exist": "a request names a DeviceClass that does not exist",
+    "device class does not exist": "a request names a DeviceClass that does not exist",
+}
+_PATTERNS = {
+    reason: re.compile(
+        r"(?:nodes are available: |, )(?:\d+ )?"
+        + (
+            r"request [^,:]+: device class \S+ does not exist"
+            if reason == "device class does not exist"
+            else re.escape(reason)
+        )
+        + r"(?=[,.]|$)"
+    )
+    for reason in REASONS
 }
 
 
@@ -49,7 +65,7 @@ def _reason(*messages: str | None) -> str | None:
     """The first DRA reason the scheduler's messages name, in REASONS' order: its newest FailedScheduling event,
     then its PodScheduled condition (Karpenter writes FailedScheduling events of its own, which may be newer)."""
     for message in messages:
-        found = next((r for r in REASONS if message and r in message), None)
+        found = next((r for r, p in _PATTERNS.items() if message and p.search(message)), None)
         if found:
             return found
     return None
@@ -121,6 +137,30 @@ def check_dra_allocation(v: View, claims: tuple[PodClaim, ...]) -> Finding:
             evidence,
             (*keys, f"dra-reason:{reason}"),
         )
+    missing = [c.claim for c in claims if c.claim and (pod.namespace, c.claim) not in by_name]
+    if missing:
+        return Finding(
+            ALLOCATION,
+            None,
+            f"not checked: the pod's claim(s) {', '.join(f'{pod.namespace}/{m}' for m in missing)} were not found "
+            "among the cluster's ResourceClaims",
+            "see whether the claim was deleted, or is in another namespace (a pod uses claims of its own)",
+            evidence,
+            keys,
+        )
+    unread = {
+        f"{pod.namespace}/{f.name}": f.problem
+        for c in claims
+        if (f := by_name.get((pod.namespace, c.claim or ""))) and f.problem
+    }
+    if unread:
+        return Finding(
+            ALLOCATION,
+            None,
+            "not checked: " + "; ".join(f"claim {k}: {why}" for k, why in unread.items()),
+            evidence=evidence,
+            key_evidence=keys,
+        )
     short = {
         cls: n for cls, n in asked.items() if not any(int(r["free"]) >= n for r in devices[cls].values())
     }
@@ -173,7 +213,7 @@ def _action(reason: str) -> str:
         "(its constraints) or delete and recreate the claim",
         "resourceclaim in use": "the claim is reserved by other pods: wait for them to end, or give this pod its "
         "own claim (a ResourceClaimTemplate)",
-        "does not exist": "create the DeviceClass (the driver's chart), or fix the request's deviceClassName",
+        "device class does not exist": "create the DeviceClass (the driver's chart), or fix the request's deviceClassName",
         "cannot fit resource": "install the DRA driver's DeviceClass with extendedResourceName, or a device plugin",
     }.get(
         reason,

@@ -130,15 +130,34 @@ def pod_claims(spec: dict[str, Any], status: dict[str, Any] | None = None) -> tu
 
 
 def claim_facts(claim: dict[str, Any]) -> ClaimFacts:
-    """A ResourceClaim as the diagnosis reads it: its requests (DeviceClass and count; a prioritized list by its
-    first choice), the GPU driver's devices allocated to it, the pods it is reserved for."""
+    """A ResourceClaim as the diagnosis reads it: its requests (DeviceClass and count), the GPU driver's devices
+    allocated to it, the pods it is reserved for; a request it does not read (a prioritized list, allocation mode
+    All, a count that is not a whole number from 1) is said as the claim's `problem`, never read as one device."""
     meta, spec, status = claim.get("metadata") or {}, claim.get("spec") or {}, claim.get("status") or {}
-    requests = []
-    for r in (spec.get("devices") or {}).get("requests") or ():
-        one = r.get("exactly") or next(iter(r.get("firstAvailable") or ()), None) or {}
-        count = -1 if one.get("allocationMode") == "All" else int(one.get("count") or 1)
-        requests.append((one.get("deviceClassName") or "", count))
-    results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or ()
+    requests, problems = [], []
+    raw = (spec.get("devices") or {}).get("requests") if isinstance(spec.get("devices"), dict) else None
+    for r in raw if isinstance(raw, list) else [raw] if raw is not None else []:
+        if not isinstance(r, dict):
+            problems.append(f"a request {r!r} that is not an object")
+            continue
+        name = r.get("name")
+        one = r.get("exactly")
+        if not isinstance(one, dict):
+            what = "a prioritized list (firstAvailable)" if r.get("firstAvailable") else "no exactly"
+            problems.append(f"request {name}: {what}, which is not read")
+            continue
+        if one.get("allocationMode") == "All":
+            problems.append(f"request {name}: allocation mode All (every matching device), which is not read")
+            continue
+        count = one.get("count", 1)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            problems.append(f"request {name}: count {count!r} is not a whole number from 1")
+            continue
+        requests.append((str(one.get("deviceClassName") or ""), count))
+    alloc = status.get("allocation") if isinstance(status.get("allocation"), dict) else {}
+    results = (alloc.get("devices") or {}).get("results") if isinstance(alloc.get("devices"), dict) else None
+    results = [r for r in results if isinstance(r, dict)] if isinstance(results, list) else []
+    reserved = status.get("reservedFor") if isinstance(status.get("reservedFor"), list) else []
     return ClaimFacts(
         meta.get("namespace") or "",
         meta.get("name") or "",
@@ -146,7 +165,8 @@ def claim_facts(claim: dict[str, Any]) -> ClaimFacts:
         tuple(
             (r.get("pool") or "", r.get("device") or "") for r in results if r.get("driver") == dra.GPU_DRIVER
         ),
-        tuple(c.get("name") or "" for c in status.get("reservedFor") or () if c.get("resource") == "pods"),
+        tuple(c.get("name") or "" for c in reserved if isinstance(c, dict) and c.get("resource") == "pods"),
+        "; ".join(problems) or None,
     )
 
 

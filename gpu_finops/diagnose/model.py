@@ -100,6 +100,9 @@ class ClaimFacts:
     requests: tuple[tuple[str, int], ...] = ()  # (deviceClassName, count) per request; count -1: all
     allocated: tuple[tuple[str, str], ...] = ()  # (pool, device) of each result of the GPU driver
     reserved_for: tuple[str, ...] = ()  # the pods it is reserved for
+    problem: str | None = (
+        None  # a request this diagnosis does not read (a prioritized list, All, a bad count)
+    )
 
 
 @dataclass(frozen=True)

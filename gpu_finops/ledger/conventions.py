@@ -80,10 +80,26 @@ WORKING_CLASSES: tuple[str, ...] = ("serving-traffic", "training-stepping", "unc
 # Dynamic Resource Allocation: a node whose GPUs are its DRA driver's devices advertises no GPU resource, and
 # kube-state-metrics has no series of ResourceSlices or of claims' allocations; the collector exports them
 # (facts/collector_metrics.py), and the rules count them under the driver's name as their resource
-DRA_RESOURCE = "gpu_nvidia_com"  # the driver gpu.nvidia.com, spelled as kube-state-metrics spells a resource
-DRA_INSTALLED = f'max by (node) ({DRA_GPUS}{{state="installed"}})'
-DRA_SCHEDULABLE = f'max by (node) ({DRA_GPUS}{{state="schedulable"}})'
-DRA_HELD = f"max by (namespace, pod, node) ({POD_DRA_GPUS})"
+DRA_RESOURCE = (
+    "gpu_nvidia_com"  # the driver gpu.nvidia.com, spelled as kube-state-metrics spells it a resource
+)
+
+
+def _agreed(state: str) -> str:
+    """A DRA node's cards in `state` where every collector exporting them agrees (as a device's share is read)."""
+    series = f'{DRA_GPUS}{{state="{state}"}}'
+    return f"(max by (node) ({series}) == on (node) min by (node) ({series}))"
+
+
+# a node counted by its DRA cards: one advertising no GPU resource (a zero capacity series is none)
+DRA_INSTALLED = (
+    f"({_agreed('installed')} unless on (node) (kube_node_status_capacity{{{GPU_RESOURCE_SELECTOR}}} > 0))"
+)
+DRA_SCHEDULABLE = _agreed("schedulable")
+# what a pod holds by claims, on a node counted by its DRA cards; one pod once, whichever node a lagging
+# collector still names (its node is kube_pod_info's)
+DRA_HELD = f"max by (namespace, pod) ({POD_DRA_GPUS} and on (node) {DRA_INSTALLED})"
+DRA_DISAGREED = f"group by (node) (max by (node, state) ({DRA_GPUS}) != on (node, state) min by (node, state) ({DRA_GPUS}))"
 KSM_INPUTS: dict[str, str] = {
     # each GPU input is present on a fleet whose GPUs are all DRA devices when the collector exports those
     "kube_node_status_capacity": f'kube_node_status_capacity{{{GPU_RESOURCE_SELECTOR}}} or {DRA_GPUS}{{state="installed"}}',
@@ -128,6 +144,7 @@ PODS_UNCLAIMED = (
 )
 OFF_INSTALLED: dict[str, str] = {"Running GPU pods on nodes with no installed GPUs": PODS_OFF_INSTALLED}
 UNCLAIMED: dict[str, str] = {"Running GPU pods on DRA nodes with no claim reported": PODS_UNCLAIMED}
+DRA_UNAGREED: dict[str, str] = {"DRA nodes whose collectors disagree on their cards": DRA_DISAGREED}
 
 # DCGM series that name no node: neither `hostname` (dcgm-exporter 4.8.3 on) nor `Hostname` (before).
 # The rules leave them out of every device count, so they are counted here and the report names them.

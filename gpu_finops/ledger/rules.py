@@ -25,6 +25,7 @@ from gpu_finops.ledger.conventions import (
     DRA_INSTALLED,
     DRA_RESOURCE,
     DRA_SCHEDULABLE,
+    DRA_UNAGREED,
     GPU_RESOURCE,
     GPU_RESOURCE_SELECTOR,
     INSTALLED_NODES,
@@ -130,16 +131,17 @@ def node_rules(c: Conventions) -> list[dict[str, Any]]:
         # name as resource, only where the node advertises no GPU resource: each card counted once
         _rule(
             "node_resource:ledger_gpus_installed:sum",
-            f"""sum by (node, resource) ({in_cards(f"kube_node_status_capacity{{{gpu}}}")})
-            or on (node) {as_dra(DRA_INSTALLED)}
-            unless on (node) kube_node_status_capacity{{{gpu}}}""",
+            f"""(sum by (node, resource) ({in_cards(f"kube_node_status_capacity{{{gpu}}}")})
+                unless on (node) {DRA_INSTALLED})
+            or on (node) {as_dra(DRA_INSTALLED)}""",
         ),
         _rule("node:ledger_gpus_installed:sum", "sum by (node) (node_resource:ledger_gpus_installed:sum)"),
         # schedulable: Ready and not cordoned; what the device plugin advertises as allocatable
         _rule(
             "node_resource:ledger_gpus_schedulable:sum",
-            f"""(sum by (node, resource) ({in_cards(f"kube_node_status_allocatable{{{gpu}}}")})
-                or on (node) {as_dra(DRA_SCHEDULABLE)} and on (node, resource) node_resource:ledger_gpus_installed:sum)
+            f"""((sum by (node, resource) ({in_cards(f"kube_node_status_allocatable{{{gpu}}}")})
+                    unless on (node) {DRA_INSTALLED})
+                or on (node) ({as_dra(DRA_SCHEDULABLE)} and on (node) {DRA_INSTALLED}))
             and on (node) (kube_node_status_condition{{condition="Ready",status="true"}} == 1)
             unless on (node) (kube_node_spec_unschedulable == 1)""",
         ),
@@ -177,7 +179,7 @@ def pod_rules(c: Conventions) -> list[dict[str, Any]]:
         _rule(
             "resource:ledger_gpus_allocated:sum",
             f"""sum by (resource) (({in_cards(f'kube_pod_container_resource_limits{{{GPU_RESOURCE_SELECTOR},node!=""}}')}
-                or {as_dra(DRA_HELD)})
+                or {as_dra(f'{DRA_HELD} * on (namespace, pod) group_left (node) max by (namespace, pod, node) (kube_pod_info{{node!=""}})')})
             * on (namespace, pod) group_left () (max by (namespace, pod) (kube_pod_status_phase{{phase="Running"}}) == 1)
             and on (node, resource) node_resource:ledger_gpus_installed:sum)""",
         ),
@@ -393,7 +395,14 @@ def fleet_rules(c: Conventions) -> list[dict[str, Any]]:
     )
     assert sorted(r["labels"]["bucket"] for r in rules if r["record"] == BUCKET) == sorted(BUCKETS)
     dcgm = {**spelled_dcgm_inputs(c.spelling), **spelled_dcgm_unplaced(c.spelling)}
-    for name, selector in {**KSM_INPUTS, **dcgm, **UNSHARED, **OFF_INSTALLED, **UNCLAIMED}.items():
+    for name, selector in {
+        **KSM_INPUTS,
+        **dcgm,
+        **UNSHARED,
+        **OFF_INSTALLED,
+        **UNCLAIMED,
+        **DRA_UNAGREED,
+    }.items():
         rules.append(_rule(INPUTS, f"count({selector}) or vector(0)", input=name))
     return rules
 

@@ -13,6 +13,7 @@ from gpu_finops.ledger import accounting
 from gpu_finops.ledger.conventions import (
     DCGM_INPUTS,
     DCGM_UNPLACED,
+    DRA_UNAGREED,
     KSM_INPUTS,
     OFF_INSTALLED,
     RUNGS,
@@ -174,6 +175,11 @@ def missing_inputs(client: RangeClient, window: Window) -> list[str]:
             "collect` running with holdings read from Kubernetes (`--holdings kube`), and may it list "
             "resourceclaims and resourceslices?"
             for name in UNCLAIMED
+        },
+        **{
+            name: "nodes in the window whose DRA cards two collectors exported differently, so their GPUs are not "
+            "counted installed or schedulable. Run one collector, or find the one reading another cluster"
+            for name in DRA_UNAGREED
         },
     }
     for name, costs in counted.items():

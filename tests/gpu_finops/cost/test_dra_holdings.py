@@ -109,3 +109,32 @@ def test_a_dra_holding_keeps_its_claims_through_the_holdings_file():
         claims=("shared",),
     )
     assert holdings_from_data([h.to_dict()], "holdings.json") == [h]
+
+
+def test_a_claim_reserved_for_an_earlier_pod_of_the_same_name_is_not_the_new_pod_s():
+    again = pod("train", "team-a", node="dra-1", gpus=0)
+    again.metadata.uid = "uid-new"
+    old = claim("train-gpu-old", ["gpu-0"], ["train"])  # reservedFor uid "train": the earlier pod's
+    assert read([again], [old]) == []
+    again.metadata.uid = "train"
+    assert [h.claims for h in read([again], [old])] == [("train-gpu-old",)]
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        ({"equivalents": None}, "without its devices' worth (equivalents)"),
+        ({"claims": ["c", "c"]}, "with a claim twice"),
+        ({"resources": {"nvidia.com/gpu": 1}}, "or with resources as well"),
+    ],
+    ids=["no-equivalents", "claim-twice", "resources-too"],
+)
+def test_a_holdings_file_entry_through_claims_that_no_collector_writes_is_refused(change, said):
+    from gpu_finops.facts.errors import ConfigError
+
+    h = GpuHolding(
+        "team-a", "a", "train", "dra-1", 1, T, devices=("GPU-a",), equivalents=Fraction(1), claims=("c",)
+    )
+    with pytest.raises(ConfigError) as err:
+        holdings_from_data([{**h.to_dict(), **change}], "holdings.json")
+    assert said in str(err.value)

@@ -156,3 +156,50 @@ def test_the_scheduler_s_reason_in_the_pod_s_condition_is_read_when_a_newer_even
     )
     assert f.explains is True and f.key_evidence[-1] == "dra-reason:cannot allocate all claims"
     assert (f.evidence["scheduler_message"], f.evidence["pod_scheduled_message"]) == (karpenter, MESSAGE)
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        '0/3 nodes are available: 3 persistentvolumeclaim "data" does not exist.',
+        "0/3 nodes are available: 3 node(s) had untolerated taint. The operator wrote: cannot allocate all claims.",
+    ],
+    ids=["another-object-does-not-exist", "a-quoted-phrase"],
+)
+def test_a_reason_phrase_inside_another_item_is_not_the_scheduler_s_dra_reason(message):
+    f = diagnose_pod(waiting(message=message), cluster([claim("train-gpu-x")])).finding(ALLOCATION)
+    assert not any(k.startswith("dra-reason:") for k in f.key_evidence) and f.explains is False
+
+
+def test_a_prefilter_reason_without_a_node_count_is_read():
+    message = "0/3 nodes are available: request gpu: device class gpu.example.com does not exist. preemption: not helpful."
+    f = diagnose_pod(waiting(message=message), cluster([claim("train-gpu-x")])).finding(ALLOCATION)
+    assert f.key_evidence[-1] == "dra-reason:device class does not exist"
+
+
+@pytest.mark.parametrize(
+    ("request_", "said"),
+    [
+        ({"name": "gpu", "firstAvailable": [{"name": "a", "deviceClassName": "mig.nvidia.com"}]}, "request gpu: a prioritized list (firstAvailable), which is not read"),
+        ({"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "All"}}, "request gpu: allocation mode All"),
+        ({"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 0}}, "request gpu: count 0 is not a whole number from 1"),
+        ({"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": "two"}}, "request gpu: count 'two' is not a whole number from 1"),
+    ],
+    ids=["first-available", "all", "count-zero", "count-text"],
+)  # fmt: skip
+def test_a_request_the_diagnosis_does_not_read_is_said_not_checked_naming_the_claim(request_, said):
+    c = claim("train-gpu-x")
+    c["spec"]["devices"]["requests"] = [request_]
+    f = diagnose_pod(waiting(), cluster([c])).finding(ALLOCATION)
+    assert f.explains is None and f.summary.startswith(f"not checked: claim team-a/train-gpu-x: {said}"), (
+        f.summary
+    )
+
+
+def test_a_claim_of_the_pod_not_found_in_its_namespace_is_said_not_a_look_alike_of_another():
+    f = diagnose_pod(waiting(), cluster([claim("train-gpu-x", ns="other")])).finding(ALLOCATION)
+    assert f.explains is None
+    assert (
+        f.summary
+        == "not checked: the pod's claim(s) team-a/train-gpu-x were not found among the cluster's ResourceClaims"
+    )
