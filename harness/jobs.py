@@ -73,6 +73,12 @@ class KueueJob:
     def gpus(self, n: int = 1, resource: str = GPU_RESOURCE, image: str = PAUSE_IMAGE) -> Self:
         return self.container(gpu_container(image, n, resource))
 
+    def gpus_by_claim(self, template: str, image: str = PAUSE_IMAGE) -> Self:
+        """Its pods ask GPUs through a ResourceClaimTemplate (Dynamic Resource Allocation): each pod gets a claim
+        made from `template`, which its one container uses."""
+        self._pod_spec_extra["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": template}]
+        return self.container({"name": "main", "image": image, "resources": {"claims": [{"name": "gpu"}]}})
+
     def node_selector(self, selector: dict[str, str]) -> Self:
         """Its pods' nodeSelector (one no node carries keeps them Pending: a world to diagnose)."""
         self._pod_spec_extra["nodeSelector"] = dict(selector)

@@ -23,6 +23,13 @@ PRIORITIES = {"low": 100, "high": 1000}  # WorkloadPriorityClass name -> value
 # reasons on the QuotaReserved and Admitted conditions with the kueue_unadmitted_workloads metric (Beta, off by
 # default in v0.19). `gpu-finops diagnose` quotes both (gpu_finops/diagnose/kueue_visibility.py).
 KUEUE_FEATURE_GATES = {"VisibilityOnDemand": True, "UnadmittedWorkloadsObservability": True}
+# Dynamic Resource Allocation (Kueue's KueueDRAIntegration, on by default since v0.18): a pod asking GPUs through a
+# ResourceClaimTemplate of NVIDIA's `gpu.nvidia.com` class is charged against the same `nvidia.com/gpu` quota a
+# device-plugin pod is (an unmapped class makes its workload inadmissible); a pod asking `nvidia.com/gpu` that the
+# class serves as an extended resource is charged under that name either way (Kueue v0.19 pkg/dra). Set in the
+# local target's Kueue Configuration (local/cluster/controllers.py); the addons stack keeps the chart's
+# Configuration, so on AWS this mapping is not yet set (docs/infra.md).
+KUEUE_DEVICE_CLASS_MAPPINGS = [{"name": GPU, "deviceClassNames": ["gpu.nvidia.com"]}]
 
 
 def kueue_values() -> dict[str, Any]:

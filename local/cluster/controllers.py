@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from gpu_finops.facts.kube_keys import KUEUE_GROUP, KUEUE_VISIBILITY_GROUP, KUEUE_VISIBILITY_VERSIONS
-from infra.objects.kueue import KUEUE_FEATURE_GATES  # the addons stack's gates: both targets match
+from infra.objects.kueue import KUEUE_DEVICE_CLASS_MAPPINGS, KUEUE_FEATURE_GATES  # both targets match
 from local.build import binaries as build
 from local.build import versions
 from local.cluster.aws_endpoint import AwsEndpoint
@@ -228,6 +228,7 @@ class Controllers(AwsEndpoint):
                     "leaderElection": {"leaderElect": False},
                     "internalCertManagement": {"enable": False},
                     "integrations": {"frameworks": ["batch/job"]},
+                    "resources": {"deviceClassMappings": KUEUE_DEVICE_CLASS_MAPPINGS},
                     **kueue_chart_controller_config(),
                     **(
                         {"visibilityServer": {"bindAddress": address, "bindPort": PORTS["kueue-visibility"]}}
