@@ -19,6 +19,10 @@ series of the card itself): one set of series per GPU instance, with the card's 
 `modelName` and the instance's `GPU_I_PROFILE` (the profile's name, e.g. `1g.10gb`) and `GPU_I_ID`
 (internal/pkg/rendermetrics/render_metrics.go, collector/gpu_collector.go toMetric), its holder's pod labels,
 and no `DCGM_FI_DEV_GPU_UTIL` (DCGM does not report it per MIG instance).
+
+A card a pod holds through a DRA ResourceClaim carries, with the pod labels, the labels dcgm-exporter adds with
+`KUBERNETES_ENABLE_DRA` (internal/pkg/transformation/const.go, kubernetes.go; 4.3.1-4.4.0 to 4.5.3-4.8.2):
+`dra_claim_name`, `dra_claim_namespace`, `dra_driver_name`, `dra_pool_name` and `dra_device_name`.
 """
 
 from __future__ import annotations
@@ -45,6 +49,8 @@ class SimGpu:
     instance: tuple[str, int] | None = None
     # the holder's own processes' GPU_UTIL / FB_USED (per-process series); unset: an equal share of the card
     own: dict[str, float] = field(default_factory=dict)
+    # the DRA claim the holder holds this card through: (claim namespace, claim, driver, pool, device)
+    dra: tuple[str, str, str, str, str] | None = None
     # The node label's name: `hostname` as the pinned dcgm-exporter 4.8.3 spells it (the default),
     # `Hostname` as versions before 4.8.3 did, "" for none at all (a misconfigured exporter).
     hostname_label: str = dcgm.HOSTNAME_LABEL
@@ -162,5 +168,14 @@ def _line(
             labels["pod_uid"] = gpu.pod_uid
         if vgpu and gpu.vgpu is not None:
             labels["vgpu"] = gpu.vgpu
+        if gpu.dra is not None:
+            names = (
+                "dra_claim_namespace",
+                "dra_claim_name",
+                "dra_driver_name",
+                "dra_pool_name",
+                "dra_device_name",
+            )
+            labels.update(zip(names, gpu.dra, strict=True))
     text = ",".join(f'{k}="{_escape(v)}"' for k, v in labels.items() if v != "")
     return f"{metric}{{{text}}} {value!r}"

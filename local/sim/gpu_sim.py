@@ -8,7 +8,9 @@ small-batch-server) gives every DCGM field that kind's value; `gpu-finops.io/sm-
 training-stalled (busy by the metric, idle by physics), serving-idle, serving-busy; with the workload
 annotations of `local.sim.workload_sim` the pods also export the ledger's per-class measure inputs.
 
-Which physical card a pod holds comes from the simulated device plugin's allocation (the kubelet's
+On a node whose GPUs the DRA driver allocates, a pod holds the devices its ResourceClaims allocate (read from
+the claims, as dcgm-exporter reads them from the kubelet with KUBERNETES_ENABLE_DRA), and its series carry the
+claim's `dra_*` labels. Which physical card a pod holds comes from the simulated device plugin's allocation (the kubelet's
 pod-resources answer: `GPU-<uuid>` or `GPU-<uuid>::<replica>`), so the time-sliced holders of one card are
 all reported on that card, in the label shape dcgm-exporter 4.8.3 gives them with KUBERNETES_VIRTUAL_GPUS
 (local/sim/dcgm_sim.py); a pod the allocation does not show yet takes the first card nobody holds. On a node
@@ -31,7 +33,9 @@ from gpu_finops.facts.catalog import MIG_CARDS
 from gpu_finops.facts.kube_keys import (
     ANNOTATION_GPU_PROFILE,
     ANNOTATION_SM_ACTIVE,
+    GPU_ALLOCATION_DRA,
     GPU_RESOURCE,
+    LABEL_GPU_ALLOCATION,
     LABEL_GPU_COUNT,
     LABEL_INSTANCE_TYPE,
     LABEL_MIG_CONFIG,
@@ -93,18 +97,46 @@ def holder_values(annotations: dict[str, str], pod: str = "") -> dict[str, float
 
 
 def _holds_gpu(pod: Any) -> bool:
-    return any(
+    return bool(getattr(pod.spec, "resource_claims", None)) or any(
         any(holding.is_gpu_resource(r) for r in (c.resources.limits or {}))
         for c in pod.spec.containers
         if c.resources
     )
 
 
+# (namespace, pod) -> card UUID -> (claim namespace, claim, driver, pool, device): the DRA device a pod holds
+DraLabels = dict[tuple[str, str], dict[str, tuple[str, str, str, str, str]]]
+
+
+def dra_holdings(
+    slices: list[dict[str, Any]], claims: list[dict[str, Any]]
+) -> tuple[dict[str, PodDevices], DraLabels]:
+    """What the kubelet's pod-resources answer gives dcgm-exporter under DRA: node -> the devices each pod holds
+    through its claims (as `GPU-<uuid>` ids), and the claim and device each card is held through."""
+    from gpu_finops.model import dra
+
+    devices = dra.installed(slices)
+    by_uuid = {d.uuid: d for d in devices.values()}
+    out: dict[str, PodDevices] = {}
+    labels: DraLabels = {}
+    for r in dra.reservations(claims, devices):
+        key = (r.held.holder.namespace, r.held.holder.pod)
+        out.setdefault(r.node or "", {}).setdefault(key, ())
+        out[r.node or ""][key] += (r.held.device.id,)
+        d = by_uuid[r.held.device.id]
+        labels.setdefault(key, {})[d.card] = (key[0], r.claim, d.driver, d.pool, d.name)
+    return out, labels
+
+
 def gpus_from_cluster(
-    nodes: list[Any], pods: list[Any], devices: dict[str, PodDevices] | None = None
+    nodes: list[Any],
+    pods: list[Any],
+    devices: dict[str, PodDevices] | None = None,
+    dra: DraLabels | None = None,
 ) -> list[SimGpu]:
     """One SimGpu per physical GPU on each GPU node, or one per holder of a shared card; a GPU held by a
-    Running pod reports that pod's load. `devices`: node -> the device plugin's allocation on it."""
+    Running pod reports that pod's load. `devices`: node -> the device plugin's (or the DRA claims') allocation
+    on it; `dra`: the claim each pod holds a card through (its series' `dra_*` labels)."""
     running: dict[str, list[Any]] = {}
     for p in pods:
         if p.status.phase == "Running" and p.spec.node_name and _holds_gpu(p):
@@ -124,11 +156,13 @@ def gpus_from_cluster(
             model = MIG_CARDS[labels[LABEL_INSTANCE_TYPE]][0].replace("-", " ")  # GFD's product, DCGM's name
             out.extend(_mig_gpus(name, instances, running.get(name, []), allocated, model))
             continue
-        out.extend(_card_gpus(name, count, running.get(name, []), allocated))
+        out.extend(_card_gpus(name, count, running.get(name, []), allocated, dra or {}))
     return out
 
 
-def _card_gpus(name: str, count: int, running: list[Any], allocated: PodDevices) -> list[SimGpu]:
+def _card_gpus(
+    name: str, count: int, running: list[Any], allocated: PodDevices, dra: DraLabels | None = None
+) -> list[SimGpu]:
     """One SimGpu per physical card of a node without MIG, or one per holder of a shared card."""
     out = []
     index_of = {gpu_uuid(name, i): i for i in range(count)}  # the UUIDs the device plugin hands out
@@ -170,6 +204,7 @@ def _card_gpus(name: str, count: int, running: list[Any], allocated: PodDevices)
                     pod=(pod.metadata.namespace, pod.metadata.name, pod.spec.containers[0].name),
                     vgpu=replica.get((key, i)),
                     pod_uid=str(getattr(pod.metadata, "uid", None) or ""),
+                    dra=(dra or {}).get((pod.metadata.namespace, pod.metadata.name), {}).get(uuid),
                 )
             )
     return out
@@ -275,11 +310,34 @@ class ClusterGpuSimulator:
                 log.warning("pod-resources for %s: %s", n.metadata.name, exc)
         return out
 
+    def claimed(self) -> tuple[dict[str, PodDevices], DraLabels]:
+        """The devices pods hold through DRA claims, per node, and each card's claim (none before the API)."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            slices, claims = (
+                self.kube.custom.list_cluster_custom_object("resource.k8s.io", "v1", plural)["items"]
+                for plural in ("resourceslices", "resourceclaims")
+            )
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            return {}, {}
+        return dra_holdings(slices, claims)
+
     def refresh(self) -> None:
-        nodes = [n for n in self.kube.core.list_node(resource_version=CACHED).items if is_gpu_node(n)]
+        nodes = [
+            n
+            for n in self.kube.core.list_node(resource_version=CACHED).items
+            if is_gpu_node(n) or (n.metadata.labels or {}).get(LABEL_GPU_ALLOCATION) == GPU_ALLOCATION_DRA
+        ]
         pods = self.kube.core.list_pod_for_all_namespaces(resource_version=CACHED).items
         extra = self.workloads.update(pods, time.time())
-        self.sim.set_gpus(gpus_from_cluster(nodes, pods, self.devices(nodes)), extra=extra)
+        devices = self.devices(nodes)
+        claimed, labels = self.claimed()
+        for node, held in claimed.items():  # a DRA node: its claims are its allocation
+            devices[node] = {**devices.get(node, {}), **{k: _one_per_card(v) for k, v in held.items()}}
+        self.sim.set_gpus(gpus_from_cluster(nodes, pods, devices, labels), extra=extra)
 
     def start(self, port: int = 0) -> int:
         self.refresh()

@@ -146,3 +146,39 @@ def test_mig_slice_holders_are_reported_per_gpu_instance_of_the_card_their_slice
     held_line = next(line for line in lines if 'pod="a"' in line)
     assert f'UUID="{gpu_uuid("mig", 0)}"' in held_line and 'gpu="0"' in held_line
     assert 'GPU_I_PROFILE="3g.40gb"' in held_line and 'GPU_I_ID="1"' in held_line
+
+
+def test_a_pod_holding_a_card_through_a_dra_claim_is_reported_on_that_card_with_the_claim_s_labels():
+    from local.sim import dra_driver
+    from local.sim.dcgm_sim import DcgmSimulator
+    from local.sim.gpu_sim import dra_holdings
+
+    cards = [gpu_uuid("d1", i) for i in range(2)]
+    slices = [dra_driver.resource_slice("d1", "u", "g6e.12xlarge", cards)]
+    claim = {"metadata": {"name": "llm-gpu-x", "namespace": "ns"},
+             "status": {"allocation": {"devices": {"results": [
+                 {"request": "gpu", "driver": "gpu.nvidia.com", "pool": "d1", "device": "gpu-1"}]}},
+                 "reservedFor": [{"resource": "pods", "name": "llm", "uid": "u-llm"}]}}  # fmt: skip
+    devices, labels = dra_holdings(slices, [claim])
+    assert devices == {"d1": {("ns", "llm"): (cards[1],)}}
+    by_claim = NS(
+        metadata=NS(namespace="ns", name="llm", annotations={"gpu-finops.io/gpu-profile": RESIDENT_MODEL}, uid="u-llm"),
+        spec=NS(node_name="d1", resource_claims=[NS(name="gpu")], containers=[NS(name="gpu", resources=NS(limits={}))]),
+        status=NS(phase="Running"),
+    )  # fmt: skip
+    dra_node = NS(
+        metadata=NS(name="d1", labels={"node.kubernetes.io/instance-type": "g6e.12xlarge"}),
+        status=NS(capacity={}),
+    )
+    unheld, held = sorted(gpus_from_cluster([dra_node], [by_claim], devices, labels), key=lambda g: g.index)[
+        :2
+    ]
+    assert (unheld.pod, held.pod, held.uuid) == (None, ("ns", "llm", "gpu"), cards[1])
+    assert held.dra == ("ns", "llm-gpu-x", "gpu.nvidia.com", "d1", "gpu-1")
+    sim = DcgmSimulator([dcgm.SM_ACTIVE])
+    sim.set_gpus([held])
+    (line,) = [x for x in sim.render().splitlines() if x.startswith(dcgm.SM_ACTIVE + "{")]
+    assert (
+        'dra_claim_namespace="ns",dra_claim_name="llm-gpu-x",dra_driver_name="gpu.nvidia.com",dra_pool_name="d1",dra_device_name="gpu-1"'
+        in line
+    )
