@@ -17,6 +17,7 @@ from gpu_finops.facts.collector_metrics import DRA_GPUS, POD_DRA_GPUS
 from gpu_finops.facts.kube_keys import GPU_RESOURCE
 from harness.waits import eventually
 from local.sim.device_plugin import DRA_NODE_LABEL, DRA_NODE_VALUE, gpu_uuid
+from tests.local.kwok_nodes import kwok_node
 from tests.local.test_product_on_local import prom_query
 
 pytestmark = [pytest.mark.local, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -25,6 +26,17 @@ NODE, NS, TENANT, ITYPE = "dra-live-0", "dra-live", "dra-team", "g6e.12xlarge"  
 # the same workload on a device-plugin node of the same type, for the same tenant
 PLUGIN_NODE, PLUGIN_NS = "dra-live-plugin-0", "dra-live-plugin"
 CARDS = [gpu_uuid(NODE, i) for i in range(4)]
+
+
+def claim_template(name: str, ns: str, count: int = 1) -> dict:
+    """A ResourceClaimTemplate asking `count` devices of NVIDIA's gpu.nvidia.com class."""
+    request = {"deviceClassName": "gpu.nvidia.com", "count": count}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": request}]}}},
+    }
 
 
 def pod(name: str, node: str = NODE, ns: str = NS, **spec) -> dict:
@@ -43,30 +55,8 @@ def pod(name: str, node: str = NODE, ns: str = NS, **spec) -> dict:
 @pytest.fixture(scope="module")
 def dra_fleet(local_cluster):
     kube = local_cluster.kube()
-    node = {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": NODE,
-            "annotations": {"kwok.x-k8s.io/node": "fake"},
-            "labels": {
-                "kubernetes.io/hostname": NODE,
-                "node.kubernetes.io/instance-type": ITYPE,
-                "type": "kwok",
-                DRA_NODE_LABEL: DRA_NODE_VALUE,
-            },
-        },
-    }
-    template = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaimTemplate",
-        "metadata": {"name": "one-gpu", "namespace": NS},
-        "spec": {
-            "spec": {
-                "devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}
-            }
-        },
-    }
+    node = kwok_node(NODE, ITYPE, labels={DRA_NODE_LABEL: DRA_NODE_VALUE})
+    template = claim_template("one-gpu", NS)
     by_claim = pod(
         "by-claim",
         resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "one-gpu"}],
@@ -76,8 +66,7 @@ def dra_fleet(local_cluster):
         "by-resource",
         containers=[{"name": "main", "image": "fake", "resources": {"limits": {GPU_RESOURCE: "2"}}}],
     )
-    plugin_node = {**node, "metadata": {**node["metadata"], "name": PLUGIN_NODE,
-                   "labels": {k: v for k, v in {**node["metadata"]["labels"], "kubernetes.io/hostname": PLUGIN_NODE}.items() if k != DRA_NODE_LABEL}}}  # fmt: skip
+    plugin_node = kwok_node(PLUGIN_NODE, ITYPE)
     plugin_pods = [
         pod(
             n,
@@ -175,6 +164,30 @@ def test_each_tenant_s_share_of_the_dra_node_equals_its_share_of_a_device_plugin
     )
 
 
+def test_dcgm_series_of_a_card_held_through_a_claim_carry_the_pod_and_the_claim(dra_fleet):
+    """The simulated exporter, as dcgm-exporter with KUBERNETES_ENABLE_DRA, labels the card a claim allocates with
+    its holder's pod and the claim's dra_* labels, so utilisation joins to the pod that holds the device."""
+    from gpu_finops.facts import dcgm
+    from local.cluster import product
+
+    url = product.prometheus_url()
+    got = eventually(
+        lambda: prom_query(url, f'{dcgm.SM_ACTIVE}{{hostname="{NODE}",dra_claim_name!=""}}'),
+        lambda rows: {r["metric"].get("pod") for r in rows} == {"by-claim", "by-resource"},
+        timeout=120,
+        interval=5,
+        what=f"{dcgm.SM_ACTIVE} of {NODE} with dra_* labels in the local Prometheus",
+    )
+    held = {h.pod: h for h in gpu_holdings(dra_fleet.kube()) if h.namespace == NS}
+    for r in got:
+        m = r["metric"]
+        h = held[m["pod"]]
+        assert (m["namespace"], m["dra_claim_namespace"], m["dra_driver_name"], m["dra_pool_name"]) == (
+            NS, NS, "gpu.nvidia.com", NODE
+        )  # fmt: skip
+        assert m["dra_claim_name"] in h.claims and m["UUID"] in h.devices, (m, h)
+
+
 def test_the_ledger_counts_the_node_installed_and_both_pods_allocated(dra_fleet):
     from local.cluster import product
 
@@ -225,20 +238,7 @@ def test_the_diagnosis_names_the_claim_the_scheduler_cannot_allocate_and_why(dra
     from local.cluster import product
 
     kube = dra_fleet.kube()
-    two = {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceClaimTemplate",
-        "metadata": {"name": "two-gpus", "namespace": NS},
-        "spec": {
-            "spec": {
-                "devices": {
-                    "requests": [
-                        {"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 2}}
-                    ]
-                }
-            }
-        },
-    }
+    two = claim_template("two-gpus", NS, 2)
     wants = pod(
         "wants-two",
         resourceClaims=[{"name": "gpu", "resourceClaimTemplateName": "two-gpus"}],
@@ -266,3 +266,54 @@ def test_the_diagnosis_names_the_claim_the_scheduler_cannot_allocate_and_why(dra
     assert finding.summary.endswith(
         "gpu.nvidia.com: 2 asked, at most 1 free on one node (1 free, 3 held, 0 tainted on 1 usable node(s))"
     ), finding.summary
+
+
+def test_kueue_charges_a_claim_template_job_and_an_extended_resource_job_to_the_same_gpu_quota(dra_fleet):
+    """Through two tenants' LocalQueues, a Job whose pod asks one device of gpu.nvidia.com by a ResourceClaimTemplate
+    and one asking nvidia.com/gpu: 1 are each admitted with their device counted as nvidia.com/gpu (the class mapped
+    in Kueue's deviceClassMappings; the extended resource under its own name), the quota a tenant's GPUs are in."""
+    from acts.namespaces import cleanup_namespaces, create_tenant_namespaces
+    from gpu_finops.facts.kube_keys import KUEUE_GROUP, KUEUE_VERSION
+    from harness.jobs import KueueJob
+
+    kube = dra_fleet.kube()
+    first, second = (t.name for t in dra_fleet.config.tenants[:2])
+    spaces = create_tenant_namespaces(kube, dra_fleet.config)
+    try:
+        template = claim_template("one-gpu", spaces[first])
+        jobs = [
+            KueueJob("by-claim", spaces[first]).queue(first).gpus_by_claim("one-gpu").obj(),
+            KueueJob("by-resource", spaces[second]).queue(second).gpus(1).obj(),
+        ]
+        kube.apply([template, *jobs])
+
+        def usage() -> dict[str, object]:
+            out: dict[str, object] = {}
+            for ns in (spaces[first], spaces[second]):
+                for w in kube.custom.list_namespaced_custom_object(
+                    KUEUE_GROUP, KUEUE_VERSION, ns, "workloads"
+                )["items"]:
+                    job = next(
+                        (o["name"] for o in w["metadata"].get("ownerReferences") or () if o["kind"] == "Job"),
+                        "?",
+                    )
+                    status = w.get("status") or {}
+                    out[job] = [
+                        a.get("resourceUsage")
+                        for a in (status.get("admission") or {}).get("podSetAssignments") or ()
+                    ] or [
+                        f"{c['type']}={c['status']}:{c.get('message', '')}"
+                        for c in status.get("conditions") or ()
+                    ]
+            return out
+
+        got = eventually(
+            usage,
+            lambda u: u == {"by-claim": [{GPU_RESOURCE: "1"}], "by-resource": [{GPU_RESOURCE: "1"}]},
+            timeout=120,
+            interval=2,
+            what=f"Kueue admitting both Jobs with their GPUs as {GPU_RESOURCE}",
+        )
+        assert got
+    finally:
+        cleanup_namespaces(kube, list(spaces.values()))

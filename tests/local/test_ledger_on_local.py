@@ -43,6 +43,7 @@ from gpu_finops.ledger import rules
 from gpu_finops.ledger.conventions import BUCKETS, Conventions
 from gpu_finops.ledger.measures import dense_peak, mfu
 from harness.waits import eventually
+from tests.local.kwok_nodes import kwok_node
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.local, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -120,24 +121,6 @@ def remove_fleet(kube) -> None:
         timeout=60,
         what=f"the ledger module's nodes {list(NODES)} gone",
     )
-
-
-def kwok_node(name: str, itype: str, *, cordon: bool = False, labels: dict[str, str] | None = None) -> dict:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "annotations": {"kwok.x-k8s.io/node": "fake"},
-            "labels": {
-                "kubernetes.io/hostname": name,
-                "node.kubernetes.io/instance-type": itype,
-                "type": "kwok",
-                **(labels or {}),
-            },
-        },
-        "spec": {"unschedulable": cordon},
-    }
 
 
 def gpu_pod(

@@ -19,6 +19,7 @@ import yaml
 from gpu_finops.facts.kube_keys import GPU_RESOURCE
 from gpu_finops.facts.names import COLLECTOR, MONITORING_NS
 from harness.waits import eventually
+from tests.local.kwok_nodes import kwok_node
 from tests.local.product_cli import cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,19 +45,7 @@ def prom_rules(url: str) -> list[dict]:
 @pytest.fixture(scope="module")
 def fleet(local_cluster):
     kube = local_cluster.kube()
-    node = {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": NODE,
-            "annotations": {"kwok.x-k8s.io/node": "fake"},
-            "labels": {
-                "kubernetes.io/hostname": NODE,
-                "node.kubernetes.io/instance-type": ITYPE,
-                "type": "kwok",
-            },
-        },
-    }
+    node = kwok_node(NODE, ITYPE)
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
