@@ -43,12 +43,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         pods = kube_call(lambda: observer.kube.core.list_pod_for_all_namespaces().items)
         nodes = kube_call(observer.nodes)
+        dra = kube_call(observer.dra)  # a DRA node's cards and what its pods hold through claims
     except Unreachable as exc:
         print(f"gpu-finops gpus: {exc}", file=sys.stderr)
         return EXIT_UNREACHABLE
     held = tuple(holders(pods))
     view = gpu_view(Cluster(holders=held, stats=tuple(stats), window_s=args.window))
-    shares = node_shares(tuple(nodes), held)
+    shares = node_shares(tuple(nodes), held, dra)
     if args.json:
         json.dump({**view.to_dict(), "shares": [s.to_dict() for s in shares]}, sys.stdout, indent=2)
         sys.stdout.write("\n")

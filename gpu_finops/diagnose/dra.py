@@ -98,6 +98,13 @@ def check_dra_allocation(v: View, claims: tuple[PodClaim, ...]) -> Finding:
             f"not checked: the pod asks for devices through ResourceClaims ({', '.join(c.label for c in claims)}) "
             "and the cluster's ResourceSlices and ResourceClaims were not read",
         )
+    if dra.problem:
+        return Finding(
+            ALLOCATION,
+            None,
+            f"not checked: the pod asks for devices through ResourceClaims ({', '.join(c.label for c in claims)}) "
+            f"and the DRA driver's devices or claims cannot be read: {dra.problem}",
+        )
     usable = {n.name for n in v.cluster.nodes if n.ready and not n.unschedulable}
     rows, asked, unknown = {}, {}, []
     by_name = {(c.namespace, c.name): c for c in dra.claims}

@@ -9,7 +9,7 @@ from fractions import Fraction
 from typing import Any
 
 from gpu_finops.diagnose import activity as act
-from gpu_finops.diagnose.model import Cluster, GpuStats, Holder, NodeFacts
+from gpu_finops.diagnose.model import Cluster, DraFacts, GpuStats, Holder, NodeFacts
 from gpu_finops.model import holding
 
 
@@ -112,15 +112,24 @@ class NodeShares:
         }
 
 
-def node_shares(nodes: tuple[NodeFacts, ...], holders: tuple[Holder, ...]) -> tuple[NodeShares, ...]:
+def node_shares(
+    nodes: tuple[NodeFacts, ...], holders: tuple[Holder, ...], dra: DraFacts | None = None
+) -> tuple[NodeShares, ...]:
     """Per GPU node (one that advertises a GPU resource or has holders), its cards and each holder's cards'
     worth, read from its capacity (allocatable where no capacity was read): the shares and the unheld rest sum
-    to the cards."""
+    to the cards. A node that advertises no GPU resource and whose DRA driver publishes cards is read by those
+    (`dra`): each pod's part through each claim (resource `claim <name>`), sharing `dra`."""
     by_node: dict[str, list[Holder]] = {}
     for h in holders:
         by_node.setdefault(h.node, []).append(h)
     out = []
     for n in nodes:
+        if not any(n.capacity.values()) and not any(n.allocatable.values()) and dra and n.name in dra.cards:
+            held = tuple(
+                (pod, f"claim {claim}", k, w) for node, pod, claim, k, w in dra.held if node == n.name
+            )
+            out.append(NodeShares(n.name, dra.cards[n.name], "dra", held))
+            continue
         if not n.allocatable and not n.capacity and not by_node.get(n.name):
             continue
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from fractions import Fraction
 from typing import Any
 
 from gpu_finops.diagnose.model import (
@@ -173,18 +174,35 @@ def claim_facts(claim: dict[str, Any]) -> ClaimFacts:
 def dra_facts(
     slices: list[dict[str, Any]], claims: list[dict[str, Any]], classes: list[dict[str, Any]]
 ) -> DraFacts:
-    """The GPU driver's devices (the held-GPU model's reading of ResourceSlices), every claim, and which
-    extended resource each DeviceClass serves."""
-    devices = tuple(
-        DraDevice(d.node or "", d.pool, d.name, "gpu" if d.profile is None else "mig", d.taints)
-        for d in dra.installed(slices).values()
-    )
+    """The GPU driver's devices and what each pod holds through each claim (the held-GPU model's reading of
+    ResourceSlices and ResourceClaims), every claim, and which extended resource each DeviceClass serves. Slices or
+    claims the model refuses are the facts' `problem`, naming what, with no device or holding given."""
     extended = {
         (c.get("spec") or {})["extendedResourceName"]: (c.get("metadata") or {}).get("name") or ""
         for c in sorted(classes, key=lambda c: (c.get("metadata") or {}).get("name") or "")
-        if (c.get("spec") or {}).get("extendedResourceName")
+        if isinstance(c, dict) and isinstance(c.get("spec"), dict) and c["spec"].get("extendedResourceName")
     }
-    return DraFacts(devices, tuple(claim_facts(c) for c in claims), extended)
+    try:
+        installed = dra.installed(slices)
+        reserved = dra.reservations(claims, installed)
+    except dra.DraReadError as exc:
+        return DraFacts(extended=extended, problem=str(exc))
+    devices = tuple(
+        DraDevice(d.node or "", d.pool, d.name, "gpu" if d.profile is None else "mig", d.taints)
+        for d in installed.values()
+    )
+    held: dict[tuple[str, str, str], tuple[int, Fraction]] = {}
+    for r in reserved:
+        key = (r.node or "", f"{r.held.holder.namespace}/{r.held.holder.pod}", r.claim)
+        n, worth = held.get(key, (0, Fraction(0)))
+        held[key] = (n + 1, worth + r.held.share)
+    return DraFacts(
+        devices,
+        tuple(claim_facts(c) for c in claims),
+        extended,
+        {node: int(c.installed) for node, c in dra.node_cards(installed).items()},
+        tuple((*k, *v) for k, v in sorted(held.items())),
+    )
 
 
 def pod_facts(pod: Any, *, workload: str | None = None, scheduler_message: str | None = None) -> PodFacts:

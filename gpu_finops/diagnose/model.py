@@ -8,6 +8,7 @@ into a `Diagnosis` per pending pod or unadmitted Kueue workload.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import cached_property
 from typing import Any
 
@@ -121,6 +122,10 @@ class DraFacts:
     devices: tuple[DraDevice, ...] = ()
     claims: tuple[ClaimFacts, ...] = ()
     extended: dict[str, str] = field(default_factory=dict)  # extended resource name -> DeviceClass
+    cards: dict[str, int] = field(default_factory=dict)  # node -> the physical cards its driver publishes
+    # (node, "namespace/pod", claim, devices, cards' worth): what each pod holds through each claim
+    held: tuple[tuple[str, str, str, int, Fraction], ...] = ()
+    problem: str | None = None  # why the slices or claims could not be read (then nothing else is given)
 
 
 # --- the pod (or the workload's pod template) waiting for a GPU ----------------------------------------

@@ -317,3 +317,17 @@ def test_kueue_charges_a_claim_template_job_and_an_extended_resource_job_to_the_
         assert got
     finally:
         cleanup_namespaces(kube, list(spaces.values()))
+
+
+def test_gpu_finops_gpus_shows_the_dra_node_s_cards_and_each_pod_s_part_through_its_claim(dra_fleet):
+    import json
+
+    from tests.local.product_cli import cli
+
+    result = cli(dra_fleet, "gpus", "--json")
+    assert result.returncode == 0, result.stderr
+    (node,) = [s for s in json.loads(result.stdout)["shares"] if s["node"] == NODE]
+    assert (node["cards"], node["sharing"], node["unheld_cards"]) == (4, "dra", "1"), node
+    held = {h["holder"]: (h["devices"], h["cards"]) for h in node["held"]}
+    assert held == {f"{NS}/by-claim": (1, "1"), f"{NS}/by-resource": (2, "2")}, node
+    assert all(h["resource"].startswith("claim by-") for h in node["held"]), node

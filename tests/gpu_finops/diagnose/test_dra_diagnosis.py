@@ -203,3 +203,37 @@ def test_a_claim_of_the_pod_not_found_in_its_namespace_is_said_not_a_look_alike_
         f.summary
         == "not checked: the pod's claim(s) team-a/train-gpu-x were not found among the cluster's ResourceClaims"
     )
+
+
+def test_gpus_shares_read_a_dra_node_by_its_published_cards_and_each_pod_s_part_through_its_claims():
+    from fractions import Fraction
+
+    from gpu_finops.diagnose.gpus import node_shares
+
+    shared = claim("shared", devices=("gpu-0",), reserved=("a", "b"))
+    whole = claim("own", count=2, devices=("gpu-1", "gpu-2"), reserved=("c",))
+    (n,) = node_shares((NodeFacts(NODE),), (), cluster([shared, whole]).dra)
+    assert (n.cards, n.sharing, n.problem) == (4, "dra", None)
+    assert n.held == (
+        ("team-a/a", "claim shared", 1, Fraction(1, 2)),
+        ("team-a/b", "claim shared", 1, Fraction(1, 2)),
+        ("team-a/c", "claim own", 2, Fraction(2)),
+    )
+    assert n.unheld == 1
+
+
+def test_slices_or_claims_the_model_refuses_leave_the_dra_checks_not_checked_naming_why():
+    twice = [
+        claim("c1", devices=("gpu-0",), reserved=("p1",)),
+        claim("c2", devices=("gpu-0",), reserved=("p2",)),
+    ]
+    facts = cluster(twice).dra
+    assert facts.problem and facts.problem.startswith(
+        "ResourceClaim team-a/c2: allocates device gpu-0 of pool dra-1"
+    )
+    assert (facts.devices, facts.held, facts.cards) == ((), (), {})
+    f = diagnose_pod(waiting(), cluster(twice)).finding(ALLOCATION)
+    assert (
+        f.explains is None
+        and "the DRA driver's devices or claims cannot be read: ResourceClaim team-a/c2" in f.summary
+    )
