@@ -247,10 +247,18 @@ def holdings_from_objects(
         ns, node = pod.metadata.namespace, pod.spec.node_name
         interval = holding_interval(pod)
         uid = getattr(pod.metadata, "uid", None)
-        # a claim reserved for an earlier pod of the same name (another UID) is not this pod's
-        claimed = [
-            r for r in (reserved or {}).get((ns, pod.metadata.name), ()) if not uid or r.pod_uid == uid
-        ]
+        # a claim reserved for an earlier pod of the same name (another UID) is not this pod's; one this pod
+        # references itself, reserved for another UID, is a contradiction (the scheduler reserves a pod's
+        # claims for it before it binds)
+        by_name = (reserved or {}).get((ns, pod.metadata.name), ())
+        claimed = [r for r in by_name if not uid or r.pod_uid == uid]
+        mine = _referenced_claims(pod)
+        foreign = sorted({r.claim for r in by_name if uid and r.pod_uid != uid and r.claim in mine})
+        if foreign and interval is not None:
+            raise dra.DraReadError(
+                f"pod {ns}/{pod.metadata.name} (UID {uid}) references ResourceClaim(s) {', '.join(foreign)}, "
+                "which are reserved for another pod of its name"
+            )
         if claimed and interval is not None:
             queue = queue_of(pod, job_queues or {})
             out.append(
@@ -290,6 +298,18 @@ def holdings_from_objects(
             )
         )
     return sorted(out, key=lambda h: (h.node, h.start, h.namespace, h.pod))
+
+
+def _referenced_claims(pod: Any) -> set[str]:
+    """The ResourceClaims a pod names: in its spec, or made from its templates as its status says."""
+    spec, status = pod.spec, getattr(pod, "status", None)
+    named = {getattr(c, "resource_claim_name", None) for c in getattr(spec, "resource_claims", None) or ()}
+    made = {
+        getattr(c, "resource_claim_name", None)
+        for c in getattr(status, "resource_claim_statuses", None) or ()
+    }
+    extended = getattr(getattr(status, "extended_resource_claim_status", None), "resource_claim_name", None)
+    return {n for n in (*named, *made, extended) if n}
 
 
 def _claimed(

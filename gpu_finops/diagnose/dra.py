@@ -11,7 +11,16 @@ from __future__ import annotations
 
 import re
 
-from gpu_finops.diagnose.model import ALLOCATION, EXTENDED_CLAIM, PLACEMENT, DraFacts, Finding, PodClaim
+from gpu_finops.diagnose.model import (
+    ALLOCATION,
+    EXTENDED_CLAIM,
+    PLACEMENT,
+    DraFacts,
+    Finding,
+    PodClaim,
+    Toleration,
+)
+from gpu_finops.diagnose.scheduling import untolerated
 from gpu_finops.diagnose.view import View
 
 # the GPU driver's DeviceClasses (NVIDIA's chart) and the device type each selects (`type == 'gpu'`)
@@ -31,7 +40,7 @@ REASONS: dict[str, str] = {
 }
 _PATTERNS = {
     reason: re.compile(
-        r"(?:nodes are available: |, )(?:\d+ )?"
+        r"(?:^|, )(?:\d+ )?"
         + (
             r"request [^,:]+: device class \S+ does not exist"
             if reason == "device class does not exist"
@@ -44,44 +53,61 @@ _PATTERNS = {
 
 
 def dra_claims_of(v: View) -> tuple[PodClaim, ...]:
-    """The pod's claims, with the scheduler's claim for an extended resource a DeviceClass serves where no node
-    advertises it (the scheduler serves it from DRA only there)."""
+    """The pod's claims, with the scheduler's claim for an extended resource a DeviceClass serves, where a node
+    that does not advertise the resource publishes devices of that class (the scheduler serves it from DRA on
+    exactly such nodes; on a node that advertises it, the device plugin does)."""
     pod, dra = v.pod, v.cluster.dra
     claims = list(pod.claims)
-    served = dra is not None and pod.gpu_resource in dra.extended
+    resource = pod.gpu_resource or ""
+    if dra is None or resource not in dra.extended or any(c.name == EXTENDED_CLAIM for c in claims):
+        return tuple(claims)
+    kind = CLASS_KINDS.get(dra.extended[resource])
+    advertising = {n.name for n in v.cluster.nodes if n.allocatable.get(resource, 0)}
     if (
-        dra is not None
-        and served
-        and not any(n.allocatable.get(pod.gpu_resource or "", 0) for n in v.cluster.nodes)
-        and not any(c.name == EXTENDED_CLAIM for c in claims)
+        kind is None
+        or any(d.kind == kind and d.node not in advertising for d in dra.devices)
+        or not advertising
     ):
-        claims.append(
-            PodClaim(EXTENDED_CLAIM, None, None, ((dra.extended[pod.gpu_resource or ""], pod.gpu_count),))
-        )
+        claims.append(PodClaim(EXTENDED_CLAIM, None, None, ((dra.extended[resource], pod.gpu_count),)))
     return tuple(claims)
+
+
+def extended_only(v: View, claims: tuple[PodClaim, ...]) -> bool:
+    """The pod's only claim is the scheduler's for its extended resource: the device plugin's nodes or the DRA
+    ones may serve it, either."""
+    return all(c.name == EXTENDED_CLAIM and c not in v.pod.claims for c in claims)
 
 
 def _reason(*messages: str | None) -> str | None:
     """The first DRA reason the scheduler's messages name, in REASONS' order: its newest FailedScheduling event,
     then its PodScheduled condition (Karpenter writes FailedScheduling events of its own, which may be newer)."""
     for message in messages:
-        found = next((r for r, p in _PATTERNS.items() if message and p.search(message)), None)
+        _, sep, items = (message or "").partition("nodes are available: ")
+        if not sep:
+            continue  # not the scheduler's FitError (another component's words)
+        items = items.split(". ")[0]  # the list ends at its first sentence's end
+        found = next((r for r, p in _PATTERNS.items() if p.search(items)), None)
         if found:
             return found
     return None
 
 
-def _devices(dra: DraFacts, kind: str, usable: set[str]) -> dict[str, dict[str, object]]:
+def _devices(
+    dra: DraFacts, kind: str, usable: set[str], tolerations: tuple[Toleration, ...] = ()
+) -> dict[str, dict[str, object]]:
+    """Per usable node, the devices of `kind`: free (held by no claim, every taint tolerated by the asking claims'
+    requests), tainted (each with the taints not tolerated) and held (by which claim)."""
     held = {(p, d): f"{c.namespace}/{c.name}" for c in dra.claims for p, d in c.allocated}
     out: dict[str, dict[str, object]] = {}
     for d in dra.devices:
         if d.kind != kind or d.node not in usable:
             continue
         row = out.setdefault(d.node, {"free": 0, "tainted": {}, "held": {}})
+        kept_off = untolerated(tolerations, d.taints)
         if (d.pool, d.name) in held:
             row["held"][d.name] = held[(d.pool, d.name)]  # type: ignore[index]
-        elif d.taints:
-            row["tainted"][d.name] = list(d.taints)  # type: ignore[index]
+        elif kept_off:
+            row["tainted"][d.name] = [str(t) for t in kept_off]  # type: ignore[index]
         else:
             row["free"] = int(row["free"]) + 1  # type: ignore[call-overload]
     return out
@@ -122,7 +148,10 @@ def check_dra_allocation(v: View, claims: tuple[PodClaim, ...]) -> Finding:
                 unknown.append(cls)
             elif not (facts and facts.allocated):
                 asked[cls] = asked.get(cls, 0) + max(n, 1)
-    devices = {cls: _devices(dra, CLASS_KINDS[cls], usable) for cls in asked}
+    tolerations = tuple(
+        t for c in claims if (f := by_name.get((pod.namespace, c.claim or ""))) for t in f.tolerations
+    )
+    devices = {cls: _devices(dra, CLASS_KINDS[cls], usable, tolerations) for cls in asked}
     evidence = {
         "claims": rows,
         "devices": devices,
@@ -190,6 +219,20 @@ def check_dra_allocation(v: View, claims: tuple[PodClaim, ...]) -> Finding:
             evidence=evidence,
             key_evidence=keys,
         )
+    if not asked:
+        return Finding(
+            ALLOCATION,
+            False,
+            f"its claim(s) {names} are allocated already ("
+            + "; ".join(
+                f"{k}: {', '.join(r['allocated'])}, reserved for {r['reserved_for'] or 'no pod yet'}"
+                for k, r in rows.items()
+                if r["allocated"]
+            )
+            + "): the pod can run only where they are, which placement checks",
+            evidence=evidence,
+            key_evidence=keys,
+        )
     return Finding(
         ALLOCATION,
         False,
@@ -230,26 +273,50 @@ def _action(reason: str) -> str:
 
 
 def check_dra_placement(v: View, claims: tuple[PodClaim, ...]) -> Finding:
-    """Do the pod's own constraints rule out every node with free devices of the classes its claims ask?"""
+    """Do the pod's own constraints rule out every node it could get its devices on: the node its allocated claims
+    are on, else every node whose driver publishes devices of the classes its claims ask?"""
     pod, dra = v.pod, v.cluster.dra
     if pod.node_name:
         return Finding(PLACEMENT, False, f"the scheduler placed the pod on {pod.node_name}")
-    if dra is None:
-        return Finding(PLACEMENT, None, "not checked: the cluster's ResourceSlices were not read")
-    kinds = {CLASS_KINDS[cls] for c in claims for cls, _ in c.requests if cls in CLASS_KINDS}
+    if dra is None or dra.problem:
+        why = dra.problem if dra else "the cluster's ResourceSlices were not read"
+        return Finding(PLACEMENT, None, f"not checked: {why}")
     by_name = {(c.namespace, c.name): c for c in dra.claims}
+    missing = [c.claim for c in claims if c.claim and (pod.namespace, c.claim) not in by_name]
+    if missing:
+        return Finding(
+            PLACEMENT, None, f"not checked: the pod's claim(s) {', '.join(missing)} were not found"
+        )
+    kinds: set[str] = set()
+    pinned: set[str] | None = None  # the nodes every allocated claim's devices are on
+    where = {(d.pool, d.name): d.node for d in dra.devices}
     for c in claims:
         facts = by_name.get((pod.namespace, c.claim)) if c.claim else None
-        kinds |= {CLASS_KINDS[cls] for cls, _ in (facts.requests if facts else ()) if cls in CLASS_KINDS}
-    publishing = sorted({d.node for d in dra.devices if d.kind in kinds})
-    nodes = [n for n in v.cluster.nodes if n.name in publishing]
+        kinds |= {
+            CLASS_KINDS[cls] for cls, _ in (facts.requests if facts else c.requests) if cls in CLASS_KINDS
+        }
+        if facts and facts.allocated:
+            on = {where.get(a, "") for a in facts.allocated}
+            pinned = on if pinned is None else pinned & on
+    if pinned is None and not kinds:
+        return Finding(PLACEMENT, None, "not checked: its claims ask no DeviceClass this diagnosis reads")
+    candidates = pinned if pinned is not None else {d.node for d in dra.devices if d.kind in kinds}
+    nodes = [n for n in v.cluster.nodes if n.name in candidates]
     per_node = {n.name: v.rule_outs(n) for n in nodes}
-    evidence = {"nodes": {n: [str(r) for r in rs] for n, rs in per_node.items()}}
+    evidence = {
+        "nodes": {n: [str(r) for r in rs] for n, rs in per_node.items()},
+        "claims_allocated_on": sorted(pinned) if pinned is not None else None,
+    }
+    what = (
+        f"the node(s) its allocated claim(s) are on ({', '.join(sorted(pinned))})"
+        if pinned is not None
+        else "every node whose DRA driver publishes the devices it asks for"
+    )
     if per_node and all(per_node.values()):
         return Finding(
             PLACEMENT,
             True,
-            "the pod's constraints rule out every node whose DRA driver publishes the devices it asks for: "
+            f"the pod's constraints rule out {what}: "
             + "; ".join(f"{n}: {', '.join(str(r) for r in rs)}" for n, rs in per_node.items()),
             "add a toleration, relax the pod's nodeSelector / required node affinity, or uncordon the node",
             evidence,
@@ -258,8 +325,10 @@ def check_dra_placement(v: View, claims: tuple[PodClaim, ...]) -> Finding:
     if not per_node:
         return Finding(
             PLACEMENT,
-            False,
-            f"no node's DRA driver publishes {sorted(kinds) or 'the'} devices: nothing to place on",
+            pinned is not None or None,
+            f"no node left for it: {what} are none of the cluster's nodes"
+            if pinned is not None
+            else f"no node's DRA driver publishes {sorted(kinds)} devices: nothing to place on",
             evidence=evidence,
         )
     allowed = [n for n, rs in per_node.items() if not rs]

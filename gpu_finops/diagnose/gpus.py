@@ -123,12 +123,39 @@ def node_shares(
     for h in holders:
         by_node.setdefault(h.node, []).append(h)
     out = []
+    claimed = {node for node, *_ in (dra.held if dra else ())}
+    if dra is not None and dra.problem:
+        out.append(NodeShares("(DRA devices)", None, "dra", (), f"not read: {dra.problem}"))
     for n in nodes:
         if not any(n.capacity.values()) and not any(n.allocatable.values()) and dra and n.name in dra.cards:
             held = tuple(
                 (pod, f"claim {claim}", k, w) for node, pod, claim, k, w in dra.held if node == n.name
             )
-            out.append(NodeShares(n.name, dra.cards[n.name], "dra", held))
+            # a pod asking a GPU resource here holds it through the scheduler's claim of it, or not at all
+            unclaimed = sorted({h.key for h in by_node.get(n.name, ())} - {pod for pod, *_ in held})
+            problem = (
+                f"pod(s) {', '.join(unclaimed)} ask a GPU resource on this DRA node and hold no claim's device"
+                if unclaimed
+                else None
+            )
+            out.append(NodeShares(n.name, dra.cards[n.name], "dra", held, problem))
+            continue
+        if (
+            dra is not None
+            and n.name in claimed
+            and (any(n.capacity.values()) or any(n.allocatable.values()))
+        ):
+            pods = sorted({pod for node, pod, *_ in dra.held if node == n.name})
+            out.append(
+                NodeShares(
+                    n.name,
+                    None,
+                    None,
+                    (),
+                    f"advertises GPU resources and its pods {', '.join(pods)} also hold DRA devices here: "
+                    "its cards are read one way or the other, not both",
+                )
+            )
             continue
         if not n.allocatable and not n.capacity and not by_node.get(n.name):
             continue

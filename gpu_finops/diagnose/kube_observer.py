@@ -136,6 +136,7 @@ def claim_facts(claim: dict[str, Any]) -> ClaimFacts:
     All, a count that is not a whole number from 1) is said as the claim's `problem`, never read as one device."""
     meta, spec, status = claim.get("metadata") or {}, claim.get("spec") or {}, claim.get("status") or {}
     requests, problems = [], []
+    tolerations: list[Toleration] = []
     raw = (spec.get("devices") or {}).get("requests") if isinstance(spec.get("devices"), dict) else None
     for r in raw if isinstance(raw, list) else [raw] if raw is not None else []:
         if not isinstance(r, dict):
@@ -155,6 +156,7 @@ def claim_facts(claim: dict[str, Any]) -> ClaimFacts:
             problems.append(f"request {name}: count {count!r} is not a whole number from 1")
             continue
         requests.append((str(one.get("deviceClassName") or ""), count))
+        tolerations.extend(_tolerations(one.get("tolerations"), f"request {name}", problems))
     alloc = status.get("allocation") if isinstance(status.get("allocation"), dict) else {}
     results = (alloc.get("devices") or {}).get("results") if isinstance(alloc.get("devices"), dict) else None
     results = [r for r in results if isinstance(r, dict)] if isinstance(results, list) else []
@@ -168,7 +170,43 @@ def claim_facts(claim: dict[str, Any]) -> ClaimFacts:
         ),
         tuple(c.get("name") or "" for c in reserved if isinstance(c, dict) and c.get("resource") == "pods"),
         "; ".join(problems) or None,
+        tuple(tolerations),
     )
+
+
+def _tolerations(raw: Any, where: str, problems: list[str]) -> list[Toleration]:
+    """A request's device tolerations (as a pod's: key, operator Exists or Equal, value, effect)."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(t, dict) for t in raw):
+        problems.append(f"{where}: tolerations {raw!r} that are not a list of objects")
+        return []
+    return [
+        Toleration(
+            t.get("key") or "", t.get("operator") or "Equal", t.get("value") or "", t.get("effect") or ""
+        )
+        for t in raw
+    ]
+
+
+def serving_classes(classes: list[Any]) -> dict[str, str]:
+    """Extended resource -> the DeviceClass the scheduler serves it from: of the classes naming it in
+    `extendedResourceName`, the newest (metadata.creationTimestamp), and of those created in the same second the
+    first by name (kubernetes v1.36 DeviceClass docs; Kueue's pkg/dra picks the same). Not objects: skipped."""
+    chosen: dict[str, tuple[str, str]] = {}
+    for c in classes:
+        spec, meta = (c.get("spec"), c.get("metadata")) if isinstance(c, dict) else (None, None)
+        if not isinstance(spec, dict) or not isinstance(meta, dict) or not spec.get("extendedResourceName"):
+            continue
+        resource, name, created = (
+            str(spec["extendedResourceName"]),
+            str(meta.get("name") or ""),
+            str(meta.get("creationTimestamp") or ""),
+        )
+        best = chosen.get(resource)
+        if best is None or created > best[1] or (created == best[1] and name < best[0]):
+            chosen[resource] = (name, created)
+    return {r: name for r, (name, _) in chosen.items()}
 
 
 def dra_facts(
@@ -177,18 +215,20 @@ def dra_facts(
     """The GPU driver's devices and what each pod holds through each claim (the held-GPU model's reading of
     ResourceSlices and ResourceClaims), every claim, and which extended resource each DeviceClass serves. Slices or
     claims the model refuses are the facts' `problem`, naming what, with no device or holding given."""
-    extended = {
-        (c.get("spec") or {})["extendedResourceName"]: (c.get("metadata") or {}).get("name") or ""
-        for c in sorted(classes, key=lambda c: (c.get("metadata") or {}).get("name") or "")
-        if isinstance(c, dict) and isinstance(c.get("spec"), dict) and c["spec"].get("extendedResourceName")
-    }
+    extended = serving_classes(classes)
     try:
         installed = dra.installed(slices)
         reserved = dra.reservations(claims, installed)
     except dra.DraReadError as exc:
         return DraFacts(extended=extended, problem=str(exc))
     devices = tuple(
-        DraDevice(d.node or "", d.pool, d.name, "gpu" if d.profile is None else "mig", d.taints)
+        DraDevice(
+            d.node or "",
+            d.pool,
+            d.name,
+            "gpu" if d.profile is None else "mig",
+            tuple(Taint(k, e, v) for k, v, e in d.taints),
+        )
         for d in installed.values()
     )
     held: dict[tuple[str, str, str], tuple[int, Fraction]] = {}

@@ -101,9 +101,9 @@ class ClaimFacts:
     requests: tuple[tuple[str, int], ...] = ()  # (deviceClassName, count) per request; count -1: all
     allocated: tuple[tuple[str, str], ...] = ()  # (pool, device) of each result of the GPU driver
     reserved_for: tuple[str, ...] = ()  # the pods it is reserved for
-    problem: str | None = (
-        None  # a request this diagnosis does not read (a prioritized list, All, a bad count)
-    )
+    # a request this diagnosis does not read (a prioritized list, All, a bad count)
+    problem: str | None = None
+    tolerations: tuple[Toleration, ...] = ()  # its requests' device tolerations (DRADeviceTaints)
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ class DraDevice:
     pool: str
     name: str
     kind: str  # the driver's type attribute: gpu or mig
-    taints: tuple[str, ...] = ()  # NoSchedule / NoExecute taints, as key=value:effect
+    taints: tuple[Taint, ...] = ()  # its NoSchedule / NoExecute taints
 
 
 @dataclass(frozen=True)

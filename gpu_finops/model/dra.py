@@ -45,7 +45,7 @@ class SliceDevice:
     uuid: str
     profile: MigProfile | None = None
     # its NoSchedule and NoExecute taints (key=value:effect): not offered to a claim that does not tolerate them
-    taints: tuple[str, ...] = ()
+    taints: tuple[tuple[str, str, str], ...] = ()  # (key, value, effect)
 
     @property
     def tainted(self) -> bool:
@@ -99,9 +99,9 @@ def _string(device: Mapping[str, Any], name: str, where: str) -> str:
 TAINT_EFFECTS = ("NoSchedule", "NoExecute")  # resource.k8s.io/v1 DeviceTaint effects that keep claims off
 
 
-def _taints(raw: Mapping[str, Any], where: str) -> tuple[str, ...]:
+def _taints(raw: Mapping[str, Any], where: str) -> tuple[tuple[str, str, str], ...]:
     return tuple(
-        f"{t.get('key')}={t.get('value') or ''}:{t['effect']}"
+        (str(t.get("key") or ""), str(t.get("value") or ""), str(t["effect"]))
         for t in _list(raw.get("taints"), f"{where} taints")
         if t.get("effect") in TAINT_EFFECTS
     )

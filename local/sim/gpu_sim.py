@@ -109,10 +109,11 @@ DraLabels = dict[tuple[str, str], dict[str, tuple[str, str, str, str, str]]]
 
 
 def dra_holdings(
-    slices: list[dict[str, Any]], claims: list[dict[str, Any]]
+    slices: list[dict[str, Any]], claims: list[dict[str, Any]], uids: dict[tuple[str, str], str] | None = None
 ) -> tuple[dict[str, PodDevices], DraLabels]:
     """What the kubelet's pod-resources answer gives dcgm-exporter under DRA: node -> the devices each pod holds
-    through its claims (as `GPU-<uuid>` ids), and the claim and device each card is held through."""
+    through its claims (as `GPU-<uuid>` ids), and the claim and device each card is held through. `uids`:
+    (namespace, pod) -> the pod's UID; a reservation for another UID (an earlier pod of the name) is nobody's."""
     from gpu_finops.model import dra
 
     devices = dra.installed(slices)
@@ -121,6 +122,8 @@ def dra_holdings(
     labels: DraLabels = {}
     for r in dra.reservations(claims, devices):
         key = (r.held.holder.namespace, r.held.holder.pod)
+        if uids is not None and uids.get(key) != r.pod_uid:
+            continue
         out.setdefault(r.node or "", {}).setdefault(key, ())
         out[r.node or ""][key] += (r.held.device.id,)
         d = by_uuid[r.held.device.id]
@@ -298,6 +301,7 @@ class ClusterGpuSimulator:
         self.workloads = WorkloadSimulator()
         self._stop = threading.Event()
         self.server = None
+        self._uids: dict[tuple[str, str], str] | None = None  # (namespace, pod) -> UID, as last listed
 
     def devices(self, nodes: list[Any]) -> dict[str, PodDevices]:
         if not self.pod_resources_url:
@@ -323,7 +327,7 @@ class ClusterGpuSimulator:
             if exc.status != 404:
                 raise
             return {}, {}
-        return dra_holdings(slices, claims)
+        return dra_holdings(slices, claims, self._uids)
 
     def refresh(self) -> None:
         nodes = [
@@ -334,6 +338,7 @@ class ClusterGpuSimulator:
         pods = self.kube.core.list_pod_for_all_namespaces(resource_version=CACHED).items
         extra = self.workloads.update(pods, time.time())
         devices = self.devices(nodes)
+        self._uids = {(p.metadata.namespace, p.metadata.name): str(p.metadata.uid) for p in pods}
         claimed, labels = self.claimed()
         for node, held in claimed.items():  # a DRA node: its claims are its allocation
             devices[node] = {**devices.get(node, {}), **{k: _one_per_card(v) for k, v in held.items()}}

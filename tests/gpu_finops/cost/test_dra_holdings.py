@@ -138,3 +138,18 @@ def test_a_holdings_file_entry_through_claims_that_no_collector_writes_is_refuse
     with pytest.raises(ConfigError) as err:
         holdings_from_data([{**h.to_dict(), **change}], "holdings.json")
     assert said in str(err.value)
+
+
+def test_a_running_pod_whose_own_claim_is_reserved_for_another_uid_is_refused_naming_both():
+    from kubernetes import client
+
+    again = pod("train", "team-a", node="dra-1", gpus=0)
+    again.metadata.uid = "uid-new"
+    again.status.resource_claim_statuses = [
+        client.V1PodResourceClaimStatus(name="gpu", resource_claim_name="train-gpu-old")
+    ]
+    with pytest.raises(dra.DraReadError) as err:
+        read([again], [claim("train-gpu-old", ["gpu-0"], ["train"])])
+    assert str(err.value) == (
+        "pod team-a/train (UID uid-new) references ResourceClaim(s) train-gpu-old, which are reserved for another pod of its name"
+    )

@@ -102,7 +102,7 @@ def test_a_claim_not_made_yet_is_said_with_its_template():
     assert f.explains is False and "gpu (not made yet (template two-gpus))" in f.summary
 
 
-def test_an_extended_resource_served_from_dra_is_read_as_a_claim_only_where_no_node_advertises_it():
+def test_an_extended_resource_served_from_dra_is_read_as_a_claim_on_the_nodes_that_do_not_advertise_it():
     pod = waiting(template=None, limits={"nvidia.com/gpu": "5"})
     f = diagnose_pod(pod, cluster([])).finding(ALLOCATION)
     assert f.explains is True and f.evidence["claims"]["extended-resources"]["requests"] == [
@@ -110,7 +110,36 @@ def test_an_extended_resource_served_from_dra_is_read_as_a_claim_only_where_no_n
     ]
     plugin = NodeFacts("dp-1", allocatable={"nvidia.com/gpu": 8}, capacity={"nvidia.com/gpu": 8})
     f = diagnose_pod(pod, cluster([], nodes=[NodeFacts(NODE), plugin])).finding(ALLOCATION)
-    assert "claims" not in f.evidence  # the device plugin's resource: read as ever
+    # either way serves it: the device plugin's node has 8 free, the DRA node 4 (of the 5 asked)
+    assert f.explains is False and f.summary.startswith(
+        "either: on the device plugin's nodes, nvidia.com/gpu free"
+    )
+    assert set(f.evidence) == {"device_plugin", "dra"}
+
+
+def test_on_a_mixed_fleet_an_extended_resource_waits_only_when_neither_way_has_room():
+    from gpu_finops.diagnose.model import Holder
+
+    plugin = NodeFacts("dp-1", allocatable={"nvidia.com/gpu": 1}, capacity={"nvidia.com/gpu": 1})
+    full = Cluster(nodes=(NodeFacts(NODE), plugin), holders=(Holder("team-b", "x", "dp-1", {"nvidia.com/gpu": 1}),),
+                   dra=cluster([]).dra)  # fmt: skip
+    one = waiting(template=None, limits={"nvidia.com/gpu": "1"})
+    assert diagnose_pod(one, full).finding(ALLOCATION).explains is False  # the DRA node has 4 free
+    five = waiting(template=None, limits={"nvidia.com/gpu": "5"})
+    assert diagnose_pod(five, full).finding(ALLOCATION).explains is True  # 0 free there, 4 here: neither
+
+
+def test_a_pod_asking_a_device_plugin_resource_and_its_own_claim_waits_when_either_cannot_be_met():
+    from gpu_finops.diagnose.model import Holder
+
+    plugin = NodeFacts("dp-1", allocatable={"nvidia.com/gpu": 1}, capacity={"nvidia.com/gpu": 1})
+    held = Holder("team-b", "x", "dp-1", {"nvidia.com/gpu": 1})
+    pod = waiting(limits={"nvidia.com/gpu": "1"})  # and its claim train-gpu-x of one gpu.nvidia.com device
+    both = Cluster(nodes=(NodeFacts(NODE), plugin), holders=(held,), dra=cluster([claim("train-gpu-x")]).dra)
+    f = diagnose_pod(pod, both).finding(ALLOCATION)
+    assert f.explains is True and f.summary.startswith(
+        "both: on the device plugin's nodes, every nvidia.com/gpu"
+    )
 
 
 def test_a_class_the_diagnosis_does_not_read_is_not_checked_and_unread_dra_is_said():
@@ -236,4 +265,91 @@ def test_slices_or_claims_the_model_refuses_leave_the_dra_checks_not_checked_nam
     assert (
         f.explains is None
         and "the DRA driver's devices or claims cannot be read: ResourceClaim team-a/c2" in f.summary
+    )
+
+
+def test_an_allocated_claim_pins_the_pod_to_its_node_and_placement_reads_that_node_only():
+    shared = claim("shared", devices=("gpu-0",), reserved=("other",))
+    pod = waiting(claim_name=None, template=None, resourceClaims=[{"name": "gpu", "resourceClaimName": "shared"}],
+                  nodeSelector={"zone": "b"})  # fmt: skip
+    elsewhere = NodeFacts("dra-2", labels={"zone": "b"})
+    c = Cluster(nodes=(NodeFacts(NODE, labels={"zone": "a"}), elsewhere), dra=cluster([shared]).dra)
+    d = diagnose_pod(pod, c)
+    a, p = d.finding(ALLOCATION), d.finding(PLACEMENT)
+    assert a.explains is False and a.summary.startswith(
+        "its claim(s) team-a/shared are allocated already (gpu: dra-1/gpu-0"
+    )
+    assert p.explains is True and p.key_evidence == (f"ruled-out:{NODE}:selector",)
+    assert p.summary.startswith(
+        f"the pod's constraints rule out the node(s) its allocated claim(s) are on ({NODE})"
+    )
+
+
+def test_a_device_taint_the_claim_tolerates_leaves_the_device_free():
+    c = claim("train-gpu-x", count=4)
+    c["spec"]["devices"]["requests"][0]["exactly"]["tolerations"] = [
+        {"key": "gpu.nvidia.com/xid", "operator": "Exists"}
+    ]
+    f = diagnose_pod(waiting(), cluster([c], taint_first=True)).finding(ALLOCATION)
+    assert f.explains is False and "4 free, 0 held, 0 tainted" in f.summary
+    f = diagnose_pod(waiting(), cluster([claim("train-gpu-x", count=4)], taint_first=True)).finding(
+        ALLOCATION
+    )
+    assert f.explains is True and "3 free, 0 held, 1 tainted" in f.summary
+
+
+@pytest.mark.parametrize(
+    ("claims", "pod_claim", "said"),
+    [
+        ([claim("c1", devices=("gpu-9",), reserved=("p",))], "train-gpu-x", "not checked: ResourceClaim team-a/c1: allocated device gpu-9"),
+        ([], "train-gpu-x", "not checked: the pod's claim(s) train-gpu-x were not found"),
+        ([claim("train-gpu-x", cls="nic.example.com")], "train-gpu-x", "not checked: its claims ask no DeviceClass this diagnosis reads"),
+    ],
+    ids=["unreadable", "missing", "unmapped-class"],
+)  # fmt: skip
+def test_placement_is_not_checked_where_the_claims_or_devices_cannot_be_read(claims, pod_claim, said):
+    f = diagnose_pod(waiting(claim_name=pod_claim), cluster(claims)).finding(PLACEMENT)
+    assert f.explains is None and f.summary.startswith(said), f.summary
+
+
+def test_the_class_serving_an_extended_resource_is_the_newest_then_the_first_by_name():
+    from gpu_finops.diagnose.kube_observer import serving_classes
+
+    def cls(name, created):
+        return {
+            "metadata": {"name": name, "creationTimestamp": created},
+            "spec": {"extendedResourceName": "nvidia.com/gpu"},
+        }
+
+    assert serving_classes([cls("b", "2026-01-01T00:00:00Z"), cls("a", "2026-01-01T00:00:00Z")]) == {
+        "nvidia.com/gpu": "a"
+    }
+    assert serving_classes([cls("a", "2026-01-01T00:00:00Z"), cls("z", "2030-01-01T00:00:00Z"), "x"]) == {
+        "nvidia.com/gpu": "z"
+    }
+
+
+def test_another_component_s_message_quoting_a_reason_is_not_the_scheduler_s():
+    karpenter = 'Failed to schedule pod, incompatible with nodepool "gpu", cannot allocate all claims'
+    f = diagnose_pod(waiting(message=karpenter), cluster([claim("train-gpu-x")])).finding(ALLOCATION)
+    assert not any(k.startswith("dra-reason:") for k in f.key_evidence)
+
+
+def test_gpus_shares_say_what_contradicts_a_dra_reading_and_what_could_not_be_read():
+    from gpu_finops.diagnose.gpus import node_shares
+    from gpu_finops.diagnose.model import Holder
+
+    own = claim("own", devices=("gpu-1",), reserved=("c",))
+    stray = Holder("team-a", "dp", NODE, {"nvidia.com/gpu": 2})
+    (n,) = node_shares((NodeFacts(NODE),), (stray,), cluster([own]).dra)
+    assert n.problem == "pod(s) team-a/dp ask a GPU resource on this DRA node and hold no claim's device"
+    advertised = NodeFacts(NODE, allocatable={"nvidia.com/gpu": 4}, capacity={"nvidia.com/gpu": 4})
+    (n,) = node_shares((advertised,), (), cluster([own]).dra)
+    assert n.cards is None and n.problem.startswith(
+        "advertises GPU resources and its pods team-a/c also hold DRA devices"
+    )
+    unread = cluster([claim("c1", devices=("gpu-9",), reserved=("p",))]).dra
+    (row,) = node_shares((NodeFacts(NODE),), (), unread)
+    assert (row.node, row.cards) == ("(DRA devices)", None) and row.problem.startswith(
+        "not read: ResourceClaim team-a/c1"
     )

@@ -182,3 +182,18 @@ def test_a_pod_holding_a_card_through_a_dra_claim_is_reported_on_that_card_with_
         'dra_claim_namespace="ns",dra_claim_name="llm-gpu-x",dra_driver_name="gpu.nvidia.com",dra_pool_name="d1",dra_device_name="gpu-1"'
         in line
     )
+
+
+def test_a_claim_reserved_for_an_earlier_pod_of_the_name_is_not_reported_on_the_current_one():
+    from local.sim import dra_driver
+    from local.sim.gpu_sim import dra_holdings
+
+    slices = [dra_driver.resource_slice("d1", "u", "g6e.12xlarge", [gpu_uuid("d1", 0)])]
+    claim = {"metadata": {"name": "c", "namespace": "ns"},
+             "status": {"allocation": {"devices": {"results": [
+                 {"request": "gpu", "driver": "gpu.nvidia.com", "pool": "d1", "device": "gpu-0"}]}},
+                 "reservedFor": [{"resource": "pods", "name": "llm", "uid": "u-old"}]}}  # fmt: skip
+    assert dra_holdings(slices, [claim], {("ns", "llm"): "u-new"}) == ({}, {})
+    assert dra_holdings(slices, [claim], {("ns", "llm"): "u-old"})[0] == {
+        "d1": {("ns", "llm"): (gpu_uuid("d1", 0),)}
+    }
