@@ -42,7 +42,7 @@ def test_high_priority_preempts_low_which_is_requeued(kube, act_target, tenant_n
 
     with report.phase("fill the queue with a low-priority job"):
         kube.batch.create_namespaced_job(
-            ns, gpu_job(act_target, low, ns, tenant, run, seconds=600, priority="low")
+            ns, gpu_job(act_target, low, ns, tenant, run, seconds=600, priority="low", survives_eviction=True)
         )
 
         def observe_low() -> WorkloadObs | None:
@@ -59,7 +59,8 @@ def test_high_priority_preempts_low_which_is_requeued(kube, act_target, tenant_n
     submitted = datetime.now(UTC)
     with report.phase("submit the high-priority job; observe the eviction window"):
         kube.batch.create_namespaced_job(
-            ns, gpu_job(act_target, high, ns, tenant, run, seconds=120, priority="high")
+            ns,
+            gpu_job(act_target, high, ns, tenant, run, seconds=120, priority="high", survives_eviction=True),
         )
 
         def done() -> bool:

@@ -8,7 +8,7 @@ rest queued. Decided over the whole observation window, never from the last snap
 | exactly_n_admitted | per Workload | - | ever, in any snapshot | exactly n | QuotaReserved and Admitted True together | same |
 | one_admitted_per_cluster_queue | per Workload | the ClusterQueue Kueue charged = the tenant that submitted it, in every admitted snapshot; one each | - | one per tenant | status.admission.clusterQueue | same |
 | pods_start_only_after_admission | pods recorded under their Workload's Job, no pod under two Workloads | the Workload's own pods; its Job seen unsuspended | Running start inside a stretch the Workload was admitted (whole seconds: not before the first admission, not while evicted between two) | every pod | Admitted lastTransitionTime, else the first snapshot showing it | same |
-| admitted_pods_ran_healthy | per pod | - | - | >= 1 healthy run each: not crashed, not disrupted (DisruptionTarget, eviction or a platform reason) | container status, pod conditions | same |
+| admitted_pods_ran_healthy | per pod | - | - | >= 1 healthy run each: not crashed, not disrupted (DisruptionTarget, eviction or a platform reason); a pod ended by the platform before it ran is its Job's to replace, named in the evidence | container status, pod conditions | same |
 | admitted_ran_at_once | per pod | - | one moment every admitted Workload ran; each run possible (end >= start) and before the act's last look | any number of tenants | recorded intervals | same |
 | admitted_ran_on_different_cards | device ids (an empty id is no device) | - | - | >= 1 device each, no card shared by any pair | kubelet pod-resources (local) / NVIDIA_VISIBLE_DEVICES (AWS) | same clause, different observers |
 | the_rest_never_held_quota_and_stayed_suspended | per Workload | - | over the whole window | every waiting one | QuotaReserved, Admitted, status.admission, Job spec.suspend, pods | same |
@@ -187,6 +187,14 @@ def pods_start_only_after_admission(o: AdmissionObs) -> list[Miss]:
     return misses
 
 
+def replaced_before_running(o: AdmissionObs) -> dict[str, str]:
+    """Pods of admitted Workloads the platform ended before they ran (the taint-eviction controller on a new
+    node, say): the Job made another, so they are no run and no crash, only named in the evidence."""
+    return {
+        p.name: why for w in admitted(o) for p in w.pods if p.running is None and (why := p.not_its_own_end)
+    }
+
+
 def admitted_pods_ran_healthy(o: AdmissionObs) -> list[Miss]:
     misses = []
     for w in admitted(o):
@@ -337,4 +345,5 @@ def check_admission(o: AdmissionObs) -> Verdict:
         cluster_queues=charged,
         cards={w.name: sorted(cards(w)) for w in got},
         pending=[w.name for w in rest],
+        replaced=replaced_before_running(o),
     )

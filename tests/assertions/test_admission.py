@@ -204,3 +204,31 @@ def test_pods_running_before_their_workloads_were_admitted_fail():
         v, False, "pod a-0-pod of a-0 was Running at 2026-11-30T12:00:10+00:00, before Kueue admitted a-0 at"
     )
     assert v.failed_clauses == ("pods_start_only_after_admission",)
+
+
+def test_a_pod_the_platform_ended_before_it_ran_is_replaced_not_a_failure_and_named_in_the_evidence():
+    """The taint-eviction controller ends a pod on a new node before it ran; the Job makes another, which runs:
+    the Workload stays admitted, so the claim holds and the ended pod is named."""
+    lost = PodObs("a-0-lost", "gpu-a", "Failed", None, disruption="DeletionByTaintManager", evicted=True)
+    a0 = ADMIT.workloads[0]
+    v = check_admission(changed(0, pods=(lost, *a0.pods)))
+    check(v, True)
+    assert v.evidence["replaced"] == {"a-0-lost": "disrupted: DeletionByTaintManager"}
+
+
+def test_a_pod_the_platform_ended_after_it_ran_still_fails_though_its_job_ran_another():
+    ended = PodObs(
+        "a-0-ended",
+        "gpu-a",
+        "Running",
+        Interval(t(8), t(9)),
+        devices=("GPU-x",),
+        disruption="DeletionByTaintManager",
+    )
+    v = check_admission(changed(0, pods=(ended, *ADMIT.workloads[0].pods)))
+    check(
+        v,
+        False,
+        "admitted workload a-0's pod was ended by the platform, not run: ['a-0-ended (disrupted: DeletionByTaintManager)']",
+    )
+    assert "admitted_pods_ran_healthy" in v.failed_clauses
