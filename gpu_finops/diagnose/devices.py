@@ -64,30 +64,7 @@ def mig_elsewhere(v: View) -> Finding | None:
 
 
 def check_allocation(v: View) -> Finding:
-    pod = v.pod
-    claims = dra.dra_claims_of(v)
-    if not claims or pod.node_name:
-        return _plugin_allocation(v)
-    on_dra = dra.check_dra_allocation(v, claims)  # devices from Dynamic Resource Allocation
-    if not pod.gpu_resource or not any(n.allocatable.get(pod.gpu_resource, 0) for n in v.cluster.nodes):
-        return on_dra
-    # a fleet where the device plugin advertises the pod's resource on some nodes too
-    on_plugin = _plugin_allocation(v)
-    either = dra.extended_only(v, claims)  # its extended resource, from the plugin's nodes or DRA's
-    verdicts = {on_plugin.explains, on_dra.explains}
-    if either:
-        explains = False if False in verdicts else True if verdicts == {True} else None
-    else:  # its own claims and a device plugin resource: both must be met
-        explains = True if True in verdicts else False if verdicts == {False} else None
-    return Finding(
-        ALLOCATION,
-        explains,
-        f"{'either' if either else 'both'}: on the device plugin's nodes, {on_plugin.summary}; on DRA nodes, "
-        f"{on_dra.summary}",
-        on_dra.next_action if on_dra.explains else on_plugin.next_action,
-        {"device_plugin": on_plugin.evidence, "dra": on_dra.evidence},
-        on_plugin.key_evidence + on_dra.key_evidence,
-    )
+    return dra.on_the_fleet(v, ALLOCATION, _plugin_allocation, dra.check_dra_allocation)
 
 
 def _plugin_allocation(v: View) -> Finding:

@@ -10,6 +10,7 @@ no claim and tainted by no NoSchedule/NoExecute taint), tainted, and held (by wh
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from gpu_finops.diagnose.model import (
     ALLOCATION,
@@ -76,6 +77,41 @@ def extended_only(v: View, claims: tuple[PodClaim, ...]) -> bool:
     """The pod's only claim is the scheduler's for its extended resource: the device plugin's nodes or the DRA
     ones may serve it, either."""
     return all(c.name == EXTENDED_CLAIM and c not in v.pod.claims for c in claims)
+
+
+def on_the_fleet(
+    v: View,
+    step: str,
+    plugin_check: Callable[[View], Finding],
+    dra_check: Callable[[View, tuple[PodClaim, ...]], Finding],
+) -> Finding:
+    """One check of a pod (`step`: allocation or placement) on the fleet as it is: the device plugin's reading
+    where the pod has no DRA claim or is bound, DRA's where no node advertises its resource, and on a fleet of
+    both, the two together: for an extended resource either may serve it (it waits on this step only if
+    neither can), for its own claims beside a plugin resource both must be met (it waits if either cannot)."""
+    pod = v.pod
+    claims = dra_claims_of(v)
+    if not claims or pod.node_name:
+        return plugin_check(v)
+    on_dra = dra_check(v, claims)
+    if not pod.gpu_resource or not any(n.allocatable.get(pod.gpu_resource, 0) for n in v.cluster.nodes):
+        return on_dra
+    on_plugin = plugin_check(v)
+    either = extended_only(v, claims)
+    verdicts = {on_plugin.explains, on_dra.explains}
+    if either:
+        explains = False if False in verdicts else True if verdicts == {True} else None
+    else:
+        explains = True if True in verdicts else False if verdicts == {False} else None
+    return Finding(
+        step,
+        explains,
+        f"{'either' if either else 'both'}: on the device plugin's nodes, {on_plugin.summary}; on DRA nodes, "
+        f"{on_dra.summary}",
+        on_dra.next_action if on_dra.explains else on_plugin.next_action,
+        {"device_plugin": on_plugin.evidence, "dra": on_dra.evidence},
+        on_plugin.key_evidence + on_dra.key_evidence,
+    )
 
 
 def _reason(*messages: str | None) -> str | None:

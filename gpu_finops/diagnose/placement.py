@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpu_finops.diagnose.dra import check_dra_placement, dra_claims_of, extended_only
+from gpu_finops.diagnose.dra import check_dra_placement, on_the_fleet
 from gpu_finops.diagnose.model import PLACEMENT, Finding
 from gpu_finops.diagnose.scheduling import (
     RULE_AFFINITY,
@@ -30,29 +30,7 @@ def _placement_action(rules: set[str]) -> str:
 
 
 def check_placement(v: View) -> Finding:
-    pod = v.pod
-    claims = dra_claims_of(v)
-    if not claims or pod.node_name:
-        return _plugin_placement(v)
-    on_dra = check_dra_placement(v, claims)
-    if not pod.gpu_resource or not any(n.allocatable.get(pod.gpu_resource, 0) for n in v.cluster.nodes):
-        return on_dra
-    on_plugin = _plugin_placement(v)  # a fleet where the device plugin advertises the pod's resource too
-    either = extended_only(v, claims)
-    verdicts = {on_plugin.explains, on_dra.explains}
-    if either:
-        explains = False if False in verdicts else True if verdicts == {True} else None
-    else:
-        explains = True if True in verdicts else False if verdicts == {False} else None
-    return Finding(
-        PLACEMENT,
-        explains,
-        f"{'either' if either else 'both'}: on the device plugin's nodes, {on_plugin.summary}; on DRA nodes, "
-        f"{on_dra.summary}",
-        on_dra.next_action if on_dra.explains else on_plugin.next_action,
-        {"device_plugin": on_plugin.evidence, "dra": on_dra.evidence},
-        on_plugin.key_evidence + on_dra.key_evidence,
-    )
+    return on_the_fleet(v, PLACEMENT, _plugin_placement, check_dra_placement)
 
 
 def _plugin_placement(v: View) -> Finding:
