@@ -21,7 +21,7 @@ from gpu_finops.dcgm.metrics_csv import render as render_metrics_csv
 from gpu_finops.facts.config import Config
 from infra.cluster import ClusterStack
 from infra.jsii_structs import camel
-from infra.objects.device_plugin import device_plugin_values
+from infra.objects.device_plugin import DRA_DRIVER_NAMESPACE, device_plugin_values, dra_driver_values
 from infra.objects.karpenter import ec2nodeclass, karpenter_objects, karpenter_values
 from infra.objects.kueue import kueue_objects, kueue_values
 from infra.objects.monitoring import (
@@ -42,6 +42,8 @@ CHART_REPOS = {
     "karpenter-crd": "oci://public.ecr.aws/karpenter",
     "kueue": "oci://registry.k8s.io/kueue/charts",  # released charts only, never a staging registry
     "nvidia-device-plugin": "https://nvidia.github.io/k8s-device-plugin",
+    # kubernetes-sigs/dra-driver-nvidia-gpu docs/install.md (0.4.0+: the chart's --version is required)
+    "dra-driver-nvidia-gpu": "oci://registry.k8s.io/dra-driver-nvidia/charts",
     "dcgm-exporter": "https://nvidia.github.io/dcgm-exporter/helm-charts",
     "prometheus": "https://prometheus-community.github.io/helm-charts",
 }
@@ -144,7 +146,7 @@ class AddonsStack(TerraformStack):
             ),
         )
         self.kueue = release(
-            "kueue", "kueue", v.kueue_chart, "kueue-system", kueue_values(), create_namespace=True
+            "kueue", "kueue", v.kueue_chart, "kueue-system", kueue_values(c), create_namespace=True
         )
         self.device_plugin = release(
             "nvidia-device-plugin",
@@ -153,6 +155,19 @@ class AddonsStack(TerraformStack):
             "nvidia-device-plugin",
             device_plugin_values(c),
             create_namespace=True,
+        )
+        # the DRA pool's cards: NVIDIA's DRA driver on its nodes only (the device plugin kept off them)
+        self.dra_driver = (
+            release(
+                "dra-driver-nvidia-gpu",
+                "dra-driver-nvidia-gpu",
+                v.dra_driver_chart,
+                DRA_DRIVER_NAMESPACE,
+                dra_driver_values(c),
+                create_namespace=True,
+            )
+            if c.dra_cards
+            else None
         )
         # the product chart first: Prometheus mounts its rules ConfigMap, dcgm-exporter its metrics CSV
         self.gpu_finops = Release(
@@ -196,5 +211,5 @@ class AddonsStack(TerraformStack):
             v.dcgm_exporter_chart,
             c.monitoring_namespace,
             dcgm_exporter_values(c),
-            depends_on=[self.gpu_finops, self.device_plugin],
+            depends_on=[self.gpu_finops, self.device_plugin, *([self.dra_driver] if self.dra_driver else [])],
         )

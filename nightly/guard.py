@@ -118,7 +118,11 @@ def estimate(
     Raises GuardError when a price is missing or the EKS version is past its support."""
     if max_hours <= 0:
         raise GuardError(f"max wall time must be positive hours, got {max_hours}")
-    configured_mig, configured_mps = bool(c.mig_slices), bool(c.mps_clients)
+    configured_mig, configured_mps, configured_dra = (
+        bool(c.mig_slices),
+        bool(c.mps_clients),
+        bool(c.dra_cards),
+    )
     c = (
         c.for_aws()
     )  # what `make up` stands up: the MIG pool only with mig_on_aws, the MPS pool with mps_on_aws
@@ -175,6 +179,13 @@ def estimate(
         notes.append(
             "the MPS pool is off on AWS (mps_on_aws: false): no MPS node, quota or act 9 in this run"
         )
+    if c.dra_cards:
+        notes.append(
+            f"the DRA pool is on (dra_on_aws: true, alpha): {c.dra_cards} {gpu_type} card(s) NVIDIA's DRA driver "
+            "publishes, counted in the GPU nodes above"
+        )
+    elif configured_dra:
+        notes.append("the DRA pool is off on AWS (dra_on_aws: false): no DRA node or quota in this run")
     items = (
         LineItem(
             f"GPU nodes: {c.gpu_nodes_at_limits} x {gpu_type} (the NodePools' limits, priced on-demand as the "

@@ -75,6 +75,9 @@ class Tenant:
     # MPS clients: nvidia.com/gpu.shared nominal quota on the MPS flavor, on the MPS NodePool's cards (each card
     # `timeslicing_replicas` clients, each limited by the control daemon to 1/replicas of its memory and SMs)
     mps_quota: Count = 0
+    # whole cards through Dynamic Resource Allocation: nvidia.com/gpu nominal quota on the DRA flavor, on the DRA
+    # NodePool's nodes, asked by a claim of NVIDIA's gpu.nvidia.com class or as nvidia.com/gpu the class serves
+    dra_gpu_quota: Count = 0
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,9 @@ class Versions:
     kueue_chart: Version = "0.19.2"
     # renovate: datasource=helm depName=nvidia-device-plugin registryUrl=https://nvidia.github.io/k8s-device-plugin
     device_plugin_chart: Version = "0.20.0"
+    # NVIDIA's DRA driver for GPUs (kubernetes-sigs/dra-driver-nvidia-gpu), on the DRA pool's nodes only
+    # renovate: datasource=docker depName=registry.k8s.io/dra-driver-nvidia/charts/dra-driver-nvidia-gpu
+    dra_driver_chart: Version = "0.4.1"
     # renovate: datasource=helm depName=dcgm-exporter registryUrl=https://nvidia.github.io/dcgm-exporter/helm-charts
     dcgm_exporter_chart: Version = "4.8.3"
     # 4.8.3 spells the node label `hostname` (was `Hostname`); 4.9.0 renames fields and units: not yet.
@@ -158,6 +164,11 @@ class Config:
     # MPS quota; AWS only with `mps_on_aws: true` (its node needs G/VT spot vCPUs beyond the quota above).
     mps_nodepool_name: KubeName = "gpu-mps"
     mps_on_aws: Flag = False
+    # The DRA pool: cards of `gpu_instance_types` that NVIDIA's DRA driver publishes as devices (the device plugin
+    # kept off them), for the tenants' dra_gpu_quota; Karpenter launches its nodes for pods that ask by claim
+    # (its AWS provider's settings.enableDRA, alpha). Off on AWS unless `dra_on_aws: true`.
+    dra_nodepool_name: KubeName = "gpu-dra"
+    dra_on_aws: Flag = False
     admin_principal_arns: tuple[PrincipalArn, ...] = ()
     collector_interval_seconds: Positive = 60
     log_retention_days: RetentionDays = 365
@@ -242,6 +253,16 @@ class Config:
         return sum(t.mps_quota for t in self.tenants)
 
     @property
+    def dra_cards(self) -> int:
+        """Physical cards Kueue may hand out through DRA: the tenants' dra_gpu_quota."""
+        return sum(t.dra_gpu_quota for t in self.tenants)
+
+    @property
+    def dra_nodepool_limits(self) -> dict[str, str]:
+        """DRA NodePool limits: the physical cards behind the DRA quotas."""
+        return self._limits(self.dra_cards, self.gpus_per_node, self.gpu_node_vcpu)
+
+    @property
     def mps_cards(self) -> int:
         """Physical cards behind the MPS clients (validate() makes the clients fill whole cards)."""
         return -(-self.mps_clients // self.timeslicing_replicas)
@@ -253,17 +274,21 @@ class Config:
 
     def for_aws(self) -> Config:
         """The configuration the AWS stacks and the cost guard read: the MIG pool only with mig_on_aws, the MPS
-        pool only with mps_on_aws (their quotas dropped otherwise, so Kueue admits no work there is no node
-        for)."""
+        pool only with mps_on_aws, the DRA pool only with dra_on_aws (their quotas dropped otherwise, so Kueue
+        admits no work there is no node for)."""
         drop_mig = bool(self.mig_slices) and not self.mig_on_aws
         drop_mps = bool(self.mps_clients) and not self.mps_on_aws
-        if not (drop_mig or drop_mps):
+        drop_dra = bool(self.dra_cards) and not self.dra_on_aws
+        if not (drop_mig or drop_mps or drop_dra):
             return self
         return dataclasses.replace(
             self,
             tenants=tuple(
                 dataclasses.replace(
-                    t, mig_quota={} if drop_mig else t.mig_quota, mps_quota=0 if drop_mps else t.mps_quota
+                    t,
+                    mig_quota={} if drop_mig else t.mig_quota,
+                    mps_quota=0 if drop_mps else t.mps_quota,
+                    dra_gpu_quota=0 if drop_dra else t.dra_gpu_quota,
                 )
                 for t in self.tenants
             ),
@@ -293,19 +318,21 @@ class Config:
 
     @property
     def gpu_nodes_at_limits(self) -> int:
-        """G/VT GPU nodes the whole-card, shared and MPS NodePools may run at their limits (what a run can cost
-        at most)."""
-        return sum(
-            -(-cards // self.gpus_per_node) for cards in (self.whole_cards, self.shared_cards, self.mps_cards)
-        )
+        """G/VT GPU nodes the whole-card, shared, MPS and DRA NodePools may run at their limits (what a run can
+        cost at most)."""
+        cards = (self.whole_cards, self.shared_cards, self.mps_cards, self.dra_cards)
+        return sum(-(-n // self.gpus_per_node) for n in cards)
 
     @property
     def gpu_vcpus_needed(self) -> int:
-        """G/VT spot vCPUs the whole-card, shared and MPS NodePools may use at their limits."""
-        return sum(
-            int(limits["cpu"])
-            for limits in (self.nodepool_limits, self.shared_nodepool_limits, self.mps_nodepool_limits)
+        """G/VT spot vCPUs the whole-card, shared, MPS and DRA NodePools may use at their limits."""
+        pools = (
+            self.nodepool_limits,
+            self.shared_nodepool_limits,
+            self.mps_nodepool_limits,
+            self.dra_nodepool_limits,
         )
+        return sum(int(limits["cpu"]) for limits in pools)
 
     @property
     def shared_device_config(self) -> str:
@@ -428,6 +455,7 @@ class Config:
         nodes = aws.gpu_nodes_at_limits
         if nodes > self.max_gpu_nodes:
             mps = f" and {aws.mps_clients} MPS clients ({aws.mps_cards} card(s))" if aws.mps_clients else ""
+            mps += f" and {aws.dra_cards} DRA card(s)" if aws.dra_cards else ""
             raise ConfigError(
                 "tenants",
                 f"Kueue would admit {self.whole_cards} whole card(s) and {self.shared_replicas} replicas "
@@ -455,18 +483,20 @@ class Config:
             )
 
     def _pool_names_differ(self) -> None:
-        """The whole-card, shared, MIG and MPS NodePools each have a name of their own."""
+        """The whole-card, shared, MIG, MPS and DRA NodePools each have a name of their own."""
         pools = [
             self.nodepool_name,
             self.shared_nodepool_name,
             self.mig_nodepool_name,
             self.mps_nodepool_name,
+            self.dra_nodepool_name,
         ]
-        for i, key in enumerate(("shared_nodepool_name", "mig_nodepool_name", "mps_nodepool_name"), start=1):
+        keys = ("shared_nodepool_name", "mig_nodepool_name", "mps_nodepool_name", "dra_nodepool_name")
+        for i, key in enumerate(keys, start=1):
             if pools[i] in pools[:i]:
                 raise ConfigError(
                     key,
-                    f"{pools[i]!r} is already another NodePool's name: the whole-card, shared, MIG and MPS "
+                    f"{pools[i]!r} is already another NodePool's name: the whole-card, shared, MIG, MPS and DRA "
                     f"pools are {pools}; give each its own",
                 )
 

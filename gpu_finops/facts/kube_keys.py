@@ -86,6 +86,7 @@ ANNOTATION_DEFAULT_CONFIG = "gpu-finops.io/default-config"
 # The MPS pool's nodes' NoSchedule taint: only work Kueue admitted on the MPS flavor (whose tolerations carry it)
 # runs there, so a pod that asks nvidia.com/gpu.shared, or a whole card, is never an MPS client by chance
 TAINT_MPS_POOL = "gpu-finops.io/mps"
+TAINT_DRA_POOL = "gpu-finops.io/dra"  # the DRA pool's nodes: only workloads that ask by claim and tolerate it
 TAINT_ACT7_MAINTENANCE = "gpu-finops.io/act7-maintenance"  # act 7's own NoSchedule taint (placement)
 
 

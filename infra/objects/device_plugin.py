@@ -1,5 +1,6 @@
 """The NVIDIA device plugin's configs and values: whole cards by default; time-slicing, MPS or MIG (single or
-mixed) where a node's label `nvidia.com/device-plugin.config` asks for it."""
+mixed) where a node's label `nvidia.com/device-plugin.config` asks for it; kept off the DRA pool's nodes, where
+NVIDIA's DRA driver publishes the cards instead (its values here too: the two must never serve one node)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,25 @@ from typing import Any
 import yaml
 
 from gpu_finops.facts.config import Config
+from gpu_finops.facts.kube_keys import GPU_ALLOCATION_DRA, LABEL_GPU_ALLOCATION
 from gpu_finops.facts.kube_keys import GPU_RESOURCE as GPU
+from infra.objects.karpenter import GPU_POOL_TOLERATIONS
 
 WHOLE_DEVICE_CONFIG = "default"
 MPS_DEVICE_CONFIG = "mps"  # each card as MPS clients, renamed nvidia.com/gpu.shared like time-sliced replicas
 MIG_SINGLE_DEVICE_CONFIG = "mig-single"  # every card cut alike, each slice an nvidia.com/gpu
 MIG_MIXED_DEVICE_CONFIG = "mig-mixed"  # a resource per MIG profile, nvidia.com/mig-<profile>
-# Our GPU nodes' taint (infra/objects/karpenter.py GPU_TAINT, nvidia.com/gpu=true:NoSchedule), any value.
-GPU_TOLERATION = {"key": GPU, "operator": "Exists", "effect": "NoSchedule"}
+# The device plugin chart's node affinity (k8s-device-plugin v0.18.0 deployments/helm/nvidia-device-plugin/values.yaml,
+# shared by the device plugin's, GFD's and the MPS control daemon's DaemonSets): a node NFD finds an NVIDIA PCI
+# device on, one whose CPU vendor is NVIDIA (Tegra), or one labelled nvidia.com/gpu.present=true (nodeadm labels
+# the EKS AL2023 NVIDIA AMI's nodes so at boot). Any one term suffices.
+CHART_AFFINITY_TERMS: tuple[tuple[str, str], ...] = (
+    ("feature.node.kubernetes.io/pci-10de.present", "true"),
+    ("feature.node.kubernetes.io/cpu-model.vendor_id", "NVIDIA"),
+    ("nvidia.com/gpu.present", "true"),
+)
+NOT_DRA = {"key": LABEL_GPU_ALLOCATION, "operator": "NotIn", "values": [GPU_ALLOCATION_DRA]}
+DRA_DRIVER_NAMESPACE = "nvidia-dra-driver-gpu"
 
 
 def timeslicing_config(c: Config) -> str:
@@ -70,13 +82,45 @@ def device_plugin_configs(c: Config) -> dict[str, str]:
     }
 
 
-def device_plugin_values(c: Config) -> dict[str, Any]:
+def device_plugin_affinity() -> dict[str, Any]:
+    """The chart's node affinity, each term also requiring a node not labelled for DRA: the EKS guide says the
+    device plugin and the DRA driver must never run on one node (both would hand out its cards)."""
+    terms = [
+        {"matchExpressions": [{"key": key, "operator": "In", "values": [value]}, dict(NOT_DRA)]}
+        for key, value in CHART_AFFINITY_TERMS
+    ]
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}}}
+
+
+def dra_driver_values(c: Config) -> dict[str, Any]:
+    """NVIDIA's DRA driver chart (dra-driver-nvidia-gpu 0.4.1, values.yaml and templates/validation.yaml): GPUs
+    only (no ComputeDomains: no multi-node NVLink here), which the chart installs only when told the device plugin
+    does not serve them (`gpuResourcesEnabledOverride`); the driver root of the EKS AL2023 NVIDIA AMI (the host's
+    `/`); its kubelet plugin only on the DRA pool's nodes, tolerating their taints.
+    It creates the DeviceClasses gpu.nvidia.com (with extendedResourceName nvidia.com/gpu on resource.k8s.io/v1),
+    mig.nvidia.com and vfio.gpu.nvidia.com."""
     return {
+        "gpuResourcesEnabledOverride": True,
+        "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
+        "nvidiaDriverRoot": "/",
+        "kubeletPlugin": {
+            "nodeSelector": {LABEL_GPU_ALLOCATION: GPU_ALLOCATION_DRA},
+            "tolerations": [dict(t) for t in GPU_POOL_TOLERATIONS],  # the DRA pool's own taint too
+        },
+    }
+
+
+def device_plugin_values(c: Config) -> dict[str, Any]:
+    values: dict[str, Any] = {
         "config": {"map": device_plugin_configs(c), "default": WHOLE_DEVICE_CONFIG},
         "gfd": {"enabled": True},
         # The bundled NFD worker's own list tolerates only nvidia.com/gpu=present: without it on a GPU
         # node the NVIDIA PCI label never appears, so neither the device plugin nor GFD (whose affinity
         # needs that label) runs there. Helm replaces a list, so this is its whole list.
-        "nfd": {"enabled": True, "worker": {"tolerations": [dict(GPU_TOLERATION)]}},
-        "tolerations": [dict(GPU_TOLERATION)],  # the device plugin's and GFD's DaemonSets
+        "nfd": {"enabled": True, "worker": {"tolerations": [dict(t) for t in GPU_POOL_TOLERATIONS]}},
+        # the device plugin's and GFD's DaemonSets (and the MPS control daemon's): every GPU pool's taints
+        "tolerations": [dict(t) for t in GPU_POOL_TOLERATIONS],
     }
+    if c.dra_cards:  # Helm replaces the chart's lists: the whole affinity, each term kept off DRA nodes
+        values["affinity"] = device_plugin_affinity()
+    return values

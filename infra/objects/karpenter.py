@@ -1,5 +1,5 @@
-"""Karpenter's objects: the whole-card, shared, MIG and MPS NodePools, the shared, MIG and MPS pools' NodeOverlays,
-the EC2NodeClass, and the chart's values."""
+"""Karpenter's objects: the whole-card, shared, MIG, MPS and DRA NodePools, the shared, MIG and MPS pools'
+NodeOverlays, the EC2NodeClass, and the chart's values."""
 
 from __future__ import annotations
 
@@ -9,15 +9,18 @@ from typing import Any
 from gpu_finops.facts.config import Config
 from gpu_finops.facts.kube_keys import (
     ANNOTATION_CONTROLLER_ROLE,
+    GPU_ALLOCATION_DRA,
     LABEL_ARCH,
     LABEL_CAPACITY_TYPE,
     LABEL_DISCOVERY,
+    LABEL_GPU_ALLOCATION,
     LABEL_INSTANCE_CPU,
     LABEL_INSTANCE_GPU_COUNT,
     LABEL_INSTANCE_TYPE,
     LABEL_MIG_CONFIG,
     LABEL_NODEPOOL,
     LABEL_POOL,
+    TAINT_DRA_POOL,
     TAINT_MPS_POOL,
     mig_resource,
 )
@@ -28,6 +31,12 @@ from gpu_finops.facts.kubelet import ROOT_VOLUME_GIB
 
 GPU_TAINT = {"key": GPU, "value": "true", "effect": "NoSchedule"}
 MPS_TAINT = {"key": TAINT_MPS_POOL, "value": "true", "effect": "NoSchedule"}
+DRA_TAINT = {"key": TAINT_DRA_POOL, "value": "true", "effect": "NoSchedule"}
+# What a DaemonSet that serves every GPU node tolerates (the device plugin's, GFD's, NFD's worker, dcgm-exporter,
+# the DRA driver's kubelet plugin): each taint any of our GPU pools puts on its nodes, whatever its value
+GPU_POOL_TOLERATIONS: tuple[dict[str, str], ...] = tuple(
+    {"key": t["key"], "operator": "Exists", "effect": t["effect"]} for t in (GPU_TAINT, MPS_TAINT, DRA_TAINT)
+)
 
 
 @dataclass(frozen=True)
@@ -101,6 +110,29 @@ def mig_pool(c: Config) -> Pool:
     return Pool(c.mig_nodepool_name, labels, (c.mig_instance_type,), vcpu, gpus, c.mig_nodepool_limits)
 
 
+def dra_pool(c: Config) -> Pool:
+    """Whole cards through Dynamic Resource Allocation: the nodes are labelled for it (LABEL_GPU_ALLOCATION), which
+    keeps the device plugin's DaemonSets off them and puts NVIDIA's DRA driver's kubelet plugin on them
+    (infra/objects/device_plugin.py), so their cards are published as devices of the driver's ResourceSlices and
+    never advertised as nvidia.com/gpu; tainted (DRA_TAINT), as the MPS pool is, so that only pods that tolerate
+    it run there, which are the only ones Kueue admits on the DRA flavor: a pod asking nvidia.com/gpu never lands
+    on a node whose cards Karpenter would wait to see advertised under that name."""
+    return Pool(
+        c.dra_nodepool_name,
+        {LABEL_POOL: "gpu-dra", LABEL_GPU_ALLOCATION: GPU_ALLOCATION_DRA},
+        tuple(c.gpu_instance_types),
+        c.gpu_node_vcpu,
+        c.gpus_per_node,
+        c.dra_nodepool_limits,
+        (GPU_TAINT, DRA_TAINT),
+    )
+
+
+def dra_nodepool(c: Config) -> dict[str, Any]:
+    """The DRA pool's NodePool (`dra_pool`)."""
+    return nodepool(c, pool=dra_pool(c))
+
+
 def nodepool(c: Config, *, shared: bool = False, pool: Pool | None = None) -> dict[str, Any]:
     """Spot only; instance types, vCPU size and GPU count pinned so quota and hardware agree. `pool`: which
     (default: the whole-card pool, or the shared one with `shared`)."""
@@ -143,12 +175,13 @@ def mps_nodepool(c: Config) -> dict[str, Any]:
 
 def nodepools(c: Config) -> list[dict[str, Any]]:
     """The whole-card pool, the shared pool when any tenant has replica quota, the MIG pool when any has MIG
-    quota, the MPS pool when any has MPS quota."""
+    quota, the MPS pool when any has MPS quota, the DRA pool when any has DRA quota."""
     return (
         [nodepool(c)]
         + ([nodepool(c, shared=True)] if c.shared_replicas else [])
         + ([mig_nodepool(c)] if c.mig_slices else [])
         + ([mps_nodepool(c)] if c.mps_clients else [])
+        + ([dra_nodepool(c)] if c.dra_cards else [])
     )
 
 
@@ -245,6 +278,10 @@ def karpenter_values(c: Config, queue_name: str, controller_role_arn: str) -> di
             "interruptionQueue": queue_name,
             # the shared pool's replica overlay, the MIG pool's slices overlay, the MPS pool's clients overlay
             "featureGates": {"nodeOverlay": bool(c.shared_replicas or c.mig_slices or c.mps_clients)},
+            # the DRA pool (alpha): the devices NVIDIA's driver publishes on each GPU type (the provider's
+            # draNVIDIAGPU gate), so Karpenter launches a node for a pod that asks by claim, and waits for the
+            # driver's ResourceSlices before it calls the node initialized
+            **({"enableDRA": True} if c.dra_cards else {}),
         },
         "serviceAccount": {"name": "karpenter"},
         "controller": {

@@ -6,9 +6,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
+
 from gpu_finops.facts.config import Config, Tenant
 from gpu_finops.facts.kube_keys import GPU_RESOURCE as GPU
-from gpu_finops.facts.kube_keys import KUEUE_API, LABEL_NODEPOOL, LABEL_TENANT, TAINT_MPS_POOL, mig_resource
+from gpu_finops.facts.kube_keys import (
+    KUEUE_API,
+    LABEL_NODEPOOL,
+    LABEL_TENANT,
+    TAINT_DRA_POOL,
+    TAINT_MPS_POOL,
+    mig_resource,
+)
 from gpu_finops.facts.kube_keys import SHARED_GPU_RESOURCE as SHARED_GPU
 
 COHORT = "gpu"
@@ -16,6 +25,7 @@ FLAVOR = "gpu-spot"  # whole cards
 SHARED_FLAVOR = "gpu-shared"  # time-sliced replicas
 MIG_FLAVOR = "gpu-mig"  # MIG slices, one resource per profile
 MPS_FLAVOR = "gpu-mps"  # MPS clients: nvidia.com/gpu.shared, as time-sliced replicas, on the MPS pool's nodes
+DRA_FLAVOR = "gpu-dra"  # whole cards through DRA: nvidia.com/gpu (a mapped claim or the served resource)
 PRIORITIES = {"low": 100, "high": 1000}  # WorkloadPriorityClass name -> value
 # Kueue's feature gates, the same on AWS (the chart's values below) and on the local target
 # (local/cluster/controllers.py): the visibility API, whose pending workloads carry their queue positions
@@ -27,29 +37,78 @@ KUEUE_FEATURE_GATES = {"VisibilityOnDemand": True, "UnadmittedWorkloadsObservabi
 # ResourceClaimTemplate of NVIDIA's `gpu.nvidia.com` class is charged against the same `nvidia.com/gpu` quota a
 # device-plugin pod is (an unmapped class makes its workload inadmissible); a pod asking `nvidia.com/gpu` that the
 # class serves as an extended resource is charged under that name either way (Kueue v0.19 pkg/dra). Set in the
-# local target's Kueue Configuration (local/cluster/controllers.py); the addons stack keeps the chart's
-# Configuration, so on AWS this mapping is not yet set (docs/infra.md).
+# local target's Kueue Configuration (local/cluster/controllers.py), and on AWS with the DRA pool (`kueue_values`).
 KUEUE_DEVICE_CLASS_MAPPINGS = [{"name": GPU, "deviceClassNames": ["gpu.nvidia.com"]}]
+# The Configuration Kueue's chart installs (v0.19.2 charts/kueue/values.yaml, managerConfig.controllerManagerConfigYaml,
+# its comments left out): the chart takes the Configuration as one string, so setting one field means passing all
+# of it. tests/infra/test_dra_objects.py compares this copy with the chart's at the pinned version.
+KUEUE_CHART_CONFIGURATION: dict[str, Any] = {
+    "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+    "kind": "Configuration",
+    "health": {"healthProbeBindAddress": ":8081"},
+    "metrics": {"bindAddress": ":8443"},
+    "webhook": {"port": 9443},
+    "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+    "controller": {
+        "groupKindConcurrency": {
+            "Job.batch": 5,
+            "Pod": 5,
+            "Workload.kueue.x-k8s.io": 10,
+            "LocalQueue.kueue.x-k8s.io": 5,
+            "ClusterQueue.kueue.x-k8s.io": 5,
+            "ResourceFlavor.kueue.x-k8s.io": 1,
+        }
+    },
+    "clientConnection": {"qps": 300, "burst": 500},
+    "integrations": {
+        "frameworks": [
+            "batch/job",
+            "kubeflow.org/mpijob",
+            "ray.io/rayjob",
+            "ray.io/rayservice",
+            "ray.io/raycluster",
+            "jobset.x-k8s.io/jobset",
+            "workload.codeflare.dev/appwrapper",
+            "trainer.kubeflow.org/trainjob",
+            "pod",
+            "deployment",
+            "statefulset",
+            "leaderworkerset.x-k8s.io/leaderworkerset",
+        ]
+    },
+}
 
 
-def kueue_values() -> dict[str, Any]:
+def kueue_values(c: Config) -> dict[str, Any]:
     """The Kueue chart's values: its manager's feature gates (the chart turns the list into --feature-gates,
-    and installs the visibility APIServices, Service and auth-reader RoleBinding itself)."""
-    return {
+    and installs the visibility APIServices, Service and auth-reader RoleBinding itself); with the DRA pool, the
+    chart's Configuration with the device class mappings added."""
+    values: dict[str, Any] = {
         "controllerManager": {
             "featureGates": [{"name": k, "enabled": v} for k, v in sorted(KUEUE_FEATURE_GATES.items())]
         }
     }
+    if c.dra_cards:
+        configuration = {
+            **KUEUE_CHART_CONFIGURATION,
+            "resources": {"deviceClassMappings": KUEUE_DEVICE_CLASS_MAPPINGS},
+        }
+        values["managerConfig"] = {
+            "controllerManagerConfigYaml": yaml.safe_dump(configuration, sort_keys=False)
+        }
+    return values
 
 
 def resource_flavor(
-    c: Config, *, shared: bool = False, mig: bool = False, mps: bool = False
+    c: Config, *, shared: bool = False, mig: bool = False, mps: bool = False, dra: bool = False
 ) -> dict[str, Any]:
     """A flavor per pool, by the pool's NodePool label: a workload whose pods select a pool (the MPS pool's
     nodeSelector) is admitted only on that pool's flavor, as Kueue matches a pod's node selection against each
     flavor's nodeLabels."""
     name, pool = (
-        (MIG_FLAVOR, c.mig_nodepool_name)
+        (DRA_FLAVOR, c.dra_nodepool_name)
+        if dra
+        else (MIG_FLAVOR, c.mig_nodepool_name)
         if mig
         else (MPS_FLAVOR, c.mps_nodepool_name)
         if mps
@@ -61,6 +120,10 @@ def resource_flavor(
         "nodeLabels": {LABEL_NODEPOOL: pool},
         "tolerations": [{"key": GPU, "operator": "Equal", "value": "true", "effect": "NoSchedule"}],
     }
+    if dra:
+        # the DRA pool's own taint (infra/objects/karpenter.py DRA_TAINT), as the MPS flavor's: Kueue assigns this
+        # flavor only to a workload that tolerates it, so a tenant's nvidia.com/gpu ask never overflows onto it
+        spec["nodeTaints"] = [{"key": TAINT_DRA_POOL, "value": "true", "effect": "NoSchedule"}]
     if mps:
         # the MPS pool's own taint (infra/objects/karpenter.py MPS_TAINT) as a nodeTaint, not a toleration the
         # flavor adds: Kueue assigns this flavor only to a workload that tolerates it, so a tenant's time-sliced
@@ -105,16 +168,19 @@ def resource_groups(
     policy: QueuePolicy = SHIPPED,
     mig: dict[str, int] | None = None,
     mps: int = 0,
+    dra: int = 0,
 ) -> list[dict[str, Any]]:
     """Whole cards on the whole-card flavor; time-sliced replicas on the shared flavor and MPS clients on the
     MPS flavor, both nvidia.com/gpu.shared counted in replicas (one resource group, a flavor per pool, in that
     order); MIG slices on the MIG flavor, one resource per profile any tenant has quota for (`mig`: this
     tenant's, 0 for the rest: Kueue wants every ClusterQueue of a cohort to name the resources it may be
-    lent)."""
+    lent). Whole cards through DRA (`dra`) on the DRA flavor, after the whole-card one in the same group: Kueue
+    charges a claim of the mapped class, or nvidia.com/gpu served from it, as nvidia.com/gpu."""
+    whole_flavors = [(FLAVOR, whole)] + ([(DRA_FLAVOR, dra)] if c.dra_cards else [])
     groups = [
         {
             "coveredResources": [GPU],
-            "flavors": [{"name": FLAVOR, "resources": [_quota(GPU, whole, policy)]}],
+            "flavors": [{"name": name, "resources": [_quota(GPU, n, policy)]} for name, n in whole_flavors],
         }
     ]
     replica_flavors = [(SHARED_FLAVOR, shared)] if c.shared_replicas else []
@@ -150,7 +216,13 @@ def cluster_queue(c: Config, tenant: Tenant, policy: QueuePolicy = SHIPPED) -> d
         "namespaceSelector": {},
         "queueingStrategy": policy.queueing_strategy,
         "resourceGroups": resource_groups(
-            c, tenant.gpu_quota, tenant.shared_gpu_quota, policy, tenant.mig_quota, tenant.mps_quota
+            c,
+            tenant.gpu_quota,
+            tenant.shared_gpu_quota,
+            policy,
+            tenant.mig_quota,
+            tenant.mps_quota,
+            tenant.dra_gpu_quota,
         ),
         "preemption": {
             "withinClusterQueue": policy.within_cluster_queue,
@@ -212,6 +284,7 @@ def kueue_objects(c: Config, policies: dict[str, QueuePolicy] | None = None) -> 
         *([resource_flavor(c, shared=True)] if c.shared_replicas else []),
         *([resource_flavor(c, mig=True)] if c.mig_slices else []),
         *([resource_flavor(c, mps=True)] if c.mps_clients else []),
+        *([resource_flavor(c, dra=True)] if c.dra_cards else []),
         *cluster_queues(c, policies),
         *local_queues(c),
         *priority_classes(),

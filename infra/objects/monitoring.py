@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from gpu_finops.facts.config import Config
-from gpu_finops.facts.kube_keys import GPU_RESOURCE as GPU
 from gpu_finops.facts.kube_keys import LABEL_NODEPOOL
 from gpu_finops.facts.names import COLLECTOR, MONITORING_NS, PROJECT
 from gpu_finops.ledger.conventions import Conventions
+from infra.objects.karpenter import GPU_POOL_TOLERATIONS, nodepools
 
 # The chart's release: its fullname is the release name, so its objects are <release>-rules, ...-collector.
 CHART_RELEASE = PROJECT
@@ -23,9 +23,12 @@ DCGM_METRICS_CONFIGMAP = "dcgm-metrics"  # the chart's dcgmMetricsCsv.name; moun
 
 
 def dcgm_exporter_values(c: Config) -> dict[str, Any]:
+    # on the DRA pool's nodes the kubelet reports a card as a claim's device: `--kubernetes-enable-dra` maps it
+    # to its pod and adds the dra_* labels (dcgm-exporter 4.3.0+)
+    dra = ["--kubernetes-enable-dra"] if c.dra_cards else []
     return {
         "image": {"tag": c.versions.dcgm_exporter_image},
-        "arguments": ["-f", "/etc/dcgm-exporter/gpu-finops/gpu-finops.csv"],
+        "arguments": ["-f", "/etc/dcgm-exporter/gpu-finops/gpu-finops.csv", *dra],
         "extraConfigMapVolumes": [{"name": "dcgm-metrics", "configMap": {"name": DCGM_METRICS_CONFIGMAP}}],
         "extraVolumeMounts": [
             {"name": "dcgm-metrics", "mountPath": "/etc/dcgm-exporter/gpu-finops", "readOnly": True}
@@ -43,8 +46,8 @@ def dcgm_exporter_values(c: Config) -> dict[str, Any]:
         "hostPID": True,
         # no prometheus.io/scrape annotation: Prometheus scrapes the exporter with its own job
         # (`dcgm_scrape_job`), not the chart's annotated-pods job
-        "tolerations": [{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}],
-        # every GPU node, whole-card or shared
+        "tolerations": [dict(t) for t in GPU_POOL_TOLERATIONS],  # on every GPU pool's nodes
+        # every node of every GPU pool the configuration has (whole-card, shared, MIG, MPS, DRA)
         "affinity": {
             "nodeAffinity": {
                 "requiredDuringSchedulingIgnoredDuringExecution": {
@@ -54,7 +57,7 @@ def dcgm_exporter_values(c: Config) -> dict[str, Any]:
                                 {
                                     "key": LABEL_NODEPOOL,
                                     "operator": "In",
-                                    "values": [c.nodepool_name, c.shared_nodepool_name],
+                                    "values": [p["metadata"]["name"] for p in nodepools(c)],
                                 }
                             ]
                         }

@@ -239,3 +239,44 @@ def test_make_ups_first_step_runs_the_same_validation(synthesized, capsys):
 
     assert main(["local", "validate-charts", "--outdir", str(synthesized.outdir), "--no-synth"]) == 0
     assert "none rejected" in capsys.readouterr().out
+
+
+@pytest.fixture(scope="module")
+def dra_rendered(config, supported_node, tmp_path_factory) -> tuple[dict[str, chart_render.Manifests], list]:
+    """Every release of a stack with the DRA pool on AWS, rendered as `make up` would install it; with the values
+    keys no chart (or no recorded key list) has."""
+    from dataclasses import replace
+
+    from infra.app import synth
+
+    tenants = tuple(replace(t, dra_gpu_quota=1) for t in config.tenants)
+    dra = replace(config, tenants=tenants, dra_on_aws=True, gvt_spot_vcpu_quota=20).validate()
+    out = tmp_path_factory.mktemp("cdktf-dra")
+    synth(dra, out)
+    report = dry_run.Report()
+    sets = chart_render.render_all(dra, out, tmp_path_factory.mktemp("render-dra"), report)
+    return {m.source: m for m in sets}, report.unknown_values
+
+
+def test_with_a_dra_pool_karpenter_accounts_for_nvidia_claims_and_kueue_maps_the_class(dra_rendered, config):
+    """The pinned Karpenter chart turns settings.enableDRA into its DRA gate and stops ignoring claims; Kueue's
+    chart installs the Configuration with the device class mapping."""
+    rendered, unknown = dra_rendered
+    assert unknown == []
+    env = _env(rendered[f"karpenter chart {config.versions.karpenter_chart}"].docs, "Deployment")
+    assert env["IGNORE_DRA_REQUESTS"] == "false", env
+    assert "DRANVIDIAGPU=true" in env["AWS_FEATURE_GATES"], env
+    kueue_docs = rendered[f"kueue chart {config.versions.kueue_chart}"].docs
+    (manager_config,) = [
+        d for d in kueue_docs if d["kind"] == "ConfigMap" and "manager-config" in d["metadata"]["name"]
+    ]
+    configuration = yaml.safe_load(next(iter(manager_config["data"].values())))
+    assert configuration["resources"]["deviceClassMappings"] == kueue.KUEUE_DEVICE_CLASS_MAPPINGS
+
+
+def test_with_a_dra_pool_every_rendered_object_is_accepted_by_the_api_server(dra_rendered, dry):
+    rendered, _ = dra_rendered
+    rejections = [r for m in rendered.values() for r in dry.check_all(m.docs, m.source, m.namespace)]
+    assert rejections == []
+    pools = [d for m in rendered.values() for d in m.docs if d["kind"] == "NodePool"]
+    assert "gpu-dra" in [p["metadata"]["name"] for p in pools]

@@ -112,3 +112,41 @@ def test_the_charts_own_nfd_tolerations_keep_the_worker_and_so_every_gpu_daemons
     (miss,) = result.misplaced(stages=("launched",))
     assert miss.startswith(f"launched: {worker} did not land on the GPU node: FailedScheduling: "), miss
     assert "node(s) had untolerated taint(s)" in miss, miss  # v1.36 names no taint here
+
+
+def test_on_a_dra_pool_node_the_device_plugin_and_gfd_stay_off_while_the_whole_card_node_keeps_them(
+    control_plane, tmp_path_factory, tmp_path
+):
+    """With a DRA pool, the device plugin chart's affinity keeps its device plugin and GFD (and MPS daemon) off
+    the pool's nodes, where NVIDIA's DRA driver publishes the cards instead; NFD's worker and dcgm-exporter still
+    land there, and on a whole-card node the device plugin lands as before."""
+    from dataclasses import replace
+
+    from gpu_finops.facts.kube_keys import GPU_ALLOCATION_DRA, LABEL_GPU_ALLOCATION, LABEL_NODEPOOL
+    from infra.app import synth
+
+    tenants = tuple(replace(t, dra_gpu_quota=1) for t in C.tenants)
+    dra = replace(C, tenants=tenants, dra_on_aws=True, gvt_spot_vcpu_quota=20).validate()
+    out = tmp_path_factory.mktemp("cdktf-dra")
+    synth(dra, out)
+    docs = gpu_placement.render(dra, out, tmp_path)
+
+    def on_the_dra_pool(node: dict) -> dict:
+        labels = node["metadata"]["labels"]
+        labels |= {LABEL_GPU_ALLOCATION: GPU_ALLOCATION_DRA, LABEL_NODEPOOL: dra.dra_nodepool_name}
+        return node
+
+    stages = {s: on_the_dra_pool(gpu_node(dra, s, name="gpu-dra-0")) for s in STAGES}
+    off = ("nvidia-device-plugin", "nvidia-device-plugin-gpu-feature-discovery")
+    expected = {**gpu_placement.EXPECTED, **dict.fromkeys(off)}
+    result = gpu_placement.place(control_plane.kube(), docs, stages, expected, settle=30)
+    assert result.misplaced(expected) == []
+    for ds in off:
+        assert "node(s) didn't match Pod's node affinity/selector" in result.refused["gfd"][ds], (
+            result.refused
+        )
+    beside = {
+        s: gpu_node(dra, s, name="gpu-beside-dra-0") for s in STAGES
+    }  # a node no earlier stage labelled
+    whole = gpu_placement.place(control_plane.kube(), docs, beside)
+    assert whole.misplaced() == []
