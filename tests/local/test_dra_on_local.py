@@ -227,6 +227,66 @@ def test_the_ledger_counts_the_node_installed_and_both_pods_allocated(dra_fleet)
     assert ledger
 
 
+def test_the_ledger_of_a_window_puts_every_installed_gpu_hour_of_the_fleet_with_its_dra_node_in_a_bucket(
+    dra_fleet,
+):
+    """`gpu-finops ledger` over three of the chart's rule evaluations (1 min each) of the fleet as the product's
+    Prometheus recorded it: every installed GPU-hour, the DRA node's cards among them, is in one owned bucket
+    (nothing unattributed, nothing unobserved), and the allocated buckets hold what the fleet's allocated rung,
+    the DRA pods' cards among them, held through the window."""
+    import json
+    import subprocess
+    import sys
+    import time
+    from datetime import UTC, datetime
+    from decimal import Decimal
+
+    from gpu_finops.ledger.conventions import BUCKETS, Conventions, interval_seconds
+    from local.cluster import product
+
+    url, step = product.prometheus_url(), interval_seconds(Conventions().interval)  # the chart's rules'
+
+    def rungs() -> dict[str, float]:
+        rows = prom_query(url, 'fleet:ledger_rung_gpus:sum{rung=~"installed|allocated"}')
+        return {r["metric"]["rung"]: float(r["value"][1]) for r in rows}
+
+    def aligned(t: datetime) -> datetime:
+        epoch = int(t.timestamp())
+        return datetime.fromtimestamp(epoch - epoch % step + step, UTC)
+
+    def dra_node_counted() -> bool:
+        got = prom_query(url, f'node:ledger_gpus_installed:sum{{node="{NODE}"}}')
+        return [r["value"][1] for r in got] == ["4"]
+
+    eventually(dra_node_counted, bool, timeout=240, interval=5, what=f"the ledger's rules counting {NODE}")
+    before = rungs()
+    w0 = aligned(datetime.now(UTC))
+    w1 = w0 + timedelta(seconds=3 * step)
+    time.sleep(max((w1 - datetime.now(UTC)).total_seconds(), 0) + step)  # its last evaluation recorded
+    after = rungs()
+    assert before == after and before.get("installed", 0) >= 4 and before.get("allocated", 0) >= 3, (
+        f"the fleet changed in the window, or its DRA cards are not counted: rungs {before} then {after}"
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "gpu_finops.cli", "ledger", "month", "--from", w0.isoformat(), "--to",
+         w1.isoformat(), "--prometheus-url", url, "--json", "--step", f"{step}s"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    report = json.loads(run.stdout)
+    lines = {line["line"]: Decimal(line["gpu_hours"]) for line in report["lines"]}
+    window_h = Decimal((w1 - w0).total_seconds()) / 3600
+    installed = Decimal(str(after["installed"])) * window_h
+    unobserved = lines["unobserved"]
+    assert abs(Decimal(report["installed_gpu_hours"]) - installed) < Decimal("1e-9"), report
+    assert abs(lines["unattributed"]) < Decimal("1e-9"), report
+    assert unobserved == 0 and report["observed_samples"] == report["expected_samples"] == 3, report
+    assert abs(sum(lines[b] for b in BUCKETS) + unobserved - installed) < Decimal("1e-9"), report
+    allocated = sum(lines[b] for b in BUCKETS if b.startswith("allocated_") or b.startswith("busy_"))
+    expected = Decimal(str(after["allocated"])) * window_h
+    assert abs(allocated - expected) <= unobserved + Decimal("1e-9"), (str(allocated), str(expected), report)
+
+
 def test_the_diagnosis_names_the_claim_the_scheduler_cannot_allocate_and_why(dra_fleet):
     """A third pod's claim asks 2 devices of the class where 1 is free: the scheduler's DRA reason, read as the
     chart's ServiceAccount, is the diagnosis' first cause, naming the claim and the devices held."""
