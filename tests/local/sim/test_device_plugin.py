@@ -355,11 +355,15 @@ def test_a_dra_node_advertises_no_gpu_resource_and_publishes_its_cards_once_as_t
         for n, (*_, p, b) in custom.created.items()
         if p == "deviceclasses"
     }
-    assert classes == {"gpu.nvidia.com": "nvidia.com/gpu", "mig.nvidia.com": None}
+    assert classes == {
+        "gpu.nvidia.com": "nvidia.com/gpu",
+        "mig.nvidia.com": None,
+        "vfio.gpu.nvidia.com": None,
+    }
     ((group, version, plural, s),) = [v for v in custom.created.values() if v[2] == "resourceslices"]
     assert (group, version, plural) == ("resource.k8s.io", "v1", "resourceslices")
     assert s["spec"]["nodeName"] == "dra-1" and s["spec"]["pool"]["name"] == "dra-1"
     assert [d["attributes"]["uuid"]["string"] for d in s["spec"]["devices"]] == [gpu_uuid("dra-1", 0)]
     assert s["metadata"]["ownerReferences"][0]["uid"] == "uid-dra-1"
     plugin.reconcile()  # published already: the 409 is not an error
-    assert len(custom.created) == 3
+    assert len(custom.created) == 4  # three DeviceClasses and the slice, each once

@@ -30,8 +30,8 @@ def test_a_node_of_two_l40s_is_one_pool_named_for_the_node_with_a_device_per_car
     )
 
 
-def test_the_gpu_class_serves_the_extended_resource_and_the_mig_class_does_not():
-    gpu, mig = dra_driver.device_classes()
+def test_the_gpu_class_serves_the_extended_resource_and_the_mig_and_vfio_classes_do_not():
+    gpu, mig, vfio = dra_driver.device_classes()
     assert (
         gpu["metadata"]["name"] == "gpu.nvidia.com"
         and gpu["spec"]["extendedResourceName"] == "nvidia.com/gpu"
@@ -40,6 +40,7 @@ def test_the_gpu_class_serves_the_extended_resource_and_the_mig_class_does_not()
         "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"
     )
     assert mig["metadata"]["name"] == "mig.nvidia.com" and "extendedResourceName" not in mig["spec"]
+    assert vfio["metadata"]["name"] == "vfio.gpu.nvidia.com" and "extendedResourceName" not in vfio["spec"]
 
 
 def test_a_card_the_driver_does_not_know_is_named_with_what_to_add():

@@ -18,6 +18,11 @@
 // InstanceProfileTags, LegacyInstanceProfileName and instanceprofile.FormatPath, as
 // pkg/controllers/nodeclass/instanceprofile.go and controller.go call them), so tests/infra can evaluate those
 // exact names against our IAM policy and boundary.
+//
+// `karpenter-kwok dra-devices TYPE...` starts nothing either: it prints, as JSON, the devices the AWS provider
+// expects NVIDIA's DRA driver to publish on each instance type (pkg/providers/nvidiadra, from its scraped
+// drametadata: what Karpenter sizes a node by when settings.enableDRA is on), so tests can hold the simulated
+// driver's devices to the same attributes and memory.
 package main
 
 import (
@@ -44,6 +49,7 @@ import (
 	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
 	"github.com/aws/karpenter-provider-aws/pkg/controllers/interruption"
 	"github.com/aws/karpenter-provider-aws/pkg/providers/instanceprofile"
+	"github.com/aws/karpenter-provider-aws/pkg/providers/nvidiadra"
 	awssqs "github.com/aws/karpenter-provider-aws/pkg/providers/sqs"
 	kwok "sigs.k8s.io/karpenter/kwok/cloudprovider"
 	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
@@ -122,7 +128,46 @@ func instanceProfile(args []string) error {
 	})
 }
 
+// draDevices prints, per instance type, the devices of the NVIDIA driver's ResourceSlice template the AWS provider
+// resolves for it (no consumable-capacity mode: whole cards); a type it has no metadata for maps to null.
+func draDevices(args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("name at least one instance type")
+	}
+	its := lo.Map(args, func(name string, _ int) *cloudprovider.InstanceType { return &cloudprovider.InstanceType{Name: name} })
+	resolved := nvidiadra.NewDefaultProvider().ResolveDynamicResources(context.Background(), its, nil)
+	type device struct {
+		Name       string         `json:"name"`
+		Attributes map[string]any `json:"attributes"`
+		Capacity   map[string]any `json:"capacity"`
+	}
+	out := map[string][]device{}
+	for _, name := range args {
+		out[name] = nil
+		for _, template := range resolved[name].ResourceSliceTemplates {
+			for _, d := range template.Devices {
+				attributes, capacity := map[string]any{}, map[string]any{}
+				for k, v := range d.Attributes {
+					attributes[string(k)] = v
+				}
+				for k, v := range d.Capacity {
+					capacity[string(k)] = v
+				}
+				out[name] = append(out[name], device{Name: d.Name.Value(), Attributes: attributes, Capacity: capacity})
+			}
+		}
+	}
+	return json.NewEncoder(os.Stdout).Encode(out)
+}
+
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "dra-devices" {
+		if err := draDevices(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "dra-devices:", err)
+			os.Exit(2)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == "instance-profile" {
 		if err := instanceProfile(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "instance-profile:", err)
