@@ -11,7 +11,7 @@ import yaml
 from gpu_finops.facts.config import Config
 from gpu_finops.facts.kube_keys import GPU_ALLOCATION_DRA, LABEL_GPU_ALLOCATION
 from gpu_finops.facts.kube_keys import GPU_RESOURCE as GPU
-from infra.objects.karpenter import GPU_POOL_TOLERATIONS
+from infra.objects.gpu_taints import GPU_POOL_TOLERATIONS
 
 WHOLE_DEVICE_CONFIG = "default"
 MPS_DEVICE_CONFIG = "mps"  # each card as MPS clients, renamed nvidia.com/gpu.shared like time-sliced replicas

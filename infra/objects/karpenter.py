@@ -20,23 +20,12 @@ from gpu_finops.facts.kube_keys import (
     LABEL_MIG_CONFIG,
     LABEL_NODEPOOL,
     LABEL_POOL,
-    TAINT_DRA_POOL,
-    TAINT_MPS_POOL,
     mig_resource,
 )
-from gpu_finops.facts.kube_keys import GPU_RESOURCE as GPU
 from gpu_finops.facts.kube_keys import LABEL_DEVICE_PLUGIN_CONFIG as DEVICE_PLUGIN_CONFIG_LABEL
 from gpu_finops.facts.kube_keys import SHARED_GPU_RESOURCE as SHARED_GPU
 from gpu_finops.facts.kubelet import ROOT_VOLUME_GIB
-
-GPU_TAINT = {"key": GPU, "value": "true", "effect": "NoSchedule"}
-MPS_TAINT = {"key": TAINT_MPS_POOL, "value": "true", "effect": "NoSchedule"}
-DRA_TAINT = {"key": TAINT_DRA_POOL, "value": "true", "effect": "NoSchedule"}
-# What a DaemonSet that serves every GPU node tolerates (the device plugin's, GFD's, NFD's worker, dcgm-exporter,
-# the DRA driver's kubelet plugin): each taint any of our GPU pools puts on its nodes, whatever its value
-GPU_POOL_TOLERATIONS: tuple[dict[str, str], ...] = tuple(
-    {"key": t["key"], "operator": "Exists", "effect": t["effect"]} for t in (GPU_TAINT, MPS_TAINT, DRA_TAINT)
-)
+from infra.objects.gpu_taints import DRA_TAINT, GPU_TAINT, MPS_TAINT
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from gpu_finops.facts.config import Config
 from gpu_finops.facts.kube_keys import LABEL_NODEPOOL
 from gpu_finops.facts.names import COLLECTOR, MONITORING_NS, PROJECT
 from gpu_finops.ledger.conventions import Conventions
-from infra.objects.karpenter import GPU_POOL_TOLERATIONS, nodepools
+from infra.objects.gpu_taints import GPU_POOL_TOLERATIONS
+from infra.objects.karpenter import nodepools
 
 # The chart's release: its fullname is the release name, so its objects are <release>-rules, ...-collector.
 CHART_RELEASE = PROJECT
