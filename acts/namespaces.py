@@ -41,16 +41,14 @@ def local_queues_active(kube: Kube, queues: dict[str, str]) -> None:
     """Wait until Kueue reports each LocalQueue (namespace -> name) Active (its ClusterQueue known and active),
     so a Job submitted next is queued by a Kueue that has seen its queue; the last observation names each
     queue's conditions."""
+    from harness.observe import said_conditions
     from harness.waits import eventually
 
     def conditions() -> dict[str, list[str]]:
         out = {}
         for ns, name in queues.items():
             lq = kube.custom.get_namespaced_custom_object(KUEUE_GROUP, KUEUE_VERSION, ns, "localqueues", name)
-            out[f"{ns}/{name}"] = [
-                f"{c.get('type')}={c.get('status')}:{c.get('reason')}"
-                for c in (lq.get("status") or {}).get("conditions") or []
-            ]
+            out[f"{ns}/{name}"] = said_conditions(lq)
         return out
 
     eventually(

@@ -120,6 +120,15 @@ def workloads(kube: Kube, namespace: str) -> list[dict[str, Any]]:
     return kube.custom.list_namespaced_custom_object(*KUEUE, namespace, "workloads").get("items", [])
 
 
+def said_conditions(obj: dict[str, Any], detail: str = "reason") -> list[str]:
+    """An object's status conditions as a wait's observation says them: `type=status:<detail>` each (its reason,
+    or its message where that says more)."""
+    return [
+        f"{c.get('type')}={c.get('status')}:{c.get(detail)}"
+        for c in (obj.get("status") or {}).get("conditions") or []
+    ]
+
+
 def queue_state(kube: Kube, namespaces: list[str], cluster_queues: list[str]) -> dict[str, Any]:
     """What Kueue says of the namespaces' Workloads (each condition as type=status:reason) and of the
     ClusterQueues (pending, admitted, reserved per flavor and resource): the observation a wait on
@@ -127,10 +136,7 @@ def queue_state(kube: Kube, namespaces: list[str], cluster_queues: list[str]) ->
     held = {}
     for ns in namespaces:
         for w in workloads(kube, ns):
-            conds = (w.get("status") or {}).get("conditions") or []
-            held[f"{ns}/{w['metadata']['name']}"] = [
-                f"{c.get('type')}={c.get('status')}:{c.get('reason')}" for c in conds
-            ]
+            held[f"{ns}/{w['metadata']['name']}"] = said_conditions(w)
     queues = {}
     for name in cluster_queues:
         status = kube.custom.get_cluster_custom_object(*KUEUE, "clusterqueues", name).get("status") or {}

@@ -335,6 +335,7 @@ def test_kueue_charges_a_claim_template_job_and_an_extended_resource_job_to_the_
     from acts.namespaces import cleanup_namespaces, create_tenant_namespaces
     from gpu_finops.facts.kube_keys import KUEUE_GROUP, KUEUE_VERSION
     from harness.jobs import KueueJob
+    from harness.observe import said_conditions
 
     kube = dra_fleet.kube()
     first, second = (t.name for t in dra_fleet.config.tenants[:2])
@@ -361,10 +362,7 @@ def test_kueue_charges_a_claim_template_job_and_an_extended_resource_job_to_the_
                     out[job] = [
                         a.get("resourceUsage")
                         for a in (status.get("admission") or {}).get("podSetAssignments") or ()
-                    ] or [
-                        f"{c['type']}={c['status']}:{c.get('message', '')}"
-                        for c in status.get("conditions") or ()
-                    ]
+                    ] or said_conditions(w, "message")
             return out
 
         got = eventually(
