@@ -42,29 +42,28 @@ class Pool:
     taints: tuple[dict[str, str], ...] = (GPU_TAINT,)
 
 
+def on_the_gpu_types(
+    c: Config,
+    name: str,
+    labels: dict[str, str],
+    limits: dict[str, str],
+    taints: tuple[dict[str, str], ...] = (GPU_TAINT,),
+) -> Pool:
+    """A pool of the configured GPU instance shape (`gpu_instance_types`, `gpu_node_vcpu`, `gpus_per_node`): every
+    pool but the MIG one, which has its own type."""
+    return Pool(name, labels, tuple(c.gpu_instance_types), c.gpu_node_vcpu, c.gpus_per_node, limits, taints)
+
+
 def whole_pool(c: Config) -> Pool:
     """Whole cards: the device plugin's default config."""
-    return Pool(
-        c.nodepool_name,
-        {LABEL_POOL: "gpu"},
-        tuple(c.gpu_instance_types),
-        c.gpu_node_vcpu,
-        c.gpus_per_node,
-        c.nodepool_limits,
-    )
+    return on_the_gpu_types(c, c.nodepool_name, {LABEL_POOL: "gpu"}, c.nodepool_limits)
 
 
 def shared_pool(c: Config) -> Pool:
     """Time-sliced replicas: the nodes select the time-slicing config by label, so only their cards become
     replicas."""
-    return Pool(
-        c.shared_nodepool_name,
-        {LABEL_POOL: "gpu-shared", DEVICE_PLUGIN_CONFIG_LABEL: c.shared_device_config},
-        tuple(c.gpu_instance_types),
-        c.gpu_node_vcpu,
-        c.gpus_per_node,
-        c.shared_nodepool_limits,
-    )
+    labels = {LABEL_POOL: "gpu-shared", DEVICE_PLUGIN_CONFIG_LABEL: c.shared_device_config}
+    return on_the_gpu_types(c, c.shared_nodepool_name, labels, c.shared_nodepool_limits)
 
 
 def mps_pool(c: Config) -> Pool:
@@ -73,15 +72,8 @@ def mps_pool(c: Config) -> Pool:
     which are the only ones Kueue admits on the MPS flavor (the taint is that flavor's nodeTaint)."""
     from infra.objects.device_plugin import MPS_DEVICE_CONFIG
 
-    return Pool(
-        c.mps_nodepool_name,
-        {LABEL_POOL: "gpu-mps", DEVICE_PLUGIN_CONFIG_LABEL: MPS_DEVICE_CONFIG},
-        tuple(c.gpu_instance_types),
-        c.gpu_node_vcpu,
-        c.gpus_per_node,
-        c.mps_nodepool_limits,
-        (GPU_TAINT, MPS_TAINT),
-    )
+    labels = {LABEL_POOL: "gpu-mps", DEVICE_PLUGIN_CONFIG_LABEL: MPS_DEVICE_CONFIG}
+    return on_the_gpu_types(c, c.mps_nodepool_name, labels, c.mps_nodepool_limits, (GPU_TAINT, MPS_TAINT))
 
 
 def mig_pool(c: Config) -> Pool:
@@ -106,15 +98,8 @@ def dra_pool(c: Config) -> Pool:
     never advertised as nvidia.com/gpu; tainted (DRA_TAINT), as the MPS pool is, so that only pods that tolerate
     it run there, which are the only ones Kueue admits on the DRA flavor: a pod asking nvidia.com/gpu never lands
     on a node whose cards Karpenter would wait to see advertised under that name."""
-    return Pool(
-        c.dra_nodepool_name,
-        {LABEL_POOL: "gpu-dra", LABEL_GPU_ALLOCATION: GPU_ALLOCATION_DRA},
-        tuple(c.gpu_instance_types),
-        c.gpu_node_vcpu,
-        c.gpus_per_node,
-        c.dra_nodepool_limits,
-        (GPU_TAINT, DRA_TAINT),
-    )
+    labels = {LABEL_POOL: "gpu-dra", LABEL_GPU_ALLOCATION: GPU_ALLOCATION_DRA}
+    return on_the_gpu_types(c, c.dra_nodepool_name, labels, c.dra_nodepool_limits, (GPU_TAINT, DRA_TAINT))
 
 
 def dra_nodepool(c: Config) -> dict[str, Any]:
