@@ -10,6 +10,7 @@ from typing import Any
 from gpu_finops.clients.karpenter import KarpenterClient
 from gpu_finops.clients.kube import Kube
 from harness.observe import KUEUE, event_time
+from infra.objects.device_plugin import DRA_DRIVER_NAMESPACE
 
 LOG_TAIL = 400  # lines of each controller's log
 # On AWS the controllers are pods: namespace -> label selector
@@ -17,6 +18,8 @@ CONTROLLER_PODS = {
     "kube-system": "app.kubernetes.io/name=karpenter",
     "kueue-system": "control-plane=controller-manager",
     "nvidia-device-plugin": "app.kubernetes.io/name=nvidia-device-plugin",
+    # NVIDIA's DRA driver's kubelet plugin, on the DRA pool's nodes (its chart's selector label); none without one
+    DRA_DRIVER_NAMESPACE: "dra-driver-nvidia-gpu-component=kubelet-plugin",
 }
 
 

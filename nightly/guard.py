@@ -125,7 +125,7 @@ def estimate(
     )
     c = (
         c.for_aws()
-    )  # what `make up` stands up: the MIG pool only with mig_on_aws, the MPS pool with mps_on_aws
+    )  # what `make up` stands up: the MIG, MPS and DRA pools only with mig_on_aws, mps_on_aws, dra_on_aws
     try:
         control_plane = control_plane_price(c.versions.kubernetes, start or datetime.now(UTC), max_hours)
     except UnsupportedVersion as exc:

@@ -166,7 +166,7 @@ class Config:
     mps_on_aws: Flag = False
     # The DRA pool: cards of `gpu_instance_types` that NVIDIA's DRA driver publishes as devices (the device plugin
     # kept off them), for the tenants' dra_gpu_quota; Karpenter launches its nodes for pods that ask by claim
-    # (its AWS provider's settings.enableDRA, alpha). Off on AWS unless `dra_on_aws: true`.
+    # (its AWS provider's awsFeatureGates.draNVIDIAGPU, alpha). Off on AWS unless `dra_on_aws: true`.
     dra_nodepool_name: KubeName = "gpu-dra"
     dra_on_aws: Flag = False
     admin_principal_arns: tuple[PrincipalArn, ...] = ()

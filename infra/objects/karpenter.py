@@ -253,9 +253,10 @@ def karpenter_values(c: Config, queue_name: str, controller_role_arn: str) -> di
             # the shared pool's replica overlay, the MIG pool's slices overlay, the MPS pool's clients overlay
             "featureGates": {"nodeOverlay": bool(c.shared_replicas or c.mig_slices or c.mps_clients)},
             # the DRA pool (alpha): the devices NVIDIA's driver publishes on each GPU type (the provider's
-            # draNVIDIAGPU gate), so Karpenter launches a node for a pod that asks by claim, and waits for the
-            # driver's ResourceSlices before it calls the node initialized
-            **({"enableDRA": True} if c.dra_cards else {}),
+            # draNVIDIAGPU gate, which also stops Karpenter ignoring claims: IGNORE_DRA_REQUESTS=false), so it
+            # launches a node for a pod that asks by claim and waits for the driver's ResourceSlices before it
+            # calls the node initialized; only this gate, not settings.enableDRA, which turns on draEFA as well
+            **({"awsFeatureGates": {"draNVIDIAGPU": True}} if c.dra_cards else {}),
         },
         "serviceAccount": {"name": "karpenter"},
         "controller": {

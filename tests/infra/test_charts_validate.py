@@ -259,13 +259,14 @@ def dra_rendered(config, supported_node, tmp_path_factory) -> tuple[dict[str, ch
 
 
 def test_with_a_dra_pool_karpenter_accounts_for_nvidia_claims_and_kueue_maps_the_class(dra_rendered, config):
-    """The pinned Karpenter chart turns settings.enableDRA into its DRA gate and stops ignoring claims; Kueue's
+    """The pinned Karpenter chart turns awsFeatureGates.draNVIDIAGPU into its NVIDIA DRA gate (the EFA one left off)
+    and stops ignoring claims; Kueue's
     chart installs the Configuration with the device class mapping."""
     rendered, unknown = dra_rendered
     assert unknown == []
     env = _env(rendered[f"karpenter chart {config.versions.karpenter_chart}"].docs, "Deployment")
     assert env["IGNORE_DRA_REQUESTS"] == "false", env
-    assert "DRANVIDIAGPU=true" in env["AWS_FEATURE_GATES"], env
+    assert "DRANVIDIAGPU=true" in env["AWS_FEATURE_GATES"] and "DRAEFA=false" in env["AWS_FEATURE_GATES"], env
     kueue_docs = rendered[f"kueue chart {config.versions.kueue_chart}"].docs
     (manager_config,) = [
         d for d in kueue_docs if d["kind"] == "ConfigMap" and "manager-config" in d["metadata"]["name"]

@@ -1,5 +1,5 @@
 """The DRA pool: one NodePool of whole cards that NVIDIA's DRA driver publishes as devices, launched by Karpenter for
-pods that ask by claim (settings.enableDRA), its nodes labelled so that the device plugin's DaemonSets stay off them
+pods that ask by claim (the AWS provider's draNVIDIAGPU gate), its nodes labelled so that the device plugin's DaemonSets stay off them
 and the driver's kubelet plugin runs only there, and tainted so that only workloads Kueue admitted on its flavor run
 there; the flavor charges its cards as nvidia.com/gpu after the whole-card one (Kueue's deviceClassMappings, in the
 chart's Configuration), and dcgm-exporter maps claimed cards to pods. AWS gets it only with dra_on_aws; without DRA
@@ -40,7 +40,7 @@ def flavors(c: Config) -> dict[str, dict]:
 def test_without_dra_quota_nothing_of_the_dra_pool_is_rendered(plain):
     assert plain.dra_cards == 0
     assert "gpu-dra" not in [p["metadata"]["name"] for p in karpenter.nodepools(plain)]
-    assert "enableDRA" not in karpenter.karpenter_values(plain, "q", "r")["settings"]
+    assert "awsFeatureGates" not in karpenter.karpenter_values(plain, "q", "r")["settings"]
     assert "gpu-dra" not in flavors(plain)
     assert "managerConfig" not in kueue.kueue_values(plain)
     assert "affinity" not in device_plugin.device_plugin_values(plain)
@@ -55,7 +55,7 @@ def test_the_dra_pool_is_the_whole_card_shape_labelled_for_dra_tainted_and_launc
     assert template["spec"]["requirements"] == whole["spec"]["template"]["spec"]["requirements"]
     assert template["spec"]["taints"] == [*whole["spec"]["template"]["spec"]["taints"], DRA_TAINT]
     assert pool["spec"]["limits"] == {"cpu": "8", "nvidia.com/gpu": "2"}  # two cards of one-GPU 4-vCPU nodes
-    assert karpenter.karpenter_values(dra, "q", "r")["settings"]["enableDRA"] is True
+    assert karpenter.karpenter_values(dra, "q", "r")["settings"]["awsFeatureGates"] == {"draNVIDIAGPU": True}
 
 
 def test_kueue_charges_the_dra_cards_as_nvidia_gpu_on_their_own_flavor_after_the_whole_card_one(dra):
