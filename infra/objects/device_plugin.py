@@ -1,6 +1,7 @@
 """The NVIDIA device plugin's configs and values: whole cards by default; time-slicing, MPS or MIG (single or
 mixed) where a node's label `nvidia.com/device-plugin.config` asks for it; kept off the DRA pool's nodes, where
-NVIDIA's DRA driver publishes the cards instead (its values here too: the two must never serve one node)."""
+NVIDIA's DRA driver publishes the cards instead (its values are in this module too: the two must never serve one
+node)."""
 
 from __future__ import annotations
 
@@ -94,7 +95,7 @@ def device_plugin_affinity() -> dict[str, Any]:
 
 def dra_driver_values(c: Config) -> dict[str, Any]:
     """NVIDIA's DRA driver chart (dra-driver-nvidia-gpu 0.4.1, values.yaml and templates/validation.yaml): GPUs
-    only (no ComputeDomains: no multi-node NVLink here), which the chart installs only when told the device plugin
+    only (no ComputeDomains: our GPU types have no multi-node NVLink), which the chart installs only when told the device plugin
     does not serve them (`gpuResourcesEnabledOverride`); the driver root of the EKS AL2023 NVIDIA AMI (the host's
     `/`); its kubelet plugin only on the DRA pool's nodes, tolerating their taints.
     It creates the DeviceClasses gpu.nvidia.com (with extendedResourceName nvidia.com/gpu on resource.k8s.io/v1),
