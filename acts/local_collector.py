@@ -44,7 +44,15 @@ class LocalCollector:
         start = align(after, self.interval) + timedelta(seconds=self.interval)
         end = start + timedelta(seconds=self.interval)
         self.cycle_until(end)
-        records = [r for r in self.store.records(since=iso(start)) if r.ResourceName == node]
+        written = self.store.records(since=iso(start))
+        records = [r for r in written if r.ResourceName == node]
+        if not records:
+            seen = sorted({r.ResourceName for r in written}) or "none"
+            raise LookupError(
+                f"the collector wrote no record for node {node} in the interval {iso(start)} to {iso(end)} "
+                f"(nodes it did price: {seen}); a bill of nothing would read as zero dollars: check that the "
+                f"node was Ready and its instance type priced in the catalog"
+            )
         rows = focus_dataset(
             records, self.store.holdings(since=iso(start)), FocusContext("000000000000", name)
         ).rows
@@ -52,14 +60,14 @@ class LocalCollector:
             Billed(r["x_Tenant"], r["x_Namespace"], r[SHARE_KEY].gpu_seconds, r["EffectiveCost"])
             for r in rows
         )
-        card_usd = sum(
-            (to_decimal(r.EffectiveCost) for r in records if r.EffectiveCost is not None), Decimal(0)
-        )
-        rate = (
-            Decimal(str(prices()[(records[0].x_InstanceType, records[0].x_CapacityType)]))
-            if records
-            else Decimal(0)
-        )
+        unpriced = [r.x_Status for r in records if r.EffectiveCost is None]
+        if unpriced:
+            raise LookupError(
+                f"the collector priced no rate for node {node} in the interval {iso(start)} to {iso(end)} "
+                f"(status {unpriced[0]}): add its instance type to the catalog"
+            )
+        card_usd = sum((to_decimal(r.EffectiveCost) for r in records), Decimal(0))
+        rate = Decimal(str(prices()[(records[0].x_InstanceType, records[0].x_CapacityType)]))
         return Bill(billed, start, end, card_usd, rate)
 
 
