@@ -137,35 +137,36 @@ class _Inputs:
         return [({"input": k}, Decimal(v)) for k, v in values.items()]
 
 
-def test_gpu_nodes_with_devices_of_no_known_share_are_named_with_what_they_cost():
+@pytest.mark.parametrize(
+    ("inputs", "count", "opening", "consequence"),
+    [
+        pytest.param(
+            UNSHARED, 2,
+            "GPU nodes with devices of no known share of a card: up to 2 nodes in the window: their devices' worth "
+            "in cards is read only by the collector",
+            "their GPUs are not counted installed, schedulable or allocated",
+            id="nodes-with-devices-of-no-known-share",
+        ),
+        pytest.param(
+            OFF_INSTALLED, 3,
+            "Running GPU pods on nodes with no installed GPUs: up to 3 pods in the window held GPUs on a node with "
+            "no installed GPUs at the same evaluation",
+            "so their GPUs are not counted allocated",
+            id="gpu-pods-on-nodes-with-no-installed-gpus",
+        ),
+    ],
+)  # fmt: skip
+def test_a_window_with_what_the_rungs_cannot_count_names_it_with_what_it_costs(
+    inputs, count, opening, consequence
+):
     from datetime import UTC, datetime
 
     from gpu_finops.ledger.source import Window, missing_inputs
 
-    (unshared,) = UNSHARED
-    present = {name: 1 for name in (*KSM_INPUTS, *DCGM_INPUTS)}
+    (name,) = inputs
+    present = {n: 1 for n in (*KSM_INPUTS, *DCGM_INPUTS)}
     window = Window(datetime(2026, 8, 1, tzinfo=UTC), datetime(2026, 8, 2, tzinfo=UTC))
-    assert missing_inputs(_Inputs({**present, unshared: 0}, {**present, unshared: 0}), window) == []
-    (message,) = missing_inputs(_Inputs({**present, unshared: 2}, {**present, unshared: 0}), window)
-    assert message.startswith(
-        "GPU nodes with devices of no known share of a card: up to 2 nodes in the window: their devices' worth "
-        "in cards is read only by the collector"
-    )
-    assert "their GPUs are not counted installed, schedulable or allocated" in message
-
-
-def test_running_gpu_pods_on_nodes_with_no_installed_gpus_are_named_with_what_they_cost():
-    from datetime import UTC, datetime
-
-    from gpu_finops.ledger.source import Window, missing_inputs
-
-    (off,) = OFF_INSTALLED
-    present = {name: 1 for name in (*KSM_INPUTS, *DCGM_INPUTS)}
-    window = Window(datetime(2026, 8, 1, tzinfo=UTC), datetime(2026, 8, 2, tzinfo=UTC))
-    assert missing_inputs(_Inputs({**present, off: 0}, {**present, off: 0}), window) == []
-    (message,) = missing_inputs(_Inputs({**present, off: 3}, {**present, off: 0}), window)
-    assert message.startswith(
-        "Running GPU pods on nodes with no installed GPUs: up to 3 pods in the window held GPUs on a node with "
-        "no installed GPUs at the same evaluation"
-    )
-    assert "so their GPUs are not counted allocated" in message
+    assert missing_inputs(_Inputs({**present, name: 0}, {**present, name: 0}), window) == []
+    (message,) = missing_inputs(_Inputs({**present, name: count}, {**present, name: 0}), window)
+    assert message.startswith(opening)
+    assert consequence in message
