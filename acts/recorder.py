@@ -28,6 +28,14 @@ def merge(before: PodObs | None, now: PodObs) -> PodObs:
     return replace(now, running=Interval(start, now.running.end))
 
 
+def mark_gone(seen: dict[str, PodObs], listed: set[str], now: datetime) -> None:
+    """A pod seen before and no longer listed was deleted: say so once (its last status may be a Running one
+    whose end was never seen; PodObs.not_its_own_end reads it)."""
+    for name, p in seen.items():
+        if name not in listed and p.gone_at is None:
+            seen[name] = replace(p, gone_at=now)
+
+
 def with_devices(p: PodObs, namespace: str, devices: DeviceReader | None) -> PodObs:
     """Read a Running pod's devices once (the kubelet assigns them at admission and never changes them)."""
     if devices is None or p.devices or p.phase != "Running" or not p.node:
@@ -49,9 +57,13 @@ class WorkloadRecorder:
         self.priority_value: dict[str, int | None] = {}
         self.pods: dict[str, dict[str, PodObs]] = {}  # workload -> pod name -> last observation
         self.job: dict[str, str] = {}
+        self.last_look: datetime | None = (
+            None  # when the last look began: the act's last look at its Workloads
+        )
 
     def observe(self) -> list[WorkloadObs]:
         now = datetime.now(UTC)
+        self.last_look = now
         for tenant, ns in self.namespaces.items():
             jobs = {j.metadata.name: j for j in self.kube.batch.list_namespaced_job(ns).items}
             for wl in workloads(self.kube, ns):
@@ -67,8 +79,10 @@ class WorkloadRecorder:
                 )
                 if job_name:
                     seen = self.pods.setdefault(name, {})
-                    for p in job_pods(self.kube, ns, job_name):
+                    listed = job_pods(self.kube, ns, job_name)
+                    for p in listed:
                         seen[p.name] = with_devices(merge(seen.get(p.name), p), ns, self.devices)
+                    mark_gone(seen, {p.name for p in listed}, now)
         return self.workloads()
 
     def workloads(self) -> list[WorkloadObs]:
@@ -96,6 +110,9 @@ class PodRecorder:
         self.seen: dict[str, PodObs] = {}
 
     def observe(self) -> list[PodObs]:
-        for p in job_pods(self.kube, self.namespace, self.job):
+        now = datetime.now(UTC)
+        listed = job_pods(self.kube, self.namespace, self.job)
+        for p in listed:
             self.seen[p.name] = with_devices(merge(self.seen.get(p.name), p), self.namespace, self.devices)
+        mark_gone(self.seen, {p.name for p in listed}, now)
         return list(self.seen.values())

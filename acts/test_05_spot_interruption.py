@@ -10,12 +10,13 @@ The claim, clause by clause (assertions/interruption.py, one function each):
 1. warning_was_delivered: the warning was delivered (FIS completed; locally the SQS put delivered).
 2. karpenter_saw_the_interruption: SpotInterrupted and TerminatingOnInterruption about this node or its
    NodeClaim, after the warning.
-3. node_cordoned_within_the_notice: karpenter.sh/disrupted on the node within the two-minute notice.
-4. nodeclaim_of_the_node_deleted: the node's NodeClaim, of our NodePool, deleted after the warning.
-5. workload_evicted_through_the_eviction_api: the pods on it evicted through the eviction API.
-6. replacement_is_a_new_spot_node_of_ours: a new node (another name, uid and NodeClaim), it and its NodeClaim
+3. interrupted_node_was_spot_and_up_at_the_warning: the node warned was a spot node, up at the warning.
+4. node_cordoned_within_the_notice: karpenter.sh/disrupted on the node within the two-minute notice.
+5. nodeclaim_of_the_node_deleted: the node's NodeClaim, of our NodePool, deleted after the warning.
+6. workload_evicted_through_the_eviction_api: the pods on it evicted through the eviction API.
+7. replacement_is_a_new_spot_node_of_ours: a new node (another name, uid and NodeClaim), it and its NodeClaim
    created after the warning, spot, with a GPU, of our NodePool, Ready.
-7. workload_ran_again_on_the_replacement: a pod other than the evicted ones ran on it, without crashing,
+8. workload_ran_again_on_the_replacement: a pod other than the evicted ones ran on it, without crashing,
    after it was Ready.
 """
 

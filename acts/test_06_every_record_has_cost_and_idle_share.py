@@ -11,14 +11,16 @@ holdings the collector recorded for the node must name the act's own GPU pod, fo
 The claim, clause by clause (assertions/cost.py, one function each):
 1. enough_consecutive_records: at least three consecutive records, one per interval.
 2. records_are_of_the_node: each of the act's node.
-3. instance_seconds_match_the_node_life: each charges the seconds the node lived in it.
-4. gpu_util_is_a_percentage: GPU_UTIL in 0-100.
-5. sm_active_is_the_ratio_the_load_ran_at: SM_ACTIVE a ratio (locally: the simulated load, 0.005).
-6. sm_active_seen_while_the_load_ran: not identically zero while the compute load ran.
-7. sm_active_within_gpu_util: SM_ACTIVE <= GPU_UTIL/100 + 0.05.
-8. cost_is_the_rate_times_seconds: cost = the interval's price x seconds, from the expected rate source.
-9. idle_is_cost_times_unused_share: idle = cost x (1 - SM_ACTIVE).
-10. holdings_name_the_acts_pod: the holdings name the act's pod, for its tenant, in each interval it ran.
+3. every_figure_from_every_gpu: each the collector marked ok, every GPU of the node reporting.
+4. instance_seconds_match_the_node_life: each charges the seconds the node lived in it.
+5. gpu_util_is_a_percentage: GPU_UTIL in 0-100.
+6. sm_active_is_the_ratio_the_load_ran_at: SM_ACTIVE a ratio (locally: the simulated load, 0.005).
+7. sm_active_seen_while_the_load_ran: not identically zero while the compute load ran.
+8. gpu_util_seen_while_the_load_ran: nor GPU_UTIL.
+9. sm_active_within_gpu_util: SM_ACTIVE <= GPU_UTIL/100 + 0.05.
+10. cost_is_the_rate_times_seconds: cost = the interval's price x seconds, from the expected rate source.
+11. idle_is_cost_times_unused_share: idle = cost x (1 - SM_ACTIVE).
+12. holdings_name_the_acts_pod: the holdings name the act's pod, for its tenant, in each interval it ran.
 """
 
 from __future__ import annotations

@@ -3,15 +3,15 @@ rest queued. Decided over the whole observation window, never from the last snap
 
 | clause | identity | ownership | time order | count | provenance | target |
 |---|---|---|---|---|---|---|
-| every_job_has_one_workload | one uid per Workload name, no uid twice | - | - | exactly the jobs submitted (>= 1, for >= 1 tenant), no duplicates | recorded snapshots | same |
+| every_job_has_one_workload | one uid per Workload name, no uid twice | - | each last seen at the act's last look (its history covers the window) | exactly the jobs submitted (>= 1, for >= 1 tenant), no duplicates | recorded snapshots | same |
 | no_workload_finished_in_the_window | per Workload | - | over the whole window | none | Finished condition | same |
 | exactly_n_admitted | per Workload | - | ever, in any snapshot | exactly n | QuotaReserved and Admitted True together | same |
-| one_admitted_per_cluster_queue | per Workload | the ClusterQueue Kueue charged = the tenant that submitted it, in every admitted snapshot; one each | - | one per tenant | status.admission.clusterQueue | same |
-| pods_start_only_after_admission | pods recorded under their Workload's Job, no pod under two Workloads | the Workload's own pods; its Job seen unsuspended | Running start inside a stretch the Workload was admitted (whole seconds: not before the first admission, not while evicted between two) | every pod | Admitted lastTransitionTime, else the first snapshot showing it | same |
+| one_admitted_per_cluster_queue | per Workload | the ClusterQueue Kueue charged = the tenant that submitted it, in every snapshot that held quota (QuotaReserved, Admitted or status.admission); one each | - | one per tenant | status.admission.clusterQueue | same |
+| pods_start_only_after_admission | pods recorded under their Workload's Job, no pod under two Workloads | the Workload's own pods; its Job seen unsuspended | Running start inside a stretch the Workload was admitted (whole seconds: not before the first admission, not while evicted between two); no look taken while a pod ran shows its Workload not admitted or its Job suspended | every pod | Admitted lastTransitionTime, else the first snapshot showing it | same |
 | admitted_pods_ran_healthy | per pod | - | - | >= 1 healthy run each: not crashed, not disrupted (DisruptionTarget, eviction or a platform reason); a pod ended by the platform before it ran is its Job's to replace, named in the evidence | container status, pod conditions | same |
 | admitted_ran_at_once | per pod | - | one moment every admitted Workload ran; each run possible (end >= start) and before the act's last look | any number of tenants | recorded intervals | same |
-| admitted_ran_on_different_cards | device ids (an empty id is no device) | - | - | >= 1 device each, no card shared by any pair | kubelet pod-resources (local) / NVIDIA_VISIBLE_DEVICES (AWS) | same clause, different observers |
-| the_rest_never_held_quota_and_stayed_suspended | per Workload | - | over the whole window | every waiting one | QuotaReserved, Admitted, status.admission, Job spec.suspend, pods | same |
+| admitted_ran_on_different_cards | device ids of the runs only (a replaced or pending pod's device proves nothing; an empty id is no device) | - | - | >= 1 device each, no card shared by any pair | kubelet pod-resources (local) / NVIDIA_VISIBLE_DEVICES (AWS) | same clause, different observers |
+| the_rest_never_held_quota_and_stayed_suspended | per Workload | - | over the whole window, and between looks (Evicted, Preempted or Requeued True says it held quota) | every waiting one | QuotaReserved, Admitted, status.admission, Evicted, Preempted, Requeued, Job spec.suspend, pods | same |
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from assertions.clauses import Miss, before, compose, possible, require_aware, s
 from assertions.observed import Interval, WorkloadObs
 from assertions.verdict import Verdict
 from gpu_finops.model import holding, workload
-from gpu_finops.model.workload import ADMITTED, FINISHED, QUOTA_RESERVED
+from gpu_finops.model.workload import ADMITTED, EVICTED, FINISHED, PREEMPTED, QUOTA_RESERVED, REQUEUED
 
 CLAIM = (
     "two of twelve admitted, one per tenant, both running at once on different GPUs; the other ten wait in "
@@ -59,20 +59,14 @@ def waiting(o: AdmissionObs) -> list[WorkloadObs]:
 
 
 def healthy_runs(w: WorkloadObs) -> list[Interval]:
-    """Running intervals of the Workload's pods that did not crash and that the platform did not disrupt."""
-    return [
-        p.running
-        for p in w.pods
-        if p.running is not None
-        and p.phase != "Failed"
-        and p.exit_code in (None, 0)
-        and not p.not_its_own_end
-    ]
+    """Running intervals of the Workload's pods that count as runs (PodObs.healthy_run)."""
+    return [p.healthy_run for p in w.pods if p.healthy_run is not None]
 
 
 def cards(w: WorkloadObs) -> set[str]:
-    """The physical GPUs the Workload's pods were given (a time-sliced id names its card first)."""
-    return holding.cards([d for p in w.pods for d in p.devices])
+    """The physical GPUs the Workload's runs were given (a time-sliced id names its card first): only pods that
+    ran count, so a replaced or pending pod's device proves nothing."""
+    return holding.cards([d for p in w.pods if p.healthy_run is not None for d in p.devices])
 
 
 def every_job_has_one_workload(o: AdmissionObs) -> list[Miss]:
@@ -96,6 +90,25 @@ def every_job_has_one_workload(o: AdmissionObs) -> list[Miss]:
                     "(or its uid not observed), so its history is not one object's",
                 )
             )
+    if o.observed_at is not None:
+        for w in o.workloads:
+            last = w.last.at if w.last is not None else None
+            if last is not None and before(o.observed_at, last):
+                misses.append(
+                    Miss(
+                        want,
+                        f"workload {w.name} was seen at {stamp(last)}, after the act's last look "
+                        f"{stamp(o.observed_at)}: a look the act never took",
+                    )
+                )
+            elif last is not None and before(last, o.observed_at):
+                misses.append(
+                    Miss(
+                        want,
+                        f"workload {w.name} was last seen at {stamp(last)}, before the act's last look "
+                        f"{stamp(o.observed_at)}: its history does not cover the window",
+                    )
+                )
     uids = [w.uids[0] for w in o.workloads if len(w.uids) == 1 and w.uids[0] is not None]
     if len(set(uids)) != len(uids):
         misses.append(Miss(want, f"one uid recorded under two names: {sorted(uids)}"))
@@ -139,7 +152,8 @@ def one_admitted_per_cluster_queue(o: AdmissionObs) -> list[Miss]:
             Miss(want, f"admitted per ClusterQueue {charged}, expected one each of {sorted(o.tenants)}")
         )
     for w in got:
-        queues = sorted({s.cluster_queue or "?" for s in w.snapshots if s.is_(ADMITTED)} - {w.tenant})
+        held = [s for s in w.snapshots if s.is_(ADMITTED) or s.is_(QUOTA_RESERVED) or s.has_admission]
+        queues = sorted({s.cluster_queue or "?" for s in held} - {w.tenant})
         if queues:
             misses.append(
                 Miss(want, f"{w.name} was submitted by {w.tenant} but admitted in ClusterQueue(s) {queues}")
@@ -183,6 +197,14 @@ def pods_start_only_after_admission(o: AdmissionObs) -> list[Miss]:
                         f"{w.name}'s pods Running only while Admitted", f"{v.observed}: Kueue did not gate it"
                     )
                     for v in workload.ran_only_while_admitted(w.snapshots, [(p.name, p.running.start)])
+                ] + [
+                    Miss(
+                        f"{w.name}'s pods Running only while Admitted",
+                        f"{v.observed}: it ran on after its quota was taken back",
+                    )
+                    for v in workload.admitted_while_running(
+                        w.snapshots, [(p.name, p.running.start, p.running.end)]
+                    )
                 ]
     return misses
 
@@ -190,36 +212,19 @@ def pods_start_only_after_admission(o: AdmissionObs) -> list[Miss]:
 def replaced_before_running(o: AdmissionObs) -> dict[str, str]:
     """Pods of admitted Workloads the platform ended before they ran (the taint-eviction controller on a new
     node, say): the Job made another, so they are no run and no crash, only named in the evidence."""
-    return {
-        p.name: why for w in admitted(o) for p in w.pods if p.running is None and (why := p.not_its_own_end)
-    }
+    return {p.name: why for w in admitted(o) for p in w.pods if (why := p.ended_before_it_ran)}
 
 
 def admitted_pods_ran_healthy(o: AdmissionObs) -> list[Miss]:
     misses = []
     for w in admitted(o):
-        crashed = [
-            f"{p.name} ({p.phase}, exit {p.exit_code}, {p.reason})"
-            for p in w.pods
-            if p.running is not None and (p.phase == "Failed" or p.exit_code not in (None, 0))
-        ]
-        disrupted = [
-            f"{p.name} ({p.not_its_own_end})"
-            for p in w.pods
-            if p.running is not None
-            and p.not_its_own_end
-            and p.phase != "Failed"
-            and p.exit_code in (None, 0)
-        ]
         want = f"{w.name} Running without crashing"
-        if crashed:
-            misses.append(
-                Miss(want, f"admitted workload {w.name}'s pod crashed, which is not running: {crashed}")
-            )
-        if disrupted:
+        failed = [f"{p.name} ({why})" for p in w.pods if (why := p.failure)]
+        if failed:
             misses.append(
                 Miss(
-                    want, f"admitted workload {w.name}'s pod was ended by the platform, not run: {disrupted}"
+                    want,
+                    f"admitted workload {w.name}'s pod crashed or was ended by the platform, not run: {failed}",
                 )
             )
         if not healthy_runs(w):
@@ -262,6 +267,16 @@ def admitted_ran_on_different_cards(o: AdmissionObs) -> list[Miss]:
                     f"no GPU device was observed for {name}'s pod: which card it ran on is unproven",
                 )
             )
+    for w in admitted(o):
+        bare = [p.name for p in w.pods if p.healthy_run is not None and not p.devices]
+        if bare and seen[w.name]:
+            misses.append(
+                Miss(
+                    "a GPU device per admitted pod",
+                    f"{w.name}'s runs {bare} have no GPU device observed beside runs on {sorted(seen[w.name])}: "
+                    "which card each ran on is unproven",
+                )
+            )
     for (a, cards_a), (b, cards_b) in combinations(sorted(seen.items()), 2):
         shared = sorted(cards_a & cards_b)
         if shared:
@@ -291,6 +306,18 @@ def the_rest_never_held_quota_and_stayed_suspended(o: AdmissionObs) -> list[Miss
                     want,
                     f"{w.name} held quota at {stamp(held.at)} (QuotaReserved, Admitted or "
                     "status.admission) without being counted admitted (QuotaReserved and Admitted)",
+                )
+            )
+        # Evicted, Preempted and Requeued are written only on a Workload that held quota (Kueue evicts and
+        # preempts admitted Workloads and requeues evicted ones): one that says so held it between two looks
+        was = next(((s, c) for s in w.snapshots for c in (EVICTED, PREEMPTED, REQUEUED) if s.is_(c)), None)
+        if was is not None:
+            s, c = was
+            misses.append(
+                Miss(
+                    want,
+                    f"{w.name} was {c} at the look at {stamp(s.at)} ({s.conditions[c].reason}): it held quota "
+                    "between two looks, so it is not one that waited throughout",
                 )
             )
         # Kueue sets QuotaReserved=False only on workloads it tried to admit; those queued behind them have

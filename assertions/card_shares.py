@@ -166,12 +166,9 @@ def series_of_the_node(
     return misses
 
 
-def read_by_the_model(
-    want: str, node: NodeObs, cards: int, sharing: holding.Sharing, kind: holding.Kind
-) -> list[Miss]:
-    """The node as the one reading of a held GPU reads it (gpu_finops.model.holding, strictly, as the collector
-    and the diagnosis do): `cards` cards shared as `sharing`, every device it offers a `kind`, nothing it
-    refuses (labels that contradict the capacity, a strategy the resources do not match)."""
+def model_reading(node: NodeObs) -> holding.NodeGpus:
+    """The node as the one reading of a held GPU reads it (gpu_finops.model.holding.read_node, strictly): what
+    each device it offers is worth of a card. Raises NodeGpusError naming the node when the model refuses it."""
     capacity = {
         k: v
         for k, v in {
@@ -181,8 +178,17 @@ def read_by_the_model(
         }.items()
         if v
     }
+    return holding.read_node(node.name, node.labels, capacity)
+
+
+def read_by_the_model(
+    want: str, node: NodeObs, cards: int, sharing: holding.Sharing, kind: holding.Kind
+) -> list[Miss]:
+    """The node as the one reading of a held GPU reads it (gpu_finops.model.holding, strictly, as the collector
+    and the diagnosis do): `cards` cards shared as `sharing`, every device it offers a `kind`, nothing it
+    refuses (labels that contradict the capacity, a strategy the resources do not match)."""
     try:
-        read = holding.read_node(node.name, node.labels, capacity)
+        read = model_reading(node)
     except holding.NodeGpusError as exc:
         return [Miss(want, f"the held-GPU model refuses {exc}")]
     if (

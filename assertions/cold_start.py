@@ -6,7 +6,7 @@
 | node_is_new_and_launched_by_our_nodeclaim | node not among those at start; its NodeClaim names it | NodeClaim's NodePool = the act's = the node's label | NodeClaim created >= act start, Launched >= created, node created >= claim created, launched <= node Ready | one node | NodeClaim status, observed | same |
 | node_is_spot_with_a_gpu | the node above | capacity-type label | - (labels do not change) | >= 1 allocatable GPU, allocatable <= capacity | node status | same (kwok: simulated GPUs) |
 | node_became_ready | the node above | - | created <= Ready | - | Ready's lastTransitionTime | same |
-| pod_ran_on_that_node_after_it_was_ready | pod bound to the node's name, while that node existed (not deleted before the pod started) | - | Ready <= Running start <= end | one pod | container status | same |
+| pod_ran_on_that_node_after_it_was_ready | pod bound to the node's name, while that node existed (not deleted before the pod started or ended) | - | Ready <= Running start <= end <= the node's deletion | one pod | container status | same |
 | pod_succeeded_doing_gpu_work | the pod above | - | - | - | phase, exit code 0 and finish time observed (unobserved fails), not disrupted (no DisruptionTarget, eviction or platform reason); the marker in its log | AWS: marker required; local: no logs, marker None, said in evidence |
 
 Identity of the node is by name plus "created after the act began, by a NodeClaim created after it": a
@@ -40,6 +40,16 @@ class ColdStartObs:
 
     def __post_init__(self) -> None:
         require_aware(self)
+        if not isinstance(self.gpu_nodes_at_start, tuple):
+            raise ValueError(
+                f"ColdStartObs.gpu_nodes_at_start {self.gpu_nodes_at_start!r}: the GPU nodes listed when the act "
+                "began, a tuple (empty when there were none); a list never read cannot show zero"
+            )
+        if self.success_marker is not None and not self.success_marker.strip():
+            raise ValueError(
+                f"ColdStartObs.success_marker {self.success_marker!r}: an empty marker is in every output, so it "
+                "proves no GPU work; None says the target shows no output"
+            )
 
 
 def no_gpu_node_before_the_act(o: ColdStartObs) -> list[Miss]:
@@ -203,6 +213,14 @@ def pod_ran_on_that_node_after_it_was_ready(o: ColdStartObs) -> list[Miss]:
                 want,
                 f"pod {p.name} was Running at {stamp(p.running.start)}, before its node {n.name} "
                 f"was Ready at {stamp(n.ready_at)}: the timestamps contradict each other",
+            )
+        ]
+    if n.deleted_at is not None and p.running.end is not None and before(n.deleted_at, p.running.end):
+        return [
+            Miss(
+                want,
+                f"pod {p.name} ran until {stamp(p.running.end)}, after its node {n.name} was deleted "
+                f"{stamp(n.deleted_at)}: no pod runs on a node that is gone",
             )
         ]
     if p.running.end is not None and before(p.running.end, p.running.start):

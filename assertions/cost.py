@@ -4,6 +4,7 @@
 |---|---|---|---|---|---|---|
 | enough_consecutive_records | one record per ChargePeriodStart | - | each starts where the last ended | >= min_records and >= 1 (a claim about no records fails), no duplicate interval | the store the collector wrote | local: sqlite; AWS: DynamoDB |
 | records_are_of_the_node | ResourceName = the act's node | - | - | every record | record | same |
+| every_figure_from_every_gpu | - | - | - | every record: x_GpusReporting = x_GpuCount >= 1 | x_Status ok (the collector's own word on its figures) | same |
 | instance_seconds_match_the_node_life | the node | - | seconds inside the interval and the node's created..deleted (1 s) | every record | node timestamps from Kubernetes, not the collector | same |
 | gpu_util_is_a_percentage | - | - | - | every record | DCGM_FI_DEV_GPU_UTIL | same |
 | sm_active_is_the_ratio_the_load_ran_at | - | - | - | every record | DCGM_FI_PROF_SM_ACTIVE | local: must equal the simulator's load (0.005); AWS: real silicon, no expected value |
@@ -25,6 +26,7 @@ any activity at all while a compute load ran is the metric being there.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from itertools import pairwise
 from typing import Any
@@ -47,7 +49,8 @@ def ordered(o: CostObs) -> list[Mapping[str, Any]]:
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    """A real number: not a bool, and finite (NaN compares False with every bound, so it would pass them all)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _sm(r: Mapping[str, Any]) -> float | None:
@@ -132,6 +135,26 @@ def instance_seconds_match_the_node_life(o: CostObs) -> list[Miss]:
                     want,
                     f"{at}: {secs}s charged, but the node lived {lived:g}s of this interval (created "
                     f"{o.node_created.isoformat()}, deleted {o.node_deleted and o.node_deleted.isoformat()})",
+                )
+            )
+    return misses
+
+
+def every_figure_from_every_gpu(o: CostObs) -> list[Miss]:
+    """A record's figures are the node's only when the collector says so: status ok, and as many GPUs
+    reporting as the node has (a figure from some of its GPUs, or none, is not the node's)."""
+    want = "status ok, every GPU of the node reporting"
+    misses = []
+    for r in ordered(o):
+        at, status = r["ChargePeriodStart"], r.get("x_Status")
+        gpus, reporting = r.get("x_GpuCount"), r.get("x_GpusReporting")
+        if status != "ok":
+            misses.append(Miss(want, f"{at}: status {status!r} ({r.get('x_Message') or 'no message'})"))
+        elif not _number(gpus) or gpus < 1 or reporting != gpus:
+            misses.append(
+                Miss(
+                    want,
+                    f"{at}: {reporting} GPUs reporting of the node's {gpus}: its figures are not the node's",
                 )
             )
     return misses
@@ -272,8 +295,12 @@ def cost_is_the_rate_times_seconds(o: CostObs) -> list[Miss]:
                 )
             )
         unit = o.unit_price(at)
-        if unit is None:
-            misses.append(Miss(want, f"{at}: no expected price for this interval to check the cost against"))
+        if unit is None or not _number(unit) or unit <= 0:
+            misses.append(
+                Miss(
+                    want, f"{at}: no expected price for this interval to check the cost against (read {unit})"
+                )
+            )
             continue
         secs = r.get("x_InstanceSeconds")
         expected = unit * (secs if _number(secs) else 0) / 3600
@@ -304,6 +331,7 @@ def idle_is_cost_times_unused_share(o: CostObs) -> list[Miss]:
 CLAUSES = (
     enough_consecutive_records,
     records_are_of_the_node,
+    every_figure_from_every_gpu,
     instance_seconds_match_the_node_life,
     gpu_util_is_a_percentage,
     sm_active_is_the_ratio_the_load_ran_at,

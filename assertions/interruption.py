@@ -6,10 +6,11 @@ replacement spot GPU node of our NodePool.
 |---|---|---|---|---|---|---|
 | warning_was_delivered | the FIS experiment or the SQS put | - (aimed at the node's instance by the act) | - | - | FIS: final state completed; SQS: delivered; any other sender or state fails | same clause, different senders |
 | karpenter_saw_the_interruption | events about this node (kind Node) or its NodeClaim (kind NodeClaim) | the event's kind agrees with the name | at/after the warning (whole seconds) | each reason >= 1 | Kubernetes events | same |
+| interrupted_node_was_spot_and_up_at_the_warning | the node warned, not a namesake | capacity type spot | created before the warning, not deleted before it | one | node labels and timestamps | same |
 | node_cordoned_within_the_notice | the interrupted node | - | warning - 1 s <= taint <= warning + notice | - | the act's own poll of the taint | same |
 | nodeclaim_of_the_node_deleted | the node's own NodeClaim | the node's NodePool label = its NodeClaim's = ours (unobserved fails) | deleted at/after the warning | - | the act's poll | same |
-| workload_evicted_through_the_eviction_api | pods on the interrupted node | the workload's Job | still running at the warning (not stopped before it) | >= 1, each evicted | DisruptionTarget reason, container end | same |
-| replacement_is_a_new_spot_node_of_ours | another name, another uid, another NodeClaim | node label NodePool = its NodeClaim's = ours (unobserved fails) | node and its NodeClaim created at/after the warning; the claim created before the node, Launched (unobserved fails) after created, the node Ready after created and after Launched (the checks act 1 holds its node to) | one | node and NodeClaim status | same |
+| workload_evicted_through_the_eviction_api | pods on the interrupted node | the workload's Job | running at the warning (started before it, not stopped before it; a pod that never ran fails) | >= 1, each evicted | DisruptionTarget reason, container end | same |
+| replacement_is_a_new_spot_node_of_ours | another name, another uid, another NodeClaim, another instance (where both are known) | node label NodePool = its NodeClaim's = ours (unobserved fails) | node and its NodeClaim created at/after the warning; the claim created before the node, Launched (unobserved fails) after created, the node Ready after created and after Launched (the checks act 1 holds its node to) | one | node and NodeClaim status | same |
 | workload_ran_again_on_the_replacement | a pod not among the evicted ones, not crashed | the workload's Job | Running at/after the warning and the replacement's Ready, before its deletion | >= 1 | container status | same |
 """
 
@@ -77,9 +78,7 @@ def ran_again(o: InterruptionObs) -> list[PodObs]:
         for p in o.pods
         if p.name not in evicted
         and p.node == r.name
-        and p.running is not None
-        and p.phase != "Failed"
-        and p.exit_code in (None, 0)
+        and p.healthy_run is not None
         and (r.deleted_at is None or before(p.running.start, r.deleted_at))
         and not before(p.running.start, o.warned_at)
         and (r.ready_at is None or not before(p.running.start, r.ready_at))
@@ -148,6 +147,31 @@ def node_cordoned_within_the_notice(o: InterruptionObs) -> list[Miss]:
     return []
 
 
+def interrupted_node_was_spot_and_up_at_the_warning(o: InterruptionObs) -> list[Miss]:
+    """The node the warning was about: a spot node (only spot capacity is interrupted), created before the
+    warning and not gone before it (a namesake made later, or one already deleted, was not interrupted)."""
+    n = o.node
+    want = f"{n.name} a spot node, up at the warning {stamp(o.warned_at)}"
+    misses = []
+    if n.capacity_type != "spot":
+        misses.append(Miss(want, f"{n.name} has karpenter.sh/capacity-type={n.capacity_type}: not spot"))
+    if before(o.warned_at, n.created):
+        misses.append(
+            Miss(
+                want,
+                f"{n.name} was created {stamp(n.created)}, after the warning: a namesake, not the node warned",
+            )
+        )
+    if n.deleted_at is not None and before(n.deleted_at, o.warned_at):
+        misses.append(
+            Miss(
+                want,
+                f"{n.name} was deleted {stamp(n.deleted_at)}, before the warning: nothing left to interrupt",
+            )
+        )
+    return misses
+
+
 def nodeclaim_of_the_node_deleted(o: InterruptionObs) -> list[Miss]:
     n = o.node
     want = f"the NodeClaim of {n.name}, of NodePool {o.nodepool}, deleted after the warning"
@@ -188,7 +212,21 @@ def workload_evicted_through_the_eviction_api(o: InterruptionObs) -> list[Miss]:
         ]
     misses = []
     for p in on_node:
-        if p.running is not None and p.running.end is not None and before(p.running.end, o.warned_at):
+        if p.running is None:
+            misses.append(
+                Miss(want, f"pod {p.name} never ran on {n.name}: there was no running workload to evict")
+            )
+            continue
+        if before(o.warned_at, p.running.start):
+            misses.append(
+                Miss(
+                    want + " after the warning",
+                    f"pod {p.name} started {stamp(p.running.start)}, after the warning {stamp(o.warned_at)}: "
+                    "it was not running when the node was warned",
+                )
+            )
+            continue
+        if p.running.end is not None and before(p.running.end, o.warned_at):
             misses.append(
                 Miss(
                     want + " after the warning",
@@ -224,6 +262,14 @@ def replacement_is_a_new_spot_node_of_ours(o: InterruptionObs) -> list[Miss]:
                 want,
                 f"'replacement' {r.name} (uid {r.uid}, NodeClaim {r.nodeclaim}) is not another "
                 f"node than the interrupted {n.name} (uid {n.uid}, NodeClaim {n.nodeclaim})",
+            )
+        )
+    if r.instance_id is not None and r.instance_id == n.instance_id:
+        misses.append(
+            Miss(
+                want,
+                f"'replacement' {r.name} is the interrupted node's instance {r.instance_id} under a new name: "
+                "the same machine, not a new one",
             )
         )
     if before(r.created, o.warned_at):
@@ -280,6 +326,7 @@ def workload_ran_again_on_the_replacement(o: InterruptionObs) -> list[Miss]:
 CLAUSES = (
     warning_was_delivered,
     karpenter_saw_the_interruption,
+    interrupted_node_was_spot_and_up_at_the_warning,
     node_cordoned_within_the_notice,
     nodeclaim_of_the_node_deleted,
     workload_evicted_through_the_eviction_api,

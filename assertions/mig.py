@@ -10,7 +10,7 @@ with the card's unallocated rest sum to the card's cost for the interval.
 | all_pods_on_that_node | pod spec.nodeName; within the node's life | - | node created <= every start; every run over before its deletion | every pod | pod spec, node timestamps | same |
 | all_ran_at_once | per pod | - | latest start < earliest end, before the last look | every pod Running | recorded intervals | same |
 | each_pod_on_its_own_slice_of_the_profile_it_asked | DCGM's (card UUID, GPU_I_ID) per pod, a card UUID and a numeric id; the kubelet's device id per pod, a slice of its own (no replica), naming no other card than DCGM's, as the pod's reported UUID | each slice's series name the pod's namespace and the node | - | one slice and one device per pod, no slice or device twice, one card UUID for all | dcgm-exporter series (GPU_I_PROFILE, GPU_I_ID, UUID, hostname, pod labels); pod-resources (local) | same clause |
-| each_tenant_billed_its_slices_share_of_the_card | each row's (tenant, namespace) once | a tenant billed only for its own pods' slices, its dollars its seconds' share of the card's | the billed interval inside the time every pod ran, before the last look | every tenant's row = its slices' compute slices / 7 x cards x seconds; no negative row; the rows and the unallocated rest sum to the card's seconds and dollars exactly | the collector's split (gpu_finops.cost.allocation) over the collector's holdings; the card's dollars its node's rate x seconds | same |
+| each_tenant_billed_its_slices_share_of_the_card | each row's (tenant, namespace) once | a tenant billed only for its own pods' slices, its dollars its seconds' share of the card's | the billed interval inside the time every pod ran, before the last look | every tenant's row = its slices' worth (the held-GPU model's: compute slices over those of every slice the node advertises) x cards x seconds; no negative row; the rows and the unallocated rest sum to the card's seconds and dollars exactly | the collector's split (gpu_finops.cost.allocation) over the collector's holdings; the card's dollars its node's rate x seconds | same |
 | each_ran_to_success | per pod | - | - | every pod, none disrupted | phase, exit code 0, no eviction or DisruptionTarget | same |
 """
 
@@ -27,6 +27,7 @@ from assertions.card_shares import (
     Shares,
     billed_their_share,
     each_admitted_for_its_resource,
+    model_reading,
     node_history,
     read_by_the_model,
     seconds_text,
@@ -331,11 +332,29 @@ def _a_card(card: str) -> bool:
 
 def each_tenant_billed_its_slices_share_of_the_card(o: MigObs) -> list[Miss]:
     want = (
-        f"over the {seconds_text(o.interval_s)} s all ran at once: each tenant billed its slices' compute slices / 7 of the "
-        "card, the rest unallocated, no row negative, each row's dollars its seconds' share of the card's, the rows "
+        f"over the {seconds_text(o.interval_s)} s all ran at once: each tenant billed its slices' worth of the card "
+        "(the held-GPU model's: compute slices over those of every slice the node advertises), the rest unallocated, no row negative, each row's dollars its seconds' share of the card's, the rows "
         "summing to the card's seconds and dollars exactly, the card priced at its rate"
     )
-    share_of = {p: holding.MigProfile.parse(a.profile).compute_fraction for p, a in o.asks.items()}
+    # each slice's worth of its card as the collector prices it: the held-GPU model's reading of the node (its
+    # compute slices over those of every slice the node advertises, times the cards cut)
+    try:
+        worth = {
+            x.profile.name: x.share
+            for x in model_reading(o.node).offers.values()
+            if x.kind is holding.Kind.MIG_SLICE and x.profile is not None
+        }
+    except holding.NodeGpusError as exc:
+        return [Miss(want, f"no slice's worth to bill against: the held-GPU model refuses {exc}")]
+    unpriced = sorted({a.profile for a in o.asks.values()} - set(worth))
+    if unpriced:
+        return [
+            Miss(
+                want,
+                f"profiles {unpriced} asked, which node {o.node.name} does not advertise: no worth to bill",
+            )
+        ]
+    share_of = {p: worth[a.profile] for p, a in o.asks.items()}
     shares = Shares(o.asks, share_of, o.cards, "slices")
     return billed_their_share(want, o.bill, shares, o.pods, o.observed_at, o.node)
 

@@ -10,6 +10,7 @@ from assertions.clauses import require_aware
 from gpu_finops.facts.conditions import Condition
 from gpu_finops.facts.kube_keys import LABEL_CAPACITY_TYPE, LABEL_NODEPOOL
 from gpu_finops.model import holding, workload
+from gpu_finops.model.time_order import before
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,11 @@ class Interval:
                 f"Interval({self.start!r}, {self.end!r}): start must be a datetime and end a datetime or None"
             )
         require_aware(self)
+        if self.end is not None and before(self.end, self.start):
+            raise ValueError(
+                f"Interval {self.start.isoformat()} to {self.end.isoformat()}: ends before it starts, which no "
+                "run does (a start or an end misread)"
+            )
 
     def overlaps(self, other: Interval, now: datetime) -> bool:
         a_end, b_end = self.end or now, other.end or now
@@ -64,7 +70,24 @@ class NodeObs:
 
 # A pod's terminated or status reason that says the platform or its limits ended it, not the workload: such a
 # pod did not run to its own end, whatever its exit code
-ENDED_BADLY = frozenset({"Evicted", "OOMKilled", "Error", "DeadlineExceeded", "ContainerStatusUnknown"})
+# (the kubelet's: Evicted, Preempting (a critical pod took its place), Terminated and Shutdown (graceful node
+# shutdown), UnexpectedAdmissionError and NodeAffinity (refused at admission); the node controller's NodeLost)
+ENDED_BADLY = frozenset(
+    {
+        "Evicted",
+        "OOMKilled",
+        "Error",
+        "DeadlineExceeded",
+        "ContainerStatusUnknown",
+        "Preempting",
+        "Terminated",
+        "Shutdown",
+        "NodeShutdown",
+        "UnexpectedAdmissionError",
+        "NodeAffinity",
+        "NodeLost",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -82,6 +105,9 @@ class PodObs:
     devices: tuple[
         str, ...
     ] = ()  # device ids the kubelet gave the container (GPU-uuid, GPU-uuid::replica, MIG-uuid)
+    gone_at: datetime | None = (
+        None  # the first look that no longer found the pod (deleted), None: still there
+    )
 
     @property
     def not_its_own_end(self) -> str | None:
@@ -95,7 +121,49 @@ class PodObs:
             return "disrupted: evicted"
         if self.reason in ENDED_BADLY:
             return f"ended {self.reason}"
+        if self.gone_at is not None and self.phase not in ("Succeeded", "Failed"):
+            return f"deleted while {self.phase} (gone by {self.gone_at.isoformat()}), its end never seen"
         return None
+
+    @property
+    def ended_before_it_ran(self) -> str | None:
+        """Why the platform ended this pod before its container ever started, or None: disrupted or evicted
+        (a new node's taint-eviction, say) with no run, no exit code and not Succeeded. Its Job makes another;
+        it is no run and no crash."""
+        started = self.running is not None or self.exit_code is not None or self.phase == "Succeeded"
+        if started or not (self.disruption or self.evicted or self.gone_at is not None):
+            return None
+        return self.not_its_own_end
+
+    @property
+    def healthy_run(self) -> Interval | None:
+        """The pod's run, when it is one that counts: a recorded Running interval, in a phase that ran
+        (Running or Succeeded, not Failed, Pending or Unknown), exit code 0 or not yet exited, and not ended by
+        the platform (not_its_own_end). The one reading every act's "it ran" shares."""
+        if (
+            self.running is None
+            or self.phase not in ("Running", "Succeeded")
+            or self.exit_code not in (None, 0)
+            or self.not_its_own_end
+        ):
+            return None
+        return self.running
+
+    @property
+    def failure(self) -> str | None:
+        """Why this pod counts against its workload, in a few words, or None: not a healthy run, not one the
+        platform ended before it ran, and not simply not started yet (Pending, no exit, no run). A crash with
+        no recorded start is a failure too: missing timing is no excuse."""
+        if self.healthy_run is not None or self.ended_before_it_ran:
+            return None
+        if self.phase == "Pending" and self.running is None and self.exit_code is None and not self.evicted:
+            return None
+        said = f"{self.phase}, exit {self.exit_code}, reason {self.reason}"
+        if self.not_its_own_end:
+            return f"{said}: {self.not_its_own_end}"
+        if self.running is None:
+            return f"{said}: no run recorded"
+        return said
 
     def __post_init__(self) -> None:
         require_aware(self)
@@ -134,6 +202,12 @@ class WorkloadSnapshot:
                 f"WorkloadSnapshot at {self.at.isoformat()}: conditions must map each type to its Condition "
                 f"(gpu_finops.model.workload.conditions reads status.conditions so); got {wrong}"
             )
+        unreserved = workload.admitted_without_reservation(self.conditions)
+        if unreserved:
+            raise ValueError(
+                f"WorkloadSnapshot at {self.at.isoformat()}: {unreserved}, which Kueue never writes (it admits "
+                "only with the quota reserved, and resets both together)"
+            )
 
     def is_(self, ctype: str, reason: str | None = None) -> bool:
         return workload.is_true(self.conditions, ctype, reason)
@@ -156,6 +230,14 @@ class WorkloadObs:
         ]
         if back:
             raise ValueError(f"WorkloadObs {self.name}: snapshots out of time order ({'; '.join(back)})")
+        # and each look agrees with the conditions' own change times (gpu_finops.model.workload): a clause
+        # ordering events by those times would otherwise order a history that never happened
+        disagree = workload.looks_agree_with_transitions(self.snapshots)
+        if disagree:
+            raise ValueError(
+                f"WorkloadObs {self.name}: its looks contradict its conditions' change times "
+                f"({'; '.join(v.observed for v in disagree)})"
+            )
 
     def first(self, ctype: str, reason: str | None = None) -> WorkloadSnapshot | None:
         """The first snapshot in which the condition was True (with that reason)."""

@@ -25,6 +25,7 @@ from datetime import datetime
 from assertions.clauses import Miss, before, compose, require_aware, stamp
 from assertions.observed import WorkloadObs, WorkloadSnapshot
 from assertions.verdict import Verdict
+from assertions.workload_gate import ran_only_while_admitted
 from gpu_finops.model import workload
 from gpu_finops.model.workload import (
     ADMITTED,
@@ -122,6 +123,13 @@ def queues_fit_the_reason(o: PreemptionObs, want: str) -> list[Miss]:
                 "which queue the preemption happened in is unproven",
             )
         ]
+    strangers = [
+        f"{role} {w.name} of tenant {w.tenant} was admitted by {w.admitted_by}"
+        for role, w in (("victim", v), ("preemptor", h))
+        if w.admitted_by != w.tenant
+    ]
+    if strangers:
+        return [Miss(want, f"{'; '.join(strangers)}: each is charged to its own tenant's ClusterQueue")]
     if o.expected_reason == "InClusterQueue" and (
         v.admitted_by != h.admitted_by or v.admitted_by != v.tenant
     ):
@@ -291,11 +299,15 @@ def preemptor_admitted_and_running(o: PreemptionObs) -> list[Miss]:
     want = f"{h.name} Admitted, its pod Running after that"
     if not any(s.is_(ADMITTED) for s in h.snapshots):
         return [Miss(want, f"preemptor {h.name} was never admitted")]
-    runs = [p for p in h.pods if p.running is not None and p.phase != "Failed" and p.exit_code in (None, 0)]
+    runs = [p for p in h.pods if p.healthy_run is not None]
     if not runs:
-        crashed = [f"{p.name} ({p.phase}, exit {p.exit_code})" for p in h.pods if p.running is not None]
+        crashed = [f"{p.name} ({why})" for p in h.pods if (why := p.failure)]
         return [
-            Miss(want, f"preemptor {h.name} never had a Running pod that did not crash (crashed: {crashed})")
+            Miss(
+                want,
+                f"preemptor {h.name} never had a Running pod that did not crash and was not ended by the "
+                f"platform (failed: {crashed})",
+            )
         ]
     admitted_at = h.since(ADMITTED)
     early = [p.name for p in runs if admitted_at is not None and before(p.running.start, admitted_at)]  # type: ignore[union-attr]
@@ -307,7 +319,9 @@ def preemptor_admitted_and_running(o: PreemptionObs) -> list[Miss]:
                 f"{stamp(admitted_at)}: Kueue did not gate them",
             )
         ]
-    return []
+    # the gate every Kueue act shares: each run inside an admitted stretch, no look during it showing the
+    # preemptor evicted or its Job suspended
+    return [m for p in runs for m in ran_only_while_admitted(want, h, p)]
 
 
 CLAUSES = (

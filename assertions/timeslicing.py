@@ -8,7 +8,7 @@ once, on one GPU UUID, and each ran to success.
 | each_pod_admitted_by_kueue_on_the_shared_flavor | a Workload per pod, by the pods recorded under its Job; one uid each (a re-creation or none observed fails) | each Workload owns exactly one of the pods; every admitted snapshot on the shared ResourceFlavor (none observed fails), by the tenant's ClusterQueue | the pod's start inside a stretch its Workload was admitted (not while evicted between two); its Job unsuspended only once admitted, and seen unsuspended when pods ran | n Workloads, n pods, no pod twice | Workload snapshots | same |
 | all_pods_on_that_node | pod spec.nodeName; the pods ran within the node's life (created..deleted), not on a re-created namesake | - | node created <= every start < its deletion; every run over before it | every pod | pod spec, node timestamps | same |
 | all_ran_at_once | per pod | - | latest start < earliest end; each run possible and before the last look (observed_at required) | every pod Running | recorded intervals; a finished pod without a finish time fails | same |
-| each_pod_got_one_replica_of_one_uuid | device ids | - | - | one device each, one UUID in all, no replica twice | pod-resources (local) / NVIDIA_VISIBLE_DEVICES (AWS, no replica index) | same clause, different observers |
+| each_pod_got_one_replica_of_one_uuid | device ids, each a replica or a whole card (a MIG slice is no replica) | - | - | one device each, one UUID in all, no replica twice | pod-resources (local) / NVIDIA_VISIBLE_DEVICES (AWS, no replica index) | same clause, different observers |
 | each_ran_to_success | per pod | - | - | every pod, none disrupted | phase, exit code 0 exactly (unobserved fails), no eviction or DisruptionTarget | same |
 
 Workload identity is by one metadata.uid over every snapshot: a Workload seen under two uids was deleted and
@@ -255,6 +255,16 @@ def each_pod_got_one_replica_of_one_uuid(o: TimeSlicingObs) -> list[Miss]:
     uuids = sorted({physical(d) for p in o.pods for d in p.devices})
     if len(uuids) > 1:
         misses.append(Miss(want, f"pods ran on {len(uuids)} GPU UUIDs {uuids}: not one GPU shared"))
+    slices = sorted(
+        d
+        for p in o.pods
+        for d in p.devices
+        if holding.device(d).kind not in (holding.Kind.REPLICA, holding.Kind.WHOLE)
+    )
+    if slices:  # a MIG slice is a card's partition, not a time-sliced replica of it
+        misses.append(
+            Miss(want, f"devices {slices} are neither a replica nor a whole card: not time-slicing")
+        )
     replicas = [d for p in o.pods for d in p.devices if holding.device(d).kind is holding.Kind.REPLICA]
     if len(replicas) != len(set(replicas)):
         misses.append(Miss(want, f"one replica was handed to two pods: {sorted(replicas)}"))

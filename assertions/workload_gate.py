@@ -24,7 +24,7 @@ def one_object(want: str, w: WorkloadObs) -> list[Miss]:
 
 def ran_only_while_admitted(want: str, w: WorkloadObs, pod: PodObs) -> list[Miss]:
     """The pod started after its Workload's admission, inside a stretch it was admitted (not while evicted
-    between two)."""
+    between two), and no look taken while it ran shows the Workload evicted or otherwise not admitted."""
     at = w.since(ADMITTED)
     if pod.running is None or at is None:
         return []
@@ -39,4 +39,9 @@ def ran_only_while_admitted(want: str, w: WorkloadObs, pod: PodObs) -> list[Miss
     return [
         Miss(want, f"{v.observed}: Kueue did not gate it")
         for v in workload.ran_only_while_admitted(w.snapshots, [(pod.name, pod.running.start)])
+    ] + [
+        Miss(want, f"{v.observed}: it ran on after its quota was taken back")
+        for v in workload.admitted_while_running(
+            w.snapshots, [(pod.name, pod.running.start, pod.running.end)]
+        )
     ]

@@ -10,13 +10,14 @@ Finished. A condition counts only when its status is "True".
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from gpu_finops.facts import timestamps
 from gpu_finops.facts.conditions import Condition
-from gpu_finops.model.time_order import before
+from gpu_finops.model.time_order import before, whole_seconds
 from gpu_finops.model.violation import Violation
 
 QUOTA_RESERVED = "QuotaReserved"
@@ -112,7 +113,8 @@ def since(conds: Conditions, ctype: str) -> datetime | None:
 
 
 class Observation(Protocol):
-    """One look at a Workload: when, its conditions, and its Job's spec.suspend (None: not read)."""
+    """One look at a Workload: when, its conditions, its Job's spec.suspend (None: not read), and its uid
+    (None: not read)."""
 
     @property
     def at(self) -> datetime: ...
@@ -122,6 +124,77 @@ class Observation(Protocol):
 
     @property
     def job_suspended(self) -> bool | None: ...
+
+    @property
+    def uid(self) -> str | None: ...
+
+
+# How far a look's own time may trail a change it already shows: a look is timed before its list call is
+# answered, the API server keeps whole seconds, and the writing controller's clock may run a little ahead of
+# the observer's. A change further from the look than this is a contradiction, not a race.
+LOOK_SLACK = timedelta(seconds=2)
+
+
+def admitted_without_reservation(conds: Conditions) -> str | None:
+    """Kueue writes Admitted True only together with QuotaReserved True (pkg/workload/admissionchecks.go
+    SyncAdmittedCondition: admitted = reservation and every check ready; UnsetQuotaReservationWithCondition
+    resets both in one write): a look showing Admitted without the reservation is not a Workload's status."""
+    if is_true(conds, ADMITTED) and not is_true(conds, QUOTA_RESERVED):
+        held = conds.get(QUOTA_RESERVED)
+        return f"Admitted True while QuotaReserved is {held.status if held else 'not set'}"
+    return None
+
+
+def looks_agree_with_transitions(history: Sequence[Observation]) -> list[Violation]:
+    """Every look agrees with each condition's lastTransitionTime, among the looks of one object (uid): no
+    condition changed after the look that shows it changed (beyond LOOK_SLACK), and every look taken after a
+    condition's last change (beyond the slack) shows the status it changed to. A history that breaks either
+    was not one object's looks in order: a clause reading its times would order the wrong events."""
+    out: list[Violation] = []
+    for s in history:
+        for ctype, c in sorted(s.conditions.items()):
+            if c.last_transition is not None and whole_seconds(c.last_transition) > s.at + LOOK_SLACK:
+                out.append(
+                    Violation(
+                        "looks_agree_with_transitions",
+                        s.at,
+                        f"{ctype} {c.status} since {timestamps.iso(c.last_transition)}, after the look at "
+                        f"{timestamps.iso(s.at)} that shows it",
+                    )
+                )
+    # per condition type: the looks of one uid, in order; a status held since T must be what every look
+    # from T + slack on showed. The run of equal statuses ending at look k must reach back to that look.
+    times = [s.at for s in history]
+    types = sorted({t for s in history for t in s.conditions})
+    for ctype in types:
+        run_start = 0
+        for k, s in enumerate(history):
+            status = _status(s, ctype)
+            if k and (_status(history[k - 1], ctype) != status or history[k - 1].uid != s.uid):
+                run_start = k
+            c = s.conditions.get(ctype)
+            if c is None or c.last_transition is None:
+                continue
+            first_after = bisect_left(times, whole_seconds(c.last_transition) + LOOK_SLACK, 0, k)
+            if first_after < run_start:
+                j = run_start - 1  # the last look before this status's run, taken after its change
+                if history[j].uid != s.uid:
+                    continue
+                out.append(
+                    Violation(
+                        "looks_agree_with_transitions",
+                        history[j].at,
+                        f"{ctype} was {_status(history[j], ctype) or 'not set'} at the look at "
+                        f"{timestamps.iso(history[j].at)}, though a later look says it has been {c.status} "
+                        f"since {timestamps.iso(c.last_transition)}",
+                    )
+                )
+    return out
+
+
+def _status(s: Observation, ctype: str) -> str | None:
+    c = s.conditions.get(ctype)
+    return c.status if c is not None else None
 
 
 def suspended_until_admitted(history: Sequence[Observation]) -> list[Violation]:
@@ -190,6 +263,48 @@ def ran_only_while_admitted(
         for name, at in starts
         if not any(not before(at, lo) and (hi is None or before(at, hi)) for lo, hi in stretches)
     ]
+
+
+def admitted_while_running(
+    history: Sequence[Observation], runs: Sequence[tuple[str, datetime, datetime | None]]
+) -> list[Violation]:
+    """A pod of a Kueue-managed Job runs only while its Workload is admitted: no look taken while the pod ran
+    (after its start's second, before its end's; a run with no end: to the last look) shows the Workload
+    neither admitted nor finished, or its Job suspended. An eviction suspends the Job and ends its pods, so a
+    run that goes on through such a look ran without the quota (or was ended by the eviction, not by
+    itself)."""
+    out = []
+    for name, start, end in runs:
+        s = next(
+            (
+                s
+                for s in history
+                if before(start, s.at)
+                and (end is None or before(s.at, end))
+                and not is_finished(s.conditions)
+                and (not is_admitted(s.conditions) or s.job_suspended is True)
+            ),
+            None,
+        )
+        if s is not None:
+            evicted = s.conditions.get(EVICTED)
+            why = (
+                f"Evicted ({evicted.reason})"
+                if evicted is not None and evicted.status == "True"
+                else "not admitted"
+                if not is_admitted(s.conditions)
+                else "admitted but its Job suspended"
+            )
+            out.append(
+                Violation(
+                    "admitted_while_running",
+                    s.at,
+                    f"pod {name} was Running (from {timestamps.iso(start)}, "
+                    f"{'until ' + timestamps.iso(end) if end is not None else 'not seen ending'}) at the look at "
+                    f"{timestamps.iso(s.at)}, which shows its Workload {why}",
+                )
+            )
+    return out
 
 
 def transitions_not_before_creation(created: datetime | None, conds: Conditions) -> list[Violation]:

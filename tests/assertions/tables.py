@@ -82,3 +82,12 @@ def running_wl(
 
 def pending_wl(name: str, tenant: str) -> WorkloadObs:
     return WorkloadObs(name, tenant, snapshots=(pending_snap(5, uid=f"uid-{name}"),))
+
+
+def seen_until(workloads, at: datetime) -> tuple[WorkloadObs, ...]:
+    """Each Workload looked at once more at `at` (the act's last look), unchanged since its last look: a
+    history that covers the window."""
+    return tuple(
+        replace(w, snapshots=(*w.snapshots, replace(w.snapshots[-1], at=at))) if w.snapshots else w
+        for w in workloads
+    )

@@ -9,15 +9,27 @@ import pytest
 
 from assertions.admission import AdmissionObs, check_admission
 from assertions.observed import Interval, PodObs, WorkloadSnapshot
-from tests.assertions.tables import admitted_snap, check, cond, pending_snap, pending_wl, running_wl, t
+from tests.assertions.tables import (
+    admitted_snap,
+    check,
+    cond,
+    pending_snap,
+    pending_wl,
+    running_wl,
+    seen_until,
+    t,
+)
 
 # --- act 2: quota admission ------------------------------------------------------------------------------
 ADMIT = AdmissionObs(
-    workloads=(
-        running_wl("a-0", "team-a"),
-        running_wl("b-0", "team-b"),
-        *(pending_wl(f"a-{i}", "team-a") for i in range(1, 6)),
-        *(pending_wl(f"b-{i}", "team-b") for i in range(1, 6)),
+    workloads=seen_until(
+        (
+            running_wl("a-0", "team-a"),
+            running_wl("b-0", "team-b"),
+            *(pending_wl(f"a-{i}", "team-a") for i in range(1, 6)),
+            *(pending_wl(f"b-{i}", "team-b") for i in range(1, 6)),
+        ),
+        t(60),
     ),
     tenants=("team-a", "team-b"),
     observed_at=t(60),
@@ -121,7 +133,8 @@ def changed(i: int, **fields: Any) -> AdmissionObs:
                     ),
                 ),
             ),
-            "admitted workload a-0's pod crashed, which is not running: ['a-0-pod (Failed, exit 1, Error)']",
+            "admitted workload a-0's pod crashed or was ended by the platform, not run: "
+            "['a-0-pod (Failed, exit 1, reason Error: ended Error)']",
         ),
         (
             "both admitted pods on one card",
@@ -182,9 +195,12 @@ def test_admission_holds_while_queued_workloads_have_no_quota_condition_yet():
         ADMIT,
         workloads=(
             *ADMIT.workloads[:2],
-            *(
-                replace(w, snapshots=(WorkloadSnapshot(t(5), {}, False, True, uid=f"uid-{w.name}"),))
-                for w in ADMIT.workloads[2:]
+            *seen_until(
+                (
+                    replace(w, snapshots=(WorkloadSnapshot(t(5), {}, False, True, uid=f"uid-{w.name}"),))
+                    for w in ADMIT.workloads[2:]
+                ),
+                t(60),
             ),
         ),
     )
@@ -193,11 +209,14 @@ def test_admission_holds_while_queued_workloads_have_no_quota_condition_yet():
 
 def test_pods_running_before_their_workloads_were_admitted_fail():
     """Pods before admission: the admitted jobs' pods were Running before Kueue admitted their Workloads."""
-    late = tuple(
-        replace(w, snapshots=(admitted_snap(30, w.tenant, uid=f"uid-{w.name}"),))
-        if w.snapshots[0].has_admission
-        else w
-        for w in ADMIT.workloads
+    late = seen_until(
+        (
+            replace(w, snapshots=(admitted_snap(30, w.tenant, uid=f"uid-{w.name}"),))
+            if w.snapshots[0].has_admission
+            else w
+            for w in ADMIT.workloads
+        ),
+        t(60),
     )
     v = check_admission(replace(ADMIT, workloads=late))
     check(
@@ -229,6 +248,7 @@ def test_a_pod_the_platform_ended_after_it_ran_still_fails_though_its_job_ran_an
     check(
         v,
         False,
-        "admitted workload a-0's pod was ended by the platform, not run: ['a-0-ended (disrupted: DeletionByTaintManager)']",
+        "admitted workload a-0's pod crashed or was ended by the platform, not run: "
+        "['a-0-ended (Running, exit None, reason None: disrupted: DeletionByTaintManager)']",
     )
     assert "admitted_pods_ran_healthy" in v.failed_clauses

@@ -76,7 +76,7 @@ from assertions.timeslicing import (
     node_advertises_one_gpu_as_n_replicas,
 )
 from gpu_finops.facts.conditions import Condition
-from tests.assertions.tables import admitted_snap, cond, pending_wl, running_wl, t
+from tests.assertions.tables import admitted_snap, cond, pending_wl, running_wl, seen_until, t
 from tests.assertions.tables import t as ts
 from tests.assertions.test_admission import ADMIT
 from tests.assertions.test_cold_start import COLD, SPOT_NODE
@@ -213,18 +213,22 @@ def test_without_the_acts_last_look_overlap_is_not_decided():
 @pytest.mark.parametrize(
     "phase, exit_code, shown",
     [
-        ("Failed", None, "a-0-pod (Failed, exit None, None)"),
-        ("Succeeded", 1, "a-0-pod (Succeeded, exit 1, None)"),
+        ("Failed", None, "a-0-pod (Failed, exit None, reason None)"),
+        ("Succeeded", 1, "a-0-pod (Succeeded, exit 1, reason None)"),
+        ("Unknown", None, "a-0-pod (Unknown, exit None, reason None)"),
+        ("Pending", None, "a-0-pod (Pending, exit None, reason None)"),  # yet a run was recorded
     ],
 )
-def test_a_pod_that_failed_or_exited_non_zero_is_named_crashed(phase, exit_code, shown):
+def test_a_pod_that_failed_exited_non_zero_or_ran_in_no_running_phase_is_named_crashed(
+    phase, exit_code, shown
+):
     w = ADMIT.workloads[0]
     crashed = replace(w, pods=(replace(w.pods[0], phase=phase, exit_code=exit_code),))
     got = admitted_pods_ran_healthy(replace(ADMIT, workloads=(crashed, *ADMIT.workloads[1:])))
     assert got == [
         Miss(
             "a-0 Running without crashing",
-            f"admitted workload a-0's pod crashed, which is not running: ['{shown}']",
+            f"admitted workload a-0's pod crashed or was ended by the platform, not run: ['{shown}']",
         ),
         Miss("a-0 Running without crashing", "admitted workload a-0 never had a healthy Running pod"),
     ]
@@ -680,7 +684,9 @@ def test_the_totals_count_a_zero_idle_and_a_missing_cost_as_nothing():
 
 # --- act 2: admission -----------------------------------------------------------------------------------
 def gpus_of(*devices: str) -> set[str]:
-    return cards(WorkloadObs("w", "team-a", pods=(PodObs("p", "gpu-a", "Running", devices=devices),)))
+    return cards(
+        WorkloadObs("w", "team-a", pods=(PodObs("p", "gpu-a", "Running", Interval(t(1)), devices=devices),))
+    )
 
 
 def test_cards_take_the_id_before_the_separator_and_a_malformed_id_is_refused():
@@ -701,7 +707,9 @@ def test_no_jobs_submitted_is_named_even_with_tenants():
 
 
 def test_one_job_submitted_is_something_to_check():
-    o = replace(ADMIT, workloads=(running_wl("a-0", "team-a"),), expected_total=1)
+    o = replace(
+        ADMIT, workloads=seen_until((running_wl("a-0", "team-a"),), ADMIT.observed_at), expected_total=1
+    )
     assert every_job_has_one_workload(o) == []
 
 
@@ -717,15 +725,14 @@ def test_pods_of_a_job_never_seen_unsuspended_are_not_its_admitted_pods():
     ]
 
 
-def test_an_impossible_admitted_run_is_named():
-    o = replace(ADMIT, workloads=(running_wl("a-0", "team-a", 30, 20), *ADMIT.workloads[1:]))
-    assert admitted_ran_at_once(o) == [
-        Miss(
-            "runs that really happened, before the act's last look",
-            "impossible runs: ['a-0: ended 2026-11-30T12:00:20+00:00 before it started "
-            "2026-11-30T12:00:30+00:00']",
-        )
-    ]
+def test_a_run_that_ends_before_it_starts_is_refused_where_it_is_recorded():
+    with pytest.raises(ValueError) as refused:
+        running_wl("a-0", "team-a", 30, 20)
+    assert str(refused.value) == (
+        "Interval 2026-11-30T12:00:30+00:00 to 2026-11-30T12:00:20+00:00: ends before it starts, which no run does "
+        "(a start or an end misread)"
+    )
+    running_wl("a-0", "team-a", 30, 30.5)  # within one second: the API server's grain cannot order them
 
 
 def test_a_run_starting_the_moment_the_other_ended_is_not_at_once():
@@ -922,12 +929,21 @@ def test_a_preemptor_never_observed_has_no_uid_to_match():
     ]
 
 
-def test_a_failed_preemptor_pod_is_a_crash_and_one_that_exited_zero_ran():
+def test_a_failed_or_disrupted_preemptor_pod_is_no_run_and_one_that_exited_zero_ran():
     failed = replace(PREEMPTOR, pods=(replace(PREEMPTOR.pods[0], phase="Failed"),))
     assert preemptor_admitted_and_running(replace(PREEMPT, preemptor=failed)) == [
         Miss(
             "high-0 Admitted, its pod Running after that",
-            "preemptor high-0 never had a Running pod that did not crash (crashed: ['high-0-pod (Failed, exit None)'])",
+            "preemptor high-0 never had a Running pod that did not crash and was not ended by the platform "
+            "(failed: ['high-0-pod (Failed, exit None, reason None)'])",
+        )
+    ]
+    disrupted = replace(PREEMPTOR, pods=(replace(PREEMPTOR.pods[0], disruption="EvictionByEvictionAPI"),))
+    assert preemptor_admitted_and_running(replace(PREEMPT, preemptor=disrupted)) == [
+        Miss(
+            "high-0 Admitted, its pod Running after that",
+            "preemptor high-0 never had a Running pod that did not crash and was not ended by the platform "
+            "(failed: ['high-0-pod (Running, exit None, reason None: disrupted: EvictionByEvictionAPI)'])",
         )
     ]
     done = replace(PREEMPTOR, pods=(replace(PREEMPTOR.pods[0], phase="Succeeded", exit_code=0),))

@@ -32,6 +32,8 @@ def record(
         "x_IdleCost": (c * (1 - sm) if sm is not None and 0 <= sm <= 1 else None) if idle is None else idle,
         "x_Status": "ok" if sm is not None else "missing-sm-active",
         "x_Message": None,
+        "x_GpuCount": 1,
+        "x_GpusReporting": 1,
     }
 
 

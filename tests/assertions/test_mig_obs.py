@@ -44,3 +44,21 @@ def test_an_ask_of_no_mig_profile_is_refused_naming_the_pod():
         replace(WORLD, asks={**WORLD.asks, ask: replace(WORLD.asks[ask], profile="bogus")})
     with pytest.raises(ValueError, match=f"ask {ask}: profile '8g.80gb'"):  # a card has 7 compute slices
         replace(WORLD, asks={**WORLD.asks, ask: replace(WORLD.asks[ask], profile="8g.80gb")})
+
+
+def test_a_card_cut_into_two_3g_slices_is_billed_half_each_as_the_collector_prices_it_not_three_sevenths():
+    from gpu_finops.cost.allocation import split
+
+    right = act8.world("all-3g.40gb", [("team-a", "3g.40gb"), ("team-b", "3g.40gb")], 10, [10, 11])
+    assert check_mig(right).holds, check_mig(right).render()
+    # the same card billed by compute slices over the card's 7: 3/7 each, 1/7 left unallocated
+    shares = [Fraction(30, 7), Fraction(30, 7), Fraction(10, 7)]
+    money = split(right.card_usd, [s / 10 for s in shares])
+    keys = [("team-a", "ns-team-a"), ("team-b", "ns-team-b"), ("unallocated", None)]
+    sevenths = replace(
+        right, billed=tuple(Billed(k[0], k[1], s, m) for k, s, m in zip(keys, shares, money, strict=True))
+    )
+    v = check_mig(sevenths)
+    assert v.failed_clauses == ("each_tenant_billed_its_slices_share_of_the_card",)
+    assert "tenant team-a in ns-team-a billed 4.28571 GPU-seconds, its slices are 5" in v.observed
+    assert right.card_usd > Decimal(0)

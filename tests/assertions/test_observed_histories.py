@@ -19,20 +19,32 @@ def look(seconds: int, **conds: str) -> WorkloadSnapshot:
 
 
 def test_a_history_in_time_order_is_read():
-    w = WorkloadObs("w", "team-a", snapshots=(look(0, QuotaReserved="False"), look(5, Admitted="True")))
+    w = WorkloadObs(
+        "w",
+        "team-a",
+        snapshots=(look(0, QuotaReserved="False"), look(5, QuotaReserved="True", Admitted="True")),
+    )
     assert w.first("Admitted") is w.snapshots[1]
 
 
 def test_a_history_with_a_look_before_the_one_seen_first_is_refused_naming_both_times():
     with pytest.raises(ValueError) as refused:
-        WorkloadObs("w", "team-a", snapshots=(look(5, Admitted="True"), look(0, QuotaReserved="False")))
+        WorkloadObs(
+            "w",
+            "team-a",
+            snapshots=(look(5, QuotaReserved="True", Admitted="True"), look(0, QuotaReserved="False")),
+        )
     assert str(refused.value) == (
         "WorkloadObs w: snapshots out of time order (2026-12-01T12:00:05+00:00 then 2026-12-01T12:00:00+00:00)"
     )
 
 
 def test_two_looks_at_the_same_instant_are_in_order():
-    WorkloadObs("w", "team-a", snapshots=(look(0, QuotaReserved="False"), look(0, Admitted="True")))
+    WorkloadObs(
+        "w",
+        "team-a",
+        snapshots=(look(0, QuotaReserved="False"), look(0, QuotaReserved="True", Admitted="True")),
+    )
 
 
 def test_conditions_as_the_apis_dicts_are_refused_not_crashed_on():

@@ -153,7 +153,10 @@ def pods(*changed: PodObs) -> tuple[PodObs, ...]:
                             replace(
                                 TS_WLS[3].snapshots[0],
                                 at=t(20),
-                                conditions={"Admitted": cond("Admitted", "True", "Admitted", at=t(18))},
+                                conditions={
+                                    "QuotaReserved": cond("QuotaReserved", "True", "QuotaReserved", at=t(18)),
+                                    "Admitted": cond("Admitted", "True", "Admitted", at=t(18)),
+                                },
                             ),
                         ),
                     ),

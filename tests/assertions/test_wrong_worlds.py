@@ -147,6 +147,75 @@ def _a_one_pod_twice() -> AdmissionObs:
     return replace(o, workloads=tuple(ws))
 
 
+def _a_evicted_while_its_pod_ran() -> AdmissionObs:
+    """Admitted at 5; a look at 100 shows it evicted (Job suspended), and so does the last look; its pod's run,
+    from 20, has no end: it ran on through the eviction (or its end was never seen)."""
+    first = rw.admission().workloads[0].snapshots[0]
+    evicted = replace(
+        first,
+        at=at(100),
+        conditions=conds(
+            cond("QuotaReserved", "False", "Preempted", 95),
+            cond("Admitted", "False", "NoReservation", 95),
+            cond("Evicted", "True", "Preempted", 95),
+        ),
+        has_admission=False,
+        job_suspended=True,
+    )
+    return _a_wl(0, snapshots=(first, evicted, replace(evicted, at=at(300))))
+
+
+def _a_suspended_while_its_pod_ran() -> AdmissionObs:
+    """Admitted, yet its Job seen suspended at 100 while its pod (from 20) ran; unsuspended only at the end."""
+    first = rw.admission().workloads[0].snapshots[0]
+    return _a_wl(
+        0, snapshots=(first, replace(first, at=at(100), job_suspended=True), replace(first, at=at(300)))
+    )
+
+
+def _a_waiting_one_held_quota_between_two_looks() -> AdmissionObs:
+    """A 'waiting' Workload whose last look says it was evicted by preemption and requeued: it held quota."""
+    w = rw.admission().workloads[5]
+    said = replace(
+        w.snapshots[-1],
+        conditions=conds(
+            cond("QuotaReserved", "False", "Preempted", 40),
+            cond("Evicted", "True", "Preempted", 40),
+            cond("Preempted", "True", "InClusterQueue", 40),
+            cond("Requeued", "True", "Preempted", 40),
+        ),
+    )
+    return _a_wl(5, snapshots=(w.snapshots[0], said))
+
+
+def _a_seen_once_at_the_start() -> AdmissionObs:
+    w = rw.admission().workloads[5]
+    return _a_wl(5, snapshots=w.snapshots[:1])
+
+
+def _a_reserved_in_another_tenant_s_queue() -> AdmissionObs:
+    """Quota first reserved in team-b's ClusterQueue (not yet admitted), then admitted in team-a's."""
+    first = rw.admission().workloads[0].snapshots[0]
+    reserved = replace(first, at=at(4), conditions=conds(cond("QuotaReserved", lt=3)), cluster_queue="team-b")
+    return _a_wl(0, snapshots=(reserved, *rw.admission().workloads[0].snapshots))
+
+
+def _a_replaced_pod_names_the_card() -> AdmissionObs:
+    """The card is named only by a pod the platform ended before it ran; the pod that ran has no device."""
+    o = rw.admission()
+    w = o.workloads[0]
+    lost = PodObs(
+        "w00-lost", "gpu-n", "Failed", None, disruption="DeletionByTaintManager", devices=("GPU-0",)
+    )
+    return _a_wl(0, pods=(lost, replace(w.pods[0], devices=())))
+
+
+def _a_pod_with(**pod: Any) -> AdmissionObs:
+    """Workload 0 has its running pod and one more pod with these fields."""
+    w = rw.admission().workloads[0]
+    return _a_wl(0, pods=(*w.pods, PodObs("w00-other", "gpu-n", **pod)))
+
+
 def _a_vacuous() -> AdmissionObs:
     return AdmissionObs((), (), 0, 0, observed_at=at(300))
 
@@ -177,6 +246,47 @@ def _p_cq(v: str | None, h: str | None, reason: str = "InClusterQueue", **kw: An
 
 def _p_crashed() -> PreemptionObs:
     pod = PodObs("high-pod", "gpu-n", "Failed", Interval(at(80), at(81)), exit_code=1, reason="Error")
+    return _p(preemptor={"pods": (pod,)})
+
+
+def _p_admitted_in_a_look_before_its_admission_time() -> PreemptionObs:
+    """The preemptor seen Admitted at 62, in a look that says its admission happened at 70."""
+    o = rw.preemption()
+    early = replace(
+        o.preemptor.snapshots[0],
+        at=at(62),
+        conditions=conds(cond("QuotaReserved", lt=70), cond("Admitted", lt=70)),
+    )
+    return _p(preemptor={"snapshots": (early, *o.preemptor.snapshots)})
+
+
+def _p_victim_held_quota_after_its_release_time() -> PreemptionObs:
+    """The victim seen holding its quota at 68, though a later look dates the release at 65."""
+    o = rw.preemption()
+    admitted, evicted = o.victim.snapshots
+    return _p(victim={"snapshots": (admitted, replace(admitted, at=at(68)), evicted)})
+
+
+def _p_preemptor_pod_started_while_it_was_evicted() -> PreemptionObs:
+    """The preemptor evicted at 100 (seen at 102, its Job suspended), never admitted again; its pod started 110."""
+    o = rw.preemption()
+    admitted = o.preemptor.snapshots[-1]
+    evicted = replace(
+        admitted,
+        at=at(102),
+        conditions=conds(cond("QuotaReserved", "False", "Preempted", 100), cond("Admitted", "False", "NoReservation", 100),
+                         cond("Evicted", "True", "Preempted", 100)),
+        has_admission=False,
+        job_suspended=True,
+    )  # fmt: skip
+    pod = PodObs("high-pod", "gpu-n", "Running", Interval(at(110)))
+    return _p(preemptor={"snapshots": (*o.preemptor.snapshots, evicted), "pods": (pod,)})
+
+
+def _p_preemptor_pod_disrupted() -> PreemptionObs:
+    pod = PodObs(
+        "high-pod", "gpu-n", "Running", Interval(at(80)), evicted=True, disruption="EvictionByEvictionAPI"
+    )
     return _p(preemptor={"pods": (pod,)})
 
 
@@ -219,6 +329,36 @@ def _t_pods(f: Callable[[int, PodObs], PodObs], **kw: Any) -> TimeSlicingObs:
     o = rw.timeslicing()
     pods = tuple(f(i, p) for i, p in enumerate(o.pods))
     return replace(o, pods=pods, workloads=tuple(rw.ts_workload(i, (p,)) for i, p in enumerate(pods)), **kw)
+
+
+def _t_evicted_while_its_pod_ran() -> TimeSlicingObs:
+    """Workload w0 seen evicted (its Job suspended) at 80, while its pod ran 60 to 100, re-admitted at 90."""
+    o = rw.timeslicing()
+    w = o.workloads[0]
+    admitted = w.snapshots[0]
+    evicted = replace(
+        admitted,
+        at=at(80),
+        conditions=conds(cond("QuotaReserved", "False", "Preempted", 78), cond("Admitted", "False", "NoReservation", 78),
+                         cond("Evicted", "True", "Preempted", 78)),
+        has_admission=False,
+        job_suspended=True,
+    )  # fmt: skip
+    again = replace(
+        admitted, at=at(92), conditions=conds(cond("QuotaReserved", lt=90), cond("Admitted", lt=90))
+    )
+    ws = (replace(w, snapshots=(admitted, evicted, again)), *o.workloads[1:])
+    return replace(o, workloads=ws)
+
+
+def _t_seen_waiting_after_its_admission_time() -> TimeSlicingObs:
+    """A look at 55 shows w0 waiting and suspended; a later look says it was admitted since 50."""
+    o = rw.timeslicing()
+    w = o.workloads[0]
+    waiting = replace(w.snapshots[0], at=at(55), conditions=conds(cond("QuotaReserved", "False", "Pending")),
+                      has_admission=False, job_suspended=True)  # fmt: skip
+    later = replace(w.snapshots[0], at=at(58))
+    return replace(o, workloads=(replace(w, snapshots=(w.snapshots[0], waiting, later)), *o.workloads[1:]))
 
 
 # ---- act 5: interruption
@@ -297,18 +437,33 @@ ROWS: dict[str, Row] = {
     "c1 Succeeded with no finish time": Row(lambda: _c_pod(running=Interval(at(70))), "pod_succeeded_doing_gpu_work", "a Succeeded container has a finishedAt; none means no terminated status was read"),
     "c1 allocatable GPU above capacity": Row(lambda: _c(capacity_gpu=0), "node_is_spot_with_a_gpu", "allocatable cannot exceed capacity: the GPU count is invented"),
     "c1 act start timezone-naive": Row(_c_naive, "refused: ColdStartObs.act_started is timezone-naive", "a naive clock cannot be ordered against the API server's UTC"),
+    "c1 node deleted while the pod ran, the pod Succeeded after": Row(lambda: _c(deleted_at=at(80)), "pod_ran_on_that_node_after_it_was_ready", "no pod runs on a node that is gone"),
+    "c1 GPU nodes at the start never listed": Row(lambda: replace(rw.cold(), gpu_nodes_at_start=None), "refused: ColdStartObs.gpu_nodes_at_start None", "a list never read cannot show zero"),
+    "c1 an empty success marker": Row(lambda: replace(rw.cold(), success_marker=""), "refused: ColdStartObs.success_marker '': an empty marker is in every output", "an empty marker proves nothing"),
+    "c1 Succeeded exit 0 after a node shutdown": Row(lambda: _c_pod(reason="NodeShutdown"), "pod_succeeded_doing_gpu_work", "the kubelet ended it for the node's shutdown: not a run to its end"),
     # act 2
     "a2 three tenants, never at once": Row(_a_three_apart, "admitted_ran_at_once", "with three ClusterQueues the overlap is never checked"),
     "a2 three tenants, two on one card": Row(_a_three_shared_card, "admitted_ran_on_different_cards", "the intersection of all three misses a pair sharing a card"),
-    "a2 a 'waiting' Workload Admitted without QuotaReserved": Row(_a_admitted_without_reservation, "the_rest_never_held_quota_and_stayed_suspended", "Admitted=True is admission, whatever QuotaReserved says"),
+    "a2 a 'waiting' Workload Admitted without QuotaReserved": Row(_a_admitted_without_reservation, "refused: Admitted True while QuotaReserved is not set, which Kueue never writes", "Kueue admits only with the quota reserved: such a look is no Workload's status"),
     "a2 admission moved to another tenant's queue": Row(_a_later_other_cq, "one_admitted_per_cluster_queue", "only the first admission's ClusterQueue is compared with the tenant"),
     "a2 runs after the act's last look": Row(_a_future_runs, "admitted_ran_at_once", "timestamps in the future were not observed running"),
-    "a2 a run that ended before it started": Row(_a_impossible_interval, "admitted_ran_at_once", "an impossible interval is no evidence of running at once"),
+    "a2 a run that ended before it started": Row(_a_impossible_interval, "refused: ends before it starts, which no run does", "an impossible interval is no evidence of running at once"),
     "a2 pod started while its Workload was evicted between two admissions": Row(_a_started_while_evicted, "pods_start_only_after_admission", "a pod that starts while its Workload is evicted was not gated by Kueue, whenever the first admission was"),
     "a2 empty device id": Row(lambda: _a_pod(0, devices=("",)), "refused: device id '' names no card", "an empty id names no card"),
     "a2 one pod recorded under both Workloads": Row(_a_one_pod_twice, "pods_start_only_after_admission", "one pod object cannot be two Jobs' pods: one Job showed none of its own"),
     "a2 all of nothing": Row(_a_vacuous, "every_job_has_one_workload", "no jobs, no Workloads: nothing was shown"),
     "a2 admitted Job still suspended while its pod ran": Row(lambda: _a_wl(0, snapshots=(replace(rw.admission().workloads[0].snapshots[0], job_suspended=True),)), "pods_start_only_after_admission", "a suspended Job has no running pods: the pod is not this Job's"),
+    "a2 a run going on through a look showing its Workload evicted": Row(_a_evicted_while_its_pod_ran, "pods_start_only_after_admission", "an eviction ends the pods; one that runs on ran without quota"),
+    "a2 a Job seen suspended while its pod ran": Row(_a_suspended_while_its_pod_ran, "pods_start_only_after_admission", "a suspended Job has no running pods, whenever it was unsuspended"),
+    "a2 a waiting Workload evicted and requeued between two looks": Row(_a_waiting_one_held_quota_between_two_looks, "the_rest_never_held_quota_and_stayed_suspended", "Kueue evicts, preempts and requeues only what held quota"),
+    "a2 a waiting Workload seen only at the start": Row(_a_seen_once_at_the_start, "every_job_has_one_workload", "a history that stops early says nothing of the rest of the window"),
+    "a2 quota reserved in another tenant's queue before admission": Row(_a_reserved_in_another_tenant_s_queue, "one_admitted_per_cluster_queue", "a reservation is a charge too: ownership is every look's that held quota"),
+    "a2 the card named only by a pod that never ran": Row(_a_replaced_pod_names_the_card, "admitted_ran_on_different_cards", "a device proves a card only for a run"),
+    "a2 a crash read as replaced before running": Row(lambda: _a_pod_with(phase="Failed", exit_code=1, reason="Error", disruption="DeletionByTaintManager"), "admitted_pods_ran_healthy", "an exit code says the container ran: it crashed"),
+    "a2 an OOM kill with no run recorded": Row(lambda: _a_pod_with(phase="Failed", exit_code=137, reason="OOMKilled"), "admitted_pods_ran_healthy", "a crash whose start was not seen is still a crash"),
+    "a2 a crash loop with no run recorded": Row(lambda: _a_pod_with(phase="Failed", exit_code=1, reason="CrashLoopBackOff"), "admitted_pods_ran_healthy", "missing timing is no excuse"),
+    "a2 a run in phase Unknown": Row(lambda: _a_pod_with(phase="Unknown", running=Interval(at(20))), "admitted_pods_ran_healthy", "Unknown is not a phase that ran: healthy is known good, not not-known-bad"),
+    "a2 a Succeeded disrupted pod read as replaced": Row(lambda: _a_pod_with(phase="Succeeded", exit_code=0, disruption="EvictionByEvictionAPI"), "admitted_pods_ran_healthy", "Succeeded says it ran; the platform ended it"),
     # act 3
     "p3 ClusterQueues never observed": Row(lambda: _p_cq(None, None), "victim_preempted_for_the_policy_reason", "None == None is not one ClusterQueue"),
     "p3 both charged to another tenant's queue": Row(lambda: _p_cq("team-b", "team-b"), "victim_preempted_for_the_policy_reason", "InClusterQueue must be the tenant's own ClusterQueue"),
@@ -318,7 +473,15 @@ ROWS: dict[str, Row] = {
     "p3 preemptor naming no UID": Row(lambda: _p({"snapshots": rw.victim_snapshots(msg="preempted")}), "victim_preempted_for_the_policy_reason", "which workload the victim made room for is unobserved"),
     "p3 preemptor admitted before the victim gave its quota back": Row(_p_quota_released_after_the_preemptor_was_admitted, "preemptor_admitted_only_after_the_eviction", "quota is free when the victim releases it, not when it is evicted"),
     "p3 submission clock naive": Row(lambda: _p(preemptor_submitted=at(60).replace(tzinfo=None)), "refused: PreemptionObs.preemptor_submitted is timezone-naive", "a naive clock cannot be ordered against condition times"),
+    "p3 preemptor seen Admitted before its admission's own time": Row(_p_admitted_in_a_look_before_its_admission_time, "refused: Admitted True since 2026-01-01T00:01:10Z, after the look at 2026-01-01T00:01:02Z that shows it", "a look cannot show what had not happened yet"),
+    "p3 victim seen holding quota after its release's own time": Row(_p_victim_held_quota_after_its_release_time, "refused: QuotaReserved was True at the look at 2026-01-01T00:01:08Z, though a later look says it has been False since 2026-01-01T00:01:05Z", "a stale release time would order the preemptor against the wrong event"),
+    "p3 another tenant's preemptor admitted in the victim's queue": Row(lambda: _p(preemptor={"tenant": "team-b"}), "victim_preempted_for_the_policy_reason", "a Workload is charged to its own tenant's ClusterQueue, whichever role it plays"),
+    "p3 preemptor's pod started while it was evicted": Row(_p_preemptor_pod_started_while_it_was_evicted, "preemptor_admitted_and_running", "the gate every Kueue act shares holds the preemptor too"),
+    "p3 preemptor's only pod disrupted": Row(_p_preemptor_pod_disrupted, "preemptor_admitted_and_running", "a pod the platform ended is no run"),
     # act 4
+    "t4 a pod running through its Workload's eviction": Row(_t_evicted_while_its_pod_ran, "each_pod_admitted_by_kueue_on_the_shared_flavor", "an eviction ends the pods; one that runs on ran without quota"),
+    "t4 seen waiting after its admission's own time": Row(_t_seen_waiting_after_its_admission_time, "refused: Admitted was not set at the look at 2026-01-01T00:00:55Z, though a later look says it has been True since 2026-01-01T00:00:50Z", "a look after the admission cannot show the Workload waiting"),
+    "t4 every pod on one MIG slice": Row(lambda: _t_pods(lambda i, p: replace(p, devices=("MIG-GPU-1/1/0",))), "each_pod_got_one_replica_of_one_uuid", "a MIG slice is a partition, not a time-sliced replica"),
     "t4 flavor never observed": Row(lambda: _t_workloads(lambda i, p: rw.ts_workload(i, (p,), flavors=())), "each_pod_admitted_by_kueue_on_the_shared_flavor", "no ResourceFlavor seen is not the shared flavor"),
     "t4 one Workload owns two pods, one none": Row(_t_one_owns_two, "each_pod_admitted_by_kueue_on_the_shared_flavor", "each pod its own Workload: count per Workload"),
     "t4 admitted through another tenant's queue": Row(lambda: _t_workloads(lambda i, p: rw.ts_workload(i, (p,), cq="team-b")), "each_pod_admitted_by_kueue_on_the_shared_flavor", "charged ClusterQueue must be the submitting tenant's"),
@@ -335,6 +498,10 @@ ROWS: dict[str, Row] = {
     "i5 replacement's NodeClaim older than the warning": Row(lambda: _i_repl(nodeclaim_created=at(50)), "replacement_is_a_new_spot_node_of_ours", "a claim made before the warning was not a replacement for it"),
     "i5 victim's run ended before the warning": Row(lambda: _i_pod(0, running=Interval(at(30), at(90))), "workload_evicted_through_the_eviction_api", "evicted before the warning: not because of it"),
     "i5 ran again but crashed": Row(lambda: _i_pod(1, phase="Failed", exit_code=1, running=Interval(at(160), at(161))), "workload_ran_again_on_the_replacement", "a crash is not running again"),
+    "i5 the replacement is the interrupted instance under a new name": Row(lambda: _i(node=replace(rw.interruption().node, instance_id="i-0abc"), replacement=replace(rw.interruption().replacement, instance_id="i-0abc")), "replacement_is_a_new_spot_node_of_ours", "a new name, uid and NodeClaim on the same machine is not a new node"),
+    "i5 the only pod on the node never ran": Row(lambda: _i_pod(0, running=None, exit_code=None), "workload_evicted_through_the_eviction_api", "nothing running: nothing drained"),
+    "i5 the victim started after the warning": Row(lambda: _i_pod(0, running=Interval(at(104), at(110))), "workload_evicted_through_the_eviction_api", "a pod started after the warning was not running when it came"),
+    "i5 the pod on the replacement disrupted": Row(lambda: _i_pod(1, evicted=True, disruption="EvictionByEvictionAPI"), "workload_ran_again_on_the_replacement", "a pod the platform ended is not running again"),
     "i5 replacement deleted before the pod ran": Row(lambda: _i_repl(deleted_at=at(155)), "workload_ran_again_on_the_replacement", "the pod ran on a name whose node was going away: not that node"),
     "i5 interrupted node's claim NodePool unobserved": Row(lambda: _i(node=replace(rw.interruption().node, nodeclaim_nodepool=None)), "nodeclaim_of_the_node_deleted", "missing ownership accepted"),
     # act 6

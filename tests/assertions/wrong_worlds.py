@@ -3,6 +3,7 @@ dataclasses directly, each a world where the act's claim is true. The table's ro
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from assertions.admission import AdmissionObs
@@ -94,6 +95,8 @@ def admission(tenants: tuple[str, ...] = ("team-a", "team-b")) -> AdmissionObs:
     n = len(tenants)
     ws = [admitted_wl(f"w{i:02d}", t, f"GPU-{i}") for i, t in enumerate(tenants)]
     ws += [waiting_wl(f"w{i:02d}", tenants[i % n]) for i in range(n, 12)]
+    # each seen again, unchanged, at the act's last look: the histories cover the window
+    ws = [replace(w, snapshots=(*w.snapshots, replace(w.snapshots[-1], at=at(300)))) for w in ws]
     return AdmissionObs(tuple(ws), tenants, 12, n, observed_at=at(300))
 
 
@@ -219,6 +222,9 @@ def record(start: float, sm: float = 0.4582, util: float = 80.0, secs: float = 6
         "EffectiveCost": cost,
         "x_IdleCost": cost * (1 - sm),
         "x_RateSource": "catalog",
+        "x_Status": "ok",
+        "x_GpuCount": 1,
+        "x_GpusReporting": 1,
     }
 
 

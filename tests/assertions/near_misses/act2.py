@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from assertions.admission import AdmissionObs
 from assertions.observed import Interval, PodObs, WorkloadObs, WorkloadSnapshot
 from tests.assertions.near_misses import Break
-from tests.assertions.tables import cond, t
+from tests.assertions.tables import cond, seen_until, t
 
 TENANTS = ("team-a", "team-b")
 
@@ -46,8 +46,9 @@ def holding(draw: st.DrawFn) -> AdmissionObs:
     ]
     world = (*running, *waiting)
     order = draw(st.permutations(range(len(world))))
-    return AdmissionObs(tuple(world[i] for i in order), TENANTS, expected_total=len(world),
-                        expected_admitted=len(TENANTS), observed_at=t(max(starts) + 30))  # fmt: skip
+    last = t(max(starts) + 30)
+    return AdmissionObs(seen_until((world[i] for i in order), last), TENANTS, expected_total=len(world),
+                        expected_admitted=len(TENANTS), observed_at=last)  # fmt: skip
 
 
 def admitted(o: AdmissionObs) -> list[WorkloadObs]:
@@ -73,7 +74,8 @@ def first_waiting(o: AdmissionObs, fn) -> AdmissionObs:
 
 
 def snap(w: WorkloadObs, **changes) -> WorkloadObs:
-    return replace(w, snapshots=(replace(w.snapshots[0], **changes),))
+    """Every look at the Workload changed alike (its look at the act's end included)."""
+    return replace(w, snapshots=tuple(replace(s, **changes) for s in w.snapshots))
 
 
 def pod(w: WorkloadObs, **changes) -> WorkloadObs:
@@ -88,7 +90,7 @@ def admit_later(w: WorkloadObs) -> WorkloadObs:
     """Kueue admitted it 30 s after its pod was already Running."""
     late = w.pods[0].running.start + timedelta(seconds=30)
     conds = {**w.snapshots[0].conditions, "Admitted": cond("Admitted", "True", at=late)}
-    return snap(w, conditions=conds)
+    return snap(w, conditions=conds, at=late)  # seen when it changed: a look cannot predate what it shows
 
 
 def both_disjoint(o: AdmissionObs) -> AdmissionObs:

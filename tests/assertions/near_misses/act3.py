@@ -92,7 +92,9 @@ def old_eviction(o: PreemptionObs) -> PreemptionObs:
     early = o.preemptor_submitted - timedelta(seconds=5)
     snaps = tuple(replace(s, conditions={**s.conditions, "Evicted": cond("Evicted", "True", "Preempted", at=early)})
                   if s.is_("Evicted") else s for s in o.victim.snapshots)  # fmt: skip
-    return victim(o, snapshots=snaps)
+    # no look between that eviction and the preemptor's submission said otherwise: a history agrees with its
+    # conditions' change times (the model refuses one that does not)
+    return victim(o, snapshots=tuple(s for s in snaps if s.is_("Evicted") or s.at < early))
 
 
 def finished(o: PreemptionObs) -> PreemptionObs:
@@ -104,8 +106,9 @@ def finished(o: PreemptionObs) -> PreemptionObs:
 
 def admitted_early(o: PreemptionObs) -> PreemptionObs:
     first_evicted = next(s for s in after(o) if s.is_("Evicted")).at
-    early = admitted((first_evicted - T0).total_seconds() - 2, "uid-high")
-    # seen no earlier than the preemptor's first look (a history is in time order); admitted 2 s before the eviction
+    early = admitted((first_evicted - T0).total_seconds() - 1, "uid-high")
+    # seen no earlier than the preemptor's first look (a history is in time order); admitted in the second before
+    # the eviction, so the first look (at submission, not admitted) does not contradict the admission's time
     early = replace(early, at=max(early.at, o.preemptor.snapshots[0].at))
     return preemptor(o, snapshots=(o.preemptor.snapshots[0], early))
 

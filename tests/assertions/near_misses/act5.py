@@ -60,6 +60,12 @@ def seconds(s: float) -> timedelta:
 
 
 BREAKS = (
+    Break("interrupted_node_was_spot_and_up_at_the_warning", "state", "an on-demand node",
+          lambda o: replace(o, node=replace(o.node, labels={**o.node.labels, "karpenter.sh/capacity-type": "on-demand"}))),
+    Break("interrupted_node_was_spot_and_up_at_the_warning", "identity", "a namesake created after the warning",
+          lambda o: replace(o, node=replace(o.node, created=o.warned_at + seconds(5)))),
+    Break("interrupted_node_was_spot_and_up_at_the_warning", "time", "a node deleted before the warning",
+          lambda o: replace(o, node=replace(o.node, deleted_at=o.warned_at - seconds(5)))),
     Break("warning_was_delivered", "state", "the FIS experiment failed",
           lambda o: replace(o, delivery="fis", delivery_state="failed", delivery_reason="no targets")),
     Break("karpenter_saw_the_interruption", "state", "no interruption events", lambda o: replace(o, events=())),

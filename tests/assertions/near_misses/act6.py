@@ -20,7 +20,7 @@ def record(start, seconds: int, sm: float, util: float, node: str = "gpu-a") -> 
     return {
         "ResourceName": node, "ChargePeriodStart": iso(start), "ChargePeriodEnd": iso(start + timedelta(seconds=60)),
         "x_GpuUtilPercent": util, "x_SmActive": sm, "EffectiveCost": cost, "x_InstanceSeconds": seconds,
-        "x_IdleCost": cost * (1 - sm), "x_RateSource": "catalog", "x_Status": "ok", "x_Message": None,
+        "x_IdleCost": cost * (1 - sm), "x_RateSource": "catalog", "x_Status": "ok", "x_Message": None, "x_GpuCount": 1, "x_GpusReporting": 1,
     }  # fmt: skip
 
 
@@ -93,6 +93,13 @@ BREAKS = (
           lambda o: replace(o, records=[*o.records, dict(o.records[0])])),
     Break("enough_consecutive_records", "time", "a gap between records", gap),
     Break("records_are_of_the_node", "identity", "a record of another node", lambda o: first(o, ResourceName="gpu-b")),
+    Break("every_figure_from_every_gpu", "provenance", "a record the collector marked partial",
+          lambda o: first(o, x_Status="partial", x_Message="0 of 1 GPUs on gpu-a report SM_ACTIVE")),
+    Break("every_figure_from_every_gpu", "count", "figures from no reporting GPU",
+          lambda o: first(o, x_GpusReporting=0)),
+    Break("every_figure_from_every_gpu", "count", "a node of no GPU", lambda o: first(o, x_GpuCount=0, x_GpusReporting=0)),
+    Break("cost_is_the_rate_times_seconds", "state", "a cost that is not a number", lambda o: first(o, EffectiveCost=float("nan"))),
+    Break("idle_is_cost_times_unused_share", "state", "an idle cost that is not a number", lambda o: first(o, x_IdleCost=float("nan"))),
     Break("instance_seconds_match_the_node_life", "provenance", "the node's creation not observed",
           lambda o: replace(o, node_created=None)),
     Break("instance_seconds_match_the_node_life", "time", "charged seconds before the node existed",

@@ -41,8 +41,9 @@ def world(layout: str, asks: list[tuple[str, str]], interval: int, starts: list[
         pods.append(pod)
         wls.append(WorkloadObs(f"job-mig-{i}", tenant, snapshots=(snap,), pods=(pod,)))
         slices.append(SliceSeries(ns, pod.name, "GPU-1111", str(i + 1), profile, "gpu-mig"))
-        g = int(profile[0])
-        by[(tenant, ns)] = by.get((tenant, ns), Fraction(0)) + Fraction(g, 7) * interval
+        g = int(profile[0])  # a slice's worth: its compute slices over those of every slice cut (the model's)
+        total = sum(int(q[0]) * n for q, n in cut.items())
+        by[(tenant, ns)] = by.get((tenant, ns), Fraction(0)) + Fraction(g, total) * interval
     rest = interval - sum(by.values(), Fraction(0))
     rows = [(k, s) for k, s in by.items()] + ([(("unallocated", None), rest)] if rest else [])
     card = (RATE * interval / 3600).quantize(Decimal("0.000001"))
@@ -209,7 +210,7 @@ BREAKS = (
           lambda o: replace(o, jobs=o.jobs + 1)),
     Break("all_pods_on_that_node", "identity", "a pod on another node", lambda o: first_pod(o, node="gpu-other")),
     Break("all_ran_at_once", "time", "one pod ended before the last started",
-          lambda o: first_pod(o, running=Interval(o.pods[0].running.start, t(9)))),
+          lambda o: first_pod(o, running=Interval(o.pods[0].running.start, o.pods[0].running.start))),
     Break("each_pod_on_its_own_slice_of_the_profile_it_asked", "identity", "slices of two different cards",
           lambda o: first_slice(o, card="GPU-2222")),
     Break("each_pod_on_its_own_slice_of_the_profile_it_asked", "identity", "a slice series from another node's exporter",

@@ -219,7 +219,7 @@ BREAKS = (
     Break("all_pods_on_that_node", "time", "the node deleted before the pods ended",
           lambda o: node(o, deleted_at=o.pods[0].running.start + (o.pods[0].running.end - o.pods[0].running.start) / 2)),
     Break("all_ran_at_once", "time", "one pod ended before the last started",
-          lambda o: first_pod(o, running=Interval(o.pods[0].running.start, t(9)))),
+          lambda o: first_pod(o, running=Interval(o.pods[0].running.start, o.pods[0].running.start))),
     Break("each_pod_a_client_of_its_own_on_that_card", "count", "one client given to two pods",
           lambda o: first_pod(o, devices=o.pods[1].devices)),
     Break("each_pod_a_client_of_its_own_on_that_card", "identity", "a whole card's id, not a client's",

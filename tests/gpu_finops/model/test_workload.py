@@ -28,6 +28,7 @@ class Look:
     at: datetime
     conditions: dict[str, Condition] = field(default_factory=dict)
     job_suspended: bool | None = None
+    uid: str | None = "uid-w"
 
 
 def test_the_api_shape_is_read_once_with_times_reasons_and_generation():
@@ -240,3 +241,112 @@ def test_a_pod_that_starts_outside_every_admitted_stretch_breaks_it(start, shown
 def test_a_pod_of_a_workload_never_admitted_breaks_it():
     (v,) = w.ran_only_while_admitted((Look(at(1)),), [("p", at(3))])
     assert v.observed.endswith("outside every stretch its Workload was admitted (never admitted)")
+
+
+# --- looks agree with their conditions' change times ---------------------------------------------------------
+def admitted(t: float) -> dict[str, Condition]:
+    return {c.type: c for c in (cond(w.QUOTA_RESERVED, t=t), cond(w.ADMITTED, t=t))}
+
+
+def waiting() -> dict[str, Condition]:
+    return {w.QUOTA_RESERVED: cond(w.QUOTA_RESERVED, "False", "Pending", t=0)}
+
+
+def test_looks_that_agree_with_the_change_times_hold():
+    assert w.looks_agree_with_transitions((Look(at(5), waiting()), Look(at(12), admitted(10)))) == []
+
+
+def test_a_look_showing_a_change_dated_after_it_is_refused_past_the_slack_only():
+    assert w.looks_agree_with_transitions((Look(at(8), admitted(10)),)) == []  # within LOOK_SLACK: a race
+    assert w.looks_agree_with_transitions((Look(at(7), admitted(10)),)) == [
+        Violation(
+            "looks_agree_with_transitions",
+            at(7),
+            "Admitted True since 2026-12-01T12:00:10Z, after the look at 2026-12-01T12:00:07Z that shows it",
+        ),
+        Violation(
+            "looks_agree_with_transitions",
+            at(7),
+            "QuotaReserved True since 2026-12-01T12:00:10Z, after the look at 2026-12-01T12:00:07Z that shows it",
+        ),
+    ]
+
+
+def test_an_earlier_look_taken_after_a_change_yet_not_showing_it_is_refused_naming_that_look():
+    history = (Look(at(5), waiting()), Look(at(30), waiting()), Look(at(40), admitted(20)))
+    (v, *_) = w.looks_agree_with_transitions(history)
+    assert v == Violation(
+        "looks_agree_with_transitions",
+        at(30),
+        "Admitted was not set at the look at 2026-12-01T12:00:30Z, though a later look says it has been True "
+        "since 2026-12-01T12:00:20Z",
+    )
+    # a look inside the slack after the change may still show the earlier status
+    assert (
+        w.looks_agree_with_transitions(
+            (Look(at(5), waiting()), Look(at(21), waiting()), Look(at(40), admitted(20)))
+        )
+        == []
+    )
+
+
+def test_looks_of_another_object_under_the_same_name_are_not_held_against_it():
+    old = Look(at(30), waiting(), uid="uid-old")
+    assert w.looks_agree_with_transitions((old, Look(at(40), admitted(20), uid="uid-new"))) == []
+
+
+def test_admitted_without_the_quota_reserved_is_no_status_kueue_writes():
+    assert w.admitted_without_reservation(admitted(1)) is None
+    assert (
+        w.admitted_without_reservation({w.ADMITTED: cond(w.ADMITTED)})
+        == "Admitted True while QuotaReserved is not set"
+    )
+    said = w.admitted_without_reservation({**admitted(1), w.QUOTA_RESERVED: cond(w.QUOTA_RESERVED, "False")})
+    assert said == "Admitted True while QuotaReserved is False"
+
+
+# --- a pod runs only while its Workload stays admitted ---------------------------------------------------------
+def evicted(t: float) -> dict[str, Condition]:
+    return {
+        w.QUOTA_RESERVED: cond(w.QUOTA_RESERVED, "False", "Preempted", t=t),
+        w.ADMITTED: cond(w.ADMITTED, "False", "NoReservation", t=t),
+        w.EVICTED: cond(w.EVICTED, "True", "Preempted", t=t),
+    }
+
+
+HELD = (Look(at(5), admitted(5), False), Look(at(50), admitted(5), False))
+
+
+def test_a_run_inside_its_admission_holds_and_a_look_at_its_end_second_is_not_during_it():
+    ran = [("p", at(10), at(40))]
+    assert w.admitted_while_running(HELD, ran) == []
+    done = (
+        *HELD,
+        Look(
+            at(
+                40,
+            ),
+            {**admitted(5), w.FINISHED: cond(w.FINISHED, t=40)},
+            False,
+        ),
+    )
+    assert w.admitted_while_running(done, ran) == []
+    assert w.admitted_while_running((*HELD[:1], Look(at(40), evicted(39), True)), ran) == []
+
+
+def test_a_run_going_on_through_an_eviction_is_named_with_the_look_and_the_reason():
+    history = (HELD[0], Look(at(30), evicted(28), True), Look(at(60), admitted(55), False))
+    assert w.admitted_while_running(history, [("p", at(10), None)]) == [
+        Violation(
+            "admitted_while_running",
+            at(30),
+            "pod p was Running (from 2026-12-01T12:00:10Z, not seen ending) at the look at 2026-12-01T12:00:30Z, "
+            "which shows its Workload Evicted (Preempted)",
+        )
+    ]
+
+
+def test_a_run_through_a_look_showing_its_job_suspended_is_named():
+    history = (HELD[0], Look(at(30), admitted(5), True))
+    (v,) = w.admitted_while_running(history, [("p", at(10), at(40))])
+    assert v.observed.endswith("which shows its Workload admitted but its Job suspended")
