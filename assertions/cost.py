@@ -13,7 +13,7 @@
 | sm_active_within_gpu_util | - | - | same interval | every record | the two DCGM fields | both (tolerance 0.05) |
 | cost_is_the_rate_times_seconds | - | rate source the act expects | per interval's price | every record | prices the act read itself (AWS: spot history; local: the catalog, not independent) | same clause, different price observers |
 | idle_is_cost_times_unused_share | - | - | - | every record | cost, SM_ACTIVE | same |
-| holdings_name_the_acts_pod | namespace/pod, on the records' node | the act's tenant | every interval the pod's span overlaps; none begun after it finished; the span possible | >= 1 such interval; the pod once per interval, holding the GPUs its Job asked for | the collector's holdings | same |
+| holdings_name_the_acts_pod | namespace/pod, on the records' node; its devices, where known, whole cards | the act's tenant | every interval the pod's span overlaps; none begun after it finished; the span possible; the holding's own span overlapping the interval | >= 1 such interval; the pod once per interval, holding the GPUs its Job asked for, worth that many whole cards (replicas, equivalents); the node's holdings in the interval no more than its cards, no device twice | the collector's holdings | same |
 
 Tolerances: dollars 1e-6 (float sums); instance-seconds 1 s (Kubernetes stores whole seconds); the
 simulated SM_ACTIVE 0.005 (a scrape at an interval's edge); SM_ACTIVE may exceed GPU_UTIL/100 by at most

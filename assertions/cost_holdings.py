@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from assertions.clauses import Miss, parse_iso
 from assertions.cost_obs import CostObs, HolderObs
+from gpu_finops.model import holding
 
 
 def held_after_it_finished(o: CostObs, want: str) -> list[Miss]:
@@ -86,13 +89,54 @@ def holdings_name_the_acts_pod(o: CostObs) -> list[Miss]:
                 Miss(want, f"{at}: the holdings recorded for {o.node} name {names}, not the act's pod {who}")
             )
         else:
-            misses += _holding_fields(want, at, who, mine, h, o.node)
+            misses += _holding_fields(want, (at, r["ChargePeriodEnd"]), who, mine, h, o.node)
+        misses += _the_node_held_at_most_once(want, at, o.holdings[at], o.node, r.get("x_GpuCount"))
     return misses
 
 
-def _holding_fields(want: str, at: str, who: str, mine: dict, h: HolderObs, node: str) -> list[Miss]:
-    """Every field of the pod's holding the bill reads: its tenant, the node whose card it holds, and how many
-    GPUs it holds (a holding of none, or of another node's card, bills nobody the node's interval)."""
+def _worth(x: dict) -> Fraction | None:
+    """Cards' worth of one holding as the bill reads it (GpuHolding.physical_gpus): its equivalents, else its
+    GPUs over the replicas per card; None when a field is not a number the model reads."""
+    gpus, replicas, eq = x.get("gpus"), x.get("replicas", 1), x.get("equivalents")
+    try:
+        if eq is not None:
+            return Fraction(str(eq))
+        return holding.physical_gpus(gpus, replicas)
+    except (ValueError, TypeError, ZeroDivisionError):
+        return None
+
+
+def _the_node_held_at_most_once(want: str, at: str, held: list[dict], node: str, cards: object) -> list[Miss]:
+    """The node's holdings in one interval hold no more than its cards, and no device twice: a card recorded
+    for two pods bills it twice."""
+    mine = [x for x in held if x.get("node") == node]
+    misses = []
+    devices = [d for x in mine for d in x.get("devices") or ()]
+    twice = sorted({d for d in devices if devices.count(d) > 1})
+    if twice:
+        misses.append(Miss(want, f"{at}: devices {twice} of {node} recorded for two holders"))
+    worth = [_worth(x) for x in mine]
+    if type(cards) is int and None not in worth and sum(worth, Fraction(0)) > cards:  # type: ignore[arg-type]
+        holders = sorted(f"{x.get('namespace')}/{x.get('pod')}" for x in mine)
+        misses.append(
+            Miss(
+                want,
+                f"{at}: {holders} hold {sum(worth, Fraction(0))} cards' worth of {node}, which has {cards}: "  # type: ignore[arg-type]
+                "more held than the node has (one card recorded for two holders, or cards the node does not have)",
+            )
+        )
+    return misses
+
+
+def _holding_fields(
+    want: str, interval: tuple[str, str], who: str, mine: dict, h: HolderObs, node: str
+) -> list[Miss]:
+    """Every field of the pod's holding the bill reads: its tenant, the node whose card it holds, how many GPUs
+    it holds and what they are worth of a card (replicas, equivalents: a whole card for the act's Job), the
+    devices where they are known (whole cards, as many as its GPUs), and its span, which must overlap the
+    interval (a holding of none, of another node's card, of a quarter card or outside the interval bills the
+    node's interval wrongly)."""
+    at = interval[0]
     misses = []
     if mine.get("tenant") != h.tenant:
         misses.append(
@@ -112,6 +156,50 @@ def _holding_fields(want: str, at: str, who: str, mine: dict, h: HolderObs, node
             Miss(
                 want,
                 f"{at}: the act's pod {who} was recorded holding {gpus!r} GPU(s), its Job asked for {h.gpus}",
+            )
+        )
+        return misses
+    worth = _worth(mine)
+    if worth != h.gpus:
+        misses.append(
+            Miss(
+                want,
+                f"{at}: the act's pod {who} was recorded holding {worth} cards' worth (replicas "
+                f"{mine.get('replicas', 1)!r}, equivalents {mine.get('equivalents')!r}), its Job asked for {h.gpus} "
+                "whole card(s)",
+            )
+        )
+    devices = list(mine.get("devices") or ())
+    if devices:
+        try:
+            kinds = [holding.device(d).kind for d in devices]
+        except holding.DeviceIdError as exc:
+            kinds, bad = [], str(exc)
+        else:
+            bad = ""
+        if bad or len(devices) != gpus or any(k is not holding.Kind.WHOLE for k in kinds):
+            misses.append(
+                Miss(
+                    want,
+                    f"{at}: the act's pod {who} was recorded with devices {devices}, not {gpus} whole card(s)"
+                    + (f" ({bad})" if bad else ""),
+                )
+            )
+    try:
+        start = parse_iso(mine["start"])
+        end = parse_iso(mine["end"]) if mine.get("end") else None
+    except (KeyError, TypeError, ValueError):
+        return [
+            *misses,
+            Miss(want, f"{at}: the act's pod {who}'s holding has no readable start ({mine.get('start')!r})"),
+        ]
+    lo, hi = parse_iso(interval[0]), parse_iso(interval[1])
+    if not start < hi or (end is not None and not end > lo):
+        misses.append(
+            Miss(
+                want,
+                f"{at}: the act's pod {who}'s holding spans {mine.get('start')} to {mine.get('end')}, none of the "
+                f"interval to {interval[1]}",
             )
         )
     return misses

@@ -24,6 +24,11 @@ class HolderObs:
 
     def __post_init__(self) -> None:
         require_aware(self)
+        empty = [f for f in ("namespace", "pod", "tenant") if not str(getattr(self, f)).strip()]
+        if empty:
+            raise ValueError(f"HolderObs {empty} empty: a holding naming nobody matches any other that does")
+        if isinstance(self.gpus, bool) or not isinstance(self.gpus, int) or self.gpus < 1:
+            raise ValueError(f"HolderObs.gpus {self.gpus!r}: the act's Job asks for at least one GPU")
 
     def overlaps(self, start: datetime, end: datetime) -> bool:
         return self.held_from < end and (self.held_until is None or self.held_until > start)

@@ -44,7 +44,10 @@ COST = CostObs(
     node_created=t(-600),
     expected_sm_active=0.4582,
 )
-POD = {"namespace": "act-1-team-a", "pod": "cost-1-x", "tenant": "team-a", "node": "gpu-a", "gpus": 1}
+POD = {
+    "namespace": "act-1-team-a", "pod": "cost-1-x", "tenant": "team-a", "node": "gpu-a", "gpus": 1,
+    "start": "2026-11-30T11:59:30+00:00", "end": None, "replicas": 1, "equivalents": None, "devices": ["GPU-1111"],
+}  # fmt: skip
 HOLDER = HolderObs("act-1-team-a", "cost-1-x", "team-a", held_from=t(-30), held_until=t(200))
 HELD = replace(COST, holder=HOLDER, holdings={r["ChargePeriodStart"]: [POD] for r in COST.records})
 SPOT_CURVE = {f"2026-11-30T12:0{i}:00Z": 1.861 for i in range(3)}  # per-interval prices, as on AWS

@@ -513,6 +513,13 @@ ROWS: dict[str, Row] = {
     "k6 holder ends before it starts": Row(lambda: _k(holder=HolderObs("team-a", "cost-pod", "team-a", at(130), at(125))), "holdings_name_the_acts_pod", "an impossible span overlaps whatever"),
     "k6 load ran outside every record, SM all zero": Row(_k_load_outside, "sm_active_seen_while_the_load_ran", "no interval to judge is no evidence, not a pass"),
     "k6 node deleted before it was created": Row(lambda: _k(node_deleted=at(-10)), "instance_seconds_match_the_node_life", "an impossible life"),
+    "k6 the act's pod holding a quarter card": Row(lambda: _k_holdings(({**rw.holding(), "replicas": 4},)), "holdings_name_the_acts_pod", "a replica of a time-sliced card bills a quarter of it"),
+    "k6 the act's pod holding a replica device": Row(lambda: _k_holdings(({**rw.holding(), "devices": ["GPU-1111::0"]},)), "holdings_name_the_acts_pod", "a replica is not the whole card the Job asked for"),
+    "k6 a second tenant's pod holding the one card": Row(lambda: _k_holdings((rw.holding(), {**rw.holding("team-b"), "namespace": "team-b", "pod": "other"})), "holdings_name_the_acts_pod", "one card billed to two holders"),
+    "k6 the act's pod held none of the interval": Row(lambda: _k_holdings(({**rw.holding(), "start": rw.iso(130)},)), "holdings_name_the_acts_pod", "a holding that begins after the interval bills nothing of it"),
+    "k6 a holding with no start": Row(lambda: _k_holdings(({k: v for k, v in rw.holding().items() if k != "start"},)), "holdings_name_the_acts_pod", "missing data is no holding"),
+    "k6 a holder naming nobody": Row(lambda: _k(holder=HolderObs("", "", "", at(70))), "refused: HolderObs \\['namespace', 'pod', 'tenant'\\] empty", "empty names match each other"),
+    "k6 a holder of no GPU": Row(lambda: _k(holder=HolderObs("team-a", "cost-pod", "team-a", at(70), gpus=0)), "refused: HolderObs.gpus 0", "a holder of nothing proves no holding"),
     # act 7
     "d7 empty evidence token": Row(lambda: _d_evidence(("",)), "first_finding_carries_its_evidence", "an empty token is always 'carried'"),
     "d7 token naming nothing": Row(lambda: _d_evidence(("holder:",)), "first_finding_carries_its_evidence", "a token with no object names none of the act's"),

@@ -229,7 +229,8 @@ def record(start: float, sm: float = 0.4582, util: float = 80.0, secs: float = 6
 
 
 def holding(tenant: str = "team-a") -> dict:
-    return {"namespace": "team-a", "pod": "cost-pod", "tenant": tenant, "node": "gpu-a", "gpus": 1}
+    return {"namespace": "team-a", "pod": "cost-pod", "tenant": tenant, "node": "gpu-a", "gpus": 1,
+            "start": iso(50), "end": None, "replicas": 1, "equivalents": None, "devices": []}  # fmt: skip
 
 
 def cost() -> CostObs:

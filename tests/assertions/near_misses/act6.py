@@ -41,7 +41,18 @@ def holding(draw: st.DrawFn) -> CostObs:
     holder = HolderObs("team-a", "cost-1", "team-a", T0 + timedelta(seconds=created_offset + 1))
     holdings = {
         r["ChargePeriodStart"]: [
-            {"namespace": "team-a", "pod": "cost-1", "tenant": "team-a", "node": "gpu-a", "gpus": 1}
+            {
+                "namespace": "team-a",
+                "pod": "cost-1",
+                "tenant": "team-a",
+                "node": "gpu-a",
+                "gpus": 1,
+                "start": holder.held_from.isoformat(),
+                "end": None,
+                "replicas": 1,
+                "equivalents": None,
+                "devices": [],
+            }
         ]
         for r in recs
     }
