@@ -929,23 +929,28 @@ def test_a_preemptor_never_observed_has_no_uid_to_match():
     ]
 
 
-def test_a_failed_or_disrupted_preemptor_pod_is_no_run_and_one_that_exited_zero_ran():
-    failed = replace(PREEMPTOR, pods=(replace(PREEMPTOR.pods[0], phase="Failed"),))
-    assert preemptor_admitted_and_running(replace(PREEMPT, preemptor=failed)) == [
+@pytest.mark.parametrize(
+    "change, failed",
+    [
+        ({"phase": "Failed"}, "high-0-pod (Failed, exit None, reason None)"),
+        (
+            {"disruption": "EvictionByEvictionAPI"},
+            "high-0-pod (Running, exit None, reason None: disrupted: EvictionByEvictionAPI)",
+        ),
+    ],
+)
+def test_a_failed_or_disrupted_preemptor_pod_is_no_run(change, failed):
+    pod = replace(PREEMPTOR, pods=(replace(PREEMPTOR.pods[0], **change),))
+    assert preemptor_admitted_and_running(replace(PREEMPT, preemptor=pod)) == [
         Miss(
             "high-0 Admitted, its pod Running after that",
             "preemptor high-0 never had a Running pod that did not crash and was not ended by the platform "
-            "(failed: ['high-0-pod (Failed, exit None, reason None)'])",
+            f"(failed: ['{failed}'])",
         )
     ]
-    disrupted = replace(PREEMPTOR, pods=(replace(PREEMPTOR.pods[0], disruption="EvictionByEvictionAPI"),))
-    assert preemptor_admitted_and_running(replace(PREEMPT, preemptor=disrupted)) == [
-        Miss(
-            "high-0 Admitted, its pod Running after that",
-            "preemptor high-0 never had a Running pod that did not crash and was not ended by the platform "
-            "(failed: ['high-0-pod (Running, exit None, reason None: disrupted: EvictionByEvictionAPI)'])",
-        )
-    ]
+
+
+def test_a_preemptor_pod_that_exited_zero_ran():
     done = replace(PREEMPTOR, pods=(replace(PREEMPTOR.pods[0], phase="Succeeded", exit_code=0),))
     assert preemptor_admitted_and_running(replace(PREEMPT, preemptor=done)) == []
 

@@ -62,6 +62,23 @@ def _c_naive() -> ColdStartObs:
     return replace(o, act_started=o.act_started.replace(tzinfo=None))
 
 
+def _evicted(
+    look: WorkloadSnapshot, seen: float, since: float, quota_reason: str = "Preempted"
+) -> WorkloadSnapshot:
+    """`look` again at `seen`, its Workload evicted by preemption at `since`: quota given back, Job suspended."""
+    return replace(
+        look,
+        at=at(seen),
+        conditions=conds(
+            cond("QuotaReserved", "False", quota_reason, since),
+            cond("Admitted", "False", "NoReservation", since),
+            cond("Evicted", "True", "Preempted", since),
+        ),
+        has_admission=False,
+        job_suspended=True,
+    )
+
+
 # ---- act 2: admission
 def _a_wl(i: int, **kw: Any) -> AdmissionObs:
     o = rw.admission()
@@ -90,17 +107,7 @@ def _a_three_shared_card() -> AdmissionObs:
 def _a_started_while_evicted() -> AdmissionObs:
     """Admitted at 5, evicted at 15, admitted again at 25; its pod started at 20, in between."""
     first = rw.admission().workloads[0].snapshots[0]
-    evicted = replace(
-        first,
-        at=at(16),
-        conditions=conds(
-            cond("QuotaReserved", "False", "Pending", 15),
-            cond("Admitted", "False", "NoReservation", 15),
-            cond("Evicted", "True", "Preempted", 15),
-        ),
-        has_admission=False,
-        job_suspended=True,
-    )
+    evicted = _evicted(first, 16, 15, "Pending")
     again = replace(first, at=at(30), conditions=conds(cond("QuotaReserved", lt=25), cond("Admitted", lt=25)))
     return _a_wl(0, snapshots=(first, evicted, again))
 
@@ -151,17 +158,7 @@ def _a_evicted_while_its_pod_ran() -> AdmissionObs:
     """Admitted at 5; a look at 100 shows it evicted (Job suspended), and so does the last look; its pod's run,
     from 20, has no end: it ran on through the eviction (or its end was never seen)."""
     first = rw.admission().workloads[0].snapshots[0]
-    evicted = replace(
-        first,
-        at=at(100),
-        conditions=conds(
-            cond("QuotaReserved", "False", "Preempted", 95),
-            cond("Admitted", "False", "NoReservation", 95),
-            cond("Evicted", "True", "Preempted", 95),
-        ),
-        has_admission=False,
-        job_suspended=True,
-    )
+    evicted = _evicted(first, 100, 95)
     return _a_wl(0, snapshots=(first, evicted, replace(evicted, at=at(300))))
 
 
@@ -271,14 +268,7 @@ def _p_preemptor_pod_started_while_it_was_evicted() -> PreemptionObs:
     """The preemptor evicted at 100 (seen at 102, its Job suspended), never admitted again; its pod started 110."""
     o = rw.preemption()
     admitted = o.preemptor.snapshots[-1]
-    evicted = replace(
-        admitted,
-        at=at(102),
-        conditions=conds(cond("QuotaReserved", "False", "Preempted", 100), cond("Admitted", "False", "NoReservation", 100),
-                         cond("Evicted", "True", "Preempted", 100)),
-        has_admission=False,
-        job_suspended=True,
-    )  # fmt: skip
+    evicted = _evicted(admitted, 102, 100)
     pod = PodObs("high-pod", "gpu-n", "Running", Interval(at(110)))
     return _p(preemptor={"snapshots": (*o.preemptor.snapshots, evicted), "pods": (pod,)})
 
@@ -336,14 +326,7 @@ def _t_evicted_while_its_pod_ran() -> TimeSlicingObs:
     o = rw.timeslicing()
     w = o.workloads[0]
     admitted = w.snapshots[0]
-    evicted = replace(
-        admitted,
-        at=at(80),
-        conditions=conds(cond("QuotaReserved", "False", "Preempted", 78), cond("Admitted", "False", "NoReservation", 78),
-                         cond("Evicted", "True", "Preempted", 78)),
-        has_admission=False,
-        job_suspended=True,
-    )  # fmt: skip
+    evicted = _evicted(admitted, 80, 78)
     again = replace(
         admitted, at=at(92), conditions=conds(cond("QuotaReserved", lt=90), cond("Admitted", lt=90))
     )
