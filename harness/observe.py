@@ -124,7 +124,7 @@ def said_conditions(obj: dict[str, Any], detail: str = "reason") -> list[str]:
     """An object's status conditions as a wait's observation says them: `type=status:<detail>` each (its reason,
     or its message where that says more)."""
     return [
-        f"{c.get('type')}={c.get('status')}:{c.get(detail)}"
+        f"{c.get('type')}={c.get('status')}:{c.get(detail) or f'(no {detail})'}"
         for c in (obj.get("status") or {}).get("conditions") or []
     ]
 

@@ -20,7 +20,7 @@ def test_each_condition_is_said_as_type_status_and_its_reason_or_message():
     assert said_conditions(obj) == ["Active=True:Ready", "QuotaReserved=False:Pending"]
     assert said_conditions(obj, "message") == [
         "Active=True:Can submit new workloads",
-        "QuotaReserved=False:None",
+        "QuotaReserved=False:(no message)",
     ]
 
 
