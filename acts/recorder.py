@@ -57,13 +57,9 @@ class WorkloadRecorder:
         self.priority_value: dict[str, int | None] = {}
         self.pods: dict[str, dict[str, PodObs]] = {}  # workload -> pod name -> last observation
         self.job: dict[str, str] = {}
-        self.last_look: datetime | None = (
-            None  # when the last look began: the act's last look at its Workloads
-        )
 
     def observe(self) -> list[WorkloadObs]:
         now = datetime.now(UTC)
-        self.last_look = now
         for tenant, ns in self.namespaces.items():
             jobs = {j.metadata.name: j for j in self.kube.batch.list_namespaced_job(ns).items}
             for wl in workloads(self.kube, ns):

@@ -60,5 +60,6 @@ def test_cold_start(kube, act_target, tenant_namespaces, config, report):
         node=node,
         pod=pod,
         success_marker=marker,
+        observed_at=datetime.now(UTC),  # after every read above
     )
     require(report.record(check_cold_start(obs)))

@@ -15,6 +15,7 @@ The claim, clause by clause (assertions/admission.py, one function each):
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 
 import pytest
 
@@ -67,7 +68,7 @@ def test_two_of_twelve_admitted_one_per_tenant_running_at_once(
         tenants=tuple(tenants),
         expected_total=JOBS,
         expected_admitted=len(tenants),
-        observed_at=rec.last_look,  # every Workload's history reaches it (every_job_has_one_workload)
+        observed_at=datetime.now(UTC),
     )
     for w in obs.workloads:
         for p in w.pods:

@@ -84,5 +84,6 @@ def test_high_priority_preempts_low_which_is_requeued(kube, act_target, tenant_n
         preemptor_submitted=submitted,
         # both jobs are the same tenant's: the config's withinClusterQueue policy decides
         expected_reason="InClusterQueue" if victim.tenant == preemptor.tenant else "InCohortReclamation",
+        observed_at=datetime.now(UTC),  # after every read above
     )
     require(report.record(check_preemption(obs)))

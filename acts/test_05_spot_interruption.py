@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from datetime import UTC, datetime
 
 import pytest
 
@@ -100,5 +101,6 @@ def test_spot_interruption_cordons_within_the_notice_evicts_and_the_workload_run
         nodeclaim_deleted_at=watch.nodeclaim_deleted_at,
         pods=watch.all_pods(),
         replacement=watch.replacement,
+        observed_at=datetime.now(UTC),  # after every read above (keyword arguments are read in order)
     )
     require(report.record(check_interruption(obs)))

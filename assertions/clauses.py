@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from assertions.verdict import ClauseFailure, Verdict
-from gpu_finops.model.time_order import before, whole_seconds  # noqa: F401 (the checkers' one order)
+from gpu_finops.model.time_order import LOOK_SLACK, before, whole_seconds  # noqa: F401 (the checkers' one order)
 
 ObsT = TypeVar("ObsT")
 
@@ -63,6 +63,22 @@ def require_aware(obj: Any) -> None:
             raise ValueError(
                 f"{path} is timezone-naive ({value.isoformat()}): give it in UTC "
                 "(datetime.now(UTC), or the API server's own timestamp)"
+            )
+
+
+def require_not_after(obj: Any, last_look: datetime | None) -> None:
+    """Refuse an observation holding a timestamp later than the act's last look (beyond LOOK_SLACK: a time
+    written during that look): nothing the act recorded can postdate its last look at the cluster, so such a
+    time was misread or made up. No last look given: nothing to hold the times to (the clauses that need one
+    say so)."""
+    if last_look is None:
+        return
+    bound = whole_seconds(last_look) + LOOK_SLACK
+    for path, value in _timestamps(obj, type(obj).__name__):
+        if value is not last_look and whole_seconds(value) > bound:
+            raise ValueError(
+                f"{path} is {value.isoformat()}, after the act's last look {last_look.isoformat()}: nothing "
+                "recorded can postdate it (a time misread, or the wrong last look)"
             )
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from assertions.clauses import Miss, before, compose, require_aware, seconds, stamp
+from assertions.clauses import Miss, before, compose, require_aware, require_not_after, seconds, stamp
 from assertions.observed import NodeObs, PodObs
 from assertions.verdict import Verdict
 from gpu_finops.model import nodeclaim
@@ -37,9 +37,11 @@ class ColdStartObs:
     pod: PodObs | None
     success_marker: str | None  # what the workload prints only after real GPU work; None: the target
     # cannot show output (kwok-simulated pods have no logs), which the verdict's evidence says
+    observed_at: datetime | None = None  # the act's last look: no time recorded may postdate it
 
     def __post_init__(self) -> None:
         require_aware(self)
+        require_not_after(self, self.observed_at)
         if not isinstance(self.gpu_nodes_at_start, tuple):
             raise ValueError(
                 f"ColdStartObs.gpu_nodes_at_start {self.gpu_nodes_at_start!r}: the GPU nodes listed when the act "

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from assertions.clauses import Miss, before, compose, require_aware, seconds, stamp
+from assertions.clauses import Miss, before, compose, require_aware, require_not_after, seconds, stamp
 from assertions.cold_start import claim_launched_its_node
 from assertions.observed import EventObs, NodeObs, PodObs
 from assertions.verdict import Verdict
@@ -53,9 +53,11 @@ class InterruptionObs:
     replacement: NodeObs | None
     delivery_reason: str = ""
     notice_seconds: float = NOTICE_SECONDS
+    observed_at: datetime | None = None  # the act's last look: no time recorded may postdate it
 
     def __post_init__(self) -> None:
         require_aware(self)
+        require_not_after(self, self.observed_at)
 
 
 def gpus(n: NodeObs) -> int:

@@ -16,6 +16,7 @@ with the card's unallocated rest sum to the card's cost for the interval.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -34,7 +35,7 @@ from assertions.card_shares import (
     series_of_the_node,
     tenants_and_jobs,
 )
-from assertions.clauses import Miss, compose, require_aware
+from assertions.clauses import Miss, compose, require_aware, require_not_after
 from assertions.observed import NodeObs, PodObs, WorkloadObs
 from assertions.timeslicing import all_pods_on_that_node, all_ran_at_once, each_ran_to_success
 from assertions.verdict import Verdict
@@ -99,6 +100,7 @@ class MigObs:
 
     def __post_init__(self) -> None:
         require_aware(self)
+        require_not_after(self, self.observed_at)
         bad = [f"cards {self.cards!r}"] if type(self.cards) is not int else []
         bad += [f"layout {p}: {n!r}" for p, n in self.layout.items() if type(n) is not int]
         bad += [f"ask {k}: profile {a.profile!r}" for k, a in self.asks.items() if not _profile(a.profile)]
@@ -306,7 +308,7 @@ def each_pod_on_its_own_slice_of_the_profile_it_asked(o: MigObs) -> list[Miss]:
     bad_series = sorted(
         f"{s.pod}: card {s.card!r}, GPU_I_ID {s.instance!r}"
         for s in o.slices
-        if not s.instance.isdigit() or not _a_card(s.card)
+        if not GPU_INSTANCE_ID.fullmatch(s.instance) or not _a_card(s.card)
     )
     if bad_series:
         misses.append(Miss(want, f"slice series that name no card UUID or GPU instance: {bad_series}"))
@@ -315,6 +317,11 @@ def each_pod_on_its_own_slice_of_the_profile_it_asked(o: MigObs) -> list[Miss]:
     if len(ids) != len(set(ids)):
         misses.append(Miss(want, f"one device id given to two pods: {sorted(ids)}"))
     return misses
+
+
+# DCGM's GPU_I_ID label: the GPU instance's id as NVML numbers it, in plain ASCII decimal ("01" or "¹" would let
+# one instance be written two ways, and str.isdigit takes both)
+GPU_INSTANCE_ID = re.compile(r"0|[1-9][0-9]*")
 
 
 def _parses(device_id: str) -> bool:

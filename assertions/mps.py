@@ -37,7 +37,7 @@ from assertions.card_shares import (
     series_of_the_node,
     tenants_and_jobs,
 )
-from assertions.clauses import Miss, compose, require_aware
+from assertions.clauses import Miss, compose, require_aware, require_not_after
 from assertions.observed import NodeObs, PodObs, WorkloadObs
 from assertions.timeslicing import all_pods_on_that_node, all_ran_at_once, each_ran_to_success
 from assertions.verdict import Verdict
@@ -103,6 +103,7 @@ class MpsObs:
 
     def __post_init__(self) -> None:
         require_aware(self)
+        require_not_after(self, self.observed_at)
         bad = [
             f"{k} {getattr(self, k)!r}"
             for k in ("cards", "replicas", "jobs")

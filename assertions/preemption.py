@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from datetime import datetime
 
-from assertions.clauses import Miss, before, compose, require_aware, stamp
+from assertions.clauses import Miss, before, compose, require_aware, require_not_after, stamp
 from assertions.observed import WorkloadObs, WorkloadSnapshot
 from assertions.verdict import Verdict
 from assertions.workload_gate import ran_only_while_admitted
@@ -53,9 +53,11 @@ class PreemptionObs:
     # the Preempted reason the config's policy implies: InClusterQueue for a preemptor of the same tenant
     # (withinClusterQueue: LowerPriority), InCohortReclamation for another tenant reclaiming its quota
     expected_reason: str = "InClusterQueue"
+    observed_at: datetime | None = None  # the act's last look: no time recorded may postdate it
 
     def __post_init__(self) -> None:
         require_aware(self)
+        require_not_after(self, self.observed_at)
 
 
 def after_submission(o: PreemptionObs) -> list[WorkloadSnapshot]:

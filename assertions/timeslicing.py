@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from assertions.clauses import Miss, before, compose, possible, require_aware, stamp
+from assertions.clauses import Miss, before, compose, possible, require_aware, require_not_after, stamp
 from assertions.observed import NodeObs, PodObs, WorkloadObs
 from assertions.verdict import Verdict
 from assertions.workload_gate import one_object, ran_only_while_admitted
@@ -47,6 +47,7 @@ class TimeSlicingObs:
 
     def __post_init__(self) -> None:
         require_aware(self)
+        require_not_after(self, self.observed_at)
 
 
 def physical(device: str) -> str:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Protocol
 
 from gpu_finops.facts import timestamps
 from gpu_finops.facts.conditions import Condition
-from gpu_finops.model.time_order import before, whole_seconds
+from gpu_finops.model.time_order import LOOK_SLACK, before, whole_seconds
 from gpu_finops.model.violation import Violation
 
 QUOTA_RESERVED = "QuotaReserved"
@@ -127,12 +127,6 @@ class Observation(Protocol):
 
     @property
     def uid(self) -> str | None: ...
-
-
-# How far a look's own time may trail a change it already shows: a look is timed before its list call is
-# answered, the API server keeps whole seconds, and the writing controller's clock may run a little ahead of
-# the observer's. A change further from the look than this is a contradiction, not a race.
-LOOK_SLACK = timedelta(seconds=2)
 
 
 def admitted_without_reservation(conds: Conditions) -> str | None:
