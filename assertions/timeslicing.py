@@ -3,7 +3,7 @@ once, on one GPU UUID, and each ran to success.
 
 | clause | identity | ownership | time order | count | provenance | target |
 |---|---|---|---|---|---|---|
-| node_advertises_one_gpu_as_n_replicas | the node the pods ran on | - | as last seen | GFD count 1, replicas n, shared capacity = allocatable = n | GFD labels, node status | same |
+| node_advertises_one_gpu_as_n_replicas | the node the pods ran on | - | as last seen; its history: created <= Ready <= the first pod's start and the last look, its NodeClaim before it (card_shares.node_history, as acts 8 and 9) | GFD count 1, replicas n, shared capacity = allocatable = n, no MIG slice | GFD labels, node status | same |
 | no_whole_gpu_beside_the_replicas | the node | - | - | zero nvidia.com/gpu, capacity and allocatable | node status | same |
 | each_pod_admitted_by_kueue_on_the_shared_flavor | a Workload per pod, by the pods recorded under its Job; one uid each (a re-creation or none observed fails) | each Workload owns exactly one of the pods; every admitted snapshot on the shared ResourceFlavor (none observed fails), by the tenant's ClusterQueue | the pod's start inside a stretch its Workload was admitted (not while evicted between two); its Job unsuspended only once admitted, and seen unsuspended when pods ran | n Workloads, n pods, no pod twice | Workload snapshots | same |
 | all_pods_on_that_node | pod spec.nodeName; the pods ran within the node's life (created..deleted), not on a re-created namesake | - | node created <= every start < its deletion; every run over before it | every pod | pod spec, node timestamps | same |
@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from assertions.card_shares import node_history
 from assertions.clauses import Miss, before, compose, possible, require_aware, require_not_after, stamp
 from assertions.observed import NodeObs, PodObs, WorkloadObs
 from assertions.verdict import Verdict
@@ -92,7 +93,15 @@ def node_advertises_one_gpu_as_n_replicas(o: TimeSlicingObs) -> list[Miss]:
                 "advertises",
             )
         )
-    return misses
+    if n.mig_capacity:
+        misses.append(
+            Miss(
+                want,
+                f"node {n.name} also advertises MIG slices {dict(n.mig_capacity)}: its card is cut, not time-sliced",
+            )
+        )
+    # its own history, as acts 8 and 9 hold theirs: Ready after its creation, before the pods ran
+    return misses + node_history(want, n, o.pods, o.observed_at)
 
 
 def no_whole_gpu_beside_the_replicas(o: TimeSlicingObs) -> list[Miss]:

@@ -20,6 +20,7 @@ TS_NODE = NodeObs(
     },
     capacity_shared=4,
     allocatable_shared=4,
+    ready_at=t(2),
 )
 TS_PODS = tuple(
     PodObs(

@@ -17,7 +17,7 @@ def holding(draw: st.DrawFn) -> TimeSlicingObs:
     n = draw(st.sampled_from([2, 4, 8]))
     labels = {"nvidia.com/gpu.count": "1", "nvidia.com/gpu.replicas": str(n),
               "nvidia.com/gpu.sharing-strategy": "time-slicing"}  # fmt: skip
-    node = NodeObs("gpu-ts", t(0), labels, capacity_shared=n, allocatable_shared=n)
+    node = NodeObs("gpu-ts", t(0), labels, capacity_shared=n, allocatable_shared=n, ready_at=t(2))
     aws = draw(st.booleans())  # AWS shows the physical UUID only; local the replica index too
     starts = [draw(st.integers(10, 30)) for _ in range(n)]
     ends = [max(starts) + draw(st.integers(1, 60)) for _ in range(n)]
@@ -53,6 +53,12 @@ def admitted_late(o: TimeSlicingObs) -> TimeSlicingObs:
 
 
 BREAKS = (
+    Break("node_advertises_one_gpu_as_n_replicas", "state", "MIG slices advertised beside the replicas",
+          lambda o: node(o, mig_capacity={"nvidia.com/mig-1g.10gb": 7})),
+    Break("node_advertises_one_gpu_as_n_replicas", "time", "the node Ready only after the pods ran",
+          lambda o: node(o, ready_at=o.observed_at)),
+    Break("node_advertises_one_gpu_as_n_replicas", "provenance", "the node never seen Ready",
+          lambda o: node(o, ready_at=None)),
     Break("node_advertises_one_gpu_as_n_replicas", "count", "two physical GPUs", lambda o: label(o, "nvidia.com/gpu.count", "2")),
     Break("node_advertises_one_gpu_as_n_replicas", "count", "replicas label off by one",
           lambda o: label(o, "nvidia.com/gpu.replicas", str(o.replicas + 1))),
