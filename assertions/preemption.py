@@ -34,6 +34,7 @@ from gpu_finops.model.workload import (
     FINISHED,
     PREEMPTED,
     QUOTA_RESERVED,
+    REQUEUED,
 )
 
 CLAIM = "the high-priority job preempted a low-priority one, which was requeued (suspended again), not failed"
@@ -170,12 +171,29 @@ def victim_is_one_workload_throughout(o: PreemptionObs) -> list[Miss]:
 
 
 def victim_was_admitted_before_the_preemptor_came(o: PreemptionObs) -> list[Miss]:
+    """The victim held its quota, undisturbed, when the preemptor came: admitted in a look before the
+    submission, and no look before it shows it evicted, preempted, requeued or finished (one that arrives so
+    was not preempted by this preemptor)."""
     v = o.victim
-    if any(s.is_(ADMITTED) for s in v.snapshots if s.at < o.preemptor_submitted):
+    want = f"{v.name} Admitted before {stamp(o.preemptor_submitted)}"
+    earlier = [s for s in v.snapshots if s.at < o.preemptor_submitted]
+    disturbed = next(
+        ((s, c) for s in earlier for c in (EVICTED, PREEMPTED, REQUEUED, FINISHED) if s.is_(c)), None
+    )
+    if disturbed is not None:
+        s, c = disturbed
+        return [
+            Miss(
+                want,
+                f"precondition: victim {v.name} was already {c} ({s.conditions[c].reason}) at {stamp(s.at)}, "
+                "before the high-priority job was submitted: what followed was not this preemption",
+            )
+        ]
+    if any(s.is_(ADMITTED) for s in earlier):
         return []
     return [
         Miss(
-            f"{v.name} Admitted before {stamp(o.preemptor_submitted)}",
+            want,
             f"precondition: victim {v.name} was not admitted before the high-priority job was submitted "
             "(the queue was not full, so nothing needed preempting)",
         )

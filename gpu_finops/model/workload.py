@@ -343,4 +343,26 @@ def quota_released_not_after(victim: Sequence[Observation], at: datetime) -> lis
         return [
             Violation("quota_released_not_after", first, f"the victim {said}, after {timestamps.iso(at)}")
         ]
+    # and did not take it back before the admission: a look showing the quota held again by a reservation
+    # made after the release (its lastTransitionTime after it; without one, a look past the release and the
+    # slack), no later than `at`. A look that still shows the old reservation is not a new one.
+    again = []
+    for s in victim:
+        c = s.conditions.get(QUOTA_RESERVED)
+        if c is None or c.status != "True":
+            continue
+        if c.last_transition is not None and before(first, c.last_transition):
+            again.append(c.last_transition)
+        elif c.last_transition is None and whole_seconds(s.at) > whole_seconds(first) + LOOK_SLACK:
+            again.append(s.at)
+    back = min(again, default=None)
+    if back is not None and not before(at, back):
+        return [
+            Violation(
+                "quota_released_not_after",
+                back,
+                f"the victim released its quota, then held it again from {timestamps.iso(back)}, by "
+                f"{timestamps.iso(at)}",
+            )
+        ]
     return []

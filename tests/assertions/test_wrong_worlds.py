@@ -273,6 +273,15 @@ def _p_preemptor_pod_started_while_it_was_evicted() -> PreemptionObs:
     return _p(preemptor={"snapshots": (*o.preemptor.snapshots, evicted), "pods": (pod,)})
 
 
+def _p_victim_already(ctype: str, reason: str) -> PreemptionObs:
+    """The victim seen at 50, before the preemptor's submission at 60, already `ctype`."""
+    admitted, evicted = rw.victim_snapshots()
+    early = replace(
+        admitted, at=at(50), conditions={**admitted.conditions, ctype: cond(ctype, "True", reason, 45)}
+    )
+    return _p(victim={"snapshots": (admitted, early, evicted)})
+
+
 def _p_preemptor_pod_disrupted() -> PreemptionObs:
     pod = PodObs(
         "high-pod", "gpu-n", "Running", Interval(at(80)), evicted=True, disruption="EvictionByEvictionAPI"
@@ -462,6 +471,8 @@ ROWS: dict[str, Row] = {
     "p3 another tenant's preemptor admitted in the victim's queue": Row(lambda: _p(preemptor={"tenant": "team-b"}), "victim_preempted_for_the_policy_reason", "a Workload is charged to its own tenant's ClusterQueue, whichever role it plays"),
     "p3 preemptor's pod started while it was evicted": Row(_p_preemptor_pod_started_while_it_was_evicted, "preemptor_admitted_and_running", "the gate every Kueue act shares holds the preemptor too"),
     "p3 a preemptor admitted after the act's last look": Row(lambda: replace(rw.preemption(), observed_at=at(70)), "refused: after the act's last look 2026-01-01T00:01:10\\+00:00", "a look the act never took"),
+    "p3 the victim already evicted before the preemptor came": Row(lambda: _p_victim_already("Evicted", "Preempted"), "victim_was_admitted_before_the_preemptor_came", "what followed was not this preemption"),
+    "p3 the victim already finished before the preemptor came": Row(lambda: _p_victim_already("Finished", "Failed"), "victim_was_admitted_before_the_preemptor_came", "a finished Workload is preempted by nobody"),
     "p3 preemptor's only pod disrupted": Row(_p_preemptor_pod_disrupted, "preemptor_admitted_and_running", "a pod the platform ended is no run"),
     # act 4
     "t4 a pod running through its Workload's eviction": Row(_t_evicted_while_its_pod_ran, "each_pod_admitted_by_kueue_on_the_shared_flavor", "an eviction ends the pods; one that runs on ran without quota"),

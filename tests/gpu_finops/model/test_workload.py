@@ -196,6 +196,24 @@ def test_a_release_without_a_transition_time_counts_from_the_last_look_that_stil
     assert w.quota_released_not_after([untimed], at(10)) == []
 
 
+def test_a_victim_that_took_its_quota_back_before_the_preemptor_was_admitted_is_named():
+    victim = [
+        Look(at(0), {"QuotaReserved": cond("QuotaReserved", t=0)}, False),
+        released(10, look=11),
+        Look(at(16), {"QuotaReserved": cond("QuotaReserved", t=15)}, False),
+    ]
+    assert w.quota_released_not_after(victim, at(20)) == [
+        Violation(
+            "quota_released_not_after",
+            at(15),
+            "the victim released its quota, then held it again from 2026-12-01T12:00:15Z, by 2026-12-01T12:00:20Z",
+        )
+    ]
+    assert w.quota_released_not_after(victim, at(12)) == []  # re-reserved after the preemptor's admission
+    stale = [*victim[:2], Look(at(11), {"QuotaReserved": cond("QuotaReserved", t=0)}, False)]
+    assert w.quota_released_not_after(stale, at(20)) == []  # the old reservation seen late is no new one
+
+
 # --- ran_only_while_admitted ------------------------------------------------------------------------------
 ADMITTED_AT_5 = Look(at(6), {w.ADMITTED: cond(w.ADMITTED, t=5)})
 EVICTED_AT_20 = Look(
