@@ -3,7 +3,7 @@
 | clause | identity | ownership | time order | count | provenance | target |
 |---|---|---|---|---|---|---|
 | enough_consecutive_records | one record per ChargePeriodStart | - | each starts where the last ended | >= min_records and >= 1 (a claim about no records fails), no duplicate interval | the store the collector wrote | local: sqlite; AWS: DynamoDB |
-| records_are_of_the_node | ResourceName = the act's node | - | - | every record | record | same |
+| records_are_of_the_node | ResourceName = the act's node, one ResourceId (machine) for all | - | - | every record | record | same |
 | every_figure_from_every_gpu | - | - | - | every record: x_GpusReporting = x_GpuCount >= 1 | x_Status ok (the collector's own word on its figures) | same |
 | instance_seconds_match_the_node_life | the node | - | seconds inside the interval and the node's created..deleted (1 s) | every record | node timestamps from Kubernetes, not the collector | same |
 | gpu_util_is_a_percentage | - | - | - | every record | DCGM_FI_DEV_GPU_UTIL | same |
@@ -96,7 +96,7 @@ def enough_consecutive_records(o: CostObs) -> list[Miss]:
 
 
 def records_are_of_the_node(o: CostObs) -> list[Miss]:
-    return [
+    misses = [
         Miss(
             f"records of {o.node}",
             f"{r['ChargePeriodStart']}: record of {r.get('ResourceName')!r}, not of the act's node {o.node}",
@@ -104,6 +104,14 @@ def records_are_of_the_node(o: CostObs) -> list[Miss]:
         for r in ordered(o)
         if r.get("ResourceName") != o.node
     ]
+    machines = sorted({str(r.get("ResourceId")) for r in ordered(o)})
+    if len(machines) > 1:  # one node name, several instances: a node re-created under its name
+        misses.append(
+            Miss(
+                f"records of {o.node}, one machine", f"the records name {len(machines)} machines: {machines}"
+            )
+        )
+    return misses
 
 
 def instance_seconds_match_the_node_life(o: CostObs) -> list[Miss]:

@@ -58,6 +58,15 @@ class NodeObs:
 
     def __post_init__(self) -> None:
         require_aware(self)
+        said = [
+            f
+            for f in ("nodeclaim_nodepool", "nodeclaim_created", "nodeclaim_launched_at")
+            if getattr(self, f)
+        ]
+        if self.nodeclaim is None and said:
+            raise ValueError(
+                f"NodeObs {self.name}: {said} given for no NodeClaim: facts of a NodeClaim that was not observed"
+            )
 
     @property
     def nodepool(self) -> str | None:

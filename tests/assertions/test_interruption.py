@@ -104,7 +104,11 @@ def test_holds_and_reports_the_seconds_from_warning_to_cordon_and_replacement():
             "cordoned 150s after the warning, past the 120s notice",
         ),
         ("NodeClaim never deleted", replace(HOLDS, nodeclaim_deleted_at=None), "was never deleted"),
-        ("not a Karpenter node", replace(HOLDS, node=replace(NODE, nodeclaim=None)), "had no NodeClaim"),
+        (
+            "not a Karpenter node",
+            replace(HOLDS, node=replace(NODE, nodeclaim=None, nodeclaim_nodepool=None)),
+            "had no NodeClaim",
+        ),
         (
             "the pod was deleted by PodGC after the node vanished",
             replace(HOLDS, pods=(replace(VICTIM, disruption="DeletionByPodGC"), AGAIN)),

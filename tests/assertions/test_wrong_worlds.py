@@ -430,6 +430,7 @@ ROWS: dict[str, Row] = {
     "c1 allocatable GPU above capacity": Row(lambda: _c(capacity_gpu=0), "node_is_spot_with_a_gpu", "allocatable cannot exceed capacity: the GPU count is invented"),
     "c1 act start timezone-naive": Row(_c_naive, "refused: ColdStartObs.act_started is timezone-naive", "a naive clock cannot be ordered against the API server's UTC"),
     "c1 a run ending after the act's last look": Row(lambda: replace(_c_pod(running=Interval(at(70), at(4000))), observed_at=at(200)), "refused: ColdStartObs.pod.running.end is 2026-01-01T01:06:40\\+00:00, after the act's last look", "nothing recorded can postdate the last look"),
+    "c1 a NodeClaim's pool read for no NodeClaim": Row(lambda: _c(nodeclaim=None), "refused: NodeObs gpu-a: \\['nodeclaim_nodepool', 'nodeclaim_created', 'nodeclaim_launched_at'\\] given for no NodeClaim", "facts of a claim that was not observed"),
     "c1 node deleted while the pod ran, the pod Succeeded after": Row(lambda: _c(deleted_at=at(80)), "pod_ran_on_that_node_after_it_was_ready", "no pod runs on a node that is gone"),
     "c1 GPU nodes at the start never listed": Row(lambda: replace(rw.cold(), gpu_nodes_at_start=None), "refused: ColdStartObs.gpu_nodes_at_start None", "a list never read cannot show zero"),
     "c1 an empty success marker": Row(lambda: replace(rw.cold(), success_marker=""), "refused: ColdStartObs.success_marker '': an empty marker is in every output", "an empty marker proves nothing"),
@@ -516,6 +517,7 @@ ROWS: dict[str, Row] = {
     "k6 a second tenant's pod holding the one card": Row(lambda: _k_holdings((rw.holding(), {**rw.holding("team-b"), "namespace": "team-b", "pod": "other"})), "holdings_name_the_acts_pod", "one card billed to two holders"),
     "k6 the act's pod held none of the interval": Row(lambda: _k_holdings(({**rw.holding(), "start": rw.iso(130)},)), "holdings_name_the_acts_pod", "a holding that begins after the interval bills nothing of it"),
     "k6 a holding with no start": Row(lambda: _k_holdings(({k: v for k, v in rw.holding().items() if k != "start"},)), "holdings_name_the_acts_pod", "missing data is no holding"),
+    "k6 records of two machines under one node name": Row(lambda: _k(records=tuple({**r, "ResourceId": f"i-{i}"} for i, r in enumerate(rw.cost().records))), "records_are_of_the_node", "a node re-created under its name is another machine"),
     "k6 a holder naming nobody": Row(lambda: _k(holder=HolderObs("", "", "", at(70))), "refused: HolderObs \\['namespace', 'pod', 'tenant'\\] empty", "empty names match each other"),
     "k6 a holder of no GPU": Row(lambda: _k(holder=HolderObs("team-a", "cost-pod", "team-a", at(70), gpus=0)), "refused: HolderObs.gpus 0", "a holder of nothing proves no holding"),
     # act 7

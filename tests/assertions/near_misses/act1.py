@@ -71,7 +71,7 @@ BREAKS = (
     Break("node_is_new_and_launched_by_our_nodeclaim", "ownership", "the node's label names another NodePool",
           lambda o: node(o, labels={**o.node.labels, "karpenter.sh/nodepool": "system"})),
     Break("node_is_new_and_launched_by_our_nodeclaim", "ownership", "no NodeClaim owns the node",
-          lambda o: node(o, nodeclaim=None, nodeclaim_nodepool=None)),
+          lambda o: node(o, nodeclaim=None, nodeclaim_nodepool=None, nodeclaim_created=None, nodeclaim_launched_at=None)),
     Break("node_is_new_and_launched_by_our_nodeclaim", "time", "the NodeClaim predates the act",
           lambda o: node(o, nodeclaim_created=o.act_started - seconds(3600))),
     Break("node_is_new_and_launched_by_our_nodeclaim", "provenance", "the NodeClaim never reported Launched",

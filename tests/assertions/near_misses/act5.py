@@ -81,7 +81,7 @@ BREAKS = (
     Break("node_cordoned_within_the_notice", "time", "cordoned past the notice",
           lambda o: replace(o, taint_seen_at=o.warned_at + seconds(o.notice_seconds + 5))),
     Break("nodeclaim_of_the_node_deleted", "ownership", "not a Karpenter node",
-          lambda o: replace(o, node=replace(o.node, nodeclaim=None))),
+          lambda o: replace(o, node=replace(o.node, nodeclaim=None, nodeclaim_nodepool=None))),
     Break("nodeclaim_of_the_node_deleted", "ownership", "the interrupted node is of another NodePool",
           lambda o: replace(o, node=replace(o.node, labels={**SPOT, "karpenter.sh/nodepool": "system"}))),
     Break("nodeclaim_of_the_node_deleted", "state", "the NodeClaim never deleted",
