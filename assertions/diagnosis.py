@@ -43,6 +43,12 @@ class Situation:
     key_evidence: tuple[str, ...]  # tokens the first finding must carry, e.g. "holder:team-a/llm"
     also_holds: tuple[str, ...] = ()  # later causes built to hold as well (two causes at once)
 
+    @property
+    def kind(self) -> str:
+        """What the target is: a Workload waits on admission (its Job suspended, so no pod exists yet); every
+        other cause is a pending pod's."""
+        return "workload" if self.expected_first == "admission" else "pod"
+
 
 @dataclass(frozen=True)
 class DiagnosisObs:
@@ -55,6 +61,8 @@ class DiagnosisObs:
     also_explains: tuple[str, ...] = ()
     not_checked: tuple[str, ...] = ()
     explaining: tuple[str, ...] | None = None  # the checks whose finding explains the wait, as shown
+    kind: str | None = None  # "pod" or "workload", as the diagnosis names its target; None: not read
+    order: tuple[str, ...] | None = None  # the order the diagnosis said it checked in; None: not read
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DiagnosisObs:
@@ -69,6 +77,8 @@ class DiagnosisObs:
             also_explains=tuple(d.get("also_explains") or ()),
             not_checked=tuple(d.get("not_checked") or ()),
             explaining=tuple(f["check"] for f in findings if f.get("explains")),
+            kind=d.get("kind"),
+            order=tuple(d["order"]) if d.get("order") is not None else None,
         )
 
 
@@ -133,17 +143,28 @@ def each_target_diagnosed_once(o: DiagnosisActObs) -> list[Miss]:
             misses.append(
                 Miss(f"{s.target} diagnosed once", f"{s.target}: diagnosed {count[s.target]} times")
             )
+    misses += [
+        Miss(
+            f"{s.target} diagnosed as the {s.kind} the act built",
+            f"{s.target}: diagnosed as a {d.kind or 'target of no kind read'}, the act built a {s.kind}: "
+            "a namesake, not the object built",
+        )
+        for s, d in diagnosed(o)
+        if d.kind != s.kind
+    ]
     return misses
 
 
 def checks_come_in_the_diagnosis_order(o: DiagnosisActObs) -> list[Miss]:
+    want = f"every check in the order {list(ORDER)}, the order the diagnosis says it used"
     return [
         Miss(
-            f"every check in the order {list(ORDER)}",
-            f"{s.target}: checks shown {list(d.checks)}, expected every check in the order {list(ORDER)}",
+            want,
+            f"{s.target}: checks shown {list(d.checks)} in the order said {list(d.order) if d.order else 'none'}, "
+            f"expected every check in the order {list(ORDER)}",
         )
         for s, d in diagnosed(o)
-        if d.checks != ORDER
+        if d.checks != ORDER or d.order != ORDER
     ]
 
 

@@ -26,6 +26,8 @@ def right(s: Situation) -> DiagnosisObs:
         ORDER,
         s.also_holds,
         explaining=(s.expected_first, *s.also_holds),
+        kind=s.kind,
+        order=ORDER,
     )
 
 
@@ -82,7 +84,8 @@ def test_holds_when_every_cause_and_its_evidence_are_right():
         (
             "stopped at the first cause without showing later checks",
             with_diagnosis("team-a/alloc", checks=("admission", "allocation")),
-            "team-a/alloc: checks shown ['admission', 'allocation'], expected every check in the order",
+            "team-a/alloc: checks shown ['admission', 'allocation'] in the order said ['admission', 'allocation', "
+            "'memory', 'placement', 'application'], expected every check in the order",
         ),
         (
             "walked in another order",
@@ -127,6 +130,8 @@ def test_from_the_diagnosis_json():
     d = DiagnosisObs.from_dict(
         {
             "target": "team-a/alloc",
+            "kind": "pod",
+            "order": list(ORDER),
             "first_cause": "allocation",
             "also_explains": ["application"],
             "not_checked": [],
@@ -146,4 +151,6 @@ def test_from_the_diagnosis_json():
         ORDER,
         ("application",),
         explaining=("allocation", "application"),
+        kind="pod",
+        order=ORDER,
     )

@@ -401,6 +401,13 @@ def _k_load_outside() -> CostObs:
 
 
 # ---- act 7: diagnosis
+def _d_first(**changes: Any) -> DiagnosisActObs:
+    """The diagnosis of the admission situation (a Workload) with `changes`."""
+    o = rw.diagnosis()
+    ds = [replace(d, **changes) if d.first_cause == "admission" else d for d in o.diagnoses]
+    return replace(o, diagnoses=tuple(ds))
+
+
 def _d_evidence(tokens: tuple[str, ...]) -> DiagnosisActObs:
     o = rw.diagnosis()
     sits = list(o.situations)
@@ -521,6 +528,8 @@ ROWS: dict[str, Row] = {
     "k6 a holder naming nobody": Row(lambda: _k(holder=HolderObs("", "", "", at(70))), "refused: HolderObs \\['namespace', 'pod', 'tenant'\\] empty", "empty names match each other"),
     "k6 a holder of no GPU": Row(lambda: _k(holder=HolderObs("team-a", "cost-pod", "team-a", at(70), gpus=0)), "refused: HolderObs.gpus 0", "a holder of nothing proves no holding"),
     # act 7
+    "d7 a Workload's target diagnosed as a pod of its name": Row(lambda: _d_first(kind="pod"), "each_target_diagnosed_once", "a namesake pod is not the Workload built"),
+    "d7 the diagnosis's own order not the checks'": Row(lambda: _d_first(order=("placement", "admission", "allocation", "memory", "application")), "checks_come_in_the_diagnosis_order", "the order it says it used must be the one shown"),
     "d7 empty evidence token": Row(lambda: _d_evidence(("",)), "first_finding_carries_its_evidence", "an empty token is always 'carried'"),
     "d7 token naming nothing": Row(lambda: _d_evidence(("holder:",)), "first_finding_carries_its_evidence", "a token with no object names none of the act's"),
     "d7 target without a namespace": Row(lambda: _d_target("waits-allocation"), "a_situation_for_every_cause_and_one_with_two", "a target is namespace/name: identity"),

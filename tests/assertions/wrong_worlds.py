@@ -258,8 +258,9 @@ def situations() -> tuple[Situation, ...]:
 
 def diagnosis_of(s: Situation) -> DiagnosisObs:
     return DiagnosisObs(
-        s.target, s.expected_first, s.key_evidence, ORDER, s.also_holds, (), (s.expected_first, *s.also_holds)
-    )
+        s.target, s.expected_first, s.key_evidence, ORDER, s.also_holds, (), (s.expected_first, *s.also_holds),
+        kind=s.kind, order=ORDER,
+    )  # fmt: skip
 
 
 def diagnosis() -> DiagnosisActObs:

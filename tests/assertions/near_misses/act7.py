@@ -29,7 +29,7 @@ def holding(draw: st.DrawFn) -> DiagnosisActObs:
     situations = draw(st.permutations(situations))
     diagnoses = [
         DiagnosisObs(s.target, s.expected_first, (*s.key_evidence, *draw(st.lists(st.sampled_from(["x:1", "y:2"]), max_size=2))),
-                     ORDER, s.also_holds, explaining=(s.expected_first, *s.also_holds))
+                     ORDER, s.also_holds, explaining=(s.expected_first, *s.also_holds), kind=s.kind, order=ORDER)
         for s in situations
     ]  # fmt: skip
     return DiagnosisActObs(tuple(situations), tuple(draw(st.permutations(diagnoses))))
