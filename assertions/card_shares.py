@@ -207,6 +207,18 @@ def read_by_the_model(
     return []
 
 
+def other_pods_holding(w: WorkloadObs, asked: set[str]) -> list[str]:
+    """The Workload's pods the act did not ask for that hold what they run on (or were given): a pod that ran,
+    disrupted or not, or one given devices undisrupted; one disrupted before it ran and given nothing holds
+    nothing (acts 4, 8 and 9)."""
+    return [
+        p.name
+        for p in w.pods
+        if p.name not in asked
+        and (p.running is not None or (p.devices and p.disruption is None and not p.evicted))
+    ]
+
+
 def _admitted_for_its_resource(
     want: str,
     w: WorkloadObs,
@@ -232,14 +244,7 @@ def _admitted_for_its_resource(
         misses.append(
             Miss(want, f"two observations of pod {pod.name} disagree: {by_name.get(pod.name)} and {pod}")
         )
-    # a pod of its own the act did not ask for holds what it runs on (or was given), disrupted or not; one
-    # disrupted before it ran and given nothing holds nothing
-    extra = [
-        p.name
-        for p in w.pods
-        if p.name not in asks
-        and (p.running is not None or (p.devices and p.disruption is None and not p.evicted))
-    ]
+    extra = other_pods_holding(w, set(asks))
     if extra:
         misses.append(
             Miss(

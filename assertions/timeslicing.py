@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from assertions.card_shares import node_history
+from assertions.card_shares import node_history, other_pods_holding
 from assertions.clauses import Miss, before, compose, possible, require_aware, require_not_after, stamp
 from assertions.observed import NodeObs, PodObs, WorkloadObs
 from assertions.verdict import Verdict
@@ -170,6 +170,14 @@ def each_pod_admitted_by_kueue_on_the_shared_flavor(o: TimeSlicingObs) -> list[M
         if len(mine) != 1:
             misses.append(
                 Miss(want, f"workload {w.name} owns {len(mine)} of the act's pods {mine}, expected one")
+            )
+        extra = other_pods_holding(w, set(names))
+        if extra:
+            misses.append(
+                Miss(
+                    want,
+                    f"workload {w.name} also ran pods {extra}, which hold replicas the act did not count",
+                )
             )
     for p in o.pods:
         owners = [w for w in o.workloads if p.name in {q.name for q in w.pods}]
