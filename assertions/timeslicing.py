@@ -5,7 +5,7 @@ once, on one GPU UUID, and each ran to success.
 |---|---|---|---|---|---|---|
 | node_advertises_one_gpu_as_n_replicas | the node the pods ran on | - | as last seen; its history: created <= Ready <= the first pod's start and the last look, its NodeClaim before it (card_shares.node_history, as acts 8 and 9) | GFD count 1, replicas n, shared capacity = allocatable = n, no MIG slice | GFD labels, node status | same |
 | no_whole_gpu_beside_the_replicas | the node | - | - | zero nvidia.com/gpu, capacity and allocatable | node status | same |
-| each_pod_admitted_by_kueue_on_the_shared_flavor | a Workload per pod, by the pods recorded under its Job; one uid each (a re-creation or none observed fails) | each Workload owns exactly one of the pods; every admitted snapshot on the shared ResourceFlavor (none observed fails), by the tenant's ClusterQueue | the pod's start inside a stretch its Workload was admitted (not while evicted between two); its Job unsuspended only once admitted, and seen unsuspended when pods ran | n Workloads, n pods, no pod twice | Workload snapshots | same |
+| each_pod_admitted_by_kueue_on_the_shared_flavor | a Workload per pod, by the pods recorded under its Job; one uid each (a re-creation or none observed fails) | each Workload owns exactly one of the pods and runs no other; every admitted snapshot on the shared ResourceFlavor (none observed fails), charging the replicas' resource there and nothing else, by the tenant's ClusterQueue | the pod's start inside a stretch its Workload was admitted (not while evicted between two); its Job unsuspended only once admitted, and seen unsuspended when pods ran | n Workloads, n pods, no pod twice | Workload snapshots | same |
 | all_pods_on_that_node | pod spec.nodeName; the pods ran within the node's life (created..deleted), not on a re-created namesake | - | node created <= every start < its deletion; every run over before it | every pod | pod spec, node timestamps | same |
 | all_ran_at_once | per pod | - | latest start < earliest end; each run possible and before the last look (observed_at required) | every pod Running | recorded intervals; a finished pod without a finish time fails | same |
 | each_pod_got_one_replica_of_one_uuid | device ids, each a replica or a whole card (a MIG slice is no replica) | - | - | one device each, one UUID in all, no replica twice | pod-resources (local) / NVIDIA_VISIBLE_DEVICES (AWS, no replica index) | same clause, different observers |
@@ -25,7 +25,12 @@ from assertions.clauses import Miss, before, compose, possible, require_aware, r
 from assertions.observed import NodeObs, PodObs, WorkloadObs
 from assertions.verdict import Verdict
 from assertions.workload_gate import one_object, ran_only_while_admitted
-from gpu_finops.facts.kube_keys import LABEL_GPU_COUNT, LABEL_GPU_REPLICAS, LABEL_GPU_SHARING
+from gpu_finops.facts.kube_keys import (
+    LABEL_GPU_COUNT,
+    LABEL_GPU_REPLICAS,
+    LABEL_GPU_SHARING,
+    SHARED_GPU_RESOURCE,
+)
 from gpu_finops.model import holding, workload
 from gpu_finops.model.workload import ADMITTED
 
@@ -117,9 +122,19 @@ def no_whole_gpu_beside_the_replicas(o: TimeSlicingObs) -> list[Miss]:
 
 
 def admitted_as_the_tenant_on_the_flavor(w: WorkloadObs, flavor: str, want: str) -> list[Miss]:
-    """Every admitted snapshot of the Workload: one object (uid), its tenant's ClusterQueue, the flavor seen."""
+    """Every admitted snapshot of the Workload: one object (uid), its tenant's ClusterQueue, the flavor seen, and
+    what Kueue charged: the replicas' resource on that flavor, nothing else (a whole card charged is not a
+    replica)."""
     misses = one_object(want, w)
+    charged = [(SHARED_GPU_RESOURCE, flavor)]
     for s in (s for s in w.snapshots if s.is_(ADMITTED)):
+        if list(s.admitted) != charged:
+            misses.append(
+                Miss(
+                    want,
+                    f"{w.name} admitted at {stamp(s.at)} charging {list(s.admitted)} (resource, flavor), not {charged}",
+                )
+            )
         if flavor not in s.flavors:
             misses.append(
                 Miss(

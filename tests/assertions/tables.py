@@ -29,7 +29,11 @@ def cond(
 
 
 def admitted_snap(
-    at: float, cq: str | None = "team-a", flavors: tuple[str, ...] = ("gpu-spot",), uid: str | None = None
+    at: float,
+    cq: str | None = "team-a",
+    flavors: tuple[str, ...] = ("gpu-spot",),
+    uid: str | None = None,
+    admitted: tuple[tuple[str, str], ...] = (),
 ) -> WorkloadSnapshot:
     return WorkloadSnapshot(
         t(at),
@@ -42,6 +46,7 @@ def admitted_snap(
         cluster_queue=cq,
         flavors=flavors,
         uid=uid,
+        admitted=admitted,
     )
 
 

@@ -484,7 +484,16 @@ def test_a_gpu_count_that_is_no_number_counts_no_card():
 
 def test_admitted_by_another_tenants_cluster_queue_is_named_with_its_stamp():
     w = replace(
-        TS_WLS[0], snapshots=(admitted_snap(5, cq="team-b", flavors=("gpu-shared",), uid="uid-ts-0"),)
+        TS_WLS[0],
+        snapshots=(
+            admitted_snap(
+                5,
+                cq="team-b",
+                flavors=("gpu-shared",),
+                uid="uid-ts-0",
+                admitted=TS_WLS[0].snapshots[0].admitted,
+            ),
+        ),
     )
     assert admitted_as_the_tenant_on_the_flavor(w, "gpu-shared", "w") == [
         Miss(

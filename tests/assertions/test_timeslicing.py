@@ -37,7 +37,14 @@ TS_WLS = tuple(
     WorkloadObs(
         f"job-ts-{i}",
         "team-a",
-        snapshots=(admitted_snap(5, flavors=("gpu-shared",), uid=f"uid-ts-{i}"),),
+        snapshots=(
+            admitted_snap(
+                5,
+                flavors=("gpu-shared",),
+                uid=f"uid-ts-{i}",
+                admitted=(("nvidia.com/gpu.shared", "gpu-shared"),),
+            ),
+        ),
         pods=(TS_PODS[i],),
     )
     for i in range(4)

@@ -173,6 +173,7 @@ def ts_workload(i: int, pods: tuple[PodObs, ...], flavors=("gpu-shared",), cq: s
         cq,
         flavors,
         f"uid-w{i}",
+        admitted=tuple(("nvidia.com/gpu.shared", f) for f in flavors),
     )
     return WorkloadObs(f"w{i}", "team-a", snapshots=(snap,), pods=pods)
 

@@ -11,6 +11,8 @@ from assertions.timeslicing import TimeSlicingObs
 from tests.assertions.near_misses import Break
 from tests.assertions.tables import admitted_snap, t
 
+SHARED = (("nvidia.com/gpu.shared", "gpu-shared"),)  # what Kueue charges a replica
+
 
 @st.composite
 def holding(draw: st.DrawFn) -> TimeSlicingObs:
@@ -23,7 +25,7 @@ def holding(draw: st.DrawFn) -> TimeSlicingObs:
     ends = [max(starts) + draw(st.integers(1, 60)) for _ in range(n)]
     pods = tuple(PodObs(f"ts-{i}", "gpu-ts", "Succeeded", Interval(t(starts[i]), t(ends[i])), exit_code=0,
                         devices=("GPU-1111" if aws else f"GPU-1111::{i}",)) for i in range(n))  # fmt: skip
-    wls = tuple(WorkloadObs(f"job-ts-{i}", "team-a", snapshots=(admitted_snap(5, flavors=("gpu-shared",), uid=f"uid-ts-{i}"),),
+    wls = tuple(WorkloadObs(f"job-ts-{i}", "team-a", snapshots=(admitted_snap(5, flavors=("gpu-shared",), uid=f"uid-ts-{i}", admitted=SHARED),),
                             pods=(pods[i],)) for i in range(n))  # fmt: skip
     return TimeSlicingObs(node, pods, wls, replicas=n, observed_at=t(max(ends) + 5))
 
