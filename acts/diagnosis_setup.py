@@ -5,7 +5,7 @@ body and its DCGM)."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -91,7 +91,11 @@ def create_pod(kube: Kube, namespace: str, body: dict[str, Any]) -> None:
 
 
 def start_job(kube: Kube, t: Target, ns: str, queue: str, name: str, run: str, profile: str) -> str:
-    kube.batch.create_namespaced_job(ns, gpu_job(t, name, ns, queue, run, seconds=3600, profile=profile))
+    # a pod the platform ends before it ran (the taint-eviction controller can still see a new node's
+    # karpenter.sh/unregistered taint when the scheduler binds to it) is replaced by the Job, not a failed Job
+    kube.batch.create_namespaced_job(
+        ns, gpu_job(t, name, ns, queue, run, seconds=3600, profile=profile, survives_eviction=True)
+    )
     return name
 
 
@@ -101,18 +105,29 @@ def job_pod_name(kube: Kube, ns: str, job: str) -> str:
 
 
 def eventually_running(
-    kube: Kube, ns_pods: str, pods: list[str], jobs: dict[str, str]
+    kube: Kube,
+    ns_pods: str,
+    pods: list[str],
+    jobs: dict[str, str],
+    remake: Callable[[str], None] | None = None,
 ) -> dict[tuple[str, str], str]:
-    """Every holder Running: (namespace, pod) -> node. `jobs`: namespace -> Job."""
+    """Every holder Running: (namespace, pod) -> node. `jobs`: namespace -> Job. A Job's pod the platform ended
+    before it ran is not counted (the Job makes another); a bare pod of `pods` gone before it ran is made again
+    with `remake(name)` (it has no Job to replace it)."""
 
     def observe() -> dict[tuple[str, str], str | None]:
         out: dict[tuple[str, str], str | None] = {}
-        for p in kube.core.list_namespaced_pod(ns_pods).items:
+        listed = kube.core.list_namespaced_pod(ns_pods).items
+        for p in listed:
             if p.metadata.name in pods:
                 out[(ns_pods, p.metadata.name)] = p.spec.node_name if p.status.phase == "Running" else None
+        if remake is not None:
+            for name in sorted(set(pods) - {p.metadata.name for p in listed}):
+                remake(name)
         for ns, job in jobs.items():
             for p in job_pods(kube, ns, job):
-                out[(ns, p.name)] = p.node if p.phase == "Running" else None
+                if not p.ended_before_it_ran:
+                    out[(ns, p.name)] = p.node if p.phase == "Running" else None
         return out
 
     seen = eventually(

@@ -127,10 +127,16 @@ def test_each_waiting_gpu_pod_is_diagnosed_with_the_cause_it_was_built_with(
                 for t, ns in ((a, ns_a), (b, ns_b))
             }
             servers = [f"server-{i}" for i in range(RESIDENT_REPLICAS)]
-            for name in servers:
+
+            def serve(name: str) -> None:
                 create_pod(kube, ns_a, gpu_pod(act_target, name, ns_a, run, resource=SHARED_GPU_RESOURCE,
                                               profile=RESIDENT_MODEL))  # fmt: skip
-            running = eventually_running(kube, ns_a, servers, {ns_a: trainers[a], ns_b: trainers[b]})
+
+            for name in servers:
+                serve(name)
+            running = eventually_running(
+                kube, ns_a, servers, {ns_a: trainers[a], ns_b: trainers[b]}, remake=serve
+            )
             shared_node = running[(ns_a, servers[0])]
             card = shared_card(act_target, kube, ns_a, servers[0], shared_node)
             trainer_pods = {t: job_pod_name(kube, ns, trainers[t]) for t, ns in ((a, ns_a), (b, ns_b))}
