@@ -246,8 +246,8 @@ def main(argv: list[str]) -> None:
         evicted = sorted({e.involved_object.name for e in kube.core.list_namespaced_event(NAMESPACE).items
                           if e.reason == "TaintManagerEviction"})  # fmt: skip
         say(f"  {n - o['pods']} of the {n} pods were deleted; TaintManagerEviction events name {len(evicted)}: "
-            f"{evicted[:10]}. kwok's node can take a pod before Karpenter's NoExecute registration taint "
-            "reaches it, and the taint manager then evicts it; on AWS the kubelet registers with the taint")  # fmt: skip
+            f"{evicted[:10]} (the local target runs without the taint-eviction controller: any named here "
+            "means its controller-manager ran with one)")  # fmt: skip
     sizes = batches(claims)
     say(f"  NodeClaims created in {len(sizes)} batches (2 s apart or more): sizes {sizes[:12]}"
         f"{' ...' if len(sizes) > 12 else ''}, largest {max(sizes) if sizes else 0}")  # fmt: skip
