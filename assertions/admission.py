@@ -232,10 +232,6 @@ def admitted_ran_at_once(o: AdmissionObs) -> list[Miss]:
     runs = {w.name: healthy_runs(w) for w in admitted(o)}
     if len(runs) < 2 or not all(runs.values()):
         return []  # the count and health clauses say what is missing
-    if o.observed_at is None:
-        return [
-            Miss("the act's last look at the cluster", "observed_at not given: overlap cannot be decided")
-        ]
     now = o.observed_at
     bad = [f"{name}: {why}" for name, ivs in runs.items() for iv in ivs if (why := possible(iv, now))]
     if bad:

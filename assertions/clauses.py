@@ -69,10 +69,13 @@ def require_aware(obj: Any) -> None:
 def require_not_after(obj: Any, last_look: datetime | None) -> None:
     """Refuse an observation holding a timestamp later than the act's last look (beyond LOOK_SLACK: a time
     written during that look): nothing the act recorded can postdate its last look at the cluster, so such a
-    time was misread or made up. No last look given: nothing to hold the times to (the clauses that need one
-    say so)."""
+    time was misread or made up. No last look given is missing data, refused: without it no recorded time
+    can be held to anything, and a run "still going" has no end."""
     if last_look is None:
-        return
+        raise ValueError(
+            f"{type(obj).__name__}.observed_at is not given: the act's last look at the cluster bounds every time "
+            "it recorded; record it (the API server's time of the act's last read) and pass it"
+        )
     bound = whole_seconds(last_look) + LOOK_SLACK
     for path, value in _timestamps(obj, type(obj).__name__):
         if value is not last_look and whole_seconds(value) > bound:

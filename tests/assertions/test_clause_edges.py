@@ -204,10 +204,13 @@ def test_from_dict_reads_not_checked_and_a_first_cause_without_its_finding():
 
 
 # --- act 2: no last look, and a crash in either form ----------------------------------------------------
-def test_without_the_acts_last_look_overlap_is_not_decided():
-    assert admitted_ran_at_once(replace(ADMIT, observed_at=None)) == [
-        Miss("the act's last look at the cluster", "observed_at not given: overlap cannot be decided")
-    ]
+@pytest.mark.parametrize("world", [ADMIT, COLD, PREEMPT, HOLDS], ids=lambda w: type(w).__name__)
+def test_an_observation_without_the_acts_last_look_is_refused_naming_it(world):
+    """Without the last look no recorded time can be held to anything, and a run still going has no end."""
+    with pytest.raises(
+        ValueError, match=rf"^{type(world).__name__}\.observed_at is not given: the act's last look"
+    ):
+        replace(world, observed_at=None)
 
 
 @pytest.mark.parametrize(

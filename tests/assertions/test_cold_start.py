@@ -32,7 +32,7 @@ GOOD_POD = PodObs(
     exit_code=0,
     output="[Vector addition of 50000 elements]\nTest PASSED\nDone",
 )
-COLD = ColdStartObs(T0, (), "gpu-spot", SPOT_NODE, GOOD_POD, "Test PASSED")
+COLD = ColdStartObs(T0, (), "gpu-spot", SPOT_NODE, GOOD_POD, "Test PASSED", observed_at=t(600))
 
 
 @pytest.mark.parametrize(

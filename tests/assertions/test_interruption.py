@@ -60,6 +60,7 @@ HOLDS = InterruptionObs(
     nodeclaim_deleted_at=t(2),
     pods=(VICTIM, AGAIN),
     replacement=NEW,
+    observed_at=t(600),
 )
 
 

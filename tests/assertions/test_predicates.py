@@ -122,9 +122,8 @@ def test_a_pod_never_running_is_named_and_nothing_else_is_judged():
 
 
 def test_unobserved_end_without_an_observation_time_is_missing_data_not_an_overlap():
-    """A pod still running with no observed_at: when it ended cannot be known, so overlap is undecided and
-    the clause fails saying so (missing data is a failure, never a guess)."""
+    """A pod still running with no observed_at: when it ended cannot be known, so the observation is refused
+    (missing data is a failure, never a guess)."""
     pods = (*TS_PODS[:3], replace(TS_PODS[3], running=Interval(t(13))))
-    assert all_ran_at_once(replace(TS, pods=pods, observed_at=None)) == [
-        Miss("the act's last look at the cluster", "observed_at not given: overlap cannot be decided")
-    ]
+    with pytest.raises(ValueError, match=r"^TimeSlicingObs\.observed_at is not given"):
+        replace(TS, pods=pods, observed_at=None)

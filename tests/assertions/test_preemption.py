@@ -63,7 +63,7 @@ PREEMPTOR = with_uid(
         pods=(PodObs("high-0-pod", "gpu-a", "Running", Interval(t(36))),),
     )
 )
-PREEMPT = PreemptionObs(VICTIM, PREEMPTOR, t(30))
+PREEMPT = PreemptionObs(VICTIM, PREEMPTOR, t(30), observed_at=t(600))
 
 
 def victim_seen(*snapshots: WorkloadSnapshot) -> PreemptionObs:

@@ -67,7 +67,7 @@ def spot_node(name: str, created: float, ready: float, claim: str, claim_created
 def cold() -> ColdStartObs:
     node = spot_node("gpu-a", 30, 60, "nc-a", 5)
     pod = PodObs("cold-x", "gpu-a", "Succeeded", Interval(at(70), at(100)), exit_code=0, output="Test PASSED")
-    return ColdStartObs(T0, (), POOL, node, pod, "Test PASSED")
+    return ColdStartObs(T0, (), POOL, node, pod, "Test PASSED", observed_at=at(600))
 
 
 # ---- act 2
@@ -142,7 +142,7 @@ def preemption() -> PreemptionObs:
     victim = WorkloadObs("low", "team-a", "low", 10, victim_snapshots())
     pod = PodObs("high-pod", "gpu-n", "Running", Interval(at(80)))
     high = WorkloadObs("high", "team-a", "high", 100, preemptor_snapshots(), (pod,))
-    return PreemptionObs(victim, high, at(60))
+    return PreemptionObs(victim, high, at(60), observed_at=at(600))
 
 
 # ---- act 4
@@ -203,7 +203,17 @@ def interruption() -> InterruptionObs:
         EventObs("TerminatingOnInterruption", "Node", "spot-a", at(101)),
     )
     return InterruptionObs(
-        at(100), "sqs", "delivered", node, POOL, events, at(102), at(103), (victim, again), repl
+        at(100),
+        "sqs",
+        "delivered",
+        node,
+        POOL,
+        events,
+        at(102),
+        at(103),
+        (victim, again),
+        repl,
+        observed_at=at(600),
     )
 
 

@@ -7,6 +7,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+# the act's last look in a generated world: five minutes after the last time it recorded (a near-miss that moves
+# a time later stays inside it, so what refuses it is the clause it breaks)
+LOOK_AFTER_S = 300
+
 
 @dataclass(frozen=True)
 class Break:

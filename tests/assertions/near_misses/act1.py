@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from assertions.cold_start import ColdStartObs
 from assertions.observed import Interval, NodeObs, PodObs
-from tests.assertions.near_misses import Break
+from tests.assertions.near_misses import LOOK_AFTER_S, Break
 from tests.assertions.tables import T0
 
 MARKER = "Test PASSED"
@@ -44,7 +44,9 @@ def holding(draw: st.DrawFn) -> ColdStartObs:
     marker = draw(st.sampled_from([MARKER, None]))
     pod = PodObs("cold-1", node.name, "Succeeded", Interval(began, ended), exit_code=0,
                  output=f"[Vector addition]\n{MARKER}\nDone" if marker else None)  # fmt: skip
-    return ColdStartObs(start, (), pool, node, pod, marker)
+    return ColdStartObs(
+        start, (), pool, node, pod, marker, observed_at=ended + timedelta(seconds=LOOK_AFTER_S)
+    )
 
 
 def node(o: ColdStartObs, **changes) -> ColdStartObs:

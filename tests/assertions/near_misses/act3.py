@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from assertions.observed import Interval, PodObs, WorkloadObs, WorkloadSnapshot
 from assertions.preemption import PreemptionObs
-from tests.assertions.near_misses import Break
+from tests.assertions.near_misses import LOOK_AFTER_S, Break
 from tests.assertions.tables import T0, cond, t
 
 MADE_ROOM = "Preempted to accommodate a workload (UID: uid-high, JobUID: UNKNOWN) due to prioritization"
@@ -53,7 +53,7 @@ def holding(draw: st.DrawFn) -> PreemptionObs:
                                        admitted(high_admitted, "uid-high")),
                             pods=(PodObs("high-0-pod", "gpu-a", "Running",
                                          Interval(t(high_admitted + draw(st.integers(0, 20))))),))  # fmt: skip
-    return PreemptionObs(victim, preemptor, t(submitted))
+    return PreemptionObs(victim, preemptor, t(submitted), observed_at=t(high_admitted + 20 + LOOK_AFTER_S))
 
 
 def victim(o: PreemptionObs, **changes) -> PreemptionObs:

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from assertions.interruption import InterruptionObs
 from assertions.observed import EventObs, Interval, NodeObs, PodObs
-from tests.assertions.near_misses import Break
+from tests.assertions.near_misses import LOOK_AFTER_S, Break
 from tests.assertions.tables import T0
 
 SPOT = {"karpenter.sh/capacity-type": "spot", "karpenter.sh/nodepool": "gpu-spot"}
@@ -41,7 +41,7 @@ def holding(draw: st.DrawFn) -> InterruptionObs:
     fis = draw(st.booleans())
     return InterruptionObs(warned, "fis" if fis else "sqs", "completed" if fis else "delivered", old, "gpu-spot",
                            events, at(cordon), at(deleted), (victim, PodObs("w-2", new.name, "Running",
-                           Interval(at(again)))), new)  # fmt: skip
+                           Interval(at(again)))), new, observed_at=at(max(again, cordon + 1) + LOOK_AFTER_S))  # fmt: skip
 
 
 def replacement(o: InterruptionObs, **changes) -> InterruptionObs:
