@@ -21,6 +21,7 @@ import pytest
 from acts.expect import eventually_expect, no_gpu_nodes, one_finished
 from acts.jobs import gpu_job
 from acts.recorder import PodRecorder
+from acts.targets import pod_devices
 from assertions.cold_start import ColdStartObs, check_cold_start
 from assertions.verdict import require
 from gpu_finops.facts import timeouts
@@ -41,7 +42,12 @@ def test_cold_start(kube, act_target, tenant_namespaces, config, report):
     with report.phase("submit and wait for success"):
         kube.batch.create_namespaced_job(ns, gpu_job(act_target, f"cold-{run}", ns, tenant, run, seconds=20))
         # watched throughout, so the Running start is the one seen (kwok restates it at completion)
-        watch = PodRecorder(kube, ns, f"cold-{run}")
+        watch = PodRecorder(
+            kube,
+            ns,
+            f"cold-{run}",
+            devices=lambda ns_, pod, node: pod_devices(act_target, kube, ns_, pod, node),
+        )
         pods = eventually_expect(watch.observe, one_finished, timeout=timeouts.POD_SUCCEEDED, interval=1)
     pod = next(p for p in pods if p.phase in ("Succeeded", "Failed"))
     output = None

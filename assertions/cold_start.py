@@ -7,7 +7,7 @@
 | node_is_spot_with_a_gpu | the node above | capacity-type label | - (labels do not change) | >= 1 allocatable GPU, allocatable <= capacity | node status | same (kwok: simulated GPUs) |
 | node_became_ready | the node above | - | created <= Ready | - | Ready's lastTransitionTime | same |
 | pod_ran_on_that_node_after_it_was_ready | pod bound to the node's name, while that node existed (not deleted before the pod started or ended) | - | Ready <= Running start <= end <= the node's deletion | one pod | container status | same |
-| pod_succeeded_doing_gpu_work | the pod above | - | - | - | phase, exit code 0 and finish time observed (unobserved fails), not disrupted (no DisruptionTarget, eviction or platform reason); the marker in its log | AWS: marker required; local: no logs, marker None, said in evidence |
+| pod_succeeded_doing_gpu_work | the pod above; the one whole card it was given | - | - | exactly one device, a whole card (not a replica or a MIG slice) | phase, exit code 0 and finish time observed (unobserved fails), not disrupted (no DisruptionTarget, eviction or platform reason); the device the kubelet gave it (local: the simulated kubelet's pod-resources; AWS: the UUID it printed); the marker in its log | AWS: marker required; local: no logs, marker None, said in evidence |
 
 Identity of the node is by name plus "created after the act began, by a NodeClaim created after it": a
 node re-created under an old name is new by those timestamps, which is the claim. Job pods carry
@@ -22,7 +22,7 @@ from datetime import datetime
 from assertions.clauses import Miss, before, compose, require_aware, require_not_after, seconds, stamp
 from assertions.observed import NodeObs, PodObs
 from assertions.verdict import Verdict
-from gpu_finops.model import nodeclaim
+from gpu_finops.model import holding, nodeclaim
 
 CLAIM = "from zero GPU nodes, Karpenter launched a new spot GPU node and the GPU job ran to success on it"
 CUDA_MISMATCH_EXIT = 253  # a CUDA build that does not match the driver exits with it without doing work
@@ -258,6 +258,15 @@ def pod_succeeded_doing_gpu_work(o: ColdStartObs) -> list[Miss]:
                 want,
                 f"pod {p.name} ended {p.phase} (exit {p.exit_code}, reason {p.reason})"
                 + (why if p.exit_code == CUDA_MISMATCH_EXIT else ""),
+            )
+        ]
+    kinds = [holding.device(d).kind for d in p.devices]
+    if kinds != [holding.Kind.WHOLE]:
+        return [
+            Miss(
+                want,
+                f"pod {p.name} was given devices {list(p.devices)} ({', '.join(kinds) or 'none recorded'}): it "
+                "asked for one whole card, so its GPU work is unproven without exactly one",
             )
         ]
     if o.success_marker and (not p.output or o.success_marker not in p.output):

@@ -31,6 +31,7 @@ GOOD_POD = PodObs(
     Interval(t(120), t(130)),
     exit_code=0,
     output="[Vector addition of 50000 elements]\nTest PASSED\nDone",
+    devices=("GPU-8a1f3c2d-0b4e-4f6a-9c7d-2e5b1a0f9d3c",),
 )
 COLD = ColdStartObs(T0, (), "gpu-spot", SPOT_NODE, GOOD_POD, "Test PASSED", observed_at=t(600))
 

@@ -66,7 +66,15 @@ def spot_node(name: str, created: float, ready: float, claim: str, claim_created
 # ---- act 1
 def cold() -> ColdStartObs:
     node = spot_node("gpu-a", 30, 60, "nc-a", 5)
-    pod = PodObs("cold-x", "gpu-a", "Succeeded", Interval(at(70), at(100)), exit_code=0, output="Test PASSED")
+    pod = PodObs(
+        "cold-x",
+        "gpu-a",
+        "Succeeded",
+        Interval(at(70), at(100)),
+        exit_code=0,
+        output="Test PASSED",
+        devices=("GPU-0",),
+    )
     return ColdStartObs(T0, (), POOL, node, pod, "Test PASSED", observed_at=at(600))
 
 

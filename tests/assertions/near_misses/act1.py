@@ -13,6 +13,7 @@ from tests.assertions.near_misses import LOOK_AFTER_S, Break
 from tests.assertions.tables import T0
 
 MARKER = "Test PASSED"
+CARD = "GPU-5f0c6b2e-1c9e-4a8e-9d1e-3f1a2b3c4d5e"
 
 
 @st.composite
@@ -43,7 +44,7 @@ def holding(draw: st.DrawFn) -> ColdStartObs:
     )
     marker = draw(st.sampled_from([MARKER, None]))
     pod = PodObs("cold-1", node.name, "Succeeded", Interval(began, ended), exit_code=0,
-                 output=f"[Vector addition]\n{MARKER}\nDone" if marker else None)  # fmt: skip
+                 output=f"[Vector addition]\n{MARKER}\nDone" if marker else None, devices=(CARD,))  # fmt: skip
     return ColdStartObs(
         start, (), pool, node, pod, marker, observed_at=ended + timedelta(seconds=LOOK_AFTER_S)
     )
@@ -103,4 +104,10 @@ BREAKS = (
           lambda o: pod(o, disruption="DeletionByTaintManager")),
     Break("pod_succeeded_doing_gpu_work", "provenance", "succeeded without the marker",
           lambda o: replace(o, success_marker=MARKER, pod=replace(o.pod, output="Done"))),
+    Break("pod_succeeded_doing_gpu_work", "count", "no device recorded for it", lambda o: pod(o, devices=())),
+    Break("pod_succeeded_doing_gpu_work", "count", "two cards", lambda o: pod(o, devices=(CARD, CARD[:-1] + "f"))),
+    Break("pod_succeeded_doing_gpu_work", "identity", "a time-sliced replica of a card, not the whole card",
+          lambda o: pod(o, devices=(f"{CARD}::0",))),
+    Break("pod_succeeded_doing_gpu_work", "identity", "a MIG slice, not a whole card",
+          lambda o: pod(o, devices=("MIG-0b5e7c1a-2d3f-4e5a-8b9c-1d2e3f4a5b6c",))),
 )  # fmt: skip
