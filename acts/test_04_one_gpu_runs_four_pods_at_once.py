@@ -85,9 +85,9 @@ def test_one_gpu_four_replicas_four_pods_at_once_one_uuid(
     # on a timeout the checker says what was seen and what is missing
     with report.phase("all four run, together, to success"), contextlib.suppress(WaitTimeout):
         eventually_expect(observe, all_finished(n), timeout=timeouts.TIMESLICED_RUN + SECONDS, interval=1)
-    # each Job's pod that was not disrupted; a disrupted one was replaced and is named in the evidence
-    pods = tuple(p for w in rec.workloads() for p in w.pods if p.disruption is None)
-    replaced = {p.name: p.disruption for w in rec.workloads() for p in w.pods if p.disruption is not None}
+    # each Job's pod, but one the platform ended before it ran: its Job replaced it, and the evidence names it
+    pods = tuple(p for w in rec.workloads() for p in w.pods if not p.ended_before_it_ran)
+    replaced = tuple(p for w in rec.workloads() for p in w.pods if p.ended_before_it_ran)
     for p in pods:
         report.pod_ran(f"pod {p.name} {list(p.devices)}", p.running)
     obs = TimeSlicingObs(
@@ -98,5 +98,7 @@ def test_one_gpu_four_replicas_four_pods_at_once_one_uuid(
         observed_at=datetime.now(UTC),
         flavor=SHARED_FLAVOR,
         replaced=replaced,
+        nodepool=config.shared_nodepool_name,
+        tenant=tenant.name,
     )
     require(report.record(check_timeslicing(obs)))

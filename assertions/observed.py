@@ -67,6 +67,13 @@ class NodeObs:
             raise ValueError(
                 f"NodeObs {self.name}: {said} given for no NodeClaim: facts of a NodeClaim that was not observed"
             )
+        label = self.labels.get(LABEL_NODEPOOL)
+        if label is not None and self.nodeclaim_nodepool is not None and label != self.nodeclaim_nodepool:
+            raise ValueError(
+                f"NodeObs {self.name}: labelled NodePool {label!r} but its NodeClaim {self.nodeclaim} is of "
+                f"{self.nodeclaim_nodepool!r}: Karpenter labels a node with its claim's pool, so these are facts of "
+                "two objects"
+            )
 
     @property
     def nodepool(self) -> str | None:

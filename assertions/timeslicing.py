@@ -3,9 +3,9 @@ once, on one GPU UUID, and each ran to success.
 
 | clause | identity | ownership | time order | count | provenance | target |
 |---|---|---|---|---|---|---|
-| node_advertises_one_gpu_as_n_replicas | the node the pods ran on | - | as last seen; its history: created <= Ready <= the first pod's start and the last look, its NodeClaim before it (card_shares.node_history, as acts 8 and 9) | GFD count 1, replicas n, shared capacity = allocatable = n, no MIG slice | GFD labels, node status | same |
+| node_advertises_one_gpu_as_n_replicas | the node the pods ran on | the act's shared NodePool (the node's label) | as last seen; its history: created <= Ready <= the first pod's start and the last look, its NodeClaim before it (card_shares.node_history, as acts 8 and 9) | GFD count 1, replicas n, shared capacity = allocatable = n, no MIG slice | GFD labels, node status | same |
 | no_whole_gpu_beside_the_replicas | the node | - | - | zero nvidia.com/gpu, capacity and allocatable | node status | same |
-| each_pod_admitted_by_kueue_on_the_shared_flavor | a Workload per pod, by the pods recorded under its Job; one uid each (a re-creation or none observed fails) | each Workload owns exactly one of the pods and runs no other; every admitted snapshot on the shared ResourceFlavor (none observed fails), charging the replicas' resource there and nothing else, by the tenant's ClusterQueue | the pod's start inside a stretch its Workload was admitted (not while evicted between two); its Job unsuspended only once admitted, and seen unsuspended when pods ran | n Workloads, n pods, no pod twice | Workload snapshots | same |
+| each_pod_admitted_by_kueue_on_the_shared_flavor | a Workload per pod, by the pods recorded under its Job; one uid each (a re-creation or none observed fails) | each Workload the act's one tenant's, owning exactly one of the pods and running no other; every admitted snapshot on the shared ResourceFlavor (none observed fails), charging the replicas' resource there and nothing else, by the tenant's ClusterQueue | the pod's start inside a stretch its Workload was admitted (not while evicted between two); its Job unsuspended only once admitted, and seen unsuspended when pods ran | n Workloads, n pods, no pod twice | Workload snapshots | same |
 | all_pods_on_that_node | pod spec.nodeName; the pods ran within the node's life (created..deleted), not on a re-created namesake | - | node created <= every start < its deletion; every run over before it | every pod | pod spec, node timestamps | same |
 | all_ran_at_once | per pod | - | latest start < earliest end; each run possible and before the last look (observed_at required) | every pod Running | recorded intervals; a finished pod without a finish time fails | same |
 | each_pod_got_one_replica_of_one_uuid | device ids, each a replica or a whole card (a MIG slice is no replica) | - | - | one device each, one UUID in all, no replica twice | pod-resources (local) / NVIDIA_VISIBLE_DEVICES (AWS, no replica index) | same clause, different observers |
@@ -49,11 +49,27 @@ class TimeSlicingObs:
     replicas: int = 4
     observed_at: datetime | None = None
     flavor: str = "gpu-shared"  # the ResourceFlavor replicas are admitted on
-    replaced: dict[str, str] = field(default_factory=dict)  # pods disrupted before running -> reason
+    # the pods the platform ended before they ran (PodObs.ended_before_it_ran), each replaced by its Job: named
+    # in the evidence, not counted; a pod that ran, crashed or was ended while running is one of `pods`
+    replaced: tuple[PodObs, ...] = ()
+    nodepool: str = field(kw_only=True)  # the act's shared NodePool, whose node the replicas are
+    tenant: str = field(kw_only=True)  # the one tenant whose LocalQueue the act submitted every Job through
 
     def __post_init__(self) -> None:
         require_aware(self)
         require_not_after(self, self.observed_at)
+        counted = {p.name for p in self.pods}
+        for p in self.replaced:
+            if p.name in counted:
+                raise ValueError(
+                    f"TimeSlicingObs: pod {p.name} is both counted and named replaced: a pod is one or the other"
+                )
+            if not p.ended_before_it_ran:
+                raise ValueError(
+                    f"TimeSlicingObs.replaced: pod {p.name} ({p.phase}, exit {p.exit_code}, run {p.running}) was not "
+                    "ended before it ran: only such a pod is replaced; one that ran, crashed or was ended while "
+                    "running is counted with `pods`"
+                )
 
 
 def physical(device: str) -> str:
@@ -97,6 +113,10 @@ def node_advertises_one_gpu_as_n_replicas(o: TimeSlicingObs) -> list[Miss]:
                 f"{n.capacity_shared}: the scheduler can place fewer replicas than the node "
                 "advertises",
             )
+        )
+    if n.nodepool != o.nodepool:
+        misses.append(
+            Miss(want, f"node {n.name} is of NodePool {n.nodepool}, not the act's shared pool {o.nodepool}")
         )
     if n.mig_capacity:
         misses.append(
@@ -163,6 +183,11 @@ def each_pod_admitted_by_kueue_on_the_shared_flavor(o: TimeSlicingObs) -> list[M
     if len(o.workloads) != o.replicas:
         misses.append(
             Miss(want, f"{len(o.workloads)} Kueue Workloads observed for the pods, expected {o.replicas}")
+        )
+    strangers = [f"{w.name} ({w.tenant})" for w in o.workloads if w.tenant != o.tenant]
+    if strangers:
+        misses.append(
+            Miss(want, f"Workloads of another tenant than {o.tenant}, whose queue the act used: {strangers}")
         )
     not_admitted = [w.name for w in o.workloads if not any(s.is_(ADMITTED) for s in w.snapshots)]
     if not_admitted:
@@ -351,5 +376,5 @@ def check_timeslicing(o: TimeSlicingObs) -> Verdict:
         node=o.node.name,
         pods={p.name: list(p.devices) for p in o.pods},
         uuids=uuids,
-        replaced_pods=o.replaced,
+        replaced_pods={p.name: p.ended_before_it_ran for p in o.replaced},
     )

@@ -79,7 +79,14 @@ COLD = ColdStartObs(T0, (), "gpu-spot", SPOT_NODE, GOOD_POD, "Test PASSED", obse
         ),
         (
             "node not from our NodePool",
-            replace(COLD, node=replace(SPOT_NODE, nodeclaim_nodepool="default")),
+            replace(
+                COLD,
+                node=replace(
+                    SPOT_NODE,
+                    nodeclaim_nodepool="default",
+                    labels={**SPOT_NODE.labels, "karpenter.sh/nodepool": "default"},
+                ),
+            ),
             "not owned by a NodeClaim",
         ),
         ("node without GPUs", replace(COLD, node=replace(SPOT_NODE, allocatable_gpu=0)), "no allocatable"),

@@ -164,7 +164,12 @@ def test_holds_and_reports_the_seconds_from_warning_to_cordon_and_replacement():
         ),
         (
             "the replacement is of another NodePool",
-            replace(HOLDS, replacement=replace(NEW, labels={**SPOT, "karpenter.sh/nodepool": "system"})),
+            replace(
+                HOLDS,
+                replacement=replace(
+                    NEW, labels={**SPOT, "karpenter.sh/nodepool": "system"}, nodeclaim_nodepool="system"
+                ),
+            ),
             "of NodePool system, not gpu-spot",
         ),
         (

@@ -17,6 +17,7 @@ TS_NODE = NodeObs(
         "nvidia.com/gpu.count": "1",
         "nvidia.com/gpu.replicas": "4",
         "nvidia.com/gpu.sharing-strategy": "time-slicing",
+        "karpenter.sh/nodepool": "gpu-shared",
     },
     capacity_shared=4,
     allocatable_shared=4,
@@ -49,7 +50,7 @@ TS_WLS = tuple(
     )
     for i in range(4)
 )
-TS = TimeSlicingObs(TS_NODE, TS_PODS, TS_WLS, observed_at=t(60))
+TS = TimeSlicingObs(TS_NODE, TS_PODS, TS_WLS, observed_at=t(60), nodepool="gpu-shared", tenant="team-a")
 
 
 def pods(*changed: PodObs) -> tuple[PodObs, ...]:

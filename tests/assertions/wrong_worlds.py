@@ -189,7 +189,13 @@ def ts_workload(i: int, pods: tuple[PodObs, ...], flavors=("gpu-shared",), cq: s
 def timeslicing() -> TimeSlicingObs:
     pods = tuple(ts_pod(i) for i in range(4))
     return TimeSlicingObs(
-        shared_node(), pods, tuple(ts_workload(i, (p,)) for i, p in enumerate(pods)), 4, at(300)
+        shared_node(),
+        pods,
+        tuple(ts_workload(i, (p,)) for i, p in enumerate(pods)),
+        4,
+        at(300),
+        nodepool=POOL,
+        tenant="team-a",
     )
 
 

@@ -18,7 +18,7 @@ SHARED = (("nvidia.com/gpu.shared", "gpu-shared"),)  # what Kueue charges a repl
 def holding(draw: st.DrawFn) -> TimeSlicingObs:
     n = draw(st.sampled_from([2, 4, 8]))
     labels = {"nvidia.com/gpu.count": "1", "nvidia.com/gpu.replicas": str(n),
-              "nvidia.com/gpu.sharing-strategy": "time-slicing"}  # fmt: skip
+              "nvidia.com/gpu.sharing-strategy": "time-slicing", "karpenter.sh/nodepool": "gpu-shared"}  # fmt: skip
     node = NodeObs("gpu-ts", t(0), labels, capacity_shared=n, allocatable_shared=n, ready_at=t(2))
     aws = draw(st.booleans())  # AWS shows the physical UUID only; local the replica index too
     starts = [draw(st.integers(10, 30)) for _ in range(n)]
@@ -27,7 +27,9 @@ def holding(draw: st.DrawFn) -> TimeSlicingObs:
                         devices=("GPU-1111" if aws else f"GPU-1111::{i}",)) for i in range(n))  # fmt: skip
     wls = tuple(WorkloadObs(f"job-ts-{i}", "team-a", snapshots=(admitted_snap(5, flavors=("gpu-shared",), uid=f"uid-ts-{i}", admitted=SHARED),),
                             pods=(pods[i],)) for i in range(n))  # fmt: skip
-    return TimeSlicingObs(node, pods, wls, replicas=n, observed_at=t(max(ends) + 5))
+    return TimeSlicingObs(
+        node, pods, wls, replicas=n, observed_at=t(max(ends) + 5), nodepool="gpu-shared", tenant="team-a"
+    )
 
 
 def node(o: TimeSlicingObs, **changes) -> TimeSlicingObs:
@@ -61,6 +63,10 @@ BREAKS = (
           lambda o: node(o, ready_at=o.observed_at)),
     Break("node_advertises_one_gpu_as_n_replicas", "provenance", "the node never seen Ready",
           lambda o: node(o, ready_at=None)),
+    Break("node_advertises_one_gpu_as_n_replicas", "ownership", "a node of another NodePool",
+          lambda o: label(o, "karpenter.sh/nodepool", "gpu-mig")),
+    Break("each_pod_admitted_by_kueue_on_the_shared_flavor", "ownership", "every Workload of another tenant, admitted by its own queue",
+          lambda o: replace(o, workloads=tuple(replace(w, tenant="team-b", snapshots=tuple(replace(s, cluster_queue="team-b") for s in w.snapshots)) for w in o.workloads))),
     Break("node_advertises_one_gpu_as_n_replicas", "count", "two physical GPUs", lambda o: label(o, "nvidia.com/gpu.count", "2")),
     Break("node_advertises_one_gpu_as_n_replicas", "count", "replicas label off by one",
           lambda o: label(o, "nvidia.com/gpu.replicas", str(o.replicas + 1))),
