@@ -90,6 +90,7 @@ class WorkloadRecorder:
                 self.priority_value.get(name),
                 tuple(snaps),
                 tuple(self.pods.get(name, {}).values()),
+                self.job.get(name) or None,
             )
             for name, snaps in self.snaps.items()
         ]

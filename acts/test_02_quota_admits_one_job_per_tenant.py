@@ -40,10 +40,12 @@ def test_two_of_twelve_admitted_one_per_tenant_running_at_once(
         kube, tenant_namespaces, devices=lambda ns, pod, node: pod_devices(act_target, kube, ns, pod, node)
     )
 
+    submitted: dict[str, str] = {}  # Job -> the tenant whose queue it went through
     with report.phase("submit twelve jobs"):
         for i in range(JOBS):
             tenant = tenants[i % len(tenants)]
             ns = tenant_namespaces[tenant]
+            submitted[f"adm-{run}-{i:02d}"] = tenant
             # A pod the platform ends before it ran (the taint-eviction controller can still see a new
             # node's karpenter.sh/unregistered taint when the scheduler binds to it) is replaced by the Job,
             # not a failure that hands the quota on; the checker names it.
@@ -69,6 +71,7 @@ def test_two_of_twelve_admitted_one_per_tenant_running_at_once(
         expected_total=JOBS,
         expected_admitted=len(tenants),
         observed_at=datetime.now(UTC),
+        submitted=submitted,
     )
     for w in obs.workloads:
         for p in w.pods:

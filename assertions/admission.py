@@ -3,7 +3,7 @@ rest queued. Decided over the whole observation window, never from the last snap
 
 | clause | identity | ownership | time order | count | provenance | target |
 |---|---|---|---|---|---|---|
-| every_job_has_one_workload | one uid per Workload name, no uid twice | - | each seen in the act's last look at its Workloads (its history covers the window) | exactly the jobs submitted (>= 1, for >= 1 tenant), no duplicates | recorded snapshots | same |
+| every_job_has_one_workload | one uid per Workload name, no uid twice; each Workload's Job (its ownerReference) one the act submitted, one Workload each | the tenant the act submitted its Job through | each seen in the act's last look at its Workloads (its history covers the window) | exactly the jobs submitted (>= 1, for >= 1 tenant), no duplicates | recorded snapshots | same |
 | no_workload_finished_in_the_window | per Workload | - | over the whole window | none | Finished condition | same |
 | exactly_n_admitted | per Workload | - | ever, in any snapshot | exactly n | QuotaReserved and Admitted True together | same |
 | one_admitted_per_cluster_queue | per Workload | the ClusterQueue Kueue charged = the tenant that submitted it, in every snapshot that held quota (QuotaReserved, Admitted or status.admission); one each | - | one per tenant | status.admission.clusterQueue | same |
@@ -17,7 +17,8 @@ rest queued. Decided over the whole observation window, never from the last snap
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import combinations
 
@@ -40,10 +41,18 @@ class AdmissionObs:
     expected_total: int = 12
     expected_admitted: int = 2
     observed_at: datetime | None = None
+    # the Jobs the act submitted, each to the tenant whose queue it went through: each Workload is matched to
+    # one of them by its ownerReference, so a leftover or another's Workload is not counted as the act's
+    submitted: Mapping[str, str] = field(kw_only=True)
 
     def __post_init__(self) -> None:
         require_aware(self)
         require_not_after(self, self.observed_at)
+        if len(self.submitted) != self.expected_total:
+            raise ValueError(
+                f"AdmissionObs: {len(self.submitted)} Jobs named as submitted, {self.expected_total} expected: "
+                "the act names every Job it submitted"
+            )
 
 
 def _ever_admitted(w: WorkloadObs) -> bool:
@@ -105,6 +114,33 @@ def every_job_has_one_workload(o: AdmissionObs) -> list[Miss]:
                         f"Workloads {stamp(last_look)}: its history does not cover the window",
                     )
                 )
+    by_job: dict[str, list[str]] = {}
+    for w in o.workloads:
+        if w.job is None:
+            misses.append(Miss(want, f"workload {w.name}'s Job (its ownerReference) was not observed"))
+        elif w.job not in o.submitted:
+            misses.append(
+                Miss(
+                    want,
+                    f"workload {w.name} belongs to Job {w.job}, which the act did not submit: not the act's",
+                )
+            )
+        elif o.submitted[w.job] != w.tenant:
+            misses.append(
+                Miss(
+                    want,
+                    f"workload {w.name} of Job {w.job} is recorded as tenant {w.tenant}'s, but the act submitted "
+                    f"that Job through {o.submitted[w.job]}'s queue",
+                )
+            )
+        if w.job is not None:
+            by_job.setdefault(w.job, []).append(w.name)
+    twice = {j: names for j, names in by_job.items() if len(names) > 1}
+    none = sorted(set(o.submitted) - set(by_job))
+    if none:
+        misses.append(Miss(want, f"submitted Jobs with no Workload: {none}"))
+    if twice:
+        misses.append(Miss(want, f"Jobs with more than one Workload: {twice}"))
     uids = [w.uids[0] for w in o.workloads if len(w.uids) == 1 and w.uids[0] is not None]
     if len(set(uids)) != len(uids):
         misses.append(Miss(want, f"one uid recorded under two names: {sorted(uids)}"))

@@ -237,6 +237,7 @@ class WorkloadObs:
     priority: int | None = None  # spec.priority, the value Kueue resolved from the priority class
     snapshots: tuple[WorkloadSnapshot, ...] = ()
     pods: tuple[PodObs, ...] = ()
+    job: str | None = None  # the Job its ownerReference names (None: not observed)
 
     def __post_init__(self) -> None:
         # a history is the looks in the order they were taken: one out of order would let a clause read a

@@ -79,13 +79,20 @@ class Device:
     id: time-sliced or an MPS client, as the node's sharing says) or MIG_SLICE."""
 
     id: str
-    card: str | None  # the physical card's UUID; None for a MIG slice named by its own UUID
+    # the physical card's UUID, its hex lower-cased (a UUID is one value in either case, RFC 9562, so two
+    # spellings are one card); None for a MIG slice named by its own UUID
+    card: str | None
     kind: Kind
     replica: str | None = None  # the replica index, for a replica id
 
 
 class DeviceIdError(ValueError):
     """A device id that names no card, or a replica in a form the device plugin does not write."""
+
+
+def _canonical(card_id: str) -> str:
+    """`GPU-<uuid>` with the UUID lower-cased, as nvidia-smi and NVML write it."""
+    return card_id[:4] + card_id[4:].lower()
 
 
 def device(device_id: str) -> Device:
@@ -99,11 +106,11 @@ def device(device_id: str) -> Device:
     base, sep, replica = device_id.partition(REPLICA_SEPARATOR)
     legacy = MIG_LEGACY_ID.fullmatch(base)
     if legacy:
-        card, kind = legacy.group(1), Kind.MIG_SLICE
+        card, kind = _canonical(legacy.group(1)), Kind.MIG_SLICE
     elif MIG_ID.fullmatch(base):
         card, kind = None, Kind.MIG_SLICE
     elif CARD_ID.fullmatch(base):
-        card, kind = base, (Kind.REPLICA if sep else Kind.WHOLE)
+        card, kind = _canonical(base), (Kind.REPLICA if sep else Kind.WHOLE)
     else:
         raise DeviceIdError(
             f"device id {device_id!r} names no card: expected GPU-<uuid>, GPU-<uuid>::<replica index>, or a "

@@ -82,11 +82,12 @@ def running_wl(
                 devices=(uuid,),
             ),
         ),
+        job=name,
     )
 
 
 def pending_wl(name: str, tenant: str) -> WorkloadObs:
-    return WorkloadObs(name, tenant, snapshots=(pending_snap(5, uid=f"uid-{name}"),))
+    return WorkloadObs(name, tenant, snapshots=(pending_snap(5, uid=f"uid-{name}"),), job=name)
 
 
 def seen_until(workloads, at: datetime) -> tuple[WorkloadObs, ...]:

@@ -33,6 +33,7 @@ ADMIT = AdmissionObs(
     ),
     tenants=("team-a", "team-b"),
     observed_at=t(60),
+    submitted={f"{tn}-{i}": f"team-{tn}" for tn in "ab" for i in range(6)},
 )
 
 

@@ -713,14 +713,17 @@ def test_cards_take_the_id_before_the_separator_and_a_malformed_id_is_refused():
 
 
 def test_no_jobs_submitted_is_named_even_with_tenants():
-    assert every_job_has_one_workload(replace(ADMIT, expected_total=0))[0] == Miss(
+    assert every_job_has_one_workload(replace(ADMIT, expected_total=0, submitted={}))[0] == Miss(
         "0 Workloads, one uid each", "0 jobs for tenants ['team-a', 'team-b']: nothing was submitted to check"
     )
 
 
 def test_one_job_submitted_is_something_to_check():
     o = replace(
-        ADMIT, workloads=seen_until((running_wl("a-0", "team-a"),), ADMIT.observed_at), expected_total=1
+        ADMIT,
+        workloads=seen_until((running_wl("a-0", "team-a"),), ADMIT.observed_at),
+        expected_total=1,
+        submitted={"a-0": "team-a"},
     )
     assert every_job_has_one_workload(o) == []
 

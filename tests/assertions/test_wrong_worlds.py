@@ -87,6 +87,14 @@ def _a_wl(i: int, **kw: Any) -> AdmissionObs:
     return replace(o, workloads=tuple(ws))
 
 
+def _a_two_cases() -> AdmissionObs:
+    """The two admitted pods on GPU-ab12 and GPU-AB12: one card, spelt twice."""
+    o = _a_pod(0, devices=("GPU-ab12",))
+    ws = list(o.workloads)
+    ws[1] = replace(ws[1], pods=(replace(ws[1].pods[0], devices=("GPU-AB12",)),))
+    return replace(o, workloads=tuple(ws))
+
+
 def _a_three_apart() -> AdmissionObs:
     o = rw.admission(("team-a", "team-b", "team-c"))
     runs = [(20, 40), (50, 70), (80, None)]
@@ -214,7 +222,7 @@ def _a_pod_with(**pod: Any) -> AdmissionObs:
 
 
 def _a_vacuous() -> AdmissionObs:
-    return AdmissionObs((), (), 0, 0, observed_at=at(300))
+    return AdmissionObs((), (), 0, 0, observed_at=at(300), submitted={})
 
 
 # ---- act 3: preemption
@@ -446,6 +454,9 @@ ROWS: dict[str, Row] = {
     "c1 an empty success marker": Row(lambda: replace(rw.cold(), success_marker=""), "refused: ColdStartObs.success_marker '': an empty marker is in every output", "an empty marker proves nothing"),
     "c1 Succeeded exit 0 after a node shutdown": Row(lambda: _c_pod(reason="NodeShutdown"), "pod_succeeded_doing_gpu_work", "the kubelet ended it for the node's shutdown: not a run to its end"),
     # act 2
+    "a2 a leftover Workload of an earlier run counted, of a tenant not the act's": Row(lambda: _a_wl(11, name="adm-old-07", tenant="team-z", job="adm-old-07"), "every_job_has_one_workload", "twelve Workloads, but one is not a Job the act submitted"),
+    "a2 every waiting Workload recorded as one tenant's": Row(lambda: replace(rw.admission(), workloads=tuple(replace(w, tenant="team-a") for w in rw.admission().workloads)), "every_job_has_one_workload", "the act submitted half its Jobs through each tenant's queue"),
+    "a2 one card's UUID in two letter cases": Row(_a_two_cases, "admitted_ran_on_different_cards", "a UUID is one value in either case: one card"),
     "a2 three tenants, never at once": Row(_a_three_apart, "admitted_ran_at_once", "with three ClusterQueues the overlap is never checked"),
     "a2 three tenants, two on one card": Row(_a_three_shared_card, "admitted_ran_on_different_cards", "the intersection of all three misses a pair sharing a card"),
     "a2 a 'waiting' Workload Admitted without QuotaReserved": Row(_a_admitted_without_reservation, "refused: Admitted True while QuotaReserved is not set, which Kueue never writes", "Kueue admits only with the quota reserved: such a look is no Workload's status"),

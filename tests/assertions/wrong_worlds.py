@@ -89,14 +89,14 @@ def admitted_wl(name: str, tenant: str, card: str, start: float = 20) -> Workloa
         uid=f"uid-{name}",
     )
     pod = PodObs(f"{name}-pod", "gpu-n", "Running", Interval(at(start)), devices=(card,))
-    return WorkloadObs(name, tenant, snapshots=(snap,), pods=(pod,))
+    return WorkloadObs(name, tenant, snapshots=(snap,), pods=(pod,), job=name)
 
 
 def waiting_wl(name: str, tenant: str) -> WorkloadObs:
     snap = WorkloadSnapshot(
         at(10), conds(cond("QuotaReserved", "False", "Pending")), False, job_suspended=True, uid=f"uid-{name}"
     )
-    return WorkloadObs(name, tenant, snapshots=(snap,))
+    return WorkloadObs(name, tenant, snapshots=(snap,), job=name)
 
 
 def admission(tenants: tuple[str, ...] = ("team-a", "team-b")) -> AdmissionObs:
@@ -105,7 +105,9 @@ def admission(tenants: tuple[str, ...] = ("team-a", "team-b")) -> AdmissionObs:
     ws += [waiting_wl(f"w{i:02d}", tenants[i % n]) for i in range(n, 12)]
     # each seen again, unchanged, at the act's last look: the histories cover the window
     ws = [replace(w, snapshots=(*w.snapshots, replace(w.snapshots[-1], at=at(300)))) for w in ws]
-    return AdmissionObs(tuple(ws), tenants, 12, n, observed_at=at(300))
+    return AdmissionObs(
+        tuple(ws), tenants, 12, n, observed_at=at(300), submitted={w.job: w.tenant for w in ws}
+    )
 
 
 # ---- act 3

@@ -22,13 +22,14 @@ def admitted_wl(name: str, tenant: str, admitted: float, start: float, device: s
         True, False, cluster_queue=tenant, flavors=("gpu-spot",), uid=f"uid-{name}",
     )  # fmt: skip
     return WorkloadObs(name, tenant, snapshots=(snap,),
-                       pods=(PodObs(f"{name}-pod", "gpu-a", "Running", Interval(t(start)), devices=(device,)),))  # fmt: skip
+                       pods=(PodObs(f"{name}-pod", "gpu-a", "Running", Interval(t(start)), devices=(device,)),),
+                       job=name)  # fmt: skip
 
 
 def pending_wl(name: str, tenant: str, tried: bool) -> WorkloadObs:
     conds = {"QuotaReserved": cond("QuotaReserved", "False", "Pending")} if tried else {}
     return WorkloadObs(
-        name, tenant, snapshots=(WorkloadSnapshot(t(5), conds, False, True, uid=f"uid-{name}"),)
+        name, tenant, snapshots=(WorkloadSnapshot(t(5), conds, False, True, uid=f"uid-{name}"),), job=name
     )
 
 
@@ -48,7 +49,8 @@ def holding(draw: st.DrawFn) -> AdmissionObs:
     order = draw(st.permutations(range(len(world))))
     last = t(max(starts) + 30)
     return AdmissionObs(seen_until((world[i] for i in order), last), TENANTS, expected_total=len(world),
-                        expected_admitted=len(TENANTS), observed_at=last)  # fmt: skip
+                        expected_admitted=len(TENANTS), observed_at=last,
+                        submitted={w.job: w.tenant for w in world})  # fmt: skip
 
 
 def admitted(o: AdmissionObs) -> list[WorkloadObs]:
@@ -121,6 +123,12 @@ BREAKS = (
           lambda o: first_waiting(o, recreated)),
     Break("every_job_has_one_workload", "identity", "two names, one uid",
           lambda o: first_waiting(o, lambda w: snap(w, uid=f"uid-{admitted(o)[0].name}"))),
+    Break("every_job_has_one_workload", "ownership", "a leftover Workload of a Job the act did not submit",
+          lambda o: first_waiting(o, lambda w: replace(w, job="adm-old-07"))),
+    Break("every_job_has_one_workload", "ownership", "a Workload recorded under the other tenant than its Job's",
+          lambda o: first_waiting(o, lambda w: replace(w, tenant=next(t for t in TENANTS if t != w.tenant)))),
+    Break("every_job_has_one_workload", "provenance", "a Workload's Job not observed",
+          lambda o: first_waiting(o, lambda w: replace(w, job=None))),
     Break("every_job_has_one_workload", "provenance", "a uid not observed",
           lambda o: first_waiting(o, lambda w: snap(w, uid=None))),
     Break("no_workload_finished_in_the_window", "time", "an admitted Workload Finished in the window",
