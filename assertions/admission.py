@@ -79,6 +79,40 @@ def cards(w: WorkloadObs) -> set[str]:
     return holding.cards([d for p in w.pods if p.healthy_run is not None for d in p.devices])
 
 
+def _each_of_a_submitted_job(o: AdmissionObs, want: str) -> list[Miss]:
+    """Each Workload's Job (its ownerReference) one the act submitted, through the tenant it is recorded under;
+    each submitted Job with one Workload."""
+    misses = []
+    by_job: dict[str, list[str]] = {}
+    for w in o.workloads:
+        if w.job is None:
+            misses.append(Miss(want, f"workload {w.name}'s Job (its ownerReference) was not observed"))
+        elif w.job not in o.submitted:
+            misses.append(
+                Miss(
+                    want,
+                    f"workload {w.name} belongs to Job {w.job}, which the act did not submit: not the act's",
+                )
+            )
+        elif o.submitted[w.job] != w.tenant:
+            misses.append(
+                Miss(
+                    want,
+                    f"workload {w.name} of Job {w.job} is recorded as tenant {w.tenant}'s, but the act submitted "
+                    f"that Job through {o.submitted[w.job]}'s queue",
+                )
+            )
+        if w.job is not None:
+            by_job.setdefault(w.job, []).append(w.name)
+    twice = {j: names for j, names in by_job.items() if len(names) > 1}
+    none = sorted(set(o.submitted) - set(by_job))
+    if none:
+        misses.append(Miss(want, f"submitted Jobs with no Workload: {none}"))
+    if twice:
+        misses.append(Miss(want, f"Jobs with more than one Workload: {twice}"))
+    return misses
+
+
 def every_job_has_one_workload(o: AdmissionObs) -> list[Miss]:
     want = f"{o.expected_total} Workloads, one uid each"
     misses = []
@@ -114,33 +148,7 @@ def every_job_has_one_workload(o: AdmissionObs) -> list[Miss]:
                         f"Workloads {stamp(last_look)}: its history does not cover the window",
                     )
                 )
-    by_job: dict[str, list[str]] = {}
-    for w in o.workloads:
-        if w.job is None:
-            misses.append(Miss(want, f"workload {w.name}'s Job (its ownerReference) was not observed"))
-        elif w.job not in o.submitted:
-            misses.append(
-                Miss(
-                    want,
-                    f"workload {w.name} belongs to Job {w.job}, which the act did not submit: not the act's",
-                )
-            )
-        elif o.submitted[w.job] != w.tenant:
-            misses.append(
-                Miss(
-                    want,
-                    f"workload {w.name} of Job {w.job} is recorded as tenant {w.tenant}'s, but the act submitted "
-                    f"that Job through {o.submitted[w.job]}'s queue",
-                )
-            )
-        if w.job is not None:
-            by_job.setdefault(w.job, []).append(w.name)
-    twice = {j: names for j, names in by_job.items() if len(names) > 1}
-    none = sorted(set(o.submitted) - set(by_job))
-    if none:
-        misses.append(Miss(want, f"submitted Jobs with no Workload: {none}"))
-    if twice:
-        misses.append(Miss(want, f"Jobs with more than one Workload: {twice}"))
+    misses += _each_of_a_submitted_job(o, want)
     uids = [w.uids[0] for w in o.workloads if len(w.uids) == 1 and w.uids[0] is not None]
     if len(set(uids)) != len(uids):
         misses.append(Miss(want, f"one uid recorded under two names: {sorted(uids)}"))

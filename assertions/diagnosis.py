@@ -102,9 +102,12 @@ def is_namespaced(target: str) -> bool:
 
 
 def names_nothing(token: str) -> bool:
-    """An evidence token that cannot name one of the act's objects: empty, or a kind with no value."""
+    """An evidence token that cannot name one of the act's objects: empty, a kind with no value, or a value
+    with an empty part (`holder:team-a/` names a namespace, no pod; `offers:node:` no resource): the engine
+    writes every part of a `<namespace>/<name>`, `<node>/<uuid>` or `<node>:<resource>` value."""
     _, sep, value = token.partition(":")
-    return not token.strip() or (bool(sep) and not value.strip())
+    parts = value.replace("/", ":").split(":")
+    return not token.strip() or (bool(sep) and any(not p.strip() for p in parts))
 
 
 def a_situation_for_every_cause_and_one_with_two(o: DiagnosisActObs) -> list[Miss]:

@@ -978,9 +978,14 @@ def test_a_target_with_two_slashes_is_not_namespace_slash_name():
     assert is_namespaced("team-a/job") and not is_namespaced("team-a/job/x")
 
 
-def test_a_token_with_a_value_ending_in_a_colon_still_names_something():
-    assert not names_nothing("node:gpu:")
+def test_a_token_names_something_only_with_every_part_of_its_value():
+    assert not names_nothing("offers:gpu-a:nvidia.com/gpu") and not names_nothing("holder:team-a/server-0")
     assert names_nothing("node:")
+    assert (
+        names_nothing("offers:gpu-a:")
+        and names_nothing("holder:team-a/")
+        and names_nothing("holder:/server-0")
+    )
 
 
 def test_a_target_without_its_namespace_is_named():

@@ -553,6 +553,7 @@ ROWS: dict[str, Row] = {
     "d7 the diagnosis's own order not the checks'": Row(lambda: _d_first(order=("placement", "admission", "allocation", "memory", "application")), "checks_come_in_the_diagnosis_order", "the order it says it used must be the one shown"),
     "d7 empty evidence token": Row(lambda: _d_evidence(("",)), "first_finding_carries_its_evidence", "an empty token is always 'carried'"),
     "d7 token naming nothing": Row(lambda: _d_evidence(("holder:",)), "first_finding_carries_its_evidence", "a token with no object names none of the act's"),
+    "d7 token naming a namespace and no pod": Row(lambda: _d_evidence(("holder:team-a/",)), "first_finding_carries_its_evidence", "a holder token must name the pod, not only its namespace"),
     "d7 target without a namespace": Row(lambda: _d_target("waits-allocation"), "a_situation_for_every_cause_and_one_with_two", "a target is namespace/name: identity"),
     "d7 no cause required": Row(_d_only_two_causes, "a_situation_for_every_cause_and_one_with_two", "every cause of the order must be built, whatever required_causes says"),
 }  # fmt: skip
