@@ -8,12 +8,12 @@
 | instance_seconds_match_the_node_life | the node | - | seconds inside the interval and the node's created..deleted (1 s) | every record | node timestamps from Kubernetes, not the collector | same |
 | gpu_util_is_a_percentage | - | - | - | every record | DCGM_FI_DEV_GPU_UTIL | same |
 | sm_active_is_the_ratio_the_load_ran_at | - | - | - | every record | DCGM_FI_PROF_SM_ACTIVE | local: must equal the simulator's load (0.005); AWS: real silicon, no expected value |
-| sm_active_seen_while_the_load_ran | the act's pod | - | the intervals its span overlaps; none overlapping fails | not all zero | recorded SM_ACTIVE | both, when the act ran a compute load |
-| gpu_util_seen_while_the_load_ran | the act's pod | - | the intervals its span overlaps | not all zero | recorded GPU_UTIL | both, when the act ran a compute load |
+| sm_active_seen_while_the_load_ran | the act's pod | - | the intervals its span overlaps; none overlapping fails | not all zero | recorded SM_ACTIVE; no load said to have run fails (zeros would be idle silicon or a metric never there) | both |
+| gpu_util_seen_while_the_load_ran | the act's pod | - | the intervals its span overlaps | not all zero | recorded GPU_UTIL | both (the SM_ACTIVE clause names a load not said to have run) |
 | sm_active_within_gpu_util | - | - | same interval | every record | the two DCGM fields | both (tolerance 0.05) |
 | cost_is_the_rate_times_seconds | - | rate source the act expects | per interval's price | every record | prices the act read itself (AWS: spot history; local: the catalog, not independent) | same clause, different price observers |
 | idle_is_cost_times_unused_share | - | - | - | every record | cost, SM_ACTIVE | same |
-| holdings_name_the_acts_pod | namespace/pod, on the records' node; its devices, where known, whole cards | the act's tenant | every interval the pod's span overlaps; none begun after it finished; the span possible; the holding's own span overlapping the interval | >= 1 such interval; the pod once per interval, holding the GPUs its Job asked for, worth that many whole cards (replicas, equivalents); the node's holdings in the interval no more than its cards, no device twice | the collector's holdings | same |
+| holdings_name_the_acts_pod | namespace/pod (the act's pod not observed fails), on the records' node; its devices, where known, whole cards | the act's tenant | every interval the pod's span overlaps; none begun after it finished; the span possible; the holding's own span overlapping the interval | >= 1 such interval; the pod once per interval, holding the GPUs its Job asked for, worth that many whole cards (replicas, equivalents); the node's holdings in the interval no more than its cards, no device twice | the collector's holdings | same |
 
 Tolerances: dollars 1e-6 (float sums); instance-seconds 1 s (Kubernetes stores whole seconds); the
 simulated SM_ACTIVE 0.005 (a scrape at an interval's edge); SM_ACTIVE may exceed GPU_UTIL/100 by at most
@@ -225,7 +225,15 @@ def _seen_while_the_load_ran(
     """A compute load ran: `metric` exactly zero in every interval it ran is the metric that was never there.
     Only one of the metrics' clauses (`says_no_overlap`) names a load span no record overlaps."""
     if not o.compute_load:
-        return []
+        if not says_no_overlap:
+            return []  # sm_active_seen_while_the_load_ran says no load ran
+        return [
+            Miss(
+                f"{metric} recorded in some interval the compute load ran",
+                "no compute load is said to have run on the node's GPU: SM_ACTIVE and GPU_UTIL identically zero "
+                "would be idle silicon or a metric never there, and nothing tells them apart",
+            )
+        ]
     recs = ordered(o)
     h = o.holder
     during = [

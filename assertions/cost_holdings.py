@@ -37,7 +37,14 @@ def holdings_name_the_acts_pod(o: CostObs) -> list[Miss]:
     attributed to the act's tenant, on the records' node, holding the GPUs its Job asked for; at least one record must be such an interval."""
     h = o.holder
     recs = sorted(o.records, key=lambda r: r["ChargePeriodStart"])
-    if h is None or not recs:
+    if h is None:
+        return [
+            Miss(
+                "GPU holdings naming the act's pod in each interval it ran",
+                "the act's pod was not observed (no holder): whom the collector should have named is unknown",
+            )
+        ]
+    if not recs:
         return []
     who = f"{h.namespace}/{h.pod}"
     want = f"GPU holdings naming {who} for tenant {h.tenant} in each interval it ran"

@@ -80,7 +80,7 @@ from tests.assertions.tables import admitted_snap, cond, pending_wl, running_wl,
 from tests.assertions.tables import t as ts
 from tests.assertions.test_admission import ADMIT
 from tests.assertions.test_cold_start import COLD, SPOT_NODE
-from tests.assertions.test_cost import COST, HELD, HOLDER, POD, record
+from tests.assertions.test_cost import COST, HELD, HOLDER, POD, RECORDS_ONLY, record
 from tests.assertions.test_diagnosis import DIAGNOSES, GOOD, SITUATIONS
 from tests.assertions.test_interruption import AGAIN, HOLDS, NEW
 from tests.assertions.test_interruption import VICTIM as EVICTED_POD
@@ -679,7 +679,7 @@ def test_a_record_without_sm_active_does_not_stop_the_next_from_being_checked():
 
 # --- check_cost -----------------------------------------------------------------------------------------
 def test_the_plain_claim_says_no_rate_source_load_or_holdings():
-    assert check_cost(COST).expected == (
+    assert check_cost(RECORDS_ONLY).expected == (
         ">= 2 consecutive records, each with GPU_UTIL and SM_ACTIVE (ratio, <= GPU_UTIL/100 + 0.05), cost = "
         "$1.861/h x seconds > 0, idle = cost x (1 - SM_ACTIVE)"
     )

@@ -37,7 +37,7 @@ def record(
     }
 
 
-COST = CostObs(
+RECORDS_ONLY = CostObs(
     "gpu-a",
     [record(0), record(1), record(2)],
     expected_unit_price=1.861,
@@ -49,7 +49,11 @@ POD = {
     "start": "2026-11-30T11:59:30+00:00", "end": None, "replicas": 1, "equivalents": None, "devices": ["GPU-1111"],
 }  # fmt: skip
 HOLDER = HolderObs("act-1-team-a", "cost-1-x", "team-a", held_from=t(-30), held_until=t(200))
-HELD = replace(COST, holder=HOLDER, holdings={r["ChargePeriodStart"]: [POD] for r in COST.records})
+HELD = replace(
+    RECORDS_ONLY, holder=HOLDER, holdings={r["ChargePeriodStart"]: [POD] for r in RECORDS_ONLY.records}
+)
+# the act's world: its pod held the node's GPU and ran a compute load over its span
+COST = replace(HELD, compute_load=True)
 SPOT_CURVE = {f"2026-11-30T12:0{i}:00Z": 1.861 for i in range(3)}  # per-interval prices, as on AWS
 
 
@@ -202,10 +206,10 @@ def test_cost_holds_with_the_reference_figures():
         check_cost(replace(COST, node_created=t(1.4), records=[record(0, seconds=59), record(1), record(2)])),
         True,
     )
-    check(check_cost(HELD), True)
+    check(check_cost(replace(HELD, compute_load=False)), False)  # no load said to have run: unproven
     # an interval after the pod finished need not name it (nobody held the card then)
     ended = replace(HOLDER, held_until=t(100))
     check(
-        check_cost(replace(HELD, holder=ended, holdings={**HELD.holdings, "2026-11-30T12:02:00Z": []})), True
+        check_cost(replace(COST, holder=ended, holdings={**COST.holdings, "2026-11-30T12:02:00Z": []})), True
     )
     assert round(record(0)["EffectiveCost"], 6) == 0.031017 and round(record(0)["x_IdleCost"], 6) == 0.016805

@@ -546,6 +546,8 @@ ROWS: dict[str, Row] = {
     "k6 the act's pod held none of the interval": Row(lambda: _k_holdings(({**rw.holding(), "start": rw.iso(130)},)), "holdings_name_the_acts_pod", "a holding that begins after the interval bills nothing of it"),
     "k6 a holding with no start": Row(lambda: _k_holdings(({k: v for k, v in rw.holding().items() if k != "start"},)), "holdings_name_the_acts_pod", "missing data is no holding"),
     "k6 records of two machines under one node name": Row(lambda: _k(records=tuple({**r, "ResourceId": f"i-{i}"} for i, r in enumerate(rw.cost().records))), "records_are_of_the_node", "a node re-created under its name is another machine"),
+    "k6 the act's pod never observed": Row(lambda: _k(holder=None), "holdings_name_the_acts_pod", "whom the collector should name is unknown: nothing is checked"),
+    "k6 no load said to have run, SM_ACTIVE and GPU_UTIL zero throughout": Row(lambda: _k(compute_load=False, records=tuple(rw.record(s, sm=0.0, util=0.0) for s in (60, 120, 180)), expected_sm_active=None), "sm_active_seen_while_the_load_ran", "zeros are idle silicon or a metric never there; only a known load tells them apart"),
     "k6 a holder naming nobody": Row(lambda: _k(holder=HolderObs("", "", "", at(70))), "refused: HolderObs \\['namespace', 'pod', 'tenant'\\] empty", "empty names match each other"),
     "k6 a holder of no GPU": Row(lambda: _k(holder=HolderObs("team-a", "cost-pod", "team-a", at(70), gpus=0)), "refused: HolderObs.gpus 0", "a holder of nothing proves no holding"),
     # act 7

@@ -70,7 +70,10 @@ def observe(boto_session, spot_history: list[dict]) -> CostObs:
 def test_records_read_back_from_dynamodb_agree_with_the_spot_curve(boto_session):
     o = observe(boto_session, HISTORY)
     v = check_cost(o)
-    assert v.holds, v.render()
+    # the records alone: who held the node and that a load ran are the act's to observe, not the table's
+    assert set(v.failed_clauses) == {"holdings_name_the_acts_pod", "sm_active_seen_while_the_load_ran"}, (
+        v.render()
+    )
     first = o.records[0]
     assert first["x_InstanceSeconds"] == 40  # the node came up 20 s into the first minute
     assert o.unit_price(first["ChargePeriodStart"]) == pytest.approx(0.95)
