@@ -9,7 +9,7 @@ with the card's unallocated rest sum to the card's cost for the interval.
 | each_pod_admitted_by_kueue_for_its_profile | a Workload per pod, one uid each, no uid shared between two; the Workload's copy of its pod the same observation as the act's | each Workload its pod's tenant's, owning one of the act's pods and no other running pod; every admitted snapshot by that tenant's ClusterQueue, with status.admission, charged the profile the pod asked on the MIG flavor alone | the pod's start inside a stretch its Workload was admitted; its Job suspended until admitted and seen unsuspended | a pod per Job; two tenants or more, a namespace each, none shared; no profile asked more often than the layout cuts | Workload snapshots (podSetAssignments' resource -> flavor) | same |
 | all_pods_on_that_node | pod spec.nodeName; within the node's life | - | node created <= every start; every run over before its deletion | every pod | pod spec, node timestamps | same |
 | all_ran_at_once | per pod | - | latest start < earliest end, before the last look | every pod Running | recorded intervals | same |
-| each_pod_on_its_own_slice_of_the_profile_it_asked | DCGM's (card UUID, GPU_I_ID) per pod, a card UUID and a numeric id; the kubelet's device id per pod, a slice of its own (no replica), naming no other card than DCGM's, as the pod's reported UUID | each slice's series name the pod's namespace and the node | - | one slice and one device per pod, no slice or device twice, one card UUID for all | dcgm-exporter series (GPU_I_PROFILE, GPU_I_ID, UUID, hostname, pod labels); pod-resources (local) | same clause |
+| each_pod_on_its_own_slice_of_the_profile_it_asked | DCGM's (card UUID, GPU_I_ID) per pod, a card UUID and a numeric id; the kubelet's device id per pod, a slice of its own (no replica), naming no other card than DCGM's, as the pod's reported UUID, and where it names its GPU instance (`MIG-<card>/<gi>/<ci>`) DCGM's GPU_I_ID, no instance to two pods | each slice's series name the pod's namespace and the node | - | one slice and one device per pod, no slice or device twice, one card UUID for all | dcgm-exporter series (GPU_I_PROFILE, GPU_I_ID, UUID, hostname, pod labels); pod-resources (local) | same clause |
 | each_tenant_billed_its_slices_share_of_the_card | each row's (tenant, namespace) once | a tenant billed only for its own pods' slices, its dollars its seconds' share of the card's | the billed interval inside the time every pod ran, before the last look | every tenant's row = its slices' worth (the held-GPU model's: compute slices over those of every slice the node advertises) x cards x seconds; no negative row; the rows and the unallocated rest sum to the card's seconds and dollars exactly | the collector's split (gpu_finops.cost.allocation) over the collector's holdings; the card's dollars its node's rate x seconds | same |
 | each_ran_to_success | per pod | - | - | every pod, none disrupted | phase, exit code 0, no eviction or DisruptionTarget | same |
 """
@@ -235,8 +235,22 @@ def _own_ids(o: MigObs, want: str) -> list[Miss]:
     card) the card DCGM puts the pod's slice on."""
     misses: list[Miss] = []
     dcgm_card = {s.pod: s.card for s in o.slices}
+    dcgm_instance = {s.pod: s.instance for s in o.slices}
+    by_instance: dict[tuple[str | None, str], list[str]] = {}
     for p in o.pods:
         named = [holding.device(d) for d in p.devices if _parses(d)]
+        for d in named:
+            if d.gpu_instance is None:
+                continue
+            by_instance.setdefault((d.card, d.gpu_instance), []).append(p.name)
+            if p.name in dcgm_instance and d.gpu_instance != dcgm_instance[p.name]:
+                misses.append(
+                    Miss(
+                        want,
+                        f"pod {p.name}'s kubelet id {d.id} names GPU instance {d.gpu_instance}, DCGM's series put it "
+                        f"on GPU_I_ID {dcgm_instance[p.name]}: the two name different slices",
+                    )
+                )
         shared_slice = [d.id for d in named if d.replica is not None]
         if shared_slice:
             misses.append(
@@ -251,6 +265,13 @@ def _own_ids(o: MigObs, want: str) -> list[Miss]:
                     want, f"pod {p.name}'s own ids name card {other}, DCGM's series card {dcgm_card[p.name]}"
                 )
             )
+    shared = {
+        f"{card} GI {gi}": names
+        for (card, gi), names in sorted(by_instance.items(), key=str)
+        if len(names) > 1
+    }
+    if shared:
+        misses.append(Miss(want, f"one GPU instance given to two pods by the kubelet's ids: {shared}"))
     for p in o.pods:
         if len(p.devices) != 1:
             misses.append(

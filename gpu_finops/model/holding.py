@@ -84,6 +84,10 @@ class Device:
     card: str | None
     kind: Kind
     replica: str | None = None  # the replica index, for a replica id
+    # a MIG slice named by its card (`MIG-GPU-<uuid>/<gi>/<ci>`): its GPU and compute instance ids, as NVML
+    # numbers them (DCGM's GPU_I_ID is the first); None where the id does not say
+    gpu_instance: str | None = None
+    compute_instance: str | None = None
 
 
 class DeviceIdError(ValueError):
@@ -105,6 +109,7 @@ def device(device_id: str) -> Device:
         raise DeviceIdError(f"device id {device_id!r} is a {type(device_id).__name__}, not text")
     base, sep, replica = device_id.partition(REPLICA_SEPARATOR)
     legacy = MIG_LEGACY_ID.fullmatch(base)
+    instances = (legacy.group(2), legacy.group(3)) if legacy else (None, None)
     if legacy:
         card, kind = _canonical(legacy.group(1)), Kind.MIG_SLICE
     elif MIG_ID.fullmatch(base):
@@ -117,13 +122,13 @@ def device(device_id: str) -> Device:
             "MIG slice MIG-<uuid> or MIG-GPU-<uuid>/<gi>/<ci>"
         )
     if not sep:
-        return Device(device_id, card, kind)
+        return Device(device_id, card, kind, None, *instances)
     if not REPLICA_INDEX.fullmatch(replica):
         raise DeviceIdError(
             f"device id {device_id!r}: replica index {replica!r} is not a plain decimal from 0 "
             "(the device plugin writes <id>::<n>)"
         )
-    return Device(device_id, card, kind, replica)
+    return Device(device_id, card, kind, replica, *instances)
 
 
 def _ids(device_ids: tuple[str, ...] | list[str]) -> tuple[str, ...]:

@@ -62,3 +62,11 @@ def test_a_card_cut_into_two_3g_slices_is_billed_half_each_as_the_collector_pric
     assert v.failed_clauses == ("each_tenant_billed_its_slices_share_of_the_card",)
     assert "tenant team-a in ns-team-a billed 4.28571 GPU-seconds, its slices are 5" in v.observed
     assert right.card_usd > Decimal(0)
+
+
+def test_pods_named_by_their_cards_ids_on_dcgms_gpu_instances_hold():
+    """The device plugin's card-named ids (MIG-<card>/<gi>/<ci>) read against DCGM's GPU_I_ID: the same slices."""
+    named = act8.legacy_ids(WORLD, lambda i, s: s.instance)
+    assert all(p.devices[0].startswith("MIG-GPU-1111/") for p in named.pods)
+    v = check_mig(named)
+    assert v.holds, v.render()

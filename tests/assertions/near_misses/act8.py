@@ -77,6 +77,17 @@ def label(o: MigObs, key: str, value: str) -> MigObs:
     return node(o, labels={**o.node.labels, key: value})
 
 
+def legacy_ids(o: MigObs, gi, ci=lambda i: "0") -> MigObs:
+    """Every pod given the card-named id MIG-<card>/<gi>/<ci> (the device plugin's before driver R470), its GPU
+    instance `gi(i, slice)` and compute instance `ci(i)`."""
+    series = {s.pod: s for s in o.slices}
+    pods = tuple(replace(p, devices=(f"MIG-{series[p.name].card}/{gi(i, series[p.name])}/{ci(i)}",))
+                 for i, p in enumerate(o.pods))  # fmt: skip
+    mine = {p.name: p for p in pods}
+    return replace(o, pods=pods, workloads=tuple(replace(w, pods=tuple(mine.get(q.name, q) for q in w.pods))
+                                                 for w in o.workloads))  # fmt: skip
+
+
 def first_pod(o: MigObs, **changes) -> MigObs:
     changed = replace(o.pods[0], **changes)
     return replace(
@@ -229,6 +240,12 @@ BREAKS = (
           lambda o: first_slice(o, namespace="ns-else")),
     Break("each_pod_on_its_own_slice_of_the_profile_it_asked", "count", "one device id given to two pods",
           lambda o: first_pod(o, devices=o.pods[1].devices)),
+    Break("each_pod_on_its_own_slice_of_the_profile_it_asked", "identity",
+          "the kubelet's card-named id puts the pod on another GPU instance than DCGM",
+          lambda o: legacy_ids(o, lambda i, s: str(int(s.instance) + 8))),
+    Break("each_pod_on_its_own_slice_of_the_profile_it_asked", "count",
+          "the kubelet's card-named ids put two pods on one GPU instance (two compute instances of it)",
+          lambda o: legacy_ids(o, lambda i, s: o.slices[0].instance, ci=lambda i: str(i))),
     Break("each_pod_on_its_own_slice_of_the_profile_it_asked", "identity", "a whole card's id, not a slice's",
           lambda o: first_pod(o, devices=("GPU-1111",))),
     Break("each_tenant_billed_its_slices_share_of_the_card", "count", "shares summing to more than the card",

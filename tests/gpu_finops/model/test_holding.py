@@ -13,17 +13,20 @@ CARD = "GPU-8a3d6b0e-1111-2222-3333-444455556666"
 
 
 @pytest.mark.parametrize(
-    "device_id, card, kind, replica",
+    "device_id, card, kind, replica, instances",
     [
-        (CARD, CARD, h.Kind.WHOLE, None),
-        (f"{CARD}::3", CARD, h.Kind.REPLICA, "3"),
-        (f"{CARD}::0", CARD, h.Kind.REPLICA, "0"),
-        (f"MIG-{CARD}/3/0", CARD, h.Kind.MIG_SLICE, None),
-        (f"MIG-{CARD}/13/1::2", CARD, h.Kind.MIG_SLICE, "2"),
+        (CARD, CARD, h.Kind.WHOLE, None, (None, None)),
+        (f"{CARD}::3", CARD, h.Kind.REPLICA, "3", (None, None)),
+        (f"{CARD}::0", CARD, h.Kind.REPLICA, "0", (None, None)),
+        (f"MIG-{CARD}/3/0", CARD, h.Kind.MIG_SLICE, None, ("3", "0")),
+        (f"MIG-{CARD}/13/1::2", CARD, h.Kind.MIG_SLICE, "2", ("13", "1")),
+        (CARD[:4] + CARD[4:].upper(), CARD, h.Kind.WHOLE, None, (None, None)),
+        (f"MIG-{CARD[:4]}{CARD[4:].upper()}/1/0", CARD, h.Kind.MIG_SLICE, None, ("1", "0")),
     ],
 )
-def test_a_device_id_names_its_physical_card_and_kind(device_id, card, kind, replica):
-    assert h.device(device_id) == h.Device(device_id, card, kind, replica)
+def test_a_device_id_names_its_physical_card_kind_and_instances(device_id, card, kind, replica, instances):
+    """A card's UUID in upper case is the same card (a UUID is one value in either case)."""
+    assert h.device(device_id) == h.Device(device_id, card, kind, replica, *instances)
     assert h.card_of(device_id) == card
 
 
