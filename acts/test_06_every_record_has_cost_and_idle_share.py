@@ -146,7 +146,10 @@ def recorded(store, kube, ns: str, tenant: str, run: str, node: str, since: str)
             f"GPU holdings against; found {pods}"
         )
     pod = pods[0]
-    return holdings, HolderObs(ns, pod.name, tenant, pod.running.start, pod.running.end)
+    job = kube.batch.read_namespaced_job(f"cost-{run}", ns)
+    return holdings, HolderObs(
+        ns, pod.name, tenant, pod.running.start, pod.running.end, submitted_at=job.metadata.creation_timestamp
+    )
 
 
 def collect_locally(kube, act_target, ns, tenant, run, tmp_path, caplog) -> Collected:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from fractions import Fraction
 
 from assertions.clauses import Miss, parse_iso
@@ -9,11 +10,31 @@ from assertions.cost_obs import CostObs, HolderObs
 from gpu_finops.model import holding
 
 
-def held_after_it_finished(o: CostObs, want: str) -> list[Miss]:
-    """The act's pod named as holder in an interval that began after its container finished: the collector
-    misattributed the GPU to it. (Before its start it may hold already: devices are allocated first.)"""
+def held_outside_its_life(o: CostObs, want: str) -> list[Miss]:
+    """The act's pod named as holder in an interval that ended before its Job was created, or began after its
+    container finished: the collector misattributed the GPU to it. (Between its Job's creation and its start it
+    may hold already: devices are allocated first.)"""
     h = o.holder
-    if h is None or h.held_until is None:
+    if h is None:
+        return []
+    # each interval's end: its record's, or for a holding with no record its start plus the longest interval
+    ends = {r["ChargePeriodStart"]: parse_iso(r["ChargePeriodEnd"]) for r in o.records}
+    longest = max((e - parse_iso(s) for s, e in ends.items()), default=timedelta(0))
+    early = sorted(
+        at
+        for at, held in o.holdings.items()
+        if (h.submitted_at - ends.get(at, parse_iso(at) + longest)).total_seconds() >= 1
+        and any((x.get("namespace"), x.get("pod")) == (h.namespace, h.pod) for x in held)
+    )
+    if early:
+        return [
+            Miss(
+                want,
+                f"the act's pod {h.namespace}/{h.pod} is recorded holding the GPU in intervals {early}, which "
+                f"ended before its Job was created {h.submitted_at.isoformat()}",
+            )
+        ]
+    if h.held_until is None:
         return []
     outside = sorted(
         at
@@ -68,7 +89,7 @@ def holdings_name_the_acts_pod(o: CostObs) -> list[Miss]:
             )
         ]
     said = next((line for line in reversed(o.collector_log) if "GPU holdings" in line), None)
-    misses = held_after_it_finished(o, want)
+    misses = held_outside_its_life(o, want)
     for r in overlapped:
         at = r["ChargePeriodStart"]
         if at not in o.holdings:

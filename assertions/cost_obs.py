@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from assertions.clauses import require_aware
+from assertions.clauses import before, require_aware
 
 
 @dataclass(frozen=True)
@@ -21,6 +21,9 @@ class HolderObs:
     held_from: datetime  # the pod's container started (its devices were allocated no later)
     held_until: datetime | None = None  # its container finished; None: still running when the act read it
     gpus: int = 1  # the GPUs its Job asked for (act 6: one whole card): what a holding of it must record
+    submitted_at: datetime = field(
+        kw_only=True
+    )  # its Job's creationTimestamp: nothing of it held a GPU before
 
     def __post_init__(self) -> None:
         require_aware(self)
@@ -29,6 +32,11 @@ class HolderObs:
             raise ValueError(f"HolderObs {empty} empty: a holding naming nobody matches any other that does")
         if isinstance(self.gpus, bool) or not isinstance(self.gpus, int) or self.gpus < 1:
             raise ValueError(f"HolderObs.gpus {self.gpus!r}: the act's Job asks for at least one GPU")
+        if before(self.held_from, self.submitted_at):
+            raise ValueError(
+                f"HolderObs {self.namespace}/{self.pod}: started {self.held_from.isoformat()}, before its Job was "
+                f"created {self.submitted_at.isoformat()}: the times are of two objects"
+            )
 
     def overlaps(self, start: datetime, end: datetime) -> bool:
         return self.held_from < end and (self.held_until is None or self.held_until > start)

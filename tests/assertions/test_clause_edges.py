@@ -579,7 +579,9 @@ def test_sm_active_exactly_the_tolerance_away_is_the_load():
 
 
 def test_a_load_span_outside_every_record_is_named_with_its_end():
-    holder = HolderObs("act-1-team-a", "cost-1-x", "team-a", held_from=t(600), held_until=t(700))
+    holder = HolderObs(
+        "act-1-team-a", "cost-1-x", "team-a", held_from=t(600), held_until=t(700), submitted_at=t(590)
+    )
     assert sm_active_seen_while_the_load_ran(replace(COST, compute_load=True, holder=holder)) == [
         Miss(
             "SM_ACTIVE recorded in some interval the compute load ran",
@@ -606,7 +608,9 @@ def test_gpu_util_zero_under_load_is_refused_though_sm_active_is_within_its_tole
 
 
 def test_a_load_span_outside_every_record_is_named_once_by_the_sm_active_clause():
-    holder = HolderObs("act-1-team-a", "cost-1-x", "team-a", held_from=t(600), held_until=t(700))
+    holder = HolderObs(
+        "act-1-team-a", "cost-1-x", "team-a", held_from=t(600), held_until=t(700), submitted_at=t(590)
+    )
     o = replace(COST, compute_load=True, holder=holder)
     assert gpu_util_seen_while_the_load_ran(o) == [] and len(sm_active_seen_while_the_load_ran(o)) == 1
 

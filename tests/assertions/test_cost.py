@@ -48,7 +48,9 @@ POD = {
     "namespace": "act-1-team-a", "pod": "cost-1-x", "tenant": "team-a", "node": "gpu-a", "gpus": 1,
     "start": "2026-11-30T11:59:30+00:00", "end": None, "replicas": 1, "equivalents": None, "devices": ["GPU-1111"],
 }  # fmt: skip
-HOLDER = HolderObs("act-1-team-a", "cost-1-x", "team-a", held_from=t(-30), held_until=t(200))
+HOLDER = HolderObs(
+    "act-1-team-a", "cost-1-x", "team-a", held_from=t(-30), held_until=t(200), submitted_at=t(-40)
+)
 HELD = replace(
     RECORDS_ONLY, holder=HOLDER, holdings={r["ChargePeriodStart"]: [POD] for r in RECORDS_ONLY.records}
 )

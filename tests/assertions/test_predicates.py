@@ -105,7 +105,7 @@ def test_intervals_overlap_only_when_they_share_more_than_an_instant(a, b, overl
 def test_a_holding_overlaps_a_record_only_when_they_share_more_than_an_instant(
     held_until, start, end, overlap
 ):
-    h = HolderObs("team-a", "pod", "team-a", held_from=t(0), held_until=held_until)
+    h = HolderObs("team-a", "pod", "team-a", held_from=t(0), held_until=held_until, submitted_at=t(-10))
     assert h.overlaps(start, end) is overlap
 
 

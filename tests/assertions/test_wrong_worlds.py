@@ -404,7 +404,7 @@ def _k_load_outside() -> CostObs:
         o,
         records=recs,
         expected_sm_active=None,
-        holder=HolderObs("team-a", "cost-pod", "team-a", at(500), at(560)),
+        holder=HolderObs("team-a", "cost-pod", "team-a", at(500), at(560), submitted_at=at(490)),
     )
 
 
@@ -537,7 +537,7 @@ ROWS: dict[str, Row] = {
     "k6 all of nothing": Row(lambda: _k(records=(), min_records=0, holdings={}), "enough_consecutive_records", "zero records, zero required"),
     "k6 pod held twice, first for another tenant": Row(lambda: _k_holdings((rw.holding("team-b"), rw.holding())), "holdings_name_the_acts_pod", "duplicate holding: counted twice, one misattributed"),
     "k6 pod named as holder after it finished": Row(_k_held_after, "holdings_name_the_acts_pod", "a finished pod holds no GPU: misattribution"),
-    "k6 holder ends before it starts": Row(lambda: _k(holder=HolderObs("team-a", "cost-pod", "team-a", at(130), at(125))), "holdings_name_the_acts_pod", "an impossible span overlaps whatever"),
+    "k6 holder ends before it starts": Row(lambda: _k(holder=HolderObs("team-a", "cost-pod", "team-a", at(130), at(125), submitted_at=at(60))), "holdings_name_the_acts_pod", "an impossible span overlaps whatever"),
     "k6 load ran outside every record, SM all zero": Row(_k_load_outside, "sm_active_seen_while_the_load_ran", "no interval to judge is no evidence, not a pass"),
     "k6 node deleted before it was created": Row(lambda: _k(node_deleted=at(-10)), "instance_seconds_match_the_node_life", "an impossible life"),
     "k6 the act's pod holding a quarter card": Row(lambda: _k_holdings(({**rw.holding(), "replicas": 4},)), "holdings_name_the_acts_pod", "a replica of a time-sliced card bills a quarter of it"),
@@ -546,10 +546,11 @@ ROWS: dict[str, Row] = {
     "k6 the act's pod held none of the interval": Row(lambda: _k_holdings(({**rw.holding(), "start": rw.iso(130)},)), "holdings_name_the_acts_pod", "a holding that begins after the interval bills nothing of it"),
     "k6 a holding with no start": Row(lambda: _k_holdings(({k: v for k, v in rw.holding().items() if k != "start"},)), "holdings_name_the_acts_pod", "missing data is no holding"),
     "k6 records of two machines under one node name": Row(lambda: _k(records=tuple({**r, "ResourceId": f"i-{i}"} for i, r in enumerate(rw.cost().records))), "records_are_of_the_node", "a node re-created under its name is another machine"),
+    "k6 the act's pod held an hour before its Job existed": Row(lambda: _k(holdings={**rw.cost().holdings, rw.iso(-3600): (rw.holding(),)}), "holdings_name_the_acts_pod", "nothing of a Job held a GPU before the Job was created"),
     "k6 the act's pod never observed": Row(lambda: _k(holder=None), "holdings_name_the_acts_pod", "whom the collector should name is unknown: nothing is checked"),
     "k6 no load said to have run, SM_ACTIVE and GPU_UTIL zero throughout": Row(lambda: _k(compute_load=False, records=tuple(rw.record(s, sm=0.0, util=0.0) for s in (60, 120, 180)), expected_sm_active=None), "sm_active_seen_while_the_load_ran", "zeros are idle silicon or a metric never there; only a known load tells them apart"),
-    "k6 a holder naming nobody": Row(lambda: _k(holder=HolderObs("", "", "", at(70))), "refused: HolderObs \\['namespace', 'pod', 'tenant'\\] empty", "empty names match each other"),
-    "k6 a holder of no GPU": Row(lambda: _k(holder=HolderObs("team-a", "cost-pod", "team-a", at(70), gpus=0)), "refused: HolderObs.gpus 0", "a holder of nothing proves no holding"),
+    "k6 a holder naming nobody": Row(lambda: _k(holder=HolderObs("", "", "", at(70), submitted_at=at(60))), "refused: HolderObs \\['namespace', 'pod', 'tenant'\\] empty", "empty names match each other"),
+    "k6 a holder of no GPU": Row(lambda: _k(holder=HolderObs("team-a", "cost-pod", "team-a", at(70), gpus=0, submitted_at=at(60))), "refused: HolderObs.gpus 0", "a holder of nothing proves no holding"),
     # act 7
     "d7 a Workload's target diagnosed as a pod of its name": Row(lambda: _d_first(kind="pod"), "each_target_diagnosed_once", "a namesake pod is not the Workload built"),
     "d7 the diagnosis's own order not the checks'": Row(lambda: _d_first(order=("placement", "admission", "allocation", "memory", "application")), "checks_come_in_the_diagnosis_order", "the order it says it used must be the one shown"),

@@ -271,7 +271,7 @@ def cost() -> CostObs:
         node_created=at(0),
         expected_sm_active=0.4582,
         holdings={r["ChargePeriodStart"]: (holding(),) for r in recs},
-        holder=HolderObs("team-a", "cost-pod", "team-a", at(70), at(230)),
+        holder=HolderObs("team-a", "cost-pod", "team-a", at(70), at(230), submitted_at=at(65)),
         compute_load=True,
     )
 

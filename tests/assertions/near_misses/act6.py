@@ -38,7 +38,9 @@ def holding(draw: st.DrawFn) -> CostObs:
         recs.append(record(T0 + timedelta(seconds=60 * i), 60 - created_offset if i == 0 else 60, load, util))
     if sm is None and not any(r["x_SmActive"] for r in recs):  # a load ran on AWS: some activity was seen
         recs[-1] = record(T0 + timedelta(seconds=60 * (n - 1)), 60, 0.3, 50.0)
-    holder = HolderObs("team-a", "cost-1", "team-a", T0 + timedelta(seconds=created_offset + 1))
+    holder = HolderObs(
+        "team-a", "cost-1", "team-a", T0 + timedelta(seconds=created_offset + 1), submitted_at=T0
+    )
     holdings = {
         r["ChargePeriodStart"]: [
             {
@@ -149,4 +151,6 @@ BREAKS = (
           lambda o: replace(o, holdings={k: [{**h, "node": "gpu-b"} for h in v] for k, v in o.holdings.items()})),
     Break("holdings_name_the_acts_pod", "time", "the pod's span overlaps no record",
           lambda o: replace(o, holder=replace(o.holder, held_from=T0 + seconds(86400)))),
+    Break("holdings_name_the_acts_pod", "time", "the pod recorded holding an hour before its Job was created",
+          lambda o: replace(o, holdings={**o.holdings, (T0 - seconds(3600)).isoformat(): next(iter(o.holdings.values()))})),
 )  # fmt: skip
