@@ -8,8 +8,8 @@
 | instance_seconds_match_the_node_life | the node | - | seconds inside the interval and the node's created..deleted (1 s) | every record | node timestamps from Kubernetes, not the collector | same |
 | gpu_util_is_a_percentage | - | - | - | every record | DCGM_FI_DEV_GPU_UTIL | same |
 | sm_active_is_the_ratio_the_load_ran_at | - | - | - | every record | DCGM_FI_PROF_SM_ACTIVE | local: must equal the simulator's load (0.005); AWS: real silicon, no expected value |
-| sm_active_seen_while_the_load_ran | the act's pod | - | the intervals its span overlaps; none overlapping fails | not all zero | recorded SM_ACTIVE; no load said to have run fails (zeros would be idle silicon or a metric never there) | both |
-| gpu_util_seen_while_the_load_ran | the act's pod | - | the intervals its span overlaps | not all zero | recorded GPU_UTIL | both (the SM_ACTIVE clause names a load not said to have run) |
+| sm_active_seen_while_the_load_ran | the act's pod | - | the intervals its span overlaps; none overlapping fails | not all zero, and none exactly zero that the load ran from start to end | recorded SM_ACTIVE; no load said to have run fails (zeros would be idle silicon or a metric never there) | both |
+| gpu_util_seen_while_the_load_ran | the act's pod | - | the intervals its span overlaps | not all zero, and none exactly zero that the load ran from start to end | recorded GPU_UTIL | both (the SM_ACTIVE clause names a load not said to have run) |
 | sm_active_within_gpu_util | - | - | same interval | every record | the two DCGM fields | both (tolerance 0.05) |
 | cost_is_the_rate_times_seconds | - | rate source the act expects | per interval's price | every record | prices the act read itself (AWS: spot history; local: the catalog, not independent) | same clause, different price observers |
 | idle_is_cost_times_unused_share | - | - | - | every record | cost, SM_ACTIVE | same |
@@ -253,8 +253,27 @@ def _seen_while_the_load_ran(
             )
         ]
     values = [read(r) for r in during]
-    if not during or any(v is None for v in values) or any(values):
-        return []  # no record at all (the count clause says so), a value other clauses reject, or activity
+    if not during or any(v is None for v in values):
+        return []  # no record at all (the count clause says so), or a value other clauses reject
+    if any(values):
+        # an interval the load ran from its start to its end, reading exactly zero, is a gap in the metric
+        through = [
+            r["ChargePeriodStart"]
+            for r, v in zip(during, values, strict=True)
+            if v == 0
+            and h is not None
+            and h.held_from <= parse_iso(r["ChargePeriodStart"])
+            and (h.held_until is None or parse_iso(r["ChargePeriodEnd"]) <= h.held_until)
+        ]
+        if not through:
+            return []
+        return [
+            Miss(
+                f"{metric} above zero in every interval the compute load ran throughout",
+                f"{metric} was 0 in interval(s) {through}, which the compute load ran from start to end: the "
+                "metric was missing there",
+            )
+        ]
     return [
         Miss(
             f"{metric} above zero in some interval the compute load ran",

@@ -602,8 +602,18 @@ def test_gpu_util_zero_under_load_is_refused_though_sm_active_is_within_its_tole
             "2026-11-30T12:03:00Z): the metric was never there",
         )
     ]
+    # zero in an interval the load ran throughout is a gap, though others show it; in one it ran only part of,
+    # the load may have started after the interval's activity was sampled
     some = [record(0, sm=0.02, util=0.0), record(1, sm=0.02, util=3.0), record(2, sm=0.02, util=0.0)]
-    assert gpu_util_seen_while_the_load_ran(replace(o, records=some)) == []
+    assert gpu_util_seen_while_the_load_ran(replace(o, records=some)) == [
+        Miss(
+            "GPU_UTIL above zero in every interval the compute load ran throughout",
+            "GPU_UTIL was 0 in interval(s) ['2026-11-30T12:00:00Z', '2026-11-30T12:02:00Z'], which the compute "
+            "load ran from start to end: the metric was missing there",
+        )
+    ]
+    partly = replace(o.holder, held_from=t(30), held_until=t(150))
+    assert gpu_util_seen_while_the_load_ran(replace(o, records=some, holder=partly)) == []
     assert gpu_util_seen_while_the_load_ran(replace(o, compute_load=False)) == []
 
 
