@@ -4,7 +4,7 @@
 |---|---|---|---|---|---|---|
 | enough_consecutive_records | one record per ChargePeriodStart | - | each starts where the last ended | >= min_records and >= 1 (a claim about no records fails), no duplicate interval | the store the collector wrote | local: sqlite; AWS: DynamoDB |
 | records_are_of_the_node | ResourceName = the act's node, one ResourceId (machine) for all | - | - | every record | record | same |
-| every_figure_from_every_gpu | - | - | - | every record: x_GpusReporting = x_GpuCount >= 1 | x_Status ok (the collector's own word on its figures) | same |
+| every_figure_from_every_gpu | - | - | - | every record: x_GpusReporting = x_GpuCount >= 1; each figure it gives (GPU_UTIL, SM_ACTIVE) from every card (x_GpusReportingGpuUtil, x_GpusReportingSmActive) | x_Status ok (the collector's own word on its figures); each figure's series named (x_GpuUtilSeries, x_SmActiveSeries) | same |
 | instance_seconds_match_the_node_life | the node | - | seconds inside the interval and the node's created..deleted (1 s) | every record | node timestamps from Kubernetes, not the collector | same |
 | gpu_util_is_a_percentage | - | - | - | every record | DCGM_FI_DEV_GPU_UTIL | same |
 | sm_active_is_the_ratio_the_load_ran_at | - | - | - | every record | DCGM_FI_PROF_SM_ACTIVE | local: must equal the simulator's load (0.005); AWS: real silicon, no expected value |
@@ -163,6 +163,33 @@ def every_figure_from_every_gpu(o: CostObs) -> list[Miss]:
                 Miss(
                     want,
                     f"{at}: {reporting} GPUs reporting of the node's {gpus}: its figures are not the node's",
+                )
+            )
+        else:
+            misses += _each_figure_from_every_gpu(r, want)
+    return misses
+
+
+# each figure, the columns saying how many cards reported it and from which series
+PROVENANCE = {
+    "GPU_UTIL": ("x_GpuUtilPercent", "x_GpusReportingGpuUtil", "x_GpuUtilSeries"),
+    "SM_ACTIVE": ("x_SmActive", "x_GpusReportingSmActive", "x_SmActiveSeries"),
+}
+
+
+def _each_figure_from_every_gpu(r: Mapping[str, Any], want: str) -> list[Miss]:
+    """A figure the record gives is the node's only when every card reported it, from a series it names."""
+    misses = []
+    for figure, (value, cards, series) in PROVENANCE.items():
+        if r.get(value) is None:
+            continue  # the figure's own clause says it is missing
+        named = r.get(series)
+        if r.get(cards) != r["x_GpuCount"] or not isinstance(named, str) or not named.strip():
+            misses.append(
+                Miss(
+                    want,
+                    f"{r['ChargePeriodStart']}: {figure} from {r.get(cards)} of the node's {r['x_GpuCount']} cards, "
+                    f"series {named!r}: a figure is the node's only from every card, read from a series it names",
                 )
             )
     return misses

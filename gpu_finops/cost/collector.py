@@ -184,6 +184,11 @@ def mig_sm_active(
     return float(total / read.cards) if read.cards else None, None
 
 
+def _cards(per_gpu: dict[str, float] | None) -> int:
+    """How many cards a figure's readings came from (a MIG instance's key is `<card>/<instance>`)."""
+    return len({k.partition("/")[0] for k in per_gpu or {}})
+
+
 def make_record(
     node: GpuNode,
     start: datetime,
@@ -275,11 +280,15 @@ def make_record(
         x_SmOccupancy=_mean(readings.get(dcgm.SM_OCCUPANCY)),
         x_PowerWatts=_mean(readings.get(dcgm.POWER_USAGE)),
         x_SmClockMHz=_mean(readings.get(dcgm.SM_CLOCK)),
-        x_GpusReporting=len({k.partition("/")[0] for k in sm or util or {}}),  # cards, not MIG instances
+        x_GpusReporting=_cards(sm or util),  # cards, not MIG instances
         x_IdleCost=idle,
         x_Status=status,
         x_Message=message,
         x_GpuUtilUnit=util_unit if util else None,
+        x_GpusReportingGpuUtil=_cards(util),
+        x_GpusReportingSmActive=_cards(sm),
+        x_GpuUtilSeries=spelling.gpu_util if util else None,
+        x_SmActiveSeries=spelling.sm_active if sm else None,
     )
 
 

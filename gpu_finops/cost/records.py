@@ -64,6 +64,12 @@ class CostRecord:
     # the unit the exporter reported GPU_UTIL in, read from the data (gpu_finops/facts/dcgm_inputs.py: percent, ratio,
     # or "percent|ratio (all zero)"); x_GpuUtilPercent is always in percent. None: no GPU_UTIL series
     x_GpuUtilUnit: str | None = None
+    # each figure's provenance: how many of the node's cards reported it, and the series it was read from (the
+    # fleet's spelling of it). None: a record written before these columns (schema version 3 or older)
+    x_GpusReportingGpuUtil: int | None = None
+    x_GpusReportingSmActive: int | None = None
+    x_GpuUtilSeries: str | None = None
+    x_SmActiveSeries: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Every field is a scalar, so a shallow read is the whole record (asdict deep-copies each value,

@@ -3,7 +3,8 @@
 Beside each cost record the store keeps who held the node's GPUs in that interval
 (gpu_finops.cost.holdings_record.IntervalHoldings), written in the same upsert. SQLite: the table `gpu_holdings`,
 added by schema version 2 (`PRAGMA user_version`; a version-1 file, cost_records alone, is migrated in
-place when opened); version 3 adds the column x_GpuUtilUnit (older rows read it as NULL). DynamoDB: the attributes `x_Holdings` (JSON) and `x_HoldingsSource` on the cost item
+place when opened); version 3 adds the column x_GpuUtilUnit, version 4 each figure's provenance
+(x_GpusReportingGpuUtil, x_GpusReportingSmActive, x_GpuUtilSeries, x_SmActiveSeries); older rows read them as NULL. DynamoDB: the attributes `x_Holdings` (JSON) and `x_HoldingsSource` on the cost item
 itself, so a record and its holdings are one put and the table's keys are unchanged.
 """
 
@@ -25,7 +26,9 @@ from gpu_finops.facts import input_files, timestamps
 from gpu_finops.facts.errors import ConfigError, UsageError, excerpt
 from gpu_finops.facts.private_files import create_private, refuse_unless_regular
 
-SCHEMA_VERSION = 3  # 1: cost_records; 2: + gpu_holdings; 3: + cost_records.x_GpuUtilUnit
+SCHEMA_VERSION = (
+    4  # 1: cost_records; 2: + gpu_holdings; 3: + cost_records.x_GpuUtilUnit; 4: + each figure's provenance
+)
 _HOLDINGS_DDL = (
     "CREATE TABLE IF NOT EXISTS gpu_holdings (ResourceName TEXT NOT NULL, ResourceId TEXT NOT NULL, "
     "ChargePeriodStart TEXT NOT NULL, ChargePeriodEnd TEXT NOT NULL, source TEXT NOT NULL, "
@@ -43,7 +46,7 @@ class StoreError(UsageError):
     """A store whose rows are not what gpu-finops writes (exit 2, naming the file, the row and the column)."""
 
 
-_INT_COLUMNS = {"x_GpuCount", "x_GpusReporting"}
+_INT_COLUMNS = {"x_GpuCount", "x_GpusReporting", "x_GpusReportingGpuUtil", "x_GpusReportingSmActive"}
 _BOOL_COLUMNS = {"x_RateStale"}
 _TEXT_COLUMNS = {
     "ChargePeriodStart",
@@ -62,6 +65,8 @@ _TEXT_COLUMNS = {
     "x_Status",
     "x_Message",
     "x_GpuUtilUnit",
+    "x_GpuUtilSeries",
+    "x_SmActiveSeries",
 }
 
 
@@ -121,7 +126,9 @@ class SqliteCostStore:
             self.db.execute(_HOLDINGS_DDL)  # the migration from version 1 (and 0: a new file)
             present = {row[1] for row in self.db.execute("PRAGMA table_info(cost_records)")}
             for name, col in zip(COLUMNS, cols, strict=True):
-                if name not in present:  # the migration to version 3: columns added since the file was made
+                if (
+                    name not in present
+                ):  # the migrations to versions 3 and 4: columns added since the file was made
                     self.db.execute(f"ALTER TABLE cost_records ADD COLUMN {col}")
             self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
 
@@ -160,7 +167,7 @@ class SqliteCostStore:
     def records(
         self, since: str | datetime | None = None, until: str | datetime | None = None
     ) -> list[CostRecord]:
-        # a store opened read-only may predate a column (x_GpuUtilUnit, version 3): it reads as None
+        # a store opened read-only may predate a column (x_GpuUtilUnit, version 3; the provenance, 4): None
         present = {row[1] for row in self.db.execute("PRAGMA table_info(cost_records)")}
         names = [c for c in COLUMNS if c in present]
         columns = ", ".join(chr(34) + c + chr(34) for c in names)

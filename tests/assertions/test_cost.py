@@ -34,6 +34,10 @@ def record(
         "x_Message": None,
         "x_GpuCount": 1,
         "x_GpusReporting": 1,
+        "x_GpusReportingGpuUtil": 1,
+        "x_GpusReportingSmActive": 1,
+        "x_GpuUtilSeries": "DCGM_FI_DEV_GPU_UTIL",
+        "x_SmActiveSeries": "DCGM_FI_PROF_SM_ACTIVE",
     }
 
 

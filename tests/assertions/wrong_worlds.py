@@ -252,6 +252,10 @@ def record(start: float, sm: float = 0.4582, util: float = 80.0, secs: float = 6
         "x_Status": "ok",
         "x_GpuCount": 1,
         "x_GpusReporting": 1,
+        "x_GpusReportingGpuUtil": 1,
+        "x_GpusReportingSmActive": 1,
+        "x_GpuUtilSeries": "DCGM_FI_DEV_GPU_UTIL",
+        "x_SmActiveSeries": "DCGM_FI_PROF_SM_ACTIVE",
     }
 
 

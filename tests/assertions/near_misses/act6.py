@@ -21,6 +21,8 @@ def record(start, seconds: int, sm: float, util: float, node: str = "gpu-a") -> 
         "ResourceName": node, "ChargePeriodStart": iso(start), "ChargePeriodEnd": iso(start + timedelta(seconds=60)),
         "x_GpuUtilPercent": util, "x_SmActive": sm, "EffectiveCost": cost, "x_InstanceSeconds": seconds,
         "x_IdleCost": cost * (1 - sm), "x_RateSource": "catalog", "x_Status": "ok", "x_Message": None, "x_GpuCount": 1, "x_GpusReporting": 1,
+        "x_GpusReportingGpuUtil": 1, "x_GpusReportingSmActive": 1, "x_GpuUtilSeries": "DCGM_FI_DEV_GPU_UTIL",
+        "x_SmActiveSeries": "DCGM_FI_PROF_SM_ACTIVE",
     }  # fmt: skip
 
 
@@ -109,6 +111,12 @@ BREAKS = (
           lambda o: first(o, x_Status="partial", x_Message="0 of 1 GPUs on gpu-a report SM_ACTIVE")),
     Break("every_figure_from_every_gpu", "count", "figures from no reporting GPU",
           lambda o: first(o, x_GpusReporting=0)),
+    Break("every_figure_from_every_gpu", "count", "SM_ACTIVE from no reporting card",
+          lambda o: first(o, x_GpusReportingSmActive=0)),
+    Break("every_figure_from_every_gpu", "provenance", "GPU_UTIL from a series not named",
+          lambda o: first(o, x_GpuUtilSeries=None)),
+    Break("every_figure_from_every_gpu", "provenance", "a record with no figure's provenance (written before it was kept)",
+          lambda o: first(o, x_GpusReportingGpuUtil=None, x_GpusReportingSmActive=None, x_GpuUtilSeries=None, x_SmActiveSeries=None)),
     Break("every_figure_from_every_gpu", "count", "a node of no GPU", lambda o: first(o, x_GpuCount=0, x_GpusReporting=0)),
     Break("cost_is_the_rate_times_seconds", "state", "a cost that is not a number", lambda o: first(o, EffectiveCost=float("nan"))),
     Break("idle_is_cost_times_unused_share", "state", "an idle cost that is not a number", lambda o: first(o, x_IdleCost=float("nan"))),

@@ -80,6 +80,8 @@ def test_constant_number_of_queries_whatever_the_fleet_size(sim, prometheus):
     assert result.queries == len(dcgm.COLLECTED)
     assert len(result.records) == 40
     assert all(r.x_GpusReporting == 8 and r.x_Status == STATUS_OK for r in result.records)
+    assert {(r.x_GpusReportingGpuUtil, r.x_GpusReportingSmActive, r.x_GpuUtilSeries, r.x_SmActiveSeries)
+            for r in result.records} == {(8, 8, dcgm.GPU_UTIL, dcgm.SM_ACTIVE)}  # fmt: skip
 
 
 def test_missing_sm_active_is_a_configuration_error_kept_as_a_gap(sim, prometheus):

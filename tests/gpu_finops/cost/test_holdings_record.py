@@ -75,7 +75,7 @@ def test_a_version_1_sqlite_file_is_migrated_in_place_and_keeps_its_records(tmp_
     db.commit()
     db.close()
     reopened = SqliteCostStore(path)
-    assert reopened.schema_version == SCHEMA_VERSION == 3
+    assert reopened.schema_version == SCHEMA_VERSION == 4
     assert reopened.records() == [record()] and reopened.holdings() == {}
 
 
@@ -89,19 +89,41 @@ def test_a_version_2_file_gains_the_gpu_util_unit_column_and_reads_it_as_none(tm
     db.close()
     assert [r.x_GpuUtilUnit for r in SqliteCostStore(path, read_only=True).records()] == [None]
     reopened = SqliteCostStore(path)
-    assert reopened.schema_version == 3
+    assert reopened.schema_version == 4
     reopened.upsert([dataclasses.replace(record(), x_GpuUtilUnit="ratio")])
     assert [r.x_GpuUtilUnit for r in reopened.records()] == ["ratio"]
+
+
+PROVENANCE = ("x_GpusReportingGpuUtil", "x_GpusReportingSmActive", "x_GpuUtilSeries", "x_SmActiveSeries")
+
+
+def test_a_version_3_file_gains_each_figures_provenance_and_reads_it_as_none(tmp_path):
+    path = tmp_path / "v3.sqlite"
+    SqliteCostStore(path).upsert([record()])
+    db = sqlite3.connect(path)  # what version 3 wrote: no provenance columns
+    for column in PROVENANCE:
+        db.execute(f"ALTER TABLE cost_records DROP COLUMN {column}")
+    db.execute("PRAGMA user_version = 3")
+    db.commit()
+    db.close()
+    (old,) = SqliteCostStore(path, read_only=True).records()
+    assert [getattr(old, c) for c in PROVENANCE] == [None] * 4
+    reopened = SqliteCostStore(path)
+    assert reopened.schema_version == 4
+    mine = dataclasses.replace(record(), x_GpusReportingGpuUtil=8, x_GpusReportingSmActive=8,
+                               x_GpuUtilSeries="DCGM_FI_DEV_GPU_UTIL", x_SmActiveSeries="DCGM_FI_PROF_SM_ACTIVE")  # fmt: skip
+    reopened.upsert([mine])
+    assert reopened.records() == [mine]
 
 
 def test_a_store_from_a_newer_schema_is_refused_by_name(tmp_path):
     path = tmp_path / "new.sqlite"
     db = sqlite3.connect(path)
-    db.execute("PRAGMA user_version = 4")
+    db.execute("PRAGMA user_version = 5")
     db.commit()
     db.close()
-    with pytest.raises(StoreVersionError, match=r"new.sqlite: cost store schema version 4, this gpu-finops "
-                       r"knows up to 3: use the gpu-finops that wrote it, or a newer one"):  # fmt: skip
+    with pytest.raises(StoreVersionError, match=r"new.sqlite: cost store schema version 5, this gpu-finops "
+                       r"knows up to 4: use the gpu-finops that wrote it, or a newer one"):  # fmt: skip
         SqliteCostStore(path)
 
 

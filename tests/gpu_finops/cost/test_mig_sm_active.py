@@ -49,6 +49,8 @@ def test_each_instance_counts_at_its_slices_share_of_the_card(sim, prometheus):
     assert record.x_IdleCost == pytest.approx(record.EffectiveCost * 15 / 16)
     assert record.x_GpuUtilPercent is None, "DCGM reports no GPU_UTIL per MIG instance: missing, not zero"
     assert record.x_GpusReporting == 8, "cards, not their 32 instances"
+    assert (record.x_GpusReportingSmActive, record.x_SmActiveSeries) == (8, dcgm.SM_ACTIVE)
+    assert (record.x_GpusReportingGpuUtil, record.x_GpuUtilSeries) == (0, None), "no GPU_UTIL: from no card"
 
 
 def test_an_instance_that_does_not_report_leaves_the_idle_cost_empty_naming_how_many(sim, prometheus):

@@ -118,6 +118,9 @@ def test_the_collector_gives_the_pinned_figures_under_every_spelling(fleet, vari
     assert record.x_Status == STATUS_OK, record.x_Message
     assert record.x_GpuUtilPercent == pytest.approx(100.0)
     assert record.x_GpuUtilUnit == unit
+    # each figure says which of the fleet's series it came from and from how many cards
+    assert (record.x_GpuUtilSeries, record.x_SmActiveSeries) == (spelling.gpu_util, spelling.sm_active)
+    assert record.x_GpusReportingGpuUtil == record.x_GpusReportingSmActive == 1
     assert record.x_SmActive == pytest.approx(0.4582)
     assert record.x_SmClockMHz == pytest.approx(1980.0)
     assert record.x_PowerWatts == pytest.approx(180.0)
