@@ -10,7 +10,7 @@ causes hold at once, the later one shown holding too, so it was the order that d
 | every_check_made | per diagnosis | - | - | nothing in not_checked | the diagnosis | same |
 | first_cause_agrees_with_the_findings | per diagnosis | - | first_cause = the first explaining finding; also_explains = the later ones, in order | - | findings' `explains`, not the summary field | same |
 | first_cause_is_the_built_one | per target | - | - | - | the diagnosis vs what the act built | same |
-| first_finding_carries_its_evidence | per target | holder, node, workload tokens name the act's objects | - | the act's tokens non-empty, none naming nothing (empty, or 'kind:' alone), all present | the first finding's key_evidence | same |
+| first_finding_carries_its_evidence | per target | holder, node, workload tokens name the act's objects; every token of the finding naming a namespaced object (holder, starved, workload, dra-claim) names one in the act's namespaces | - | the act's tokens non-empty, none naming nothing (empty, 'kind:' alone, or a value with an empty part), all present | the first finding's key_evidence | same |
 | the_other_built_cause_shown_holding | per target | - | after the first cause in the order | every also-built cause | also_explains | same |
 
 Time order among the targets and the observation's timestamps are not checked: the diagnosis is one
@@ -214,6 +214,7 @@ def first_cause_is_the_built_one(o: DiagnosisActObs) -> list[Miss]:
 
 def first_finding_carries_its_evidence(o: DiagnosisActObs) -> list[Miss]:
     misses = []
+    ours = {s.target.partition("/")[0] for s in o.situations if is_namespaced(s.target)}
     for s, d in diagnosed(o):
         want = f"{s.target}: the {s.expected_first} finding carrying {list(s.key_evidence)}"
         if not s.key_evidence or any(names_nothing(k) for k in s.key_evidence):
@@ -234,7 +235,26 @@ def first_finding_carries_its_evidence(o: DiagnosisActObs) -> list[Miss]:
                         f"(the finding carries {list(d.key_evidence)})",
                     )
                 )
+            strangers = [k for k in d.key_evidence if (ns := _namespace_named(k)) and ns not in ours]
+            if strangers:
+                misses.append(
+                    Miss(
+                        want,
+                        f"{s.target}: the finding's evidence {strangers} names objects outside the act's namespaces "
+                        f"{sorted(ours)}: it rests on something the act did not build",
+                    )
+                )
     return misses
+
+
+# evidence kinds whose value is `<namespace>/<name>` of a namespaced object (gpu_finops.diagnose's findings)
+NAMESPACED_KINDS = ("holder", "starved", "workload", "dra-claim")
+
+
+def _namespace_named(token: str) -> str | None:
+    """The namespace an evidence token names, for a kind that names a namespaced object; else None."""
+    kind, _, value = token.partition(":")
+    return value.partition("/")[0] if kind in NAMESPACED_KINDS and "/" in value else None
 
 
 def the_other_built_cause_shown_holding(o: DiagnosisActObs) -> list[Miss]:

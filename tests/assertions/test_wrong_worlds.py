@@ -423,6 +423,14 @@ def _d_evidence(tokens: tuple[str, ...]) -> DiagnosisActObs:
     return DiagnosisActObs(tuple(sits), tuple(rw.diagnosis_of(s) for s in sits))
 
 
+def _d_stranger() -> DiagnosisActObs:
+    """The first diagnosis carries its built evidence and a holder of a namespace the act never made."""
+    o = rw.diagnosis()
+    first = o.diagnoses[0]
+    extra = replace(first, key_evidence=(*first.key_evidence, "holder:team-z/not-ours"))
+    return DiagnosisActObs(o.situations, (extra, *o.diagnoses[1:]))
+
+
 def _d_target(target: str) -> DiagnosisActObs:
     o = rw.diagnosis()
     sits = list(o.situations)
@@ -558,6 +566,7 @@ ROWS: dict[str, Row] = {
     "d7 empty evidence token": Row(lambda: _d_evidence(("",)), "first_finding_carries_its_evidence", "an empty token is always 'carried'"),
     "d7 token naming nothing": Row(lambda: _d_evidence(("holder:",)), "first_finding_carries_its_evidence", "a token with no object names none of the act's"),
     "d7 token naming a namespace and no pod": Row(lambda: _d_evidence(("holder:team-a/",)), "first_finding_carries_its_evidence", "a holder token must name the pod, not only its namespace"),
+    "d7 a holder of another namespace beside the built ones": Row(_d_stranger, "first_finding_carries_its_evidence", "the finding rests on a pod the act did not build"),
     "d7 target without a namespace": Row(lambda: _d_target("waits-allocation"), "a_situation_for_every_cause_and_one_with_two", "a target is namespace/name: identity"),
     "d7 no cause required": Row(_d_only_two_causes, "a_situation_for_every_cause_and_one_with_two", "every cause of the order must be built, whatever required_causes says"),
 }  # fmt: skip

@@ -17,15 +17,20 @@ EVIDENCE = {
     "application": ("starved:team-a/trainer",),
 }
 
+# as the act builds them: the queued Job in the second tenant's namespace, every other pod in the first's
+NAMESPACE = {c: "team-b" if c == "admission" else "team-a" for c in ORDER}
+
 
 @st.composite
 def holding(draw: st.DrawFn) -> DiagnosisActObs:
     """One situation per cause, in any order, and one or more with a later cause holding too."""
-    situations = [Situation(f"ns/waits-{c}", c, EVIDENCE[c]) for c in ORDER]
+    situations = [Situation(f"{NAMESPACE[c]}/waits-{c}", c, EVIDENCE[c]) for c in ORDER]
     for i in range(draw(st.integers(1, 2))):
         first = draw(st.sampled_from(ORDER[:-1]))
         also = draw(st.sampled_from(ORDER[ORDER.index(first) + 1 :]))
-        situations.append(Situation(f"ns/two-{i}", first, EVIDENCE[first], also_holds=(also,)))
+        situations.append(
+            Situation(f"{NAMESPACE[first]}/two-{i}", first, EVIDENCE[first], also_holds=(also,))
+        )
     situations = draw(st.permutations(situations))
     diagnoses = [
         DiagnosisObs(s.target, s.expected_first, (*s.key_evidence, *draw(st.lists(st.sampled_from(["x:1", "y:2"]), max_size=2))),
@@ -82,6 +87,9 @@ BREAKS = (
           the_order_decided_otherwise),
     Break("first_finding_carries_its_evidence", "identity", "the right cause, another holder as evidence",
           lambda o: diagnosis(o, o.situations[0].target, key_evidence=("holder:team-z/other",))),
+    Break("first_finding_carries_its_evidence", "ownership", "the built evidence and a holder of another namespace",
+          lambda o: diagnosis(o, o.situations[0].target,
+                              key_evidence=(*o.situations[0].key_evidence, "holder:team-z/other"))),
     Break("first_finding_carries_its_evidence", "provenance", "a situation that names no evidence",
           lambda o: replace(o, situations=(replace(o.situations[0], key_evidence=()), *o.situations[1:]))),
     Break("the_other_built_cause_shown_holding", "state", "the later cause not shown holding",
