@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from gpu_finops.facts import arguments
@@ -63,11 +64,18 @@ def run(args: argparse.Namespace) -> int:
         return 0
     import boto3
 
-    from infra.deploy import DeployError, destroy, up
-    from infra.preflight import Preflight, report
+    if args.action == "preflight":  # the checks alone: no CDK load
+        from infra.preflight import Preflight, report
 
-    if args.action == "preflight":
-        return 0 if report(Preflight(config, boto3.Session(region_name=config.region)).run()) else 2
+        checks = Preflight(config, boto3.Session(region_name=config.region)).run()
+        if report(checks):
+            return 0
+        missing = [c.name for c in checks if not c.ok]
+        print(f"preflight: {len(missing)} of {len(checks)} checks missing ({', '.join(missing)}): fix them as the list "
+              "above says, then run it again", file=sys.stderr)  # fmt: skip
+        return 2
+    from infra.deploy import DeployError, destroy, up
+
     try:
         return up(config, args.outdir, args.through) if args.action == "up" else destroy(config, args.outdir)
     except DeployError as exc:

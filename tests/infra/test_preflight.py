@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -44,6 +45,34 @@ def test_up_without_credentials_applies_nothing_and_says_what_is_missing(tmp_pat
     assert "[MISSING] terraform" in out
     assert "nothing was applied" in out
     assert not (tmp_path / "out").exists() and not (tmp_path / ".state").exists()
+
+
+def test_preflight_without_credentials_says_one_line_on_stderr_and_no_runtime_banner(tmp_path):
+    """The checks print on stdout; stderr is our one line, with no jsii banner before it (the CDK is not loaded
+    for the checks, and its banner is silenced for the Node the setup installs)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "JSII_"))}
+    env.update(
+        AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "none"),
+        AWS_CONFIG_FILE=str(tmp_path / "none"),
+        AWS_EC2_METADATA_DISABLED="true",
+        AWS_DEFAULT_REGION="us-east-1",
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "gpu_finops.cli", "infra", "preflight"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "[MISSING] credentials: no usable AWS credentials" in result.stdout
+    (line,) = result.stderr.splitlines()  # one line (what else is missing depends on the machine's tools)
+    assert re.fullmatch(
+        r"preflight: \d+ of \d+ checks missing \(credentials, account allowlist[^)]*\): fix them as the list "
+        r"above says, then run it again",
+        line,
+    ), result.stderr
 
 
 def test_account_not_on_allowlist(boto_session):
