@@ -234,11 +234,18 @@ def pod_ran_on_that_node_after_it_was_ready(o: ColdStartObs) -> list[Miss]:
     return []
 
 
+def _proof(o: ColdStartObs) -> str:
+    """What shows the GPU work: the marker the workload prints, or (a target that shows no output) the card."""
+    if o.success_marker is None:
+        return "the card the kubelet gave it (the target shows no workload output)"
+    return f"printing {o.success_marker!r}"
+
+
 def pod_succeeded_doing_gpu_work(o: ColdStartObs) -> list[Miss]:
     p = o.pod
     if p is None:
         return []
-    want = f"Succeeded, exit 0, printing {o.success_marker!r}"
+    want = f"Succeeded, exit 0, on one whole card, {_proof(o)}"
     if p.phase == "Succeeded" and (p.exit_code is None or p.running is None or p.running.end is None):
         return [
             Miss(
@@ -307,7 +314,7 @@ def check_cold_start(o: ColdStartObs) -> Verdict:
     return compose(
         CLAIM,
         f"a new node of NodePool {o.nodepool}, capacity-type spot, with a GPU; the pod on it "
-        f"Succeeded printing {o.success_marker!r}",
+        f"Succeeded on one whole card, {_proof(o)}",
         CLAUSES,
         o,
         lambda: f"node {n.name} (spot, {n.allocatable_gpu} GPU) launched; pod {p.name} Succeeded on it",  # type: ignore[union-attr]

@@ -67,7 +67,14 @@ def _relative(target: str, out_dir: Path) -> str:
     return Path(os.path.relpath(Path(target).resolve(), out_dir.resolve())).as_posix()
 
 
-def act_card(act: Act, index: int, out_dir: Path) -> str:
+# what the acts' seconds are on the local target, under each act's timings
+SIMULATED_TIMINGS = (
+    "Measured on the local target: kwok creates and readies a node the moment Karpenter launches it, so the "
+    "seconds to a node are the simulator's, not an EC2 instance's boot; the control plane's own steps are real."
+)
+
+
+def act_card(act: Act, index: int, out_dir: Path, simulated: bool = False) -> str:
     state = act.outcome.replace(" ", "-")
     parts = [f'<article class="act {state}-act" id="act-{esc(act.name)}">',
              f'<h3>{esc(act.title)} <span class="badge {state}">{esc(act.outcome)}</span></h3>']  # fmt: skip
@@ -96,6 +103,8 @@ def act_card(act: Act, index: int, out_dir: Path) -> str:
     if act.timings:
         rows = [(k, seconds(val)) for k, val in act.timings.items()]
         parts.append(table(("timing", "seconds"), rows, numeric=(1,)))
+        if simulated:
+            parts.append(f'<p class="simulated-timings">{esc(SIMULATED_TIMINGS)}</p>')
     lanes = act_lanes(act, min((s.start for s in (*act.phases, *act.lifecycles)), default=0.0))
     if lanes:
         t0 = min(s.start for s in (*act.phases, *act.lifecycles))
@@ -122,5 +131,5 @@ def section(run: ActsRun | Absent, out_dir: Path) -> Section:
     ordered = sorted(enumerate(run.acts), key=lambda ia: (ORDER.get(ia[1].outcome, 1), ia[0]))
     body = [f"<p>{len(run.acts)} act(s) on target <code>{esc(run.target)}</code>: {esc(summary)}; finished "
             f"{esc(run.finished)}. {'Failing acts come first.' if counts['failed'] else ''}</p>", overview(run)]  # fmt: skip
-    body += [act_card(a, i, out_dir) for i, a in ordered]
+    body += [act_card(a, i, out_dir, simulated=run.target == "local") for i, a in ordered]
     return Section("acts", "Acts", "".join(body))

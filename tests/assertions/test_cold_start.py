@@ -140,3 +140,12 @@ def test_cold_start_node_created_in_the_acts_first_second_is_new():
         node=replace(SPOT_NODE, created=T0, nodeclaim_created=T0),
     )
     check(check_cold_start(obs), True)
+
+
+def test_where_the_target_shows_no_output_the_claim_names_the_card_as_the_proof_not_a_none_marker():
+    v = check_cold_start(replace(COLD, success_marker=None, pod=replace(GOOD_POD, output=None)))
+    assert v.holds, v.render()
+    assert v.expected.endswith(
+        "Succeeded on one whole card, the card the kubelet gave it (the target shows no workload output)"
+    )
+    assert "None" not in v.expected

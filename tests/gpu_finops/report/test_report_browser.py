@@ -132,6 +132,15 @@ def test_a_failing_act_comes_first_with_a_link_to_its_evidence(browser, pages):
     assert (Path(link.removeprefix("file://")) / "nodes.json").is_file()
 
 
+def test_an_acts_timings_on_the_local_target_say_they_are_the_simulators(browser, pages):
+    load(browser, pages["failing"]["out"])
+    cold = browser.find_element("css selector", "#act-test_01_cold_start")
+    note = cold.find_element("css selector", "p.simulated-timings")
+    assert note.is_displayed() and note.text.startswith(
+        "Measured on the local target: kwok creates and readies"
+    )
+
+
 def test_a_run_without_cost_data_says_why_instead_of_a_chart(browser, pages):
     load(browser, pages["no-cost"]["out"])
     cost = browser.find_element("css selector", "#cost")
