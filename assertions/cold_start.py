@@ -3,7 +3,7 @@
 | clause | identity | ownership | time order | count | provenance | target |
 |---|---|---|---|---|---|---|
 | no_gpu_node_before_the_act | - (a count of none) | any GPU node counts, ours or not | at the act's start | exactly zero | observed list | same |
-| node_is_new_and_launched_by_our_nodeclaim | node not among those at start; its NodeClaim names it | NodeClaim's NodePool = the act's = the node's label | NodeClaim created >= act start, Launched >= created, node created >= claim created, launched <= node Ready | one node | NodeClaim status, observed | same |
+| node_is_new_and_launched_by_our_nodeclaim | node not among those at start; its NodeClaim names it | NodeClaim's NodePool = the act's = the node's label | NodeClaim created >= act start, Launched >= created, node created >= claim created, launched <= node Ready; an EC2 instance's node (instance id) registered no earlier than Launched (the kwok provider creates its node inside Create, before Launched) | one node | NodeClaim status, observed | same |
 | node_is_spot_with_a_gpu | the node above | capacity-type label | - (labels do not change) | >= 1 allocatable GPU, allocatable <= capacity | node status | same (kwok: simulated GPUs) |
 | node_became_ready | the node above | - | created <= Ready | - | Ready's lastTransitionTime | same |
 | pod_ran_on_that_node_after_it_was_ready | pod bound to the node's name, while that node existed (not deleted before the pod started or ended) | - | Ready <= Running start <= end <= the node's deletion | one pod | container status | same |
@@ -113,6 +113,16 @@ def claim_launched_its_node(n: NodeObs, want: str) -> list[Miss]:
                 want,
                 f"node {n.name} was Ready {stamp(n.ready_at)} before its NodeClaim {n.nodeclaim} "
                 f"Launched {stamp(n.nodeclaim_launched_at)}: not the node that claim launched",
+            )
+        )
+    elif n.instance_id is not None and before(n.created, n.nodeclaim_launched_at):
+        # an EC2 instance's kubelet registers the node after the launch Karpenter recorded; the kwok provider
+        # (no instance id) creates the node inside its Create, before Launched is written, so only EC2's is held
+        misses.append(
+            Miss(
+                want,
+                f"node {n.name} (instance {n.instance_id}) registered {stamp(n.created)}, before its NodeClaim "
+                f"{n.nodeclaim} Launched {stamp(n.nodeclaim_launched_at)}: not the instance that claim launched",
             )
         )
     return misses

@@ -149,3 +149,16 @@ def test_where_the_target_shows_no_output_the_claim_names_the_card_as_the_proof_
         "Succeeded on one whole card, the card the kubelet gave it (the target shows no workload output)"
     )
     assert "None" not in v.expected
+
+
+def test_a_node_before_its_claims_launch_is_the_kwok_providers_order_but_not_an_ec2_instances():
+    """Karpenter's kwok provider creates the node inside Create, before Launched is written: that holds. An
+    EC2 instance (an instance id in its providerID) registers only after the launch: before it is refused."""
+    early = replace(SPOT_NODE, nodeclaim_launched_at=SPOT_NODE.created + timedelta(seconds=5))
+    assert check_cold_start(replace(COLD, node=early)).holds
+    v = check_cold_start(replace(COLD, node=replace(early, instance_id="i-0abc")))
+    assert v.failed_clauses == ["node_is_new_and_launched_by_our_nodeclaim"], v.render()
+    assert (
+        "registered 2026-11-30T12:00:40+00:00, before its NodeClaim gpu-spot-x1 Launched 2026-11-30T12:00:45"
+        in v.observed
+    )
