@@ -157,7 +157,7 @@ def test_a_node_before_its_claims_launch_is_the_kwok_providers_order_but_not_an_
     early = replace(SPOT_NODE, nodeclaim_launched_at=SPOT_NODE.created + timedelta(seconds=5))
     assert check_cold_start(replace(COLD, node=early)).holds
     v = check_cold_start(replace(COLD, node=replace(early, instance_id="i-0abc")))
-    assert v.failed_clauses == ["node_is_new_and_launched_by_our_nodeclaim"], v.render()
+    assert v.failed_clauses == ("node_is_new_and_launched_by_our_nodeclaim",), v.render()
     assert (
         "registered 2026-11-30T12:00:40+00:00, before its NodeClaim gpu-spot-x1 Launched 2026-11-30T12:00:45"
         in v.observed
